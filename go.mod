@@ -1,0 +1,21 @@
+module github.com/tailgate-llm/tailgate
+
+go 1.26.8
+
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/secure-systems-lab/go-securesystemslib v0.11.1 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	github.com/tiktoken-go/tokenizer v0.10.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

@@ -1,0 +1,286 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ErrorKind classifies why a request did not complete. The empty kind means
+// success. The names are part of the summary.json contract.
+type ErrorKind string
+
+const (
+	ErrNone            ErrorKind = ""
+	ErrHTTP4xx         ErrorKind = "http_4xx"
+	ErrHTTP429         ErrorKind = "http_429"
+	ErrHTTP5xx         ErrorKind = "http_5xx"
+	ErrTimeout         ErrorKind = "timeout"
+	ErrConnect         ErrorKind = "connect"
+	ErrStreamError     ErrorKind = "stream_error"     // the server sent an error object inside the stream
+	ErrStreamTruncated ErrorKind = "stream_truncated" // the body ended before the final marker
+	ErrProtocol        ErrorKind = "protocol"         // a chunk we could not parse
+	ErrCancelled       ErrorKind = "cancelled"        // the run was stopped while the request was in flight
+	ErrDropped         ErrorKind = "dropped"          // never sent: no free slot before the run ended
+)
+
+// Chunk is one content-bearing chunk of a stream: its arrival and how many
+// output tokens it carries (0 = the server did not say; Finalize fills it).
+type Chunk struct {
+	At     time.Duration // since run start
+	Tokens int
+}
+
+// Token-count provenance, reported in the summary so readers know how ITL
+// and output tokens were derived.
+const (
+	TokensFromUsage  = "usage"  // the server's usage object
+	TokensFromChunks = "chunks" // one per content chunk: the server gave no count
+	// Per-chunk token provenance.
+	ChunkTokensServer = "server" // cumulative counts on every chunk
+	ChunkTokensSpread = "spread" // usage total spread evenly over the chunks
+	ChunkTokensOne    = "one"    // one token per chunk assumed
+)
+
+// Record is everything measured for one request. All instants are offsets
+// from the run's start on the monotonic clock. The runner owns Seq, Class,
+// Stage, Warmup and Intended; the protocol client owns the rest.
+type Record struct {
+	Seq     int64
+	ID      string
+	Class   string
+	Stage   string
+	Session string
+	Turn    int
+	Warmup  bool
+
+	Intended    time.Duration // when the schedule wanted it sent
+	Sent        time.Duration // when the client began writing it
+	FirstAnswer time.Duration // first answer (non-reasoning) chunk; 0 = none
+	End         time.Duration // end of response, error or cancellation
+	Chunks      []Chunk
+
+	RequestedInputTokens int // what the prompt source asked for
+	InputTokens          int // the server's prompt_tokens (0 = not reported)
+	OutputTokens         int
+	TokenSource          string // TokensFromUsage or TokensFromChunks
+	ChunkTokenSource     string // ChunkTokens*
+
+	Status       int // HTTP status or gRPC code; 0 if none
+	ErrorKind    ErrorKind
+	Error        string // human-readable; never contains credentials
+	FinishReason string
+	// Text is the answer, kept only when the runner asks for it (multi-turn
+	// sessions need it for the next turn).
+	Text string
+
+	epoch time.Time
+}
+
+// NewRecord returns a record whose Now is measured from epoch.
+func NewRecord(epoch time.Time) *Record { return &Record{epoch: epoch} }
+
+// Now is the current offset from the run's start.
+func (r *Record) Now() time.Duration { return time.Since(r.epoch) }
+
+// Epoch is the run start this record's offsets are measured from.
+func (r *Record) Epoch() time.Time { return r.epoch }
+
+// OK reports whether the request completed without error.
+func (r *Record) OK() bool { return r.ErrorKind == ErrNone }
+
+// HasToken reports whether any output token arrived.
+func (r *Record) HasToken() bool { return len(r.Chunks) > 0 }
+
+// FirstToken is the arrival of the first content-bearing chunk (0 if none).
+func (r *Record) FirstToken() time.Duration {
+	if len(r.Chunks) == 0 {
+		return 0
+	}
+	return r.Chunks[0].At
+}
+
+// TTFT is intended start → first token; ok is false without a token.
+func (r *Record) TTFT() (d time.Duration, ok bool) {
+	if len(r.Chunks) == 0 {
+		return 0, false
+	}
+	return r.Chunks[0].At - r.Intended, true
+}
+
+// TTFAT is intended start → first answer token (reasoning models).
+func (r *Record) TTFAT() (d time.Duration, ok bool) {
+	if r.FirstAnswer == 0 {
+		return 0, false
+	}
+	return r.FirstAnswer - r.Intended, true
+}
+
+// E2E is intended start → end of response.
+func (r *Record) E2E() time.Duration { return r.End - r.Intended }
+
+// ScheduleLag is actual send − intended start.
+func (r *Record) ScheduleLag() time.Duration { return r.Sent - r.Intended }
+
+// TPOT is (E2E − TTFT) / (output tokens − 1), defined for ≥ 2 tokens.
+func (r *Record) TPOT() (d time.Duration, ok bool) {
+	ttft, ok := r.TTFT()
+	if !ok || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true
+}
+
+// EachICL calls f with every gap between consecutive content chunks.
+func (r *Record) EachICL(f func(gap time.Duration)) {
+	for i := 1; i < len(r.Chunks); i++ {
+		f(r.Chunks[i].At - r.Chunks[i-1].At)
+	}
+}
+
+// EachITL calls f(perToken, tokens) for every chunk after the first: the
+// gap divided by the tokens the chunk carries, to be counted tokens times.
+// Call Finalize first so every chunk has a token count.
+func (r *Record) EachITL(f func(perToken time.Duration, tokens int)) {
+	for i := 1; i < len(r.Chunks); i++ {
+		n := r.Chunks[i].Tokens
+		if n <= 0 {
+			continue
+		}
+		f((r.Chunks[i].At-r.Chunks[i-1].At)/time.Duration(n), n)
+	}
+}
+
+// Finalize settles token counts after the client is done: output tokens
+// from chunks when the server gave no usage, and per-chunk counts spread
+// from the usage total when the server did not give them per chunk.
+func (r *Record) Finalize() {
+	if r.TokenSource == "" {
+		if r.OutputTokens > 0 {
+			r.TokenSource = TokensFromUsage
+		} else {
+			r.TokenSource = TokensFromChunks
+		}
+	}
+	known := 0
+	for _, c := range r.Chunks {
+		if c.Tokens > 0 {
+			known++
+		}
+	}
+	switch {
+	case len(r.Chunks) == 0:
+	case known == len(r.Chunks):
+		if r.ChunkTokenSource == "" {
+			r.ChunkTokenSource = ChunkTokensServer
+		}
+	case r.TokenSource == TokensFromUsage && r.OutputTokens >= len(r.Chunks):
+		// Spread the total: every chunk gets the floor, the remainder goes to
+		// the earliest chunks (the first usually carries a held-back piece).
+		per, rem := r.OutputTokens/len(r.Chunks), r.OutputTokens%len(r.Chunks)
+		for i := range r.Chunks {
+			r.Chunks[i].Tokens = per
+			if i < rem {
+				r.Chunks[i].Tokens++
+			}
+		}
+		r.ChunkTokenSource = ChunkTokensSpread
+	default:
+		for i := range r.Chunks {
+			if r.Chunks[i].Tokens <= 0 {
+				r.Chunks[i].Tokens = 1
+			}
+		}
+		r.ChunkTokenSource = ChunkTokensOne
+	}
+	if r.OutputTokens == 0 {
+		for _, c := range r.Chunks {
+			r.OutputTokens += c.Tokens
+		}
+	}
+}
+
+// recordJSON is the requests.jsonl line: instants in microseconds since run
+// start, chunk arrivals as a parallel array.
+type recordJSON struct {
+	Seq                  int64   `json:"seq"`
+	ID                   string  `json:"id,omitempty"`
+	Class                string  `json:"class,omitempty"`
+	Stage                string  `json:"stage,omitempty"`
+	Session              string  `json:"session,omitempty"`
+	Turn                 int     `json:"turn,omitempty"`
+	Warmup               bool    `json:"warmup,omitempty"`
+	IntendedUs           int64   `json:"intended_us"`
+	SentUs               int64   `json:"sent_us"`
+	FirstTokenUs         *int64  `json:"first_token_us,omitempty"`
+	FirstAnswerUs        *int64  `json:"first_answer_us,omitempty"`
+	EndUs                int64   `json:"end_us"`
+	ChunkUs              []int64 `json:"chunk_us,omitempty"`
+	ChunkTokens          []int   `json:"chunk_tokens,omitempty"`
+	RequestedInputTokens int     `json:"requested_input_tokens,omitempty"`
+	InputTokens          int     `json:"input_tokens"`
+	OutputTokens         int     `json:"output_tokens"`
+	TokenSource          string  `json:"token_source,omitempty"`
+	ChunkTokenSource     string  `json:"chunk_token_source,omitempty"`
+	Status               int     `json:"status,omitempty"`
+	ErrorKind            string  `json:"error_kind,omitempty"`
+	Error                string  `json:"error,omitempty"`
+	FinishReason         string  `json:"finish_reason,omitempty"`
+}
+
+func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
+// MarshalJSON writes the requests.jsonl form.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	j := recordJSON{
+		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
+		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
+		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
+		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
+		Status: r.Status, ErrorKind: string(r.ErrorKind), Error: r.Error, FinishReason: r.FinishReason,
+	}
+	if len(r.Chunks) > 0 {
+		ft := us(r.Chunks[0].At)
+		j.FirstTokenUs = &ft
+		j.ChunkUs = make([]int64, len(r.Chunks))
+		j.ChunkTokens = make([]int, len(r.Chunks))
+		for i, c := range r.Chunks {
+			j.ChunkUs[i] = us(c.At)
+			j.ChunkTokens[i] = c.Tokens
+		}
+	}
+	if r.FirstAnswer > 0 {
+		fa := us(r.FirstAnswer)
+		j.FirstAnswerUs = &fa
+	}
+	return json.Marshal(&j)
+}
+
+// UnmarshalJSON reads the requests.jsonl form back, so saved runs can be
+// re-evaluated offline.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var j recordJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	d := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	*r = Record{
+		Seq: j.Seq, ID: j.ID, Class: j.Class, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
+		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
+		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,
+		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,
+		Status: j.Status, ErrorKind: ErrorKind(j.ErrorKind), Error: j.Error, FinishReason: j.FinishReason,
+	}
+	if j.FirstAnswerUs != nil {
+		r.FirstAnswer = d(*j.FirstAnswerUs)
+	}
+	if len(j.ChunkUs) > 0 {
+		r.Chunks = make([]Chunk, len(j.ChunkUs))
+		for i, v := range j.ChunkUs {
+			r.Chunks[i].At = d(v)
+			if i < len(j.ChunkTokens) {
+				r.Chunks[i].Tokens = j.ChunkTokens[i]
+			}
+		}
+	}
+	return nil
+}

@@ -32,6 +32,12 @@ type Prompt struct {
 	// Session and Turn place a prompt in a multi-turn conversation.
 	Session string `json:"session,omitempty"`
 	Turn    int    `json:"turn,omitempty"`
+	// Think is the pause after the previous turn's answer before this turn
+	// is due; the engine sets this turn's intended start to that instant.
+	Think time.Duration `json:"think,omitempty"`
+	// FollowUp, when set, builds the session's next turn from this turn's
+	// answer text (history included), or returns nil after the last turn.
+	FollowUp func(answer string) *Prompt `json:"-"`
 }
 
 // Chat returns the prompt as chat messages, wrapping Text as one user

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// runSpec is one load run: what to send, how, and where results go. The
+// `run` and `validate` commands both go through executeRun.
+type runSpec struct {
+	Client  loadgen.Client
+	Source  loadgen.Source
+	Options loadgen.Options
+	Meta    loadgen.SummaryMeta
+	// OutDir receives requests.jsonl (as records arrive), latency.hlog
+	// (one interval a second) and summary.json (at the end, also when
+	// interrupted). Empty: nothing is written.
+	OutDir string
+	// Goodput, if set, judges each OK record against the SLO's per-request
+	// goodput constraints.
+	Goodput func(*loadgen.Record) bool
+	// Progress receives a live status line; nil turns it off.
+	Progress io.Writer
+	// KeepRecords keeps every record in memory for the caller (validate
+	// evaluates objectives exactly from them).
+	KeepRecords bool
+}
+
+type runResult struct {
+	Summary *loadgen.Summary
+	Info    loadgen.Info
+	Records []*loadgen.Record
+	// WriteErr is the first failure writing results (a full disk); the
+	// figures in Summary are still complete, from memory.
+	WriteErr error
+}
+
+// executeRun runs the load and consumes every record on one goroutine:
+// appended to requests.jsonl, added to the metrics, written to the
+// interval log each second, counted for the progress line.
+func executeRun(ctx context.Context, spec runSpec) (*runResult, error) {
+	runner, err := loadgen.NewRunner(spec.Client, spec.Source, spec.Options)
+	if err != nil {
+		return nil, err
+	}
+	res := &runResult{}
+	var jsonl *exporters.JSONLWriter
+	var hlog *exporters.HlogWriter
+	var hlogFile *os.File
+	if spec.OutDir != "" {
+		if err := os.MkdirAll(spec.OutDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--out %s: %w", spec.OutDir, err)
+		}
+		if jsonl, err = exporters.CreateJSONL(filepath.Join(spec.OutDir, "requests.jsonl")); err != nil {
+			return nil, err
+		}
+		hp := filepath.Join(spec.OutDir, "latency.hlog")
+		if hlogFile, err = os.Create(hp); err != nil {
+			return nil, fmt.Errorf("%s: %w", hp, err)
+		}
+		if hlog, err = exporters.NewHlogWriter(hp, hlogFile, time.Now()); err != nil {
+			hlogFile.Close()
+			return nil, err
+		}
+	}
+	keepErr := func(err error) {
+		if err != nil && res.WriteErr == nil {
+			res.WriteErr = err
+		}
+	}
+
+	metrics := loadgen.NewMetrics()
+	metrics.Goodput = spec.Goodput
+	records := make(chan *loadgen.Record, 4096)
+	infoc := make(chan loadgen.Info, 1)
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		info, err := runner.Run(ctx, records)
+		infoc <- info
+		errc <- err
+	}()
+
+	total := loadgen.TotalDuration(spec.Options.Stages)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastTick := start
+	var done, failed int64
+	progress := func(final bool) {
+		if spec.Progress == nil {
+			return
+		}
+		p99 := float64(metrics.All.Hist[loadgen.MetricTTFT].ValueAtQuantile(99)) / 1000
+		sent := runner.Sent()
+		end := "\r"
+		if final {
+			end = "\n"
+		}
+		fmt.Fprintf(spec.Progress, "\r%6.1fs/%s  sent %d  in flight %d  errors %d  p99 TTFT %.1f ms   %s",
+			time.Since(start).Seconds(), total, sent, max(0, sent-done), failed, p99, end)
+	}
+loop:
+	for {
+		select {
+		case rec, ok := <-records:
+			if !ok {
+				break loop
+			}
+			rec.Finalize()
+			done++
+			if !rec.OK() {
+				failed++
+			}
+			if jsonl != nil {
+				keepErr(jsonl.Write(rec))
+			}
+			metrics.Add(rec)
+			if spec.KeepRecords {
+				res.Records = append(res.Records, rec)
+			}
+		case now := <-tick.C:
+			if hlog != nil {
+				keepErr(hlog.WriteInterval(metrics.TakeInterval(), lastTick, now))
+			}
+			lastTick = now
+			progress(false)
+		}
+	}
+	res.Info = <-infoc
+	runErr := <-errc
+	if spec.Progress != nil {
+		progress(true)
+	}
+	res.Summary = metrics.Summary(res.Info, spec.Meta)
+	if hlog != nil {
+		keepErr(hlog.WriteInterval(metrics.TakeInterval(), lastTick, time.Now()))
+		keepErr(hlogFile.Close())
+	}
+	if jsonl != nil {
+		keepErr(jsonl.Close())
+	}
+	if res.WriteErr != nil {
+		res.Summary.Warnings = append(res.Summary.Warnings, "results incomplete on disk: "+res.WriteErr.Error())
+	}
+	if spec.OutDir != "" {
+		keepErr(exporters.WriteJSON(filepath.Join(spec.OutDir, "summary.json"), res.Summary))
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return res, runErr
+	}
+	return res, nil
+}

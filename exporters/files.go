@@ -1,0 +1,149 @@
+package exporters
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// WriteJSON writes v as indented JSON to path atomically (a temporary file
+// renamed into place), so a reader never sees half a summary.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", path, err)
+	}
+	b = append(b, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// JSONLWriter appends one JSON value per line, each line in one write so a
+// process that dies loses at most the line in flight. After the first
+// failed write it stops writing and keeps the error; the caller reports it
+// at the end rather than aborting the run.
+type JSONLWriter struct {
+	path  string
+	f     *os.File
+	buf   bytes.Buffer
+	enc   *json.Encoder
+	err   error
+	Lines int64
+}
+
+// CreateJSONL creates (truncates) path.
+func CreateJSONL(path string) (*JSONLWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	w := &JSONLWriter{path: path, f: f}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	return w, nil
+}
+
+// Write appends v.
+func (w *JSONLWriter) Write(v any) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.buf.Reset()
+	if err := w.enc.Encode(v); err != nil {
+		w.err = fmt.Errorf("%s: line %d: encode: %w", w.path, w.Lines+1, err)
+		return w.err
+	}
+	if _, err := w.f.Write(w.buf.Bytes()); err != nil {
+		w.err = fmt.Errorf("%s: line %d: write: %w", w.path, w.Lines+1, err)
+		return w.err
+	}
+	w.Lines++
+	return nil
+}
+
+// Err is the first write error, if any.
+func (w *JSONLWriter) Err() error { return w.err }
+
+// Close syncs and closes the file.
+func (w *JSONLWriter) Close() error {
+	serr := w.f.Sync()
+	cerr := w.f.Close()
+	if w.err != nil {
+		return w.err
+	}
+	if serr != nil {
+		return fmt.Errorf("%s: sync: %w", w.path, serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("%s: %w", w.path, cerr)
+	}
+	return nil
+}
+
+// HlogWriter writes HdrHistogram interval logs (format 1.3), readable by
+// HdrHistogram's HistogramLogProcessor and hdrhistogram-go's log reader.
+// Values are microseconds, so the interval-max column (which the format
+// scales by 1e6, ns→ms) reads in seconds.
+type HlogWriter struct {
+	path string
+	w    io.Writer
+	lw   *hdrhistogram.HistogramLogWriter
+	err  error
+}
+
+// NewHlogWriter writes the log header to w with start as the log's start
+// time; interval timestamps are absolute.
+func NewHlogWriter(path string, w io.Writer, start time.Time) (*HlogWriter, error) {
+	h := &HlogWriter{path: path, w: w, lw: hdrhistogram.NewHistogramLogWriter(w)}
+	ms := start.UnixMilli()
+	for _, f := range []func() error{
+		h.lw.OutputLogFormatVersion,
+		func() error { return h.lw.OutputComment("[tailgate: values in microseconds; tags name the metric]") },
+		func() error { return h.lw.OutputStartTime(ms) },
+		func() error { return h.lw.OutputBaseTime(0) },
+		h.lw.OutputLegend,
+	} {
+		if err := f(); err != nil {
+			return nil, fmt.Errorf("%s: write: %w", path, err)
+		}
+	}
+	return h, nil
+}
+
+// WriteInterval writes each histogram as one interval [from, to).
+func (h *HlogWriter) WriteInterval(hists []*hdrhistogram.Histogram, from, to time.Time) error {
+	if h.err != nil {
+		return h.err
+	}
+	for _, hist := range hists {
+		hist.SetStartTimeMs(from.UnixMilli())
+		hist.SetEndTimeMs(to.UnixMilli())
+		if err := h.lw.OutputIntervalHistogram(hist); err != nil {
+			h.err = fmt.Errorf("%s: write: %w", h.path, err)
+			return h.err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package exporters
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// WriteText writes the terminal report of a summary: counts, throughput,
+// the latency table, a per-class table when there is more than one class,
+// and warnings.
+func WriteText(w io.Writer, s *loadgen.Summary) error {
+	ew := &errWriter{w: w}
+	r := s.Run
+	fmt.Fprintf(ew, "\ntailgate %s  target %s  api %s  model %s\n", s.Tool.Version, r.Target, r.API, r.Model)
+	if len(r.Load) > 0 {
+		keys := make([]string, 0, len(r.Load))
+		for k := range r.Load {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, r.Load[k]))
+		}
+		fmt.Fprintf(ew, "load     %s\n", strings.Join(parts, " "))
+	}
+	status := ""
+	if r.Interrupted {
+		status = "  INTERRUPTED"
+	}
+	fmt.Fprintf(ew, "duration %.2fs (measured window %.2fs)%s\n", r.DurationS, r.MeasuredWindowS, status)
+	q := s.Requests
+	fmt.Fprintf(ew, "requests sent %d  ok %d  errors %d  dropped %d", q.Sent, q.OK, q.Errors, q.Dropped)
+	if q.Warmup > 0 {
+		fmt.Fprintf(ew, "  (+%d warm-up)", q.Warmup)
+	}
+	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
+	t := s.Throughput
+	fmt.Fprintf(ew, "throughput %.2f req/s  %.1f output tok/s  %.1f input tok/s  goodput %.2f req/s\n",
+		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, t.GoodputPerS)
+	fmt.Fprintf(ew, "tokens   output %d (%s)  input %d", s.Tokens.Output, sources(s.Tokens.Sources), s.Tokens.Input)
+	if s.Tokens.RequestedInput > 0 {
+		fmt.Fprintf(ew, "  (requested %d)", s.Tokens.RequestedInput)
+	}
+	fmt.Fprintln(ew)
+
+	fmt.Fprintln(ew)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+	for _, name := range loadgen.MetricNames {
+		h := s.LatencyMs[name]
+		if h.Count == 0 && name == loadgen.MetricTTFAT {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+			name, h.Count, h.Mean, h.Min, h.P50, h.P90, h.P95, h.P99, h.P999, h.Max)
+	}
+	tw.Flush()
+
+	if len(s.Classes) > 1 {
+		names := make([]string, 0, len(s.Classes))
+		for n := range s.Classes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintln(ew)
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "class\tok\terr\treq/s\tout tok/s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t")
+		for _, n := range names {
+			c := s.Classes[n]
+			l := c.LatencyMs
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t\n", n,
+				c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
+				l[loadgen.MetricTTFT].P50, l[loadgen.MetricTTFT].P99, l[loadgen.MetricITL].P50, l[loadgen.MetricITL].P99,
+				l[loadgen.MetricE2E].P50, l[loadgen.MetricE2E].P99)
+		}
+		tw.Flush()
+	}
+	if len(s.Turns) > 0 {
+		turns := make([]string, 0, len(s.Turns))
+		for k := range s.Turns {
+			turns = append(turns, k)
+		}
+		sort.Slice(turns, func(i, j int) bool { return len(turns[i]) < len(turns[j]) || (len(turns[i]) == len(turns[j]) && turns[i] < turns[j]) })
+		fmt.Fprintln(ew)
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "turn\tcount\tttft p50\tttft p90\tttft p99\t")
+		for _, k := range turns {
+			h := s.Turns[k]
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t\n", k, h.Count, h.P50, h.P90, h.P99)
+		}
+		tw.Flush()
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(ew, "WARNING: %s\n", warn)
+	}
+	return ew.err
+}
+
+func errorKinds(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return "  [" + strings.Join(parts, " ") + "]"
+}
+
+func sources(m map[string]int64) string {
+	if len(m) == 0 {
+		return "no data"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("from %s: %d req", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// errWriter keeps the first write error so a report is one error check.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, nil
+}

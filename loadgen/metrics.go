@@ -1,0 +1,219 @@
+package loadgen
+
+import (
+	"sort"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram bounds (DESIGN.md): microseconds, 1 µs to 1 h, 3 significant
+// digits. Every histogram shares them so any two merge exactly.
+const (
+	histMinMicros = 1
+	histMaxMicros = int64(time.Hour / time.Microsecond)
+	histSigDigits = 3
+)
+
+// NewHistogram returns a histogram with tailgate's standard bounds.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histMinMicros, histMaxMicros, histSigDigits)
+}
+
+// Metric names: the keys of latency_ms in summary.json.
+const (
+	MetricTTFT        = "ttft"
+	MetricTTFAT       = "ttfat"
+	MetricICL         = "icl"
+	MetricITL         = "itl"
+	MetricTPOT        = "tpot"
+	MetricE2E         = "e2e"
+	MetricScheduleLag = "schedule_lag"
+)
+
+// MetricNames lists the latency metrics in report order.
+var MetricNames = []string{MetricTTFT, MetricTTFAT, MetricICL, MetricITL, MetricTPOT, MetricE2E, MetricScheduleLag}
+
+// Group accumulates one population of records (the whole run or a class).
+type Group struct {
+	Hist map[string]*hdrhistogram.Histogram
+
+	Sent, OK, Errors, Dropped int64
+	ErrorsByKind              map[string]int64
+	InputTokens, OutputTokens int64
+	RequestedInputTokens      int64
+	Good                      int64 // met every goodput constraint
+	TokenSources              map[string]int64
+	ChunkTokenSources         map[string]int64
+	// window: first intended start to last end of measured requests.
+	first, last time.Duration
+	seen        bool
+}
+
+func newGroup() *Group {
+	g := &Group{Hist: map[string]*hdrhistogram.Histogram{}, ErrorsByKind: map[string]int64{},
+		TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
+	for _, n := range MetricNames {
+		g.Hist[n] = NewHistogram()
+	}
+	return g
+}
+
+// Window is the measured window: the first measured request's intended start
+// to the last one's end.
+func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
+
+// Metrics aggregates records into HDR histograms, overall and per class. It
+// is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
+// no locks), fed from the runner's output channel.
+type Metrics struct {
+	All      *Group
+	Classes  map[string]*Group
+	Warmup   int64 // records left out as warm-up
+	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
+	TurnTTFT map[int]*hdrhistogram.Histogram
+	interval map[string]*hdrhistogram.Histogram
+	// Goodput, if set, says whether an OK record met every per-request
+	// goodput constraint of the SLO (loadgen knows nothing of SLOs).
+	Goodput func(*Record) bool
+}
+
+// NewMetrics returns empty metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{All: newGroup(), Classes: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
+		interval: map[string]*hdrhistogram.Histogram{}}
+}
+
+func micros(d time.Duration) int64 {
+	v := int64(d / time.Microsecond)
+	if v < histMinMicros {
+		return histMinMicros
+	}
+	if v > histMaxMicros {
+		return histMaxMicros
+	}
+	return v
+}
+
+// Add counts one record. Warm-up records are counted apart and left out.
+// Latencies come from successful requests only; failures are counted by
+// kind (and an error-rate objective judges them).
+func (m *Metrics) Add(r *Record) {
+	if r.Warmup {
+		m.Warmup++
+		return
+	}
+	cls := r.Class
+	if cls == "" {
+		cls = "default"
+	}
+	g, ok := m.Classes[cls]
+	if !ok {
+		g = newGroup()
+		m.Classes[cls] = g
+	}
+	good := r.OK() && (m.Goodput == nil || m.Goodput(r))
+	for _, grp := range [2]*Group{m.All, g} {
+		grp.add(r, good)
+	}
+	if r.OK() {
+		m.recordInterval(r)
+		if d, ok := r.TTFT(); ok && r.Session != "" {
+			h, ok := m.TurnTTFT[r.Turn]
+			if !ok {
+				h = NewHistogram()
+				m.TurnTTFT[r.Turn] = h
+			}
+			h.RecordValue(micros(d))
+		}
+	}
+}
+
+func (g *Group) add(r *Record, good bool) {
+	if r.ErrorKind == ErrDropped {
+		g.Dropped++
+		g.ErrorsByKind[string(ErrDropped)]++
+		return
+	}
+	g.Sent++
+	if !g.seen || r.Intended < g.first {
+		g.first = r.Intended
+	}
+	if !g.seen || r.End > g.last {
+		g.last = r.End
+	}
+	g.seen = true
+	if !r.OK() {
+		g.Errors++
+		g.ErrorsByKind[string(r.ErrorKind)]++
+		return
+	}
+	g.OK++
+	if good {
+		g.Good++
+	}
+	g.InputTokens += int64(r.InputTokens)
+	g.RequestedInputTokens += int64(r.RequestedInputTokens)
+	g.OutputTokens += int64(r.OutputTokens)
+	if r.TokenSource != "" {
+		g.TokenSources[r.TokenSource]++
+	}
+	if r.ChunkTokenSource != "" {
+		g.ChunkTokenSources[r.ChunkTokenSource]++
+	}
+	eachSample(r, func(metric string, v int64, n int64) { g.Hist[metric].RecordValues(v, n) })
+}
+
+// eachSample calls f with every latency sample of an OK record, in µs.
+func eachSample(r *Record, f func(metric string, micros int64, count int64)) {
+	f(MetricE2E, micros(r.E2E()), 1)
+	f(MetricScheduleLag, micros(r.ScheduleLag()), 1)
+	if d, ok := r.TTFT(); ok {
+		f(MetricTTFT, micros(d), 1)
+	}
+	if d, ok := r.TTFAT(); ok {
+		f(MetricTTFAT, micros(d), 1)
+	}
+	if d, ok := r.TPOT(); ok {
+		f(MetricTPOT, micros(d), 1)
+	}
+	r.EachICL(func(gap time.Duration) { f(MetricICL, micros(gap), 1) })
+	r.EachITL(func(per time.Duration, n int) { f(MetricITL, micros(per), int64(n)) })
+}
+
+func (m *Metrics) recordInterval(r *Record) {
+	eachSample(r, func(metric string, v, n int64) {
+		h, ok := m.interval[metric]
+		if !ok {
+			h = NewHistogram()
+			h.SetTag(metric)
+			m.interval[metric] = h
+		}
+		h.RecordValues(v, n)
+	})
+}
+
+// TakeInterval returns the histograms recorded since the last call, tagged
+// with their metric, and starts new ones: the intervals of an .hlog file.
+func (m *Metrics) TakeInterval() []*hdrhistogram.Histogram {
+	out := make([]*hdrhistogram.Histogram, 0, len(m.interval))
+	for _, n := range MetricNames {
+		if h, ok := m.interval[n]; ok && h.TotalCount() > 0 {
+			out = append(out, h)
+			nh := NewHistogram()
+			nh.SetTag(n)
+			m.interval[n] = nh
+		}
+	}
+	return out
+}
+
+// ClassNames returns the classes seen, sorted.
+func (m *Metrics) ClassNames() []string {
+	out := make([]string, 0, len(m.Classes))
+	for c := range m.Classes {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}

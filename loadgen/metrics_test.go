@@ -1,0 +1,130 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func TestRecordDerivedMetrics(t *testing.T) {
+	r := &Record{Intended: 10 * ms, Sent: 12 * ms, End: 200 * ms, OutputTokens: 7,
+		Chunks: []Chunk{{At: 60 * ms, Tokens: 1}, {At: 80 * ms, Tokens: 2}, {At: 140 * ms, Tokens: 4}}}
+	r.Finalize()
+	if d, _ := r.TTFT(); d != 50*ms {
+		t.Errorf("TTFT %v, want 50ms (from intended start)", d)
+	}
+	if r.ScheduleLag() != 2*ms || r.E2E() != 190*ms {
+		t.Errorf("lag %v e2e %v", r.ScheduleLag(), r.E2E())
+	}
+	if d, _ := r.TPOT(); d != (190*ms-50*ms)/6 {
+		t.Errorf("TPOT %v", d)
+	}
+	var icl []time.Duration
+	r.EachICL(func(g time.Duration) { icl = append(icl, g) })
+	if !reflect.DeepEqual(icl, []time.Duration{20 * ms, 60 * ms}) {
+		t.Errorf("ICL %v", icl)
+	}
+	// ITL: 20ms over 2 tokens → two samples of 10ms; 60ms over 4 → four of 15ms.
+	var itl []time.Duration
+	r.EachITL(func(per time.Duration, n int) {
+		for i := 0; i < n; i++ {
+			itl = append(itl, per)
+		}
+	})
+	if !reflect.DeepEqual(itl, []time.Duration{10 * ms, 10 * ms, 15 * ms, 15 * ms, 15 * ms, 15 * ms}) {
+		t.Errorf("ITL %v", itl)
+	}
+	if r.ChunkTokenSource != ChunkTokensServer || r.TokenSource != TokensFromUsage {
+		t.Errorf("sources %q %q", r.TokenSource, r.ChunkTokenSource)
+	}
+}
+
+func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
+	r := &Record{OutputTokens: 10, Chunks: make([]Chunk, 4)}
+	r.Finalize()
+	got := []int{}
+	for _, c := range r.Chunks {
+		got = append(got, c.Tokens)
+	}
+	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != ChunkTokensSpread {
+		t.Errorf("spread %v (%s)", got, r.ChunkTokenSource)
+	}
+	r2 := &Record{Chunks: make([]Chunk, 4)}
+	r2.Finalize()
+	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != ChunkTokensOne {
+		t.Errorf("no usage: %d tokens from %s/%s", r2.OutputTokens, r2.TokenSource, r2.ChunkTokenSource)
+	}
+}
+
+func TestRecordJSONRoundTrip(t *testing.T) {
+	r := &Record{Seq: 3, ID: "x", Class: "chat", Stage: "peak", Intended: 1500 * time.Microsecond, Sent: 1600 * time.Microsecond,
+		FirstAnswer: 9 * ms, End: 20 * ms, Chunks: []Chunk{{At: 5 * ms, Tokens: 1}, {At: 9 * ms, Tokens: 3}},
+		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer,
+		Status: 200, ErrorKind: ErrStreamTruncated, Error: "eof"}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, &back) {
+		t.Errorf("round trip:\n%+v\n%+v\n%s", r, &back, b)
+	}
+}
+
+func TestHistogramsMergeExactly(t *testing.T) {
+	a, b, both := NewHistogram(), NewHistogram(), NewHistogram()
+	for i := int64(1); i < 200000; i += 7 {
+		a.RecordValue(i)
+		both.RecordValue(i)
+	}
+	for i := int64(3); i < 5_000_000; i += 1013 {
+		b.RecordValue(i)
+		both.RecordValue(i)
+	}
+	a.Merge(b)
+	if !a.Equals(both) {
+		t.Error("merged histogram differs from the histogram of the combined samples")
+	}
+}
+
+func TestMetricsSummaryFigures(t *testing.T) {
+	m := NewMetrics()
+	m.Goodput = func(r *Record) bool { d, _ := r.TTFT(); return d <= 50*ms }
+	for i := 0; i < 10; i++ {
+		start := time.Duration(i) * 100 * ms
+		r := &Record{Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 10, InputTokens: 5,
+			Chunks: []Chunk{{At: start + time.Duration(10+10*i)*ms}}}
+		if i%2 == 1 {
+			r.Class = "b"
+		}
+		r.Finalize()
+		m.Add(r)
+	}
+	m.Add(&Record{Class: "a", ErrorKind: ErrHTTP429, Intended: 0, End: ms})
+	m.Add(&Record{Class: "a", ErrorKind: ErrDropped})
+	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, SummaryMeta{})
+	if s.Requests.Sent != 11 || s.Requests.OK != 10 || s.Requests.Errors != 1 || s.Requests.Dropped != 1 {
+		t.Errorf("counts %+v", s.Requests)
+	}
+	if s.Requests.ErrorsByKind["http_429"] != 1 || s.Requests.ErrorsByKind["dropped"] != 1 {
+		t.Errorf("by kind %v", s.Requests.ErrorsByKind)
+	}
+	// Window 0 → 1000 ms: 10 ok/s, 100 output tokens/s, 5 good (TTFT 10..50ms).
+	if s.Throughput.RequestsPerS != 10 || s.Throughput.OutputTokensPerS != 100 || s.Throughput.GoodputPerS != 5 {
+		t.Errorf("throughput %+v", s.Throughput)
+	}
+	// HDR reports a bucket's highest equivalent value: 3 digits, ≤ 0.1% high.
+	near := func(got, want float64) bool { return got >= want && got <= want*1.001 }
+	if h := s.LatencyMs[MetricTTFT]; h.Count != 10 || !near(h.Min, 10) || !near(h.Max, 100) || !near(h.P50, 50) {
+		t.Errorf("ttft %+v", h)
+	}
+	if s.Classes["a"].Requests.OK != 5 || s.Classes["b"].Requests.OK != 5 {
+		t.Errorf("classes %+v", s.Classes)
+	}
+}

@@ -1,0 +1,134 @@
+package loadgen
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func arrivals(t *testing.T, stages []Stage, proc string, k float64) []time.Duration {
+	t.Helper()
+	o, err := NewOpenLoop(stages, proc, k, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []time.Duration
+	for {
+		at, ok := o.Next()
+		if !ok {
+			return out
+		}
+		if len(out) > 0 && at < out[len(out)-1] {
+			t.Fatalf("arrivals not increasing: %v after %v", at, out[len(out)-1])
+		}
+		out = append(out, at)
+	}
+}
+
+func TestConstantArrivalsAreEvenlySpaced(t *testing.T) {
+	got := arrivals(t, []Stage{{Rate: 50, Duration: 2 * time.Second}}, ArrivalConstant, 0)
+	if len(got) != 100 {
+		t.Fatalf("got %d arrivals at 50/s over 2s, want 100", len(got))
+	}
+	for i, at := range got {
+		want := time.Duration(i) * 20 * time.Millisecond
+		if d := at - want; d < -time.Microsecond || d > time.Microsecond {
+			t.Fatalf("arrival %d at %v, want %v", i, at, want)
+		}
+	}
+}
+
+func interarrivalStats(a []time.Duration) (mean, cv float64) {
+	var xs []float64
+	for i := 1; i < len(a); i++ {
+		xs = append(xs, (a[i] - a[i-1]).Seconds())
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var v float64
+	for _, x := range xs {
+		v += (x - mean) * (x - mean)
+	}
+	v /= float64(len(xs) - 1)
+	return mean, math.Sqrt(v) / mean
+}
+
+func TestPoissonAndGammaMoments(t *testing.T) {
+	cases := []struct {
+		proc   string
+		k      float64
+		wantCV float64
+	}{
+		{ArrivalPoisson, 0, 1},
+		{ArrivalGamma, 1, 1},
+		{ArrivalGamma, 0.25, 2}, // CV = 1/sqrt(k)
+		{ArrivalGamma, 4, 0.5},
+	}
+	for _, c := range cases {
+		a := arrivals(t, []Stage{{Rate: 1000, Duration: 40 * time.Second}}, c.proc, c.k)
+		mean, cv := interarrivalStats(a)
+		// 40,000 draws: the mean's standard error is cv/200 of it, so 3% is
+		// beyond 5 sigma for these CVs; CV estimates are looser.
+		if math.Abs(mean-0.001)/0.001 > 0.03 {
+			t.Errorf("%s k=%v: mean gap %.6fs, want 0.001s", c.proc, c.k, mean)
+		}
+		if math.Abs(cv-c.wantCV)/c.wantCV > 0.06 {
+			t.Errorf("%s k=%v: CV %.3f, want %.3f", c.proc, c.k, cv, c.wantCV)
+		}
+	}
+}
+
+func TestStagesAndRampsFollowTheRate(t *testing.T) {
+	// 0→100/s linear ramp over 2 s (expect 100 requests), hold 100/s for
+	// 1 s (100), then step to 10/s for 1 s (10).
+	stages := []Stage{{Rate: 0, Duration: time.Nanosecond}, {Rate: 100, Duration: 3 * time.Second, Ramp: 2 * time.Second}, {Rate: 10, Duration: time.Second}}
+	a := arrivals(t, stages, ArrivalConstant, 0)
+	count := func(from, to time.Duration) int {
+		n := 0
+		for _, x := range a {
+			if x >= from && x < to {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(0, 2*time.Second); n < 99 || n > 101 {
+		t.Errorf("ramp 0→100/s over 2s sent %d, want ~100", n)
+	}
+	if n := count(0, time.Second); n < 24 || n > 26 {
+		t.Errorf("first half of the ramp sent %d, want ~25 (rate grows linearly)", n)
+	}
+	if n := count(2*time.Second, 3*time.Second); n < 99 || n > 101 {
+		t.Errorf("hold at 100/s sent %d, want 100", n)
+	}
+	if n := count(3*time.Second, 4*time.Second); n < 9 || n > 11 {
+		t.Errorf("10/s stage sent %d, want 10", n)
+	}
+}
+
+func TestParseStages(t *testing.T) {
+	st, err := ParseStages("10@1m, 50@2m,100@30s", 5*time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 3 || st[1].Rate != 50 || st[2].Duration != 30*time.Second || st[0].Ramp != 5*time.Second {
+		t.Fatalf("parsed %+v", st)
+	}
+	if TotalDuration(st) != 210*time.Second {
+		t.Errorf("total %v", TotalDuration(st))
+	}
+	if i := StageAt(st, 61*time.Second); i != 1 {
+		t.Errorf("StageAt(61s) = %d, want 1", i)
+	}
+	c, err := ParseStages("c8@10s,16@10s", 0, true)
+	if err != nil || c[0].Concurrency != 8 || c[1].Concurrency != 16 {
+		t.Fatalf("closed stages %+v %v", c, err)
+	}
+	for _, bad := range []string{"10", "x@1m", "10@-1s", "10@soon", "1.5@1s"} {
+		if _, err := ParseStages(bad, 0, bad == "1.5@1s"); err == nil {
+			t.Errorf("ParseStages(%q) accepted", bad)
+		}
+	}
+}

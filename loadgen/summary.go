@@ -1,0 +1,200 @@
+package loadgen
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// SummarySchema names the summary.json contract (DESIGN.md, fixed).
+const SummarySchema = "tailgate.summary/v1"
+
+// Definitions are written into every summary so a reader never has to
+// guess what a figure means.
+var Definitions = map[string]string{
+	"intended_start": "when the schedule says a request should be sent; in open loop every latency is measured from it (no coordinated omission); in closed loop it is the send time",
+	"ttft":           "intended start to the first chunk carrying at least one output token (answer or reasoning); role-only, empty and comment chunks do not count",
+	"ttfat":          "intended start to the first answer (non-reasoning) token",
+	"icl":            "inter-chunk latency: gap between consecutive content-bearing chunks of a stream, one sample per gap",
+	"itl":            "inter-token latency: each chunk gap divided by the tokens that chunk carries, one sample per token (tokens per chunk: see tokens.chunk_token_sources)",
+	"tpot":           "per request (E2E - TTFT) / (output tokens - 1), for requests with at least 2 output tokens",
+	"e2e":            "intended start to the end of the response",
+	"schedule_lag":   "actual send minus intended start: the load generator's own lateness",
+	"output_tokens":  "the server's usage count when given, else counted from chunks (see tokens.sources)",
+	"throughput":     "completed requests and their tokens per second over the measured window (first measured intended start to last measured end; warm-up excluded)",
+	"goodput":        "completed requests per second that met every per-request goodput constraint of the SLO",
+	"latency_scope":  "latency histograms hold successful requests only; failures are counted in requests.errors_by_kind",
+}
+
+// Hist is the H shape of summary.json: milliseconds as floats.
+type Hist struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	Min   float64 `json:"min"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// HistOf summarises an HDR histogram of microseconds.
+func HistOf(h *hdrhistogram.Histogram) Hist {
+	if h.TotalCount() == 0 {
+		return Hist{}
+	}
+	ms := func(v int64) float64 { return float64(v) / 1000 }
+	// hdrhistogram-go's ValueAtQuantile takes 0–100.
+	return Hist{Count: h.TotalCount(), Mean: h.Mean() / 1000, Min: ms(h.Min()),
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)),
+		P99: ms(h.ValueAtQuantile(99)), P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
+}
+
+// Counts is the requests block.
+type Counts struct {
+	Sent         int64            `json:"sent"`
+	OK           int64            `json:"ok"`
+	Errors       int64            `json:"errors"`
+	Dropped      int64            `json:"dropped"`
+	Warmup       int64            `json:"warmup,omitempty"`
+	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
+}
+
+// Throughput is the throughput block.
+type Throughput struct {
+	RequestsPerS     float64 `json:"requests_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	InputTokensPerS  float64 `json:"input_tokens_per_s"`
+	GoodputPerS      float64 `json:"goodput_per_s"`
+}
+
+// Tokens says how many tokens were moved and where the counts came from.
+type Tokens struct {
+	Input             int64            `json:"input"`
+	RequestedInput    int64            `json:"requested_input"`
+	Output            int64            `json:"output"`
+	Sources           map[string]int64 `json:"sources"`
+	ChunkTokenSources map[string]int64 `json:"chunk_token_sources"`
+}
+
+// ClassSummary is one entry of classes.
+type ClassSummary struct {
+	Requests   Counts          `json:"requests"`
+	Throughput Throughput      `json:"throughput"`
+	LatencyMs  map[string]Hist `json:"latency_ms"`
+	Tokens     Tokens          `json:"tokens"`
+}
+
+// RunInfo is the run block.
+type RunInfo struct {
+	Started         string         `json:"started"`
+	Ended           string         `json:"ended"`
+	DurationS       float64        `json:"duration_s"`
+	MeasuredWindowS float64        `json:"measured_window_s"`
+	Target          string         `json:"target"`
+	API             string         `json:"api"`
+	Model           string         `json:"model"`
+	Load            map[string]any `json:"load"`
+	Interrupted     bool           `json:"interrupted"`
+	CPUUtilization  float64        `json:"cpu_utilization"`
+}
+
+// Tool names the tool.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Summary is summary.json (schema tailgate.summary/v1). Keys may be added,
+// never renamed.
+type Summary struct {
+	Schema      string                  `json:"schema"`
+	Tool        Tool                    `json:"tool"`
+	Run         RunInfo                 `json:"run"`
+	Requests    Counts                  `json:"requests"`
+	Throughput  Throughput              `json:"throughput"`
+	LatencyMs   map[string]Hist         `json:"latency_ms"`
+	Tokens      Tokens                  `json:"tokens"`
+	Classes     map[string]ClassSummary `json:"classes"`
+	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
+	Telemetry   map[string]any          `json:"telemetry"`
+	SLO         any                     `json:"slo"`
+	Warnings    []string                `json:"warnings"`
+	Definitions map[string]string       `json:"definitions"`
+}
+
+// SummaryMeta is what the caller knows that the metrics do not.
+type SummaryMeta struct {
+	Version, Target, API, Model string
+	Load                        map[string]any
+}
+
+// Thresholds for the self-check warning: above these the load generator,
+// not the server, may be what was measured.
+const (
+	LagWarnMicros = 1000
+	CPUWarnRatio  = 0.9
+)
+
+func (g *Group) summarize() (Counts, Throughput, map[string]Hist, Tokens) {
+	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind}
+	var t Throughput
+	if w := (g.last - g.first).Seconds(); w > 0 {
+		t = Throughput{RequestsPerS: float64(g.OK) / w, OutputTokensPerS: float64(g.OutputTokens) / w,
+			InputTokensPerS: float64(g.InputTokens) / w, GoodputPerS: float64(g.Good) / w}
+	}
+	lat := make(map[string]Hist, len(g.Hist))
+	for n, h := range g.Hist {
+		lat[n] = HistOf(h)
+	}
+	tok := Tokens{Input: g.InputTokens, RequestedInput: g.RequestedInputTokens, Output: g.OutputTokens,
+		Sources: g.TokenSources, ChunkTokenSources: g.ChunkTokenSources}
+	return c, t, lat, tok
+}
+
+// Summary builds summary.json from the metrics and the run's info.
+func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
+	s := &Summary{Schema: SummarySchema, Tool: Tool{Name: "tailgate", Version: meta.Version},
+		Classes: map[string]ClassSummary{}, Telemetry: map[string]any{}, Definitions: Definitions,
+		Warnings: []string{}}
+	s.Requests, s.Throughput, s.LatencyMs, s.Tokens = m.All.summarize()
+	s.Requests.Warmup = m.Warmup
+	for name, g := range m.Classes {
+		var cs ClassSummary
+		cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize()
+		s.Classes[name] = cs
+	}
+	if len(m.TurnTTFT) > 0 {
+		s.Turns = map[string]Hist{}
+		for turn, h := range m.TurnTTFT {
+			s.Turns[strconv.Itoa(turn)] = HistOf(h)
+		}
+	}
+	load := meta.Load
+	if load == nil {
+		load = map[string]any{}
+	}
+	s.Run = RunInfo{Started: info.Started.UTC().Format(time.RFC3339Nano),
+		Ended:     info.Started.Add(info.Elapsed).UTC().Format(time.RFC3339Nano),
+		DurationS: info.Elapsed.Seconds(), MeasuredWindowS: (m.All.last - m.All.first).Seconds(),
+		Target: meta.Target, API: meta.API, Model: meta.Model, Load: load,
+		Interrupted: info.Interrupted, CPUUtilization: info.CPUUtilization}
+	if lag := m.All.Hist[MetricScheduleLag]; lag.TotalCount() > 0 && lag.ValueAtQuantile(99) > LagWarnMicros {
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"load generator is a bottleneck: schedule lag p99 %.2f ms > %.0f ms; latencies include the generator's own delay",
+			float64(lag.ValueAtQuantile(99))/1000, float64(LagWarnMicros)/1000))
+	}
+	if info.CPUUtilization > CPUWarnRatio {
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"load generator CPU saturated: %.0f%% of %d cores busy; it may be what was measured",
+			info.CPUUtilization*100, numCPU()))
+	}
+	if s.Requests.Dropped > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"%d requests dropped: due but not started before the run ended (in-flight cap reached)", s.Requests.Dropped))
+	}
+	return s
+}

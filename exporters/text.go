@@ -86,7 +86,9 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 		for k := range s.Turns {
 			turns = append(turns, k)
 		}
-		sort.Slice(turns, func(i, j int) bool { return len(turns[i]) < len(turns[j]) || (len(turns[i]) == len(turns[j]) && turns[i] < turns[j]) })
+		sort.Slice(turns, func(i, j int) bool {
+			return len(turns[i]) < len(turns[j]) || (len(turns[i]) == len(turns[j]) && turns[i] < turns[j])
+		})
 		fmt.Fprintln(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "turn\tcount\tttft p50\tttft p90\tttft p99\t")

@@ -67,9 +67,9 @@ func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
 // is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
 // no locks), fed from the runner's output channel.
 type Metrics struct {
-	All      *Group
-	Classes  map[string]*Group
-	Warmup   int64 // records left out as warm-up
+	All     *Group
+	Classes map[string]*Group
+	Warmup  int64 // records left out as warm-up
 	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
 	TurnTTFT map[int]*hdrhistogram.Histogram
 	interval map[string]*hdrhistogram.Histogram

@@ -1,0 +1,51 @@
+// Package slo reads SLO and plan files, judges a run's records against the
+// objectives, applies waivers, and holds the error-budget and burn-rate
+// arithmetic of the operate phase.
+//
+// # Model
+//
+// An objective is a metric, a threshold and, for latency metrics, a target
+// fraction: "99% of chat requests get TTFT ≤ 500 ms". Three kinds exist:
+//
+//   - latency (ttft, ttfat, icl, itl, tpot, e2e, schedule_lag, queue_delay):
+//     the fraction of events whose value is ≤ threshold must be ≥ target. An
+//     event is one successful request (itl: one output token; icl: one chunk
+//     gap). A value exactly at the threshold meets it.
+//   - ratio (error_rate): failed requests / all requests ≤ threshold.
+//   - floor (output_tokens_per_s, input_tokens_per_s, requests_per_s,
+//     goodput_per_s): a count of successful work over the measured window
+//     ≥ threshold.
+//
+// # Populations
+//
+// Warm-up records are left out of everything. Latency objectives count
+// successful requests only, the same population as the summary's
+// histograms, so "99% ≤ 500 ms" agrees with "p99 ≤ 500 ms"; failures are the
+// error_rate objective's business (a spec with latency objectives and no
+// error_rate objective draws a warning). TPOT counts requests with at least
+// two output tokens; TTFAT requests with an answer token. error_rate counts
+// every record of the stage, dropped ones included (a request the load
+// generator could not send is a request the service did not serve), and
+// every error kind unless the objective names kinds. Floor objectives count
+// successful requests and their tokens over the measured window: the first
+// intended start to the last end of the stage's sent, non-warm-up records
+// (all classes), unless the caller gives a window.
+//
+// # Exactness
+//
+// Evaluate works from the records, not from histograms, at the microsecond
+// resolution of requests.jsonl: every instant is truncated to the
+// microsecond first, so judging the live records and judging the saved file
+// give the same verdict. Targets and thresholds are kept as the decimals
+// written in the file and compared in integers: 999 good of 1000 meets
+// "99.9%" exactly.
+//
+// # Verdicts and exit codes
+//
+// Each objective × stage gets a Verdict: PASS, FAIL, WAIVED (a failure, or a
+// missing measurement, that an unexpired waiver covers; the underlying
+// result stays in Verdict.Result) or NO_DATA (nothing to measure: no
+// eligible event, or no queue-delay telemetry). NO_DATA makes the run
+// invalid (exit 3): an acceptance test that measured nothing has not
+// passed. See Report.ExitCode.
+package slo

@@ -1,0 +1,144 @@
+package slo
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const demoPlan = `
+kind: Plan
+name: chat-acceptance
+target: http://127.0.0.1:8000
+model: sim
+slo: slo.yaml
+mix: mix.yaml
+seed: 7
+validity:
+  max_error_rate: 20%
+  max_schedule_lag: 100ms
+stages:
+  - name: normal
+    rate: 20
+    arrival: poisson
+    duration: 30s
+    warmup: 5s
+  - name: peak
+    rate: 60
+    arrival: gamma
+    burstiness: 0.5
+    duration: 1m
+    objectives: [itl-p95, errors]
+  - name: saturate
+    concurrency: 64
+    duration: 20s
+    objectives: all
+  - name: failover
+    manual: true
+    description: kill one replica during peak
+waivers:
+  - objective: manual
+    stage: failover
+    owner: bob
+    reason: no second replica in the lab
+    expires: 2026-09-30
+`
+
+func TestParsePlan(t *testing.T) {
+	p, err := ParsePlan("plan.yaml", []byte(strings.TrimLeft(demoPlan, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "chat-acceptance" || p.Target != "http://127.0.0.1:8000" || p.Model != "sim" || p.Seed != 7 {
+		t.Fatalf("header: %+v", p)
+	}
+	if p.Validity.MaxErrorRate.String() != "20%" || p.Validity.MaxScheduleLag != 100*ms1 || p.Validity.MaxDropped.String() != "1%" {
+		t.Fatalf("validity: %+v", p.Validity)
+	}
+	if len(p.Stages) != 4 {
+		t.Fatalf("stages: %d", len(p.Stages))
+	}
+	n, pk, sat, fo := p.Stages[0], p.Stages[1], p.Stages[2], p.Stages[3]
+	if n.Rate != 20 || n.Duration != 30*time.Second || n.Warmup != 5*time.Second || n.Arrival != "poisson" || n.Objectives != nil {
+		t.Fatalf("normal: %+v", n)
+	}
+	if pk.Burstiness != 0.5 || !pk.Applies("errors") || pk.Applies("ttft-p99") {
+		t.Fatalf("peak: %+v", pk)
+	}
+	if sat.Concurrency != 64 || sat.Objectives != nil || !sat.Applies("anything") {
+		t.Fatalf("saturate: %+v", sat)
+	}
+	if !fo.Manual || fo.Description == "" {
+		t.Fatalf("failover: %+v", fo)
+	}
+	if p.Resolve("slo.yaml") != "slo.yaml" || (&Plan{File: "a/b/plan.yaml"}).Resolve("../s.yaml") != "a/s.yaml" {
+		t.Fatal("Resolve")
+	}
+}
+
+func TestParsePlanErrors(t *testing.T) {
+	head := "kind: Plan\nname: p\ntarget: http://127.0.0.1:8000\nmodel: m\nslo: s.yaml\nmix: m.yaml\nstages:\n"
+	for _, c := range []struct{ name, stages, want string }{
+		{"rate and concurrency", "  - {name: a, rate: 1, concurrency: 2, duration: 1s}\n", "plan.yaml:8: stages[0].concurrency: give rate (open loop) or concurrency"},
+		{"no load", "  - {name: a, duration: 1s}\n", "plan.yaml:8: stages[0].rate: required"},
+		{"no duration", "  - {name: a, rate: 5}\n", "plan.yaml:8: stages[0].duration: required"},
+		{"bad duration", "  - name: a\n    rate: 5\n    duration: 3 minutes\n", `plan.yaml:10: stages[0].duration: "3 minutes" is not a duration`},
+		{"warmup too long", "  - {name: a, rate: 5, duration: 10s, warmup: 10s}\n", "stages[0].warmup: 10s leaves nothing"},
+		{"bad arrival", "  - {name: a, rate: 5, duration: 10s, arrival: uniform}\n", `stages[0].arrival: "uniform": want constant, poisson or gamma`},
+		{"burstiness without gamma", "  - {name: a, rate: 5, duration: 10s, burstiness: 2}\n", "stages[0].burstiness: only gamma arrivals"},
+		{"arrival closed loop", "  - {name: a, concurrency: 5, duration: 10s, arrival: poisson}\n", "a closed-loop (concurrency) stage has no arrival"},
+		{"manual with load", "  - {name: a, manual: true, rate: 5}\n", "stages[0].rate: a manual stage is not run"},
+		{"duplicate stage", "  - {name: a, rate: 1, duration: 1s}\n  - {name: a, rate: 2, duration: 1s}\n", `plan.yaml:9: stages[1].name: "a" is already the name of stages[0]`},
+		{"zero rate", "  - {name: a, rate: 0, duration: 1s}\n", "stages[0].rate: must be > 0"},
+		{"objectives empty", "  - {name: a, rate: 1, duration: 1s, objectives: []}\n", "stages[0].objectives: empty"},
+		{"bad name", "  - {name: 'a b', rate: 1, duration: 1s}\n", `stages[0].name: "a b" is not a name`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParsePlan("plan.yaml", []byte(head+c.stages))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error\n%v\nwant\n%s", err, c.want)
+			}
+		})
+	}
+	_, err := ParsePlan("plan.yaml", []byte("kind: Plan\nname: p\ntarget: 127.0.0.1:8000\nmodel: m\nslo: s\nmix: m\nstages: [{name: a, rate: 1, duration: 1s}]\n"))
+	if err == nil || !strings.Contains(err.Error(), `plan.yaml:3: target: "127.0.0.1:8000" is not a URL`) {
+		t.Fatalf("target: %v", err)
+	}
+}
+
+func TestLoadPlanCrossChecks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.TrimLeft(s, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("slo.yaml", chatSLO)
+	p, err := LoadPlan(write("plan.yaml", demoPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SLO == nil || p.SLO.Name != "chat" || len(p.AllWaivers()) != 2 {
+		t.Fatalf("SLO not loaded: %+v", p.SLO)
+	}
+	bad := strings.Replace(demoPlan, "objectives: [itl-p95, errors]", "objectives: [itl-p95, eror]", 1)
+	bad = strings.Replace(bad, "stage: failover", "stage: normal", 1)
+	_, err = LoadPlan(write("bad.yaml", bad))
+	if err == nil || !strings.Contains(err.Error(), `stages[1].objectives[1]: "eror" is not an objective`) ||
+		!strings.Contains(err.Error(), `waivers[0].stage: "normal" is not a manual stage`) {
+		t.Fatalf("cross-check: %v", err)
+	}
+	_, err = LoadPlan(write("missing.yaml", strings.Replace(demoPlan, "slo: slo.yaml", "slo: nope.yaml", 1)))
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml:5: slo: ") {
+		t.Fatalf("missing slo: %v", err)
+	}
+	write("broken.yaml", "kind: SLO\nname: x\n")
+	_, err = LoadPlan(write("p2.yaml", strings.Replace(demoPlan, "slo: slo.yaml", "slo: broken.yaml", 1)))
+	if err == nil || !strings.Contains(err.Error(), "broken.yaml:1: owner: required") {
+		t.Fatalf("broken slo: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package slo
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+func reportPlan(t *testing.T) (*Plan, *Spec) {
+	t.Helper()
+	spec := mustSpec(t, `
+kind: SLO
+name: x
+owner: o
+objectives:
+  - {name: lat, metric: ttft, threshold: 100ms, target: 1}
+  - {name: e, metric: error_rate, threshold: 10%}
+`)
+	p, err := ParsePlan("plan.yaml", []byte(`
+kind: Plan
+name: p
+target: http://127.0.0.1:8000
+model: m
+slo: s.yaml
+mix: m.yaml
+stages:
+  - {name: normal, rate: 1, duration: 10s}
+  - {name: peak, rate: 2, duration: 10s, objectives: [e]}
+  - {name: failover, manual: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(spec); err != nil {
+		t.Fatal(err)
+	}
+	return p, spec
+}
+
+func stageRecs(stage string, n int, ttft time.Duration) []loadgen.Record {
+	var out []loadgen.Record
+	for i := 0; i < n; i++ {
+		r := okRec(stage, time.Duration(i)*100*ms1, ttft, time.Second, 3)
+		r.Seq = int64(i)
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestAssessExitCodes(t *testing.T) {
+	p, spec := reportPlan(t)
+	passing := append(stageRecs("normal", 20, 50*ms1), stageRecs("peak", 20, 500*ms1)...)
+	manualPass := []ManualRecord{{Stage: "failover", Pass: true, By: "carol", At: t0}}
+
+	r := Assess(p, spec, Input{Records: passing, Now: t0, Manual: manualPass})
+	if r.ExitCode != ExitOK || r.Status != ReportPass || len(r.Verdicts) != 4 {
+		t.Fatalf("passing: %d %s %+v %+v", r.ExitCode, r.Status, r.Verdicts, r.Problems)
+	}
+	// peak judges only e: its slow TTFT does not count.
+	if r.Verdicts[2].Stage != "peak" || r.Verdicts[2].Objective != "e" {
+		t.Fatalf("order: %+v", r.Verdicts)
+	}
+	if r.Verdicts[3].Source != "recorded by carol at 2026-06-01T12:00:00Z" || r.Stages[2].ManualResult == nil {
+		t.Fatalf("manual: %+v", r.Verdicts[3])
+	}
+
+	// Manual stage not recorded yet: pending, exit 1.
+	r = Assess(p, spec, Input{Records: passing, Now: t0})
+	if r.ExitCode != ExitFailed || r.Verdicts[3].Status != Pending || !strings.Contains(r.Verdicts[3].Note, "--record failover=pass") {
+		t.Fatalf("pending: %d %+v", r.ExitCode, r.Verdicts[3])
+	}
+	// Recorded as failed: exit 1; waived: exit 0.
+	failed := []ManualRecord{{Stage: "failover", Pass: false, By: "carol", At: t0}}
+	if r = Assess(p, spec, Input{Records: passing, Now: t0, Manual: failed}); r.ExitCode != ExitFailed {
+		t.Fatalf("manual fail: %d", r.ExitCode)
+	}
+	p.Waivers = []Waiver{{Objective: "manual", Stage: "failover", Owner: "dave", Reason: "no replica", Expires: t0.Add(time.Hour), ExpiresText: "x"}}
+	if r = Assess(p, spec, Input{Records: passing, Now: t0, Manual: failed}); r.ExitCode != ExitOK || r.Verdicts[3].Status != Waived {
+		t.Fatalf("manual waived: %d %+v", r.ExitCode, r.Verdicts[3])
+	}
+	p.Waivers = nil
+
+	// One slow request in normal: exit 1.
+	slow := append(stageRecs("normal", 19, 50*ms1), okRec("normal", 0, 100*ms1+us1, time.Second, 2))
+	slow = append(slow, stageRecs("peak", 20, 50*ms1)...)
+	if r = Assess(p, spec, Input{Records: slow, Now: t0, Manual: manualPass}); r.ExitCode != ExitFailed || r.Counts[Fail] != 1 {
+		t.Fatalf("one slow: %d %+v", r.ExitCode, r.Counts)
+	}
+
+	// Server unreachable in peak: exit 3.
+	var down []loadgen.Record
+	for i := 0; i < 10; i++ {
+		down = append(down, errRec("peak", time.Duration(i)*ms1, loadgen.ErrConnect))
+	}
+	r = Assess(p, spec, Input{Records: append(stageRecs("normal", 20, 50*ms1), down...), Now: t0, Manual: manualPass})
+	if r.ExitCode != ExitInvalid || r.Status != ReportInvalid || r.Problems[0].Check != "unreachable" {
+		t.Fatalf("unreachable: %d %+v", r.ExitCode, r.Problems)
+	}
+	// A stage with no records: invalid (no requests; NO_DATA verdicts).
+	r = Assess(p, spec, Input{Records: stageRecs("normal", 20, 50*ms1), Now: t0, Manual: manualPass})
+	if r.ExitCode != ExitInvalid || r.Counts[NoData] != 1 {
+		t.Fatalf("missing stage: %d %+v %+v", r.ExitCode, r.Counts, r.Problems)
+	}
+	// No plan: stages from the records, every objective applies.
+	r = Assess(nil, spec, Input{Records: passing, Now: t0})
+	if len(r.Stages) != 2 || r.Stages[0].Name != "normal" || r.Stages[1].Name != "peak" || r.ExitCode != ExitFailed {
+		t.Fatalf("no plan: %+v %d", r.Stages, r.ExitCode)
+	}
+}
+
+func TestCheckValidity(t *testing.T) {
+	v := DefaultValidity
+	ok := stageRecs("s", 100, 10*ms1)
+	if p := CheckValidity("s", ok, v, 0.2); len(p) != 0 {
+		t.Fatalf("healthy: %v", p)
+	}
+	if p := CheckValidity("none", ok, v, -1); len(p) != 1 || p[0].Check != "no_requests" {
+		t.Fatalf("empty: %v", p)
+	}
+	// Dropped: 1 of 100 is at the 1% bound; 2 of 100 is over.
+	withDrops := func(n int) []loadgen.Record {
+		r := append([]loadgen.Record(nil), ok[:100-n]...)
+		for i := 0; i < n; i++ {
+			r = append(r, errRec("s", 0, loadgen.ErrDropped))
+		}
+		return r
+	}
+	if p := CheckValidity("s", withDrops(1), v, -1); len(p) != 0 {
+		t.Fatalf("1%% dropped: %v", p)
+	}
+	if p := CheckValidity("s", withDrops(2), v, -1); len(p) != 1 || p[0].Check != "client_bottleneck" {
+		t.Fatalf("2%% dropped: %v", p)
+	}
+	// Errors: half of the sent requests is at the 50% bound; more is over.
+	half := append(append([]loadgen.Record(nil), ok[:50]...), make([]loadgen.Record, 0)...)
+	for i := 0; i < 50; i++ {
+		half = append(half, errRec("s", 0, loadgen.ErrHTTP5xx))
+	}
+	if p := CheckValidity("s", half, v, -1); len(p) != 0 {
+		t.Fatalf("50%% errors: %v", p)
+	}
+	if p := CheckValidity("s", append(half, errRec("s", 0, loadgen.ErrTimeout)), v, -1); len(p) != 1 || p[0].Check != "errors" {
+		t.Fatalf("51%% errors: %v", p)
+	}
+	// Late sends.
+	late := append([]loadgen.Record(nil), ok...)
+	for i := 0; i < 2; i++ {
+		late[i].Sent = late[i].Intended + 51*ms1
+	}
+	if p := CheckValidity("s", late, v, -1); len(p) != 1 || !strings.Contains(p[0].Detail, "schedule lag") {
+		t.Fatalf("late: %v", p)
+	}
+	if p := CheckValidity("s", ok, v, 0.95); len(p) != 1 || !strings.Contains(p[0].Detail, "CPU") {
+		t.Fatalf("cpu: %v", p)
+	}
+	if p := CheckValidity("s", ok, v, 0.90); len(p) != 0 {
+		t.Fatalf("cpu at bound: %v", p)
+	}
+}

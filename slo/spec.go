@@ -1,0 +1,447 @@
+package slo
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// Kind is the shape of an objective.
+type Kind string
+
+const (
+	KindLatency Kind = "latency" // fraction of events ≤ threshold ≥ target
+	KindRatio   Kind = "ratio"   // bad / all ≤ threshold
+	KindFloor   Kind = "floor"   // per second over the window ≥ threshold
+	KindManual  Kind = "manual"  // a person's pass or fail of a manual stage
+)
+
+// Metric names an objective's measurement. Latency names match the keys of
+// latency_ms in summary.json.
+type Metric string
+
+const (
+	TTFT        Metric = "ttft"
+	TTFAT       Metric = "ttfat"
+	ICL         Metric = "icl"
+	ITL         Metric = "itl"
+	TPOT        Metric = "tpot"
+	E2E         Metric = "e2e"
+	ScheduleLag Metric = "schedule_lag"
+	QueueDelay  Metric = "queue_delay"
+
+	ErrorRate Metric = "error_rate"
+
+	OutputTokensPerS Metric = "output_tokens_per_s"
+	InputTokensPerS  Metric = "input_tokens_per_s"
+	RequestsPerS     Metric = "requests_per_s"
+	GoodputPerS      Metric = "goodput_per_s"
+
+	ManualResult Metric = "manual"
+)
+
+var metricKinds = map[Metric]Kind{
+	TTFT: KindLatency, TTFAT: KindLatency, ICL: KindLatency, ITL: KindLatency, TPOT: KindLatency,
+	E2E: KindLatency, ScheduleLag: KindLatency, QueueDelay: KindLatency,
+	ErrorRate:        KindRatio,
+	OutputTokensPerS: KindFloor, InputTokensPerS: KindFloor, RequestsPerS: KindFloor, GoodputPerS: KindFloor,
+}
+
+// Kind is the metric's objective kind ("" for an unknown metric).
+func (m Metric) Kind() Kind {
+	if m == ManualResult {
+		return KindManual
+	}
+	return metricKinds[m]
+}
+
+func metricList() string {
+	return "ttft, ttfat, icl, itl, tpot, e2e, schedule_lag, queue_delay, error_rate, " +
+		"output_tokens_per_s, input_tokens_per_s, requests_per_s, goodput_per_s"
+}
+
+// Objective is one line of an SLO: a metric, a threshold and (latency) a
+// target fraction, optionally for one prompt class.
+type Objective struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Metric      Metric `json:"metric"`
+	Class       string `json:"class,omitempty"` // "" = every class
+	// Threshold is the latency bound (latency kind): an event meets it when
+	// its value is ≤ Threshold.
+	Threshold time.Duration `json:"-"`
+	// Target is the fraction of events that must meet Threshold (latency).
+	Target Decimal `json:"target,omitzero"`
+	// Limit is the ratio's maximum (ratio kind, ≤) or the rate's minimum per
+	// second (floor kind, ≥).
+	Limit Decimal `json:"limit,omitzero"`
+	// ErrorKinds restricts error_rate to these kinds; empty counts them all.
+	ErrorKinds []loadgen.ErrorKind `json:"error_kinds,omitempty"`
+	// Constraints overrides the spec's goodput constraints (goodput_per_s).
+	Constraints *Constraints `json:"constraints,omitempty"`
+	Line        int          `json:"-"`
+}
+
+// Kind is the objective's kind.
+func (o *Objective) Kind() Kind { return o.Metric.Kind() }
+
+// ErrorBudget is the fraction of events allowed to be bad: 1 − target for
+// latency objectives, the threshold for error_rate; ok is false for floors.
+func (o *Objective) ErrorBudget() (budget float64, ok bool) {
+	switch o.Kind() {
+	case KindLatency:
+		return ErrorBudget(o.Target.Float()), true
+	case KindRatio:
+		return o.Limit.Float(), true
+	}
+	return 0, false
+}
+
+// Constraints are per-request goodput constraints: a request is good when it
+// completed and every set bound holds (value ≤ bound, microsecond
+// resolution). A zero field sets no bound. A request with no token fails a
+// TTFT bound, one with no answer token a TTFAT bound; TPOT is not defined
+// below two output tokens and then does not count against the request (as
+// vLLM records TPOT 0 there).
+type Constraints struct {
+	TTFT  time.Duration `json:"-"`
+	TTFAT time.Duration `json:"-"`
+	TPOT  time.Duration `json:"-"`
+	E2E   time.Duration `json:"-"`
+}
+
+// IsZero reports whether no bound is set.
+func (c Constraints) IsZero() bool { return c == Constraints{} }
+
+// Met reports whether r completed and met every bound.
+func (c Constraints) Met(r *loadgen.Record) bool {
+	if !r.OK() {
+		return false
+	}
+	if c.TTFT > 0 {
+		if v, ok := ttft(r); !ok || v > c.TTFT {
+			return false
+		}
+	}
+	if c.TTFAT > 0 {
+		if v, ok := ttfat(r); !ok || v > c.TTFAT {
+			return false
+		}
+	}
+	if c.TPOT > 0 {
+		if v, ok := tpot(r); ok && v > c.TPOT {
+			return false
+		}
+	}
+	if c.E2E > 0 && e2e(r) > c.E2E {
+		return false
+	}
+	return true
+}
+
+// String lists the bounds: "ttft ≤ 500ms, tpot ≤ 50ms".
+func (c Constraints) String() string {
+	var s []string
+	for _, b := range []struct {
+		n string
+		d time.Duration
+	}{{"ttft", c.TTFT}, {"ttfat", c.TTFAT}, {"tpot", c.TPOT}, {"e2e", c.E2E}} {
+		if b.d > 0 {
+			s = append(s, b.n+" ≤ "+b.d.String())
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// MarshalJSON writes the bounds in milliseconds.
+func (c Constraints) MarshalJSON() ([]byte, error) {
+	var parts []string
+	for _, b := range []struct {
+		n string
+		d time.Duration
+	}{{"ttft_ms", c.TTFT}, {"ttfat_ms", c.TTFAT}, {"tpot_ms", c.TPOT}, {"e2e_ms", c.E2E}} {
+		if b.d > 0 {
+			parts = append(parts, fmt.Sprintf("%q:%g", b.n, ms(b.d)))
+		}
+	}
+	return []byte("{" + strings.Join(parts, ",") + "}"), nil
+}
+
+// Spec is an SLO file (kind: SLO).
+type Spec struct {
+	Name        string
+	Owner       string
+	Description string
+	// Window is the SLO window of the operate phase (default 30 days).
+	Window time.Duration
+	// Goodput are the per-request constraints goodput_per_s counts against.
+	Goodput    Constraints
+	Objectives []Objective
+	Waivers    []Waiver
+	// File is the path the spec was read from.
+	File string
+	// Warnings are things allowed but probably unintended.
+	Warnings []string
+}
+
+// DefaultWindow is the SLO window when the file gives none.
+const DefaultWindow = 30 * 24 * time.Hour
+
+// Objective returns the objective named name.
+func (s *Spec) Objective(name string) (*Objective, bool) {
+	for i := range s.Objectives {
+		if s.Objectives[i].Name == name {
+			return &s.Objectives[i], true
+		}
+	}
+	return nil, false
+}
+
+// GoodputFunc returns a function telling whether a record met the spec's
+// goodput constraints, for loadgen.Metrics.Goodput; nil when there are none.
+func (s *Spec) GoodputFunc() func(*loadgen.Record) bool {
+	if s.Goodput.IsZero() {
+		return nil
+	}
+	c := s.Goodput
+	return func(r *loadgen.Record) bool { return c.Met(r) }
+}
+
+// LoadSpec reads and parses an SLO file.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(path, data)
+}
+
+// ParseSpec parses an SLO file's bytes; file names it in errors. The error,
+// if any, is an Errors listing every problem with its line and field.
+func ParseSpec(file string, data []byte) (*Spec, error) {
+	d := &decoder{file: file}
+	root := d.parseDocument(data)
+	if root == nil {
+		return nil, d.errs
+	}
+	s := d.spec(root)
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	return s, nil
+}
+
+const apiVersion = "tailgate/v1"
+
+func (d *decoder) header(f *fields, kind string) {
+	if f.require("kind") {
+		if k := f.str("kind"); k != "" && k != kind {
+			v, _ := f.scalar("kind")
+			d.errorf(v, "kind", "%q: want %s", k, kind)
+		}
+	}
+	if f.has("apiVersion") {
+		if v := f.str("apiVersion"); v != "" && v != apiVersion {
+			n, _ := f.scalar("apiVersion")
+			d.errorf(n, "apiVersion", "%q: want %s", v, apiVersion)
+		}
+	}
+}
+
+func (d *decoder) spec(root *yaml.Node) *Spec {
+	f := d.mapping(root, "", "apiVersion", "kind", "name", "owner", "description", "window",
+		"goodput", "objectives", "waivers")
+	d.header(f, "SLO")
+	s := &Spec{File: d.file, Window: DefaultWindow}
+	if f.require("name") {
+		s.Name = f.name("name")
+	}
+	if f.require("owner") {
+		s.Owner = f.str("owner")
+	}
+	s.Description = f.str("description")
+	if f.has("window") {
+		if w, ok := f.duration("window"); ok {
+			if w < time.Hour {
+				n, _ := f.scalar("window")
+				d.errorf(n, "window", "%s is shorter than an hour: an SLO window is days or weeks", w)
+			}
+			s.Window = w
+		}
+	}
+	if f.has("goodput") {
+		s.Goodput = d.constraints(f.vals["goodput"], "goodput")
+	}
+	items := f.list("objectives")
+	if f.require("objectives") && len(items) == 0 && f.has("objectives") {
+		d.errorf(f.line("objectives"), "objectives", "empty: an SLO needs at least one objective")
+	}
+	seen := map[string]int{}
+	for i, n := range items {
+		o, ok := d.objective(n, index("objectives", i), s)
+		if !ok {
+			continue
+		}
+		if first, dup := seen[o.Name]; dup {
+			d.errorf(n, index("objectives", i)+".name", "%q is already the name of objectives[%d]", o.Name, first)
+			continue
+		}
+		seen[o.Name] = i
+		s.Objectives = append(s.Objectives, o)
+	}
+	s.Waivers = d.waivers(f, "waivers")
+	for i, w := range s.Waivers {
+		if w.Objective != "" && w.Objective != string(ManualResult) {
+			if _, ok := seen[w.Objective]; !ok {
+				d.errorf(w.node, index("waivers", i)+".objective", "%q is not an objective of this SLO", w.Objective)
+			}
+		}
+	}
+	hasLatency, hasErrors := false, false
+	for _, o := range s.Objectives {
+		hasLatency = hasLatency || o.Kind() == KindLatency
+		hasErrors = hasErrors || o.Metric == ErrorRate
+	}
+	if hasLatency && !hasErrors {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: no error_rate objective: latency objectives count "+
+			"successful requests only, so failed requests would go unjudged", d.file))
+	}
+	return s
+}
+
+func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool) {
+	f := d.mapping(n, path, "name", "description", "metric", "class", "threshold", "target",
+		"error_kinds", "constraints")
+	o := Objective{Line: f.node.Line}
+	errs := len(d.errs)
+	if f.require("name") {
+		o.Name = f.name("name")
+	}
+	o.Description = f.str("description")
+	if f.has("class") {
+		o.Class = f.name("class")
+	}
+	if !f.require("metric") {
+		return o, false
+	}
+	o.Metric = Metric(f.str("metric"))
+	kind := o.Metric.Kind()
+	if kind == "" || kind == KindManual {
+		v, _ := f.scalar("metric")
+		d.errorf(v, join(path, "metric"), "%q is not a metric (known: %s)", string(o.Metric), metricList())
+		return o, false
+	}
+	if f.require("threshold") {
+		switch kind {
+		case KindLatency:
+			if t, ok := f.duration("threshold"); ok {
+				if t == 0 {
+					v, _ := f.scalar("threshold")
+					d.errorf(v, join(path, "threshold"), "must be > 0")
+				}
+				o.Threshold = t
+			}
+		case KindRatio:
+			if l, ok := f.decimal("threshold"); ok {
+				if l.CmpRatio(1, 1) < 0 {
+					v, _ := f.scalar("threshold")
+					d.errorf(v, join(path, "threshold"), "%s is above 1 (100%%): a ratio is at most 1", l)
+				}
+				o.Limit = l
+			}
+		case KindFloor:
+			if l, ok := f.decimal("threshold"); ok {
+				o.Limit = l
+			}
+		}
+	}
+	if kind == KindLatency {
+		if f.require("target") {
+			if t, ok := f.decimal("target"); ok {
+				v, _ := f.scalar("target")
+				if t.IsZero() || t.CmpRatio(1, 1) < 0 {
+					d.errorf(v, join(path, "target"), "%s is not a fraction in (0, 1]: write 0.99 or 99%%", t)
+				}
+				o.Target = t
+			}
+		}
+	} else if f.has("target") {
+		d.errorf(f.line("target"), join(path, "target"), "only latency objectives have a target fraction; "+
+			"%s takes its bound in threshold", o.Metric)
+	}
+	if f.has("error_kinds") {
+		if o.Metric != ErrorRate {
+			d.errorf(f.line("error_kinds"), join(path, "error_kinds"), "only error_rate objectives take error_kinds")
+		}
+		for i, k := range f.names("error_kinds") {
+			if !knownErrorKind(k) {
+				d.errorf(f.line("error_kinds"), index(join(path, "error_kinds"), i), "%q is not an error kind (known: %s)", k, errorKindList())
+				continue
+			}
+			o.ErrorKinds = append(o.ErrorKinds, loadgen.ErrorKind(k))
+		}
+	}
+	if f.has("constraints") {
+		if o.Metric != GoodputPerS {
+			d.errorf(f.line("constraints"), join(path, "constraints"), "only goodput_per_s objectives take constraints")
+		}
+		c := d.constraints(f.vals["constraints"], join(path, "constraints"))
+		o.Constraints = &c
+	}
+	if o.Metric == GoodputPerS && o.Constraints == nil && s.Goodput.IsZero() {
+		d.errorf(f.line("metric"), join(path, "metric"), "goodput_per_s needs goodput constraints: "+
+			"give top-level goodput: {ttft: 500ms, tpot: 50ms} or this objective's constraints")
+	}
+	if o.Metric == QueueDelay && o.Class != "" {
+		d.errorf(f.line("class"), join(path, "class"), "queue_delay comes from server telemetry, which has no prompt classes")
+	}
+	return o, len(d.errs) == errs
+}
+
+var errorKinds = []loadgen.ErrorKind{loadgen.ErrHTTP4xx, loadgen.ErrHTTP429, loadgen.ErrHTTP5xx, loadgen.ErrTimeout,
+	loadgen.ErrConnect, loadgen.ErrStreamError, loadgen.ErrStreamTruncated, loadgen.ErrProtocol,
+	loadgen.ErrCancelled, loadgen.ErrDropped}
+
+func knownErrorKind(k string) bool {
+	for _, e := range errorKinds {
+		if string(e) == k {
+			return true
+		}
+	}
+	return false
+}
+
+func errorKindList() string {
+	s := make([]string, len(errorKinds))
+	for i, e := range errorKinds {
+		s[i] = string(e)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (d *decoder) constraints(n *yaml.Node, path string) Constraints {
+	f := d.mapping(n, path, "ttft", "ttfat", "tpot", "e2e")
+	var c Constraints
+	for _, b := range []struct {
+		key string
+		dst *time.Duration
+	}{{"ttft", &c.TTFT}, {"ttfat", &c.TTFAT}, {"tpot", &c.TPOT}, {"e2e", &c.E2E}} {
+		if f.has(b.key) {
+			if v, ok := f.duration(b.key); ok {
+				if v == 0 {
+					d.errorf(f.line(b.key), join(path, b.key), "must be > 0")
+				}
+				*b.dst = v
+			}
+		}
+	}
+	if c.IsZero() && f.node != nil && f.node.Kind == yaml.MappingNode && len(d.errs) == 0 {
+		d.errorf(f.node, path, "no constraint given (ttft, ttfat, tpot, e2e)")
+	}
+	return c
+}

@@ -1,0 +1,82 @@
+package exporters
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+// WriteVerdictTable writes a report's verdicts as a table (objective,
+// stage, class, measured, threshold, target, good/total, status), then the
+// notes of every verdict that is not a plain pass, the validity problems,
+// and the overall result with its exit code.
+func WriteVerdictTable(w io.Writer, r *slo.Report) error {
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECTIVE\tSTAGE\tCLASS\tMEASURED\tTHRESHOLD\tTARGET\tGOOD/TOTAL\tSTATUS")
+	var notes []string
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
+		class, target, counts := v.Class, v.TargetText, fmt.Sprintf("%d/%d", v.Good, v.Total)
+		if class == "" {
+			class = "-"
+		}
+		if target == "" {
+			target = "-"
+		}
+		switch v.Kind {
+		case slo.KindFloor:
+			counts = fmt.Sprintf("%d in %.1fs", v.Good, v.WindowS)
+		case slo.KindManual:
+			counts = "-"
+		}
+		if v.Result == slo.NoData || v.Result == slo.Pending {
+			counts = "-"
+		}
+		status := string(v.Status)
+		if v.Status == slo.Waived {
+			status += " (" + string(v.Result) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Objective, v.Stage, class, v.MeasuredText(),
+			v.ThresholdLabel(), target, counts, status)
+		if v.Note != "" || v.Source != "" {
+			n := v.Note
+			if v.Source != "" {
+				n = strings.TrimPrefix(v.Source+"; "+n, "; ")
+				n = strings.TrimSuffix(n, "; ")
+			}
+			notes = append(notes, fmt.Sprintf("  %s/%s: %s", v.Objective, v.Stage, n))
+		}
+	}
+	tw.Flush()
+	if len(notes) > 0 {
+		fmt.Fprintln(ew, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintln(ew, n)
+		}
+	}
+	if len(r.Problems) > 0 {
+		fmt.Fprintln(ew, "\nThe run is invalid:")
+		for _, p := range r.Problems {
+			fmt.Fprintln(ew, "  "+p.String())
+		}
+	}
+	fmt.Fprintf(ew, "\nResult: %s (exit %d): %s\n", r.Status, r.ExitCode, countLine(r))
+	return ew.err
+}
+
+func countLine(r *slo.Report) string {
+	var parts []string
+	for _, s := range []slo.Status{slo.Pass, slo.Fail, slo.Waived, slo.NoData, slo.Pending} {
+		if n := r.Counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(strings.ReplaceAll(string(s), "_", " "))))
+		}
+	}
+	if len(parts) == 0 {
+		return "no objectives"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,357 @@
+package evidence
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvironmentFile is where the fingerprint goes in an evidence directory.
+const (
+	EnvironmentFile   = "environment.json"
+	EnvironmentSchema = "tailgate.environment/v1"
+	// InputsDir holds exact copies of the plan, SLO and mix files.
+	InputsDir = "inputs"
+)
+
+// Environment is what a reviewer needs to know about where a run ran.
+type Environment struct {
+	Schema  string    `json:"schema"`
+	Tool    Tool      `json:"tool"`
+	Command []string  `json:"command"` // secrets redacted
+	Host    Host      `json:"host"`
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// Server is what the target said about itself, when it said anything.
+	Server *Server `json:"server,omitempty"`
+	// GPUs are the accelerators seen on this host (NVML or the NVIDIA
+	// driver's /proc files); empty when there are none.
+	GPUs []GPU `json:"gpus,omitempty"`
+	// Inputs are the input files, by role (plan, slo, mix), copied into
+	// inputs/ with their hashes.
+	Inputs map[string]Input `json:"inputs,omitempty"`
+}
+
+// Tool is the program and its version.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Go      string `json:"go"`
+}
+
+// Host describes the machine.
+type Host struct {
+	Name        string `json:"name"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Kernel      string `json:"kernel,omitempty"`
+	Distro      string `json:"distro,omitempty"`
+	CPUModel    string `json:"cpu_model,omitempty"`
+	CPUs        int    `json:"cpus"` // logical CPUs usable by the process
+	CPUThreads  int    `json:"cpu_threads,omitempty"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
+}
+
+// Server is what the target reported: its model list and version headers.
+type Server struct {
+	URL     string            `json:"url"`
+	Models  []string          `json:"models,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Error   string            `json:"error,omitempty"`
+}
+
+// GPU is one accelerator.
+type GPU struct {
+	Index       int    `json:"index"`
+	Model       string `json:"model"`
+	UUID        string `json:"uuid,omitempty"`
+	Serial      string `json:"serial,omitempty"`
+	BusID       string `json:"bus_id,omitempty"`
+	Driver      string `json:"driver,omitempty"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
+	Source      string `json:"source"` // "nvml" or "procfs"
+}
+
+// Input is one input file copied into the evidence.
+type Input struct {
+	Source string `json:"source"` // the path given
+	Copy   string `json:"copy"`   // relative to the evidence directory
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// procRoot is where /proc and /etc are read from (tests point it elsewhere).
+var procRoot = "/"
+
+// Fingerprint describes this host and process. args is the command line
+// (os.Args); it is redacted.
+func Fingerprint(toolName, version string, args []string) Environment {
+	e := Environment{Schema: EnvironmentSchema, Tool: Tool{Name: toolName, Version: version, Go: runtime.Version()},
+		Command: Redact(args)}
+	e.Host.Name, _ = os.Hostname()
+	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()
+	if b, err := os.ReadFile(filepath.Join(procRoot, "proc/sys/kernel/osrelease")); err == nil {
+		e.Host.Kernel = strings.TrimSpace(string(b))
+	}
+	if kv := readKV(filepath.Join(procRoot, "etc/os-release"), "="); kv != nil {
+		e.Host.Distro = strings.Trim(kv["PRETTY_NAME"], `"`)
+	}
+	e.Host.CPUModel, e.Host.CPUThreads = cpuInfo(filepath.Join(procRoot, "proc/cpuinfo"))
+	if kv := readKV(filepath.Join(procRoot, "proc/meminfo"), ":"); kv != nil {
+		if f := strings.Fields(kv["MemTotal"]); len(f) == 2 && f[1] == "kB" {
+			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+				e.Host.MemoryBytes = n * 1024
+			}
+		}
+	}
+	e.GPUs = GPUsFromProc()
+	return e
+}
+
+func cpuInfo(path string) (model string, threads int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "processor":
+			threads++
+		case "model name", "Model", "cpu model":
+			if model == "" {
+				model = strings.TrimSpace(v)
+			}
+		}
+	}
+	return model, threads
+}
+
+func readKV(path, sep string) map[string]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, sep); ok {
+			kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return kv
+}
+
+// GPUsFromProc reads NVIDIA GPUs from the driver's /proc files
+// (/proc/driver/nvidia/gpus/*/information and /proc/driver/nvidia/version),
+// which need neither cgo nor NVML. They give model, UUID, bus and driver,
+// not serials: a caller with NVML should fill those in.
+func GPUsFromProc() []GPU {
+	base := filepath.Join(procRoot, "proc/driver/nvidia")
+	dirs, _ := filepath.Glob(filepath.Join(base, "gpus", "*", "information"))
+	sort.Strings(dirs)
+	driver := ""
+	if b, err := os.ReadFile(filepath.Join(base, "version")); err == nil {
+		// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue ..."
+		line, _, _ := strings.Cut(string(b), "\n")
+		if _, rest, ok := strings.Cut(line, "Kernel Module"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				driver = f[0]
+			}
+		}
+	}
+	var out []GPU
+	for i, p := range dirs {
+		kv := readKV(p, ":")
+		g := GPU{Index: i, Model: kv["Model"], UUID: kv["GPU UUID"], BusID: kv["Bus Location"], Driver: driver, Source: "procfs"}
+		if g.Model == "" {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// Redact returns args with secrets replaced by [REDACTED]: the value of
+// any flag whose name says key, token, secret, password or auth; header
+// flags (-H, --header) whose header is Authorization, an API key or a
+// token; and passwords in URLs.
+func Redact(args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if !strings.HasPrefix(a, "-") {
+			out[i] = redactURL(a)
+			continue
+		}
+		name, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !inline && (len(a) > 2 && a[1] != '-' && strings.HasPrefix(a, "-H")) { // -HAuthorization:...
+			name, val, inline = "H", a[2:], true
+		}
+		header := name == "H" || strings.EqualFold(name, "header")
+		secret := secretName(name)
+		if !header && !secret {
+			if inline {
+				out[i] = a[:len(a)-len(val)] + redactURL(val)
+			}
+			continue
+		}
+		redact := func(v string) string {
+			if header {
+				return redactHeader(v)
+			}
+			return "[REDACTED]"
+		}
+		if inline {
+			out[i] = a[:len(a)-len(val)] + redact(val)
+		} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "--") {
+			out[i+1] = redact(out[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+// secretName reports whether a flag or header name says it carries a
+// credential: one of its words (split at - and _) is key, token, secret,
+// password, auth, authorization, credential(s), bearer, apikey or cookie.
+// "max-tokens" and "tokenizer" are not.
+func secretName(name string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		switch w {
+		case "key", "token", "secret", "password", "passwd", "auth", "authorization", "credential", "credentials",
+			"bearer", "apikey", "cookie":
+			return true
+		}
+	}
+	return false
+}
+
+// redactHeader hides the value of a "Name: value" header that carries a
+// credential.
+func redactHeader(h string) string {
+	name, _, ok := strings.Cut(h, ":")
+	if !ok {
+		if secretName(h) || strings.Contains(strings.ToLower(h), "bearer") {
+			return "[REDACTED]"
+		}
+		return h
+	}
+	if secretName(strings.TrimSpace(name)) {
+		return name + ": [REDACTED]"
+	}
+	return h
+}
+
+func redactURL(s string) string {
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	}
+	return u.String()
+}
+
+// ProbeServer asks an OpenAI-compatible server for its model list
+// (GET base/v1/models) and keeps its version headers (Server, and any
+// header naming a version). Failure is recorded in Server.Error, not
+// returned: evidence is best effort.
+func ProbeServer(ctx context.Context, c *http.Client, base string, header http.Header) *Server {
+	s := &Server{URL: redactURL(base)}
+	u := strings.TrimRight(base, "/")
+	if !strings.HasSuffix(u, "/v1") {
+		u += "/v1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/models", nil)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		lk := strings.ToLower(k)
+		if lk == "server" || strings.Contains(lk, "version") {
+			if s.Headers == nil {
+				s.Headers = map[string]string{}
+			}
+			s.Headers[k] = strings.Join(v, ", ")
+		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		s.Error = "GET /v1/models: " + resp.Status
+		return s
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		s.Error = "GET /v1/models: " + err.Error()
+		return s
+	}
+	for _, m := range body.Data {
+		s.Models = append(s.Models, m.ID)
+	}
+	return s
+}
+
+// CopyInput copies src byte for byte to dir/inputs/NAME (NAME is src's
+// base name, prefixed with role when needed to keep names apart) and
+// returns its record.
+func CopyInput(dir, role, src string) (Input, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return Input{}, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, InputsDir), 0o755); err != nil {
+		return Input{}, err
+	}
+	name := role + "-" + filepath.Base(src)
+	rel := InputsDir + "/" + name
+	if err := os.WriteFile(filepath.Join(dir, InputsDir, name), b, 0o644); err != nil {
+		return Input{}, err
+	}
+	sum := sha256.Sum256(b)
+	return Input{Source: src, Copy: rel, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}, nil
+}
+
+// WriteEnvironment writes e to dir/environment.json.
+func WriteEnvironment(dir string, e *Environment) error {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvironmentFile, err)
+	}
+	return writeAtomic(filepath.Join(dir, EnvironmentFile), append(b, '\n'))
+}

@@ -1,9 +1,14 @@
 package loadgen
 
-import "github.com/tailgate-llm/tailgate/prompts"
+import (
+	"strconv"
 
-// Repeat is a Source that yields copies of one prompt forever, with
-// IDs made unique by sequence ("<id>-<n>").
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+// Repeat is a Source that yields copies of one prompt forever. A prompt
+// with an ID gets "<id>-<n>" so IDs stay unique; without one, clients fall
+// back to the record's sequence number.
 type Repeat struct {
 	Prompt prompts.Prompt
 	n      int
@@ -12,6 +17,9 @@ type Repeat struct {
 // Next implements Source.
 func (r *Repeat) Next() (*prompts.Prompt, error) {
 	p := r.Prompt
+	if p.ID != "" {
+		p.ID += "-" + strconv.Itoa(r.n)
+	}
 	r.n++
 	return &p, nil
 }

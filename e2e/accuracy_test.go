@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/sim"
+)
+
+// run drives the real runner and OpenAI client against srv and returns
+// the finalized records in sequence order.
+func run(t *testing.T, ctx context.Context, url string, opts loadgen.Options, maxTokens int) []*loadgen.Record {
+	t.Helper()
+	c, err := openai.New(openai.Config{BaseURL: url, API: openai.APIChat, Model: "sim", MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	r, err := loadgen.NewRunner(c, &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there, simulator"}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan *loadgen.Record, 8192)
+	done := make(chan []*loadgen.Record)
+	go func() {
+		var recs []*loadgen.Record
+		for rec := range out {
+			rec.Finalize()
+			recs = append(recs, rec)
+		}
+		done <- recs
+	}()
+	if _, err := r.Run(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	recs := <-done
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	return recs
+}
+
+// quantile is the exact nearest-rank quantile (0–1) of xs.
+func quantile(xs []float64, q float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// agree reports whether measured is within 2 ms or 3% (whichever is
+// larger) of truth — the accuracy bound.
+func agree(measured, truth float64) bool {
+	return math.Abs(measured-truth) <= math.Max(2, 0.03*truth)
+}
+
+// TestAccuracyAgainstServerTruth: with the simulator injecting known TTFT
+// and inter-chunk delays (jittered, so the distributions have tails),
+// tailgate's p50 and p99 TTFT, ITL and E2E must agree with what the server
+// itself recorded, at concurrency 1, 64 and 512.
+func TestAccuracyAgainstServerTruth(t *testing.T) {
+	const tokens = 12
+	for _, tc := range []struct{ concurrency, requests int }{{1, 30}, {64, 320}, {512, 1536}} {
+		t.Run(fmt.Sprintf("c%d", tc.concurrency), func(t *testing.T) {
+			cfg := sim.DefaultConfig()
+			cfg.FixedTTFT, cfg.FixedITL, cfg.Jitter = 60*time.Millisecond, 20*time.Millisecond, 15*time.Millisecond
+			cfg.TruthLimit = tc.requests + 10
+			srv, err := sim.Start(cfg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			// The first request of each worker opens its connection; those
+			// are warm-up, so the comparison is of measurement, not of TCP
+			// connection setup (which the server cannot see).
+			recs := run(t, context.Background(), srv.URL, loadgen.Options{Closed: true, Requests: tc.requests,
+				WarmupRequests: tc.concurrency,
+				Stages: []loadgen.Stage{{Concurrency: tc.concurrency, Duration: time.Minute}}}, tokens)
+			if len(recs) != tc.requests {
+				t.Fatalf("%d records, want %d", len(recs), tc.requests)
+			}
+			truth := map[string]sim.Truth{}
+			for _, tr := range srv.Truth() {
+				truth[tr.ID] = tr
+			}
+			var mTTFT, tTTFT, mITL, tITL, mE2E, tE2E []float64
+			msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			for _, r := range recs {
+				if !r.OK() {
+					t.Fatalf("request %d failed: %s %s", r.Seq, r.ErrorKind, r.Error)
+				}
+				if r.Warmup {
+					continue
+				}
+				tr, ok := truth[strconv.FormatInt(r.Seq, 10)]
+				if !ok {
+					t.Fatalf("no server truth for request %d", r.Seq)
+				}
+				if r.OutputTokens != tokens || len(r.Chunks) != len(tr.Chunks) {
+					t.Fatalf("request %d: %d tokens in %d chunks, server sent %d chunks", r.Seq, r.OutputTokens, len(r.Chunks), len(tr.Chunks))
+				}
+				ttft, _ := r.TTFT()
+				mTTFT = append(mTTFT, msf(ttft))
+				st, _ := tr.TTFT()
+				tTTFT = append(tTTFT, msf(st))
+				mE2E = append(mE2E, msf(r.E2E()))
+				tE2E = append(tE2E, msf(tr.End.Sub(tr.Arrived)))
+				r.EachITL(func(per time.Duration, n int) {
+					for range n {
+						mITL = append(mITL, msf(per))
+					}
+				})
+				for i := 1; i < len(tr.Chunks); i++ {
+					gap := tr.Chunks[i].At.Sub(tr.Chunks[i-1].At) / time.Duration(tr.Chunks[i].Tokens)
+					for range tr.Chunks[i].Tokens {
+						tITL = append(tITL, msf(gap))
+					}
+				}
+			}
+			for _, m := range []struct {
+				name            string
+				measured, truth []float64
+			}{{"ttft", mTTFT, tTTFT}, {"itl", mITL, tITL}, {"e2e", mE2E, tE2E}} {
+				for _, q := range []float64{0.5, 0.99} {
+					got, want := quantile(m.measured, q), quantile(m.truth, q)
+					t.Logf("%s p%v: tailgate %.2f ms, server %.2f ms", m.name, q*100, got, want)
+					if !agree(got, want) {
+						t.Errorf("%s p%v: tailgate %.2f ms, server truth %.2f ms: beyond 2 ms / 3%%", m.name, q*100, got, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/sim"
+)
+
+// TestMain lets tests run the real binary: the test executable re-runs
+// itself as tailgate when TAILGATE_TEST_MAIN is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("TAILGATE_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func startSim(t *testing.T, cfg sim.Config) *sim.Running {
+	t.Helper()
+	srv, err := sim.Start(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func readSummary(t *testing.T, dir string) *loadgen.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s loadgen.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if s.Schema != loadgen.SummarySchema {
+		t.Errorf("schema %q", s.Schema)
+	}
+	return &s
+}
+
+// readJSONL checks that every line of requests.jsonl is a record.
+func readJSONL(t *testing.T, dir string) []loadgen.Record {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []loadgen.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for n := 1; sc.Scan(); n++ {
+		var r loadgen.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("requests.jsonl:%d: %v", n, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cmdRun(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// Every injected fault completes the run, shows in errors_by_kind under
+// its kind, and leaves summary.json and requests.jsonl behind.
+func TestRunClassifiesEveryFault(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, 300*time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 7}, {Kind: sim.FaultHTTP503, Every: 11},
+		{Kind: sim.FaultTruncate, Every: 13}, {Kind: sim.FaultMalformed, Every: 17},
+		{Kind: sim.FaultErrorInStream, Every: 19}, {Kind: sim.FaultHang, Every: 23}, {Kind: sim.FaultStallMid, Every: 29}}
+	srv := startSim(t, cfg)
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "100", "--arrival", "constant",
+		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, dir)
+	recs := readJSONL(t, dir)
+	if int64(len(recs)) != s.Requests.Sent || s.Requests.Sent != 200 {
+		t.Errorf("%d records, summary says %d sent; want 200", len(recs), s.Requests.Sent)
+	}
+	for kind, every := range map[loadgen.ErrorKind]int64{loadgen.ErrHTTP429: 7, loadgen.ErrHTTP5xx: 11,
+		loadgen.ErrStreamTruncated: 13, loadgen.ErrProtocol: 17, loadgen.ErrStreamError: 19, loadgen.ErrTimeout: 23} {
+		if s.Requests.ErrorsByKind[string(kind)] == 0 {
+			t.Errorf("%s: not in errors_by_kind %v (fault every %d)", kind, s.Requests.ErrorsByKind, every)
+		}
+	}
+	// Requests 1..200 arrive in order; those hit by no erroring rule succeed.
+	var wantOK int64
+	for n := 1; n <= 200; n++ {
+		if n%7 != 0 && n%11 != 0 && n%13 != 0 && n%17 != 0 && n%19 != 0 && n%23 != 0 {
+			wantOK++
+		}
+	}
+	if s.Requests.OK != wantOK {
+		t.Errorf("%d ok, want %d", s.Requests.OK, wantOK)
+	}
+	// stall_mid is slow, not an error: it must appear as a long ICL gap.
+	if s.LatencyMs[loadgen.MetricICL].Max < 290 {
+		t.Errorf("max ICL %.1f ms: the 300 ms mid-stream stall is missing", s.LatencyMs[loadgen.MetricICL].Max)
+	}
+}
+
+func TestRunUnreachableServerIsInvalid(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", "http://"+addr, "--model", "m", "--rate", "20", "--duration", "500ms", "--out", dir)
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d (run invalid)\n%s", code, exitInvalid, stderr)
+	}
+	s := readSummary(t, dir)
+	if s.Requests.ErrorsByKind["connect"] != s.Requests.Sent || s.Requests.Sent == 0 {
+		t.Errorf("errors %v for %d sent", s.Requests.ErrorsByKind, s.Requests.Sent)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rate", "5", "--concurrency", "2"},
+		{"--no-such-flag"},
+		{"--duration", "10s"},
+		{"--rate", "5", "--stages", "1@1s", "--duration", "3s"},
+		{"--rate", "5", "--warmup", "soon"},
+		{"--rate", "5", "--api", "grpc-ish"},
+	} {
+		if code, _, _ := runCmd(t, append([]string{"--model", "m"}, args...)...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+// Ctrl-C mid-run: the process cancels in-flight requests, writes a valid
+// summary.json with "interrupted": true and a requests.jsonl whose every
+// line parses, and exits 3.
+func TestRunInterruptKeepsResults(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 50*time.Millisecond, 100*time.Millisecond
+	srv := startSim(t, cfg)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--target", srv.URL, "--model", "m", "--rate", "40",
+		"--duration", "60s", "--max-tokens", "20", "--out", dir)
+	cmd.Env = append(os.Environ(), "TAILGATE_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("tailgate did not stop within 20 s of SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInvalid {
+		t.Errorf("exit %d, want %d\n%s", code, exitInvalid, stderr.String())
+	}
+	s := readSummary(t, dir)
+	if !s.Run.Interrupted {
+		t.Error(`summary.json: "interrupted" is false`)
+	}
+	recs := readJSONL(t, dir)
+	if int64(len(recs)) != s.Requests.Sent || len(recs) < 30 {
+		t.Errorf("%d records in requests.jsonl, summary says %d sent", len(recs), s.Requests.Sent)
+	}
+	if s.Requests.ErrorsByKind["cancelled"] == 0 {
+		t.Errorf("no cancelled requests recorded: %v", s.Requests.ErrorsByKind)
+	}
+}

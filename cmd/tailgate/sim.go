@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/sim"
+)
+
+// cmdSim serves the built-in simulated OpenAI-compatible LLM endpoint until
+// ctx is cancelled.
+func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg := sim.DefaultConfig()
+	cfg.TruthLimit = -1 // nobody reads it from the command line; keep memory flat
+	var (
+		addr        string
+		allowRemote bool
+		mode        string
+		faults      []string
+		readyFile   string
+	)
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringVar(&addr, "addr", "127.0.0.1:8000", "listen address (host:port; port 0 picks a free one)")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --addr")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
+	fs.BoolVar(&cfg.StrictModel, "strict-model", false, "answer 404 to requests naming another model, as vLLM does")
+	fs.StringVar(&mode, "mode", "", `"batch" (continuous-batching model) or "fixed" (fixed delays); default fixed if --fixed-ttft or --fixed-itl is set, else batch`)
+	fs.IntVar(&cfg.Slots, "slots", cfg.Slots, "max sequences running at once (vLLM max_num_seqs)")
+	fs.IntVar(&cfg.KVTokens, "kv-tokens", cfg.KVTokens, "KV-cache budget in tokens; a request holds prompt + max_tokens")
+	fs.IntVar(&cfg.MaxBatchTokens, "max-batch-tokens", cfg.MaxBatchTokens, "max prompt tokens prefilled in one step")
+	fs.DurationVar(&cfg.PrefillBase, "prefill-base", cfg.PrefillBase, "fixed cost of a step that prefills")
+	fs.DurationVar(&cfg.PrefillPerToken, "prefill-per-token", cfg.PrefillPerToken, "prefill cost per prompt token")
+	fs.DurationVar(&cfg.DecodeBase, "decode-base", cfg.DecodeBase, "fixed cost of every step")
+	fs.DurationVar(&cfg.DecodePerSeq, "decode-per-seq", cfg.DecodePerSeq, "step cost per running sequence")
+	fs.IntVar(&cfg.TokensPerChunk, "tokens-per-chunk", cfg.TokensPerChunk, "tokens per step and per streamed chunk")
+	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "output tokens when a request sets no max_tokens")
+	fs.BoolVar(&cfg.FinishWithLastChunk, "finish-with-last-chunk", false, "put finish_reason on the last content chunk (current vLLM) instead of a separate chunk")
+	fs.DurationVar(&cfg.FixedTTFT, "fixed-ttft", 0, "fixed mode: time to the first content chunk")
+	fs.DurationVar(&cfg.FixedITL, "fixed-itl", 0, "fixed mode: time between content chunks")
+	fs.DurationVar(&cfg.Jitter, "jitter", 0, "fixed mode: spread every delay uniformly by ± this much")
+	fs.StringArrayVar(&faults, "fault", nil, "inject KIND=RATE into requests (repeatable); RATE is a probability (0.05) or 1/N for every N-th; kinds: stall, stall_mid, http_429, http_503, truncate, malformed, error_in_stream, hang")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for fault and jitter decisions")
+	fs.DurationVar(&cfg.StallFor, "stall-for", cfg.StallFor, "length of the stall and stall_mid faults and of the --stall-at freeze")
+	fs.DurationVar(&cfg.StallAt, "stall-at", 0, "freeze the whole server for --stall-for once, this long after the first request")
+	fs.StringVar(&readyFile, "ready-file", "", "write the listening URL to this file once listening (removed on exit)")
+	printUsage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: tailgate sim [flags]\n\nServe a simulated OpenAI-compatible LLM endpoint (vLLM-shaped streams, /metrics,\nfault injection) until interrupted.\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "tailgate sim: %v\n\n", err)
+		printUsage(stderr)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tailgate sim: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg.Mode = sim.Mode(mode)
+	for _, f := range faults {
+		r, err := sim.ParseFaultRule(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "tailgate sim: --fault: %v\n", err)
+			return exitUsage
+		}
+		cfg.Faults = append(cfg.Faults, r)
+	}
+	if err := checkLoopback(addr); err != nil && !allowRemote {
+		fmt.Fprintf(stderr, "tailgate sim: --addr %s: %v (pass --allow-remote to serve beyond this machine)\n", addr, err)
+		return exitUsage
+	}
+
+	run, err := sim.Start(cfg, addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tailgate sim: %v\n", err)
+		return exitUsage
+	}
+	defer run.Close()
+	c := run.Config()
+	desc := fmt.Sprintf("%d slots, %d KV tokens, decode %v + %v/seq, prefill %v + %v/token",
+		c.Slots, c.KVTokens, c.DecodeBase, c.DecodePerSeq, c.PrefillBase, c.PrefillPerToken)
+	if c.Mode == sim.ModeFixed {
+		desc = fmt.Sprintf("TTFT %v, ITL %v, jitter %v", c.FixedTTFT, c.FixedITL, c.Jitter)
+	}
+	fmt.Fprintf(stdout, "tailgate sim %s: serving %q on %s (%s mode: %s)\n", sim.Version, c.Model, run.URL, c.Mode, desc)
+	if readyFile != "" {
+		if err := writeFileAtomic(readyFile, run.URL+"\n"); err != nil {
+			fmt.Fprintf(stderr, "tailgate sim: --ready-file: %v\n", err)
+			return exitInvalid
+		}
+		defer os.Remove(readyFile)
+	}
+	<-ctx.Done()
+	fmt.Fprintf(stdout, "tailgate sim: shutting down\n")
+	return exitOK
+}
+
+// checkLoopback returns an error unless addr's host is a loopback address
+// or "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if host == "" {
+		return errors.New("listens on every interface")
+	}
+	return errors.New("not a loopback address")
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it, so a reader polling for path never sees it half written.
+func writeFileAtomic(path, data string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tailgate-ready-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

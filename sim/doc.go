@@ -1,0 +1,126 @@
+// Package sim is a simulated OpenAI-compatible LLM endpoint: the built-in
+// target of `make demo` and of every accuracy test. It speaks the vLLM
+// dialect of the API, models a continuous-batching engine, exports vLLM and
+// dcgm-exporter metrics, injects faults on demand, and records the
+// server-side truth of every request so tests can check a load generator's
+// measurements against it.
+//
+// # API
+//
+//	POST /v1/chat/completions, POST /v1/completions  streaming (SSE) or JSON
+//	GET  /v1/models                                   the one served model
+//	GET  /health                                      200, empty body
+//	GET  /metrics                                     Prometheus text format
+//
+// Every response carries Server: tailgate-sim/VERSION and X-Sim-Version;
+// completions echo X-Request-Id (or a generated "sim-N").
+//
+// A stream is shaped like vLLM's: for chat, a role-only first chunk
+// (delta {"role":"assistant","content":""}), sent as soon as the request is
+// accepted and before any queueing, so a client that counts it as the first
+// token measures almost no TTFT; then one content chunk per engine step,
+// each carrying Config.TokensPerChunk tokens (the last may carry fewer);
+// then a finish chunk with an empty delta and finish_reason "length" (or
+// finish_reason on the last content chunk with Config.FinishWithLastChunk,
+// as current vLLM does); then, when stream_options.include_usage is true, a
+// chunk with "choices":[] and the usage; then data: [DONE]. With
+// stream_options.continuous_usage_stats as well, every content chunk carries
+// the cumulative usage. Legacy completions have the same shape without the
+// role chunk. Non-streaming requests get one JSON body with the usage once
+// the whole answer is generated.
+//
+// The answer has exactly max_completion_tokens (else max_tokens, else
+// Config.DefaultMaxTokens) tokens, so finish_reason is always "length". Its
+// text cycles through 16 common English words that are one token each in
+// the usual BPE vocabularies (" the", " of", " and", …). Prompt tokens are
+// counted by Config.TokenCounter, by default EstimateTokens: one token per
+// 4 bytes, rounded up, at least one; a chat prompt is the messages'
+// contents joined by newlines; token-id prompts are counted exactly.
+//
+// # Engine model (ModeBatch)
+//
+// One scheduler goroutine runs steps back to back, timed with real sleeps.
+// Requests wait in a FIFO queue. Before each step the scheduler admits
+// requests from the head of the queue while a slot is free (Config.Slots,
+// vLLM's max_num_seqs), the KV cache has room for the request's prompt +
+// max_tokens tokens (Config.KVTokens, reserved whole at admission and freed
+// when the request finishes or is cancelled), and the step's prefill budget
+// (Config.MaxBatchTokens prompt tokens; one request is always admitted)
+// lasts. A head that does not fit blocks the queue (first come, first
+// served). A request that could never fit (prompt + max_tokens > KVTokens) is
+// rejected with 400, as vLLM rejects requests longer than max_model_len.
+//
+// A step lasts
+//
+//	DecodeBase + DecodePerSeq × running
+//	  + (PrefillBase + PrefillPerToken × prompt tokens admitted), if any were admitted
+//
+// and at its end every running sequence, the newly admitted included (its
+// prefill produced its first token), emits TokensPerChunk tokens. So a
+// prefill holds up the whole batch's next token, as in a non-chunked or
+// step-level prefill; MaxBatchTokens bounds how long. TTFT below capacity
+// is about one step with prefill; above capacity the queue grows, and queue
+// time and TTFT grow with it. Back-to-back steps are scheduled from the
+// previous step's end, so timer lateness does not slow the engine.
+//
+// Metrics, labelled model_name and engine="0" as vLLM labels them:
+// vllm:num_requests_running, vllm:num_requests_waiting,
+// vllm:kv_cache_usage_perc (reserved KV / KVTokens, 0–1) as gauges;
+// vllm:request_queue_time_seconds (arrival → admission),
+// vllm:time_to_first_token_seconds and vllm:e2e_request_latency_seconds
+// (arrival → first content chunk / end, as flushed), and
+// vllm:inter_token_latency_seconds (chunk gap / tokens) as histograms with
+// vLLM's buckets; vllm:prompt_tokens_total, vllm:generation_tokens_total and
+// vllm:request_success_total{finished_reason="length"|"abort"} as counters.
+// The simulated GPU (labels gpu, UUID, device, modelName, Hostname) has
+// DCGM_FI_DEV_GPU_UTIL, the percentage of time the engine spent in steps
+// (only steps with at least one running sequence happen) since the previous
+// scrape (at least 100 ms), and DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE
+// in MiB: Config.WeightsMiB plus reserved KV tokens × KVBytesPerToken.
+//
+// # Fixed-delay mode (ModeFixed)
+//
+// For accuracy tests the engine is bypassed: each request, on its own
+// handler goroutine and timer, gets its first content chunk FixedTTFT after
+// arrival and each next one FixedITL after the previous (each delay drawn
+// from [d−Jitter, d+Jitter] when Jitter is set, seeded by Seed and the
+// arrival number), whatever the load. Deadlines are absolute, so timer
+// lateness does not accumulate. With both delays zero the server streams as
+// fast as it can: chunk bytes are pre-rendered, buffers reused, no JSON is
+// marshalled and nothing is allocated per token; each chunk is one Write and
+// one Flush. The gauges report requests in flight as running and their
+// prompt + max_tokens as KV use; GPU utilization is the time with at least
+// one request in flight.
+//
+// # Faults
+//
+// A request gets a fault from its X-Sim-Fault header (KIND, KIND=DURATION
+// for stall and stall_mid, or "none"), else from the first matching
+// Config.Faults rule (every N-th arrival, or with a probability decided by
+// hashing Seed and the arrival number, so a run is reproducible whatever the
+// concurrency). The kinds are the FaultKind constants: stall, stall_mid,
+// http_429, http_503, truncate, malformed, error_in_stream, hang. Mid-stream
+// faults fire after half of the content chunks, rounded down.
+//
+// StallAll(d), or Config.StallAt and StallFor, freezes the whole server:
+// nothing is admitted, produced or sent for d, and work in progress when
+// the stall began (an engine step, a fixed-mode delay) ends d later, as
+// under a GC pause or a failover. Requests arriving meanwhile are accepted
+// by the kernel but get nothing, not even headers, until it ends.
+//
+// # Truth
+//
+// Truth returns, for every completion request, its arrival, headers,
+// admission, every content chunk's flush instant and token count, and its
+// end, as monotonic time.Time values, keyed by X-Request-Id. A chunk's
+// instant is when its Flush returned, i.e. when its bytes were handed to
+// the kernel, microseconds before a loopback client can read them.
+//
+// # Lifecycle
+//
+// New starts the scheduler; Close stops it, ends every request in flight
+// (hanging ones too) and waits for their handlers, so tests leak no
+// goroutines. A cancelled client request frees its slot and KV before the
+// next step. Start serves a Server on a loopback listener and returns its
+// URL.
+package sim

@@ -1,0 +1,288 @@
+package sim
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// seq is one sequence in the engine. The handler goroutine creates it and
+// reads avail/admittedAt; everything else is owned by the scheduler.
+type seq struct {
+	prompt, max, kv int
+	arrived         time.Time
+	pauseAt         int           // stall_mid: pause once this many tokens are out (0 with pauseFor: before the first)
+	pauseFor        time.Duration // 0: no pause
+
+	avail      atomic.Int64 // tokens produced so far
+	admittedAt atomic.Int64 // ns since the server epoch, +1; 0 = still waiting
+	notify     chan struct{}
+
+	// scheduler-owned
+	state    int // stWaiting, stRunning, stDone
+	produced int
+	paused   bool // the pause has been taken (or is in progress)
+	resumeAt time.Time
+}
+
+const (
+	stNew = iota
+	stWaiting
+	stRunning
+	stDone
+)
+
+func newSeq(prompt, max int, arrived time.Time) *seq {
+	return &seq{prompt: prompt, max: max, kv: prompt + max, arrived: arrived, notify: make(chan struct{}, 1)}
+}
+
+func (q *seq) signal() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// engine is the continuous-batching model: one scheduler goroutine, steps
+// timed by real sleeps. See doc.go.
+type engine struct {
+	cfg     Config
+	epoch   time.Time
+	gate    *gate
+	busy    *busyMeter
+	metrics *metrics
+	quit    <-chan struct{}
+	done    chan struct{}
+
+	mu      sync.Mutex
+	inbox   []*seq
+	cancels []*seq
+	wake    chan struct{}
+
+	// scheduler-owned
+	waiting []*seq
+	running []*seq
+	kvUsed  int
+	timer   *time.Timer
+
+	// published for the gauges
+	nRunning, nWaiting, nKV atomic.Int64
+}
+
+func newEngine(cfg Config, epoch time.Time, g *gate, busy *busyMeter, quit <-chan struct{}) *engine {
+	return &engine{cfg: cfg, epoch: epoch, gate: g, busy: busy, quit: quit,
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+func (e *engine) submit(q *seq) {
+	e.mu.Lock()
+	e.inbox = append(e.inbox, q)
+	e.nWaiting.Add(1) // counted at once; the scheduler republishes exact values
+	e.mu.Unlock()
+	e.poke()
+}
+
+// cancel removes q (waiting or running) and frees its slot and KV at the
+// start of the next step.
+func (e *engine) cancel(q *seq) {
+	e.mu.Lock()
+	e.cancels = append(e.cancels, q)
+	e.mu.Unlock()
+	e.poke()
+}
+
+func (e *engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain moves submitted sequences to the queue and applies cancellations.
+func (e *engine) drain() {
+	e.mu.Lock()
+	inbox, cancels := e.inbox, e.cancels
+	e.inbox, e.cancels = nil, nil
+	e.mu.Unlock()
+	for _, q := range inbox {
+		if q.state == stNew {
+			q.state = stWaiting
+			e.waiting = append(e.waiting, q)
+		}
+	}
+	for _, q := range cancels {
+		switch q.state {
+		case stWaiting:
+			for i, w := range e.waiting {
+				if w == q {
+					e.waiting = append(e.waiting[:i], e.waiting[i+1:]...)
+					break
+				}
+			}
+		case stRunning:
+			for i, r := range e.running {
+				if r == q {
+					e.running = append(e.running[:i], e.running[i+1:]...)
+					break
+				}
+			}
+			e.kvUsed -= q.kv
+		}
+		q.state = stDone
+	}
+}
+
+func (e *engine) publish() {
+	e.nRunning.Store(int64(len(e.running)))
+	e.mu.Lock()
+	pending := len(e.inbox)
+	e.mu.Unlock()
+	e.nWaiting.Store(int64(len(e.waiting) + pending))
+	e.nKV.Store(int64(e.kvUsed))
+}
+
+// admit moves sequences from the head of the queue into the batch while a
+// slot and their KV are free (first come, first served: a head that does not
+// fit blocks those behind it, as in vLLM's FCFS policy) and the step's
+// prefill budget lasts. It returns the prompt tokens to prefill.
+func (e *engine) admit(now time.Time) (prefillTokens, admitted int) {
+	for len(e.waiting) > 0 && len(e.running) < e.cfg.Slots {
+		q := e.waiting[0]
+		if e.kvUsed+q.kv > e.cfg.KVTokens {
+			break
+		}
+		if admitted > 0 && prefillTokens+q.prompt > e.cfg.MaxBatchTokens {
+			break
+		}
+		e.waiting[0] = nil
+		e.waiting = e.waiting[1:]
+		q.state = stRunning
+		e.running = append(e.running, q)
+		e.kvUsed += q.kv
+		prefillTokens += q.prompt
+		admitted++
+		q.admittedAt.Store(int64(now.Sub(e.epoch)) + 1)
+		if q.pauseFor > 0 && q.pauseAt == 0 { // stall_mid on a one-chunk answer
+			q.paused = true
+			q.resumeAt = now.Add(q.pauseFor)
+		}
+		e.metrics.queueTime.Observe(now.Sub(q.arrived).Seconds())
+		e.metrics.promptTokens.Add(float64(q.prompt))
+	}
+	return prefillTokens, admitted
+}
+
+func (e *engine) run() {
+	defer close(e.done)
+	defer func() {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}()
+	var lastEnd time.Time // end of the previous step while the engine stays busy
+	for {
+		e.drain()
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			e.publish()
+			select {
+			case <-e.wake:
+			case <-e.quit:
+				return
+			}
+			lastEnd = time.Time{}
+			continue
+		}
+		now := time.Now()
+		prefill, admitted := e.admit(now)
+		e.publish()
+
+		active := 0
+		var nextResume time.Time
+		for _, q := range e.running {
+			if q.resumeAt.After(now) {
+				if nextResume.IsZero() || q.resumeAt.Before(nextResume) {
+					nextResume = q.resumeAt
+				}
+				continue
+			}
+			active++
+		}
+		if active == 0 {
+			// Everything running is paused (stall_mid) and nothing more
+			// fits: idle until a pause ends or something changes.
+			if nextResume.IsZero() { // nothing running, queue head cannot fit: impossible by admission check
+				nextResume = now.Add(time.Millisecond)
+			}
+			select {
+			case <-e.wake:
+			case <-e.quit:
+				return
+			case <-e.after(nextResume.Sub(now)):
+			}
+			lastEnd = time.Time{}
+			continue
+		}
+
+		dur := e.cfg.DecodeBase + time.Duration(active)*e.cfg.DecodePerSeq
+		if admitted > 0 {
+			dur += e.cfg.PrefillBase + time.Duration(prefill)*e.cfg.PrefillPerToken
+		}
+		// Back-to-back steps start where the previous one ended, so timer
+		// lateness does not slow the simulated GPU down.
+		start := now
+		if !lastEnd.IsZero() && now.Sub(lastEnd) < 2*time.Millisecond && lastEnd.Before(now) {
+			start = lastEnd
+		}
+		end, ok := e.gate.sleepUntil(start.Add(dur), nil, e.quit, &e.timer)
+		if !ok {
+			return
+		}
+		lastEnd = end
+		e.busy.add(dur)
+		e.emit(end)
+		e.publish()
+	}
+}
+
+// after returns a channel that fires after d, reusing the engine's timer.
+func (e *engine) after(d time.Duration) <-chan time.Time {
+	if e.timer == nil {
+		e.timer = time.NewTimer(d)
+	} else {
+		e.timer.Reset(d)
+	}
+	return e.timer.C
+}
+
+// emit ends a step: every running, unpaused sequence gets TokensPerChunk
+// more tokens (fewer for the last), and finished ones leave the batch.
+func (e *engine) emit(now time.Time) {
+	kept := e.running[:0]
+	generated := 0
+	for _, q := range e.running {
+		if q.resumeAt.After(now) {
+			kept = append(kept, q)
+			continue
+		}
+		n := min(e.cfg.TokensPerChunk, q.max-q.produced)
+		q.produced += n
+		generated += n
+		q.avail.Store(int64(q.produced))
+		q.signal()
+		if q.produced >= q.max {
+			q.state = stDone
+			e.kvUsed -= q.kv
+			continue
+		}
+		if q.pauseFor > 0 && !q.paused && q.produced >= q.pauseAt {
+			q.paused = true
+			q.resumeAt = now.Add(q.pauseFor)
+		}
+		kept = append(kept, q)
+	}
+	for i := len(kept); i < len(e.running); i++ {
+		e.running[i] = nil
+	}
+	e.running = kept
+	e.metrics.genTokens.Add(float64(generated))
+}

@@ -1,0 +1,459 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFaults(t *testing.T) {
+	const maxTokens = 10 // mid-stream faults fire after 5 content chunks
+	const stallFor = 150 * time.Millisecond
+	modes := map[Mode]Config{ModeBatch: fastBatch(), ModeFixed: fixedCfg(2*time.Millisecond, 2*time.Millisecond)}
+	for mode, cfg := range modes {
+		cfg.StallFor = stallFor
+		r := startSim(t, cfg)
+		c := testClient(t)
+		run := func(t *testing.T, kind string, stream bool, timeout time.Duration) (result, Truth) {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			id := fmt.Sprintf("%s-%s-%v", mode, kind, stream)
+			res := do(ctx, c, r.URL, "/v1/chat/completions", chatBody("hello", maxTokens, stream, true),
+				map[string]string{"X-Sim-Fault": kind, "X-Request-Id": id})
+			waitIdle(t, r.Server)
+			tr := truthByID(t, r.Server, id)
+			if k, _, _ := strings.Cut(kind, "="); tr.Fault != FaultKind(k) {
+				t.Errorf("truth fault %q", tr.Fault)
+			}
+			return res, tr
+		}
+		done := func(res result) bool {
+			return len(res.events) > 0 && res.events[len(res.events)-1].data == "[DONE]"
+		}
+		t.Run(string(mode), func(t *testing.T) {
+			t.Run("stall", func(t *testing.T) {
+				res, tr := run(t, "stall", true, 5*time.Second)
+				ce := contentEvents(t, res.events)
+				if len(ce) != maxTokens || !done(res) {
+					t.Fatalf("%d content events, done %v", len(ce), done(res))
+				}
+				if d := ce[0].at.Sub(res.sent); d < stallFor {
+					t.Errorf("TTFT %v, want ≥ %v", d, stallFor)
+				}
+				// The role chunk is not held back.
+				if d := res.events[0].at.Sub(res.sent); d > 50*time.Millisecond {
+					t.Errorf("role chunk after %v", d)
+				}
+				if tr.Outcome != "ok" {
+					t.Errorf("outcome %q", tr.Outcome)
+				}
+			})
+			t.Run("stall with duration", func(t *testing.T) {
+				res, _ := run(t, "stall=300ms", true, 5*time.Second)
+				if ce := contentEvents(t, res.events); ce[0].at.Sub(res.sent) < 300*time.Millisecond {
+					t.Errorf("TTFT %v, want ≥ 300ms", ce[0].at.Sub(res.sent))
+				}
+			})
+			t.Run("stall_mid", func(t *testing.T) {
+				res, tr := run(t, "stall_mid", true, 5*time.Second)
+				ce := contentEvents(t, res.events)
+				if len(ce) != maxTokens || !done(res) {
+					t.Fatalf("%d content events, done %v", len(ce), done(res))
+				}
+				for k := 1; k < len(ce); k++ {
+					gap := tr.Chunks[k].At.Sub(tr.Chunks[k-1].At)
+					if k == maxTokens/2 && gap < stallFor {
+						t.Errorf("gap before chunk %d is %v, want ≥ %v", k, gap, stallFor)
+					}
+					if k != maxTokens/2 && gap > stallFor/2 {
+						t.Errorf("gap before chunk %d is %v, want short", k, gap)
+					}
+				}
+			})
+			for _, st := range []struct {
+				kind   string
+				status int
+			}{{"http_429", 429}, {"http_503", 503}} {
+				t.Run(st.kind, func(t *testing.T) {
+					res, tr := run(t, st.kind, true, 5*time.Second)
+					var e struct {
+						Error struct {
+							Code int `json:"code"`
+						} `json:"error"`
+					}
+					if res.status != st.status || res.header.Get("Retry-After") != "1" ||
+						json.Unmarshal(res.body, &e) != nil || e.Error.Code != st.status {
+						t.Errorf("status %d body %s", res.status, res.body)
+					}
+					if tr.Status != st.status || tr.Outcome != "fault" || len(tr.Chunks) != 0 {
+						t.Errorf("truth %+v", tr)
+					}
+				})
+			}
+			t.Run("truncate", func(t *testing.T) {
+				res, tr := run(t, "truncate", true, 5*time.Second)
+				if !errors.Is(res.readErr, io.ErrUnexpectedEOF) {
+					t.Errorf("read error %v, want unexpected EOF", res.readErr)
+				}
+				if ce := contentEvents(t, res.events); len(ce) != maxTokens/2 {
+					t.Errorf("%d content events before the cut, want %d", len(ce), maxTokens/2)
+				}
+				if done(res) || strings.Contains(fmt.Sprint(res.events), "usage") {
+					t.Errorf("truncated stream has an end: %v", res.events)
+				}
+				if tr.Outcome != "fault" || len(tr.Chunks) != maxTokens/2 || tr.End.IsZero() {
+					t.Errorf("truth outcome %q chunks %d", tr.Outcome, len(tr.Chunks))
+				}
+			})
+			t.Run("truncate non-streaming", func(t *testing.T) {
+				res, _ := run(t, "truncate", false, 5*time.Second)
+				if !errors.Is(res.readErr, io.ErrUnexpectedEOF) || json.Valid(res.body) {
+					t.Errorf("read error %v body %q", res.readErr, res.body)
+				}
+			})
+			t.Run("malformed", func(t *testing.T) {
+				res, tr := run(t, "malformed", true, 5*time.Second)
+				bad := 0
+				for i, e := range res.events {
+					if e.data != "[DONE]" && !json.Valid([]byte(e.data)) {
+						bad++
+						if n := len(contentEvents(t, res.events[:i])); n != maxTokens/2 {
+							t.Errorf("malformed event after %d content events", n)
+						}
+					}
+				}
+				if bad != 1 || !done(res) || len(contentEvents(t, res.events)) != maxTokens {
+					t.Errorf("%d malformed events, done %v: %v", bad, done(res), res.events)
+				}
+				if tr.Outcome != "fault" {
+					t.Errorf("outcome %q", tr.Outcome)
+				}
+			})
+			t.Run("error_in_stream", func(t *testing.T) {
+				res, tr := run(t, "error_in_stream", true, 5*time.Second)
+				n := len(res.events)
+				if n < 2 || !done(res) || res.status != 200 {
+					t.Fatalf("status %d events %v", res.status, res.events)
+				}
+				ch := parseChunk(t, res.events[n-2].data)
+				if ch.Error == nil || ch.Error.Code != 500 || ch.Error.Message == "" {
+					t.Errorf("error event %s", res.events[n-2].data)
+				}
+				if ce := contentEvents(t, res.events); len(ce) != maxTokens/2 {
+					t.Errorf("%d content events before the error", len(ce))
+				}
+				if tr.Outcome != "fault" {
+					t.Errorf("outcome %q", tr.Outcome)
+				}
+			})
+			t.Run("error_in_stream non-streaming", func(t *testing.T) {
+				if res, _ := run(t, "error_in_stream", false, 5*time.Second); res.status != 500 {
+					t.Errorf("status %d", res.status)
+				}
+			})
+			t.Run("hang", func(t *testing.T) {
+				start := time.Now()
+				res, tr := run(t, "hang", true, 200*time.Millisecond)
+				if !errors.Is(res.err, context.DeadlineExceeded) {
+					t.Errorf("err %v, want the client's deadline", res.err)
+				}
+				if el := time.Since(start); el > 2*time.Second {
+					t.Errorf("hang handler took %v to notice the client left", el)
+				}
+				if tr.Status != 0 || tr.End.IsZero() || !tr.Headers.IsZero() {
+					t.Errorf("truth %+v", tr)
+				}
+			})
+		})
+	}
+}
+
+// StallAll holds every stream, running and new, for the duration.
+func TestStallAll(t *testing.T) {
+	const stall = 300 * time.Millisecond
+	modes := map[Mode]Config{ModeFixed: fixedCfg(5*time.Millisecond, 10*time.Millisecond), ModeBatch: fastBatch()}
+	for mode, cfg := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == ModeBatch {
+				cfg.DecodeBase = 10 * time.Millisecond
+			}
+			r := startSim(t, cfg)
+			c := testClient(t)
+			var wg sync.WaitGroup
+			results := make([]result, 5)
+			start := time.Now()
+			for i := 0; i < 4; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
+				}()
+			}
+			time.Sleep(150 * time.Millisecond)
+			stallAt := time.Now()
+			r.StallAll(stall)
+			if !r.Stalled() {
+				t.Error("Stalled() false during a stall")
+			}
+			time.Sleep(100 * time.Millisecond)
+			wg.Add(1)
+			go func() { // arrives during the stall
+				defer wg.Done()
+				results[4] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 5, true, false), nil)
+			}()
+			wg.Wait()
+			waitIdle(t, r.Server)
+			stallEnd := stallAt.Add(stall)
+			for i, res := range results[:4] {
+				ce := contentEvents(t, res.events)
+				if len(ce) != 50 {
+					t.Fatalf("stream %d: %d chunks", i, len(ce))
+				}
+				maxGap := time.Duration(0)
+				for k := 1; k < len(ce); k++ {
+					maxGap = max(maxGap, ce[k].at.Sub(ce[k-1].at))
+					if ce[k].at.After(stallAt.Add(5*time.Millisecond)) && ce[k].at.Before(stallEnd.Add(-5*time.Millisecond)) {
+						t.Errorf("stream %d: chunk %d at +%v, inside the stall [+%v, +%v]", i, k,
+							ce[k].at.Sub(start), stallAt.Sub(start), stallEnd.Sub(start))
+					}
+				}
+				if maxGap < stall-20*time.Millisecond {
+					t.Errorf("stream %d: largest gap %v, want ≈ %v", i, maxGap, stall)
+				}
+			}
+			late := results[4]
+			if len(late.events) == 0 {
+				t.Fatal("late request got nothing")
+			}
+			if late.events[0].at.Before(stallEnd.Add(-5 * time.Millisecond)) {
+				t.Errorf("request arriving during the stall got its first event %v before the stall ended",
+					stallEnd.Sub(late.events[0].at))
+			}
+		})
+	}
+}
+
+// Config.StallAt freezes the server once, StallAt after the first request.
+func TestStallAt(t *testing.T) {
+	cfg := fixedCfg(0, 10*time.Millisecond)
+	cfg.StallAt = 100 * time.Millisecond
+	cfg.StallFor = 200 * time.Millisecond
+	r := startSim(t, cfg)
+	c := testClient(t)
+	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+	ce := contentEvents(t, res.events)
+	var maxGap time.Duration
+	var at time.Duration
+	for k := 1; k < len(ce); k++ {
+		if g := ce[k].at.Sub(ce[k-1].at); g > maxGap {
+			maxGap, at = g, ce[k-1].at.Sub(res.sent)
+		}
+	}
+	if maxGap < 190*time.Millisecond || at < 80*time.Millisecond || at > 130*time.Millisecond {
+		t.Errorf("largest gap %v starting at +%v, want ≈ 200ms at +100ms", maxGap, at)
+	}
+	// Only once.
+	res = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+	if el := res.events[len(res.events)-1].at.Sub(res.sent); el > 600*time.Millisecond {
+		t.Errorf("second request took %v: stalled again?", el)
+	}
+}
+
+func TestGateShift(t *testing.T) {
+	g := newGate(time.Now())
+	// No stall: returns at due.
+	due := time.Now().Add(20 * time.Millisecond)
+	eff, ok := g.sleepUntil(due, nil, nil, nil)
+	if !ok || !eff.Equal(due) || time.Now().Before(due) {
+		t.Errorf("plain sleep: eff %v due %v", eff, due)
+	}
+	// A stall opening during the wait pushes the deadline by its length.
+	start := time.Now()
+	due = start.Add(50 * time.Millisecond)
+	time.AfterFunc(10*time.Millisecond, func() { g.stall(100 * time.Millisecond) })
+	eff, ok = g.sleepUntil(due, nil, nil, nil)
+	if el := time.Since(start); !ok || el < 145*time.Millisecond || el > 250*time.Millisecond {
+		t.Errorf("shifted sleep took %v, want ≈ 150ms", el)
+	}
+	if d := eff.Sub(due); d < 95*time.Millisecond || d > 105*time.Millisecond {
+		t.Errorf("effective due shifted by %v, want 100ms", d)
+	}
+	// A past due inside an open stall waits for the stall's end.
+	g.stall(50 * time.Millisecond)
+	start = time.Now()
+	g.sleepUntil(start.Add(-time.Second), nil, nil, nil)
+	if el := time.Since(start); el < 45*time.Millisecond {
+		t.Errorf("past due during a stall returned after %v", el)
+	}
+	// stop ends the wait.
+	stop := make(chan struct{})
+	close(stop)
+	if _, ok := g.sleepUntil(time.Now().Add(time.Hour), stop, nil, nil); ok {
+		t.Error("stop did not end the wait")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	cfg := fastBatch()
+	cfg.Model = "metric-model"
+	r := startSim(t, cfg)
+	c := testClient(t)
+	m := scrape(t, c, r.URL)
+	if v, ok := metricValue(t, m, "DCGM_FI_DEV_FB_USED", ""); !ok || v != cfg.WeightsMiB {
+		t.Errorf("idle FB_USED %v, want weights %v", v, cfg.WeightsMiB)
+	}
+	time.Sleep(110 * time.Millisecond)
+	if v, _ := metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_GPU_UTIL", ""); v != 0 {
+		t.Errorf("idle GPU util %v", v)
+	}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var busyFB float64
+	wg.Add(1)
+	go func() { // scrape mid-run
+		defer wg.Done()
+		time.Sleep(30 * time.Millisecond)
+		busyFB, _ = metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_FB_USED", "")
+		<-stop
+	}()
+	var inner sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		inner.Add(1)
+		go func() {
+			defer inner.Done()
+			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), 30, true, false), nil)
+		}()
+	}
+	inner.Wait()
+	close(stop)
+	wg.Wait()
+	waitIdle(t, r.Server)
+	time.Sleep(minUtilWindow) // utilization is over ≥ 100 ms since the last scrape
+	if want := cfg.WeightsMiB + 5*40*float64(cfg.KVBytesPerToken)/(1<<20); busyFB != want {
+		t.Errorf("FB_USED mid-run %v, want %v", busyFB, want)
+	}
+
+	m = scrape(t, c, r.URL)
+	lbl := `model_name="metric-model"`
+	for _, name := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+		"vllm:request_queue_time_seconds_bucket", "vllm:time_to_first_token_seconds_bucket",
+		"vllm:e2e_request_latency_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
+		"vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:request_success_total"} {
+		if _, ok := metricValue(t, m, name, lbl); !ok {
+			t.Errorf("no %s{%s}", name, lbl)
+		}
+	}
+	for _, name := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"} {
+		if _, ok := metricValue(t, m, name, `gpu="0"`); !ok {
+			t.Errorf("no %s", name)
+		}
+	}
+	check := func(name, lbl string, want float64) {
+		if v, _ := metricValue(t, m, name, lbl); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	check("vllm:prompt_tokens_total", "", 5*10)
+	check("vllm:generation_tokens_total", "", 5*30)
+	check("vllm:request_success_total", `finished_reason="length"`, 5)
+	check("vllm:time_to_first_token_seconds_count", "", 5)
+	check("vllm:e2e_request_latency_seconds_count", "", 5)
+	check("vllm:inter_token_latency_seconds_count", "", 5*29)
+	check("vllm:num_requests_running", "", 0)
+	check("vllm:kv_cache_usage_perc", "", 0)
+	if v, _ := metricValue(t, m, "DCGM_FI_DEV_GPU_UTIL", ""); v <= 0 || v > 100 {
+		t.Errorf("GPU util %v after a busy spell", v)
+	}
+	if !strings.Contains(m, "# TYPE vllm:time_to_first_token_seconds histogram") {
+		t.Error("TTFT is not a histogram")
+	}
+}
+
+// Close ends everything in flight, hanging requests included, and leaves no
+// goroutine behind.
+func TestCloseNoLeak(t *testing.T) {
+	for _, mode := range []Mode{ModeBatch, ModeFixed} {
+		t.Run(string(mode), func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			cfg := fastBatch()
+			if mode == ModeFixed {
+				cfg = fixedCfg(time.Millisecond, 5*time.Millisecond)
+			}
+			r, err := Start(cfg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := testClientNoCleanup()
+			var wg sync.WaitGroup
+			for _, f := range []string{"hang", "none", "stall"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					do(context.Background(), tr, r.URL, "/v1/chat/completions", chatBody("x", 5000, true, false),
+						map[string]string{"X-Sim-Fault": f})
+				}()
+			}
+			waitFor(t, "3 in flight", func() bool { return r.InFlight() == 3 })
+			time.Sleep(20 * time.Millisecond)
+			closed := make(chan error, 1)
+			go func() { closed <- r.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return")
+			}
+			wg.Wait()
+			tr.CloseIdleConnections()
+			deadline := time.Now().Add(3 * time.Second)
+			for runtime.NumGoroutine() > before {
+				if time.Now().After(deadline) {
+					buf := make([]byte, 1<<16)
+					t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// A client that stops reading leaves its handler blocked in Write; Close
+// must still return promptly.
+func TestCloseWithStuckClient(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mode = ModeFixed // zero delay: fills the socket buffers at once
+	r, err := Start(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", r.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	waitFor(t, "request in flight", func() bool { return r.InFlight() == 1 })
+	time.Sleep(100 * time.Millisecond) // let the buffers fill
+	start := time.Now()
+	if err := r.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("Close took %v", el)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

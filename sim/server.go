@@ -1,0 +1,661 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxBodyBytes bounds a request body.
+const maxBodyBytes = 32 << 20
+
+// Server is the simulated endpoint. Create it with New, serve Handler, and
+// Close it when done. It is safe for concurrent use.
+type Server struct {
+	cfg       Config
+	epoch     time.Time
+	quit      chan struct{}
+	gate      *gate
+	busy      *busyMeter
+	metrics   *metrics
+	truth     *truthStore
+	eng       *engine // nil in ModeFixed
+	handler   http.Handler
+	text      *textTable
+	modelJSON []byte
+
+	seq    atomic.Int64
+	faults atomic.Pointer[[]FaultRule]
+
+	// ModeFixed gauges
+	fixedRunning atomic.Int64
+	fixedKV      atomic.Int64
+
+	mu         sync.Mutex
+	closed     bool
+	active     int
+	idle       chan struct{} // closed when active drops to 0
+	stallTimer *time.Timer
+	stallArmed bool
+}
+
+// New validates cfg (after filling defaults, see Config) and starts the
+// engine.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s := &Server{
+		cfg:       cfg,
+		epoch:     now,
+		quit:      make(chan struct{}),
+		gate:      newGate(now),
+		busy:      newBusyMeter(now),
+		truth:     newTruthStore(cfg.TruthLimit),
+		text:      newTextTable(cfg.TokensPerChunk),
+		modelJSON: appendJSONString(nil, cfg.Model),
+		idle:      make(chan struct{}),
+	}
+	close(s.idle)
+	rules := append([]FaultRule(nil), cfg.Faults...)
+	s.faults.Store(&rules)
+	if cfg.Mode == ModeBatch {
+		s.eng = newEngine(cfg, now, s.gate, s.busy, s.quit)
+	}
+	s.metrics = newMetrics(cfg, s, s.busy)
+	if s.eng != nil {
+		s.eng.metrics = s.metrics
+		go s.eng.run()
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Config returns the configuration in effect (defaults filled in).
+func (s *Server) Config() Config { return s.cfg }
+
+// Handler serves the OpenAI-compatible API, /health and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// StallAll freezes the whole server for d from now: no request is admitted,
+// no token is produced or sent, and work in progress finishes d later, like
+// a GC pause or a failover. /health, /metrics and /v1/models keep
+// answering. A call during a stall extends it if it ends later.
+func (s *Server) StallAll(d time.Duration) { s.gate.stall(d) }
+
+// Stalled reports whether a global stall is in effect now.
+func (s *Server) Stalled() bool { return s.gate.stalled() }
+
+// SetFaults replaces the fault rules for requests arriving from now on.
+func (s *Server) SetFaults(rules []FaultRule) error {
+	for i, r := range rules {
+		if err := r.validate(); err != nil {
+			return fmt.Errorf("sim: fault rule %d: %v", i, err)
+		}
+	}
+	rules = append([]FaultRule(nil), rules...)
+	s.faults.Store(&rules)
+	return nil
+}
+
+// Truth returns what the server saw of every recorded completion request,
+// finished (the last Config.TruthLimit) and in flight (End zero), in
+// arrival order. The slices are copies.
+func (s *Server) Truth() []Truth { return s.truth.all() }
+
+// ResetTruth forgets the finished requests recorded so far.
+func (s *Server) ResetTruth() { s.truth.reset() }
+
+// InFlight is the number of completion requests being handled.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// WaitIdle waits until no completion request is being handled, so that
+// Truth has every request's End.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		if s.active == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		idle := s.idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// closeWait bounds how long Close waits for handlers to return.
+const closeWait = 5 * time.Second
+
+// Close stops the engine, makes every handler still running return (hanging
+// ones included), and waits for them, at most 5 s: a handler blocked writing
+// to a client that stopped reading returns only when its connection is
+// closed, so close the HTTP server as well (Running.Close does both, in the
+// right order). New requests get 503.
+func (s *Server) Close() error {
+	s.beginClose()
+	return s.waitClosed()
+}
+
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.stallTimer != nil {
+		s.stallTimer.Stop()
+	}
+	close(s.quit)
+}
+
+func (s *Server) waitClosed() error {
+	if s.eng != nil {
+		<-s.eng.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	if err := s.WaitIdle(ctx); err != nil {
+		return fmt.Errorf("sim: %d handlers still running %v after Close (blocked writing to a client that does not read?)",
+			s.InFlight(), closeWait)
+	}
+	return nil
+}
+
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.active == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.active++
+	if s.cfg.StallAt > 0 && !s.stallArmed {
+		s.stallArmed = true
+		d := s.cfg.StallFor
+		s.stallTimer = time.AfterFunc(s.cfg.StallAt, func() { s.StallAll(d) })
+	}
+	return true
+}
+
+func (s *Server) leave() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 {
+		close(s.idle)
+	}
+	s.mu.Unlock()
+}
+
+// state, for the gauges.
+func (s *Server) running() int {
+	if s.eng != nil {
+		return int(s.eng.nRunning.Load())
+	}
+	return int(s.fixedRunning.Load())
+}
+
+func (s *Server) waiting() int {
+	if s.eng != nil {
+		return int(s.eng.nWaiting.Load())
+	}
+	return 0
+}
+
+func (s *Server) kvUsedTokens() int {
+	if s.eng != nil {
+		return int(s.eng.nKV.Load())
+	}
+	return int(s.fixedKV.Load())
+}
+
+var (
+	serverHeader  = []string{"tailgate-sim/" + Version}
+	versionHeader = []string{Version}
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.serveCompletion(w, r, true)
+	})
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.serveCompletion(w, r, false)
+	})
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Server"] = serverHeader
+		h["X-Sim-Version"] = versionHeader
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root"`
+		Parent      *string `json:"parent"`
+		MaxModelLen int     `json:"max_model_len"`
+	}
+	body, _ := json.Marshal(struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{"list", []model{{ID: s.cfg.Model, Object: "model", Created: s.epoch.Unix(),
+		OwnedBy: "tailgate-sim", Root: s.cfg.Model, MaxModelLen: s.cfg.KVTokens}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// writeError sends an OpenAI/vLLM-style error body.
+func (s *Server) writeError(w http.ResponseWriter, rec *truthRec, status int, typ, msg string) {
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": typ, "param": nil, "code": status}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+	now := time.Now()
+	rec.update(func(t *Truth) {
+		t.Status = status
+		t.Headers = now
+		if t.Outcome == "" {
+			t.Outcome = "error"
+		}
+	})
+}
+
+// apiRequest is the part of an OpenAI request body the simulator reads.
+type apiRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+}
+
+// parsedRequest is a validated completion request.
+type parsedRequest struct {
+	chat, stream, includeUsage, contUsage bool
+	promptTokens, maxTokens               int
+	fault                                 FaultKind
+	faultFor                              time.Duration
+	arrived                               time.Time
+}
+
+// requestError is a 4xx answer to a bad request.
+type requestError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &requestError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, a...)}
+}
+
+// contentText reads a chat message content: a string, an array of parts
+// (their "text" fields), or null.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content: want a string or an array of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
+	var req apiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("request body: %v", err)
+	}
+	if s.cfg.StrictModel && req.Model != "" && req.Model != s.cfg.Model {
+		return nil, &requestError{http.StatusNotFound, "NotFoundError",
+			fmt.Sprintf("The model `%s` does not exist.", req.Model)}
+	}
+	p := &parsedRequest{chat: chat, stream: req.Stream}
+	if req.StreamOptions != nil && req.Stream {
+		p.includeUsage = req.StreamOptions.IncludeUsage
+		p.contUsage = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, badRequest("n=%d: the simulator generates one choice (n=1)", *req.N)
+	}
+	if chat {
+		if len(req.Messages) == 0 {
+			return nil, badRequest("messages: at least one message is required")
+		}
+		var b strings.Builder
+		for i, m := range req.Messages {
+			text, err := contentText(m.Content)
+			if err != nil {
+				return nil, badRequest("messages[%d]: %v", i, err)
+			}
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(text)
+		}
+		p.promptTokens = s.cfg.TokenCounter(b.String())
+	} else {
+		n, err := s.promptTokens(req.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		p.promptTokens = n
+	}
+	p.maxTokens = s.cfg.DefaultMaxTokens
+	switch {
+	case req.MaxCompletionTokens != nil:
+		p.maxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		p.maxTokens = *req.MaxTokens
+	}
+	if p.maxTokens < 1 {
+		return nil, badRequest("max_tokens must be at least 1, got %d.", p.maxTokens)
+	}
+	if s.eng != nil && p.promptTokens+p.maxTokens > s.cfg.KVTokens {
+		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.KVTokens, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
+	}
+	return p, nil
+}
+
+// promptTokens counts a completions prompt: a string, a one-element array
+// of strings, or token ids (counted exactly).
+func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, badRequest("prompt: required")
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return s.cfg.TokenCounter(str), nil
+	}
+	var strs []string
+	if json.Unmarshal(raw, &strs) == nil {
+		if len(strs) != 1 {
+			return 0, badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
+		}
+		return s.cfg.TokenCounter(strs[0]), nil
+	}
+	var ids []int
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return len(ids), nil
+	}
+	return 0, badRequest("prompt: want a string, one string in an array, or token ids")
+}
+
+func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrived := time.Now()
+	if !s.enter() {
+		s.writeError(w, nil, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulator is shutting down")
+		return
+	}
+	defer s.leave()
+	seqNo := s.seq.Add(1)
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = "sim-" + strconv.FormatInt(seqNo, 10)
+	}
+	w.Header().Set("X-Request-Id", id)
+	rec := s.truth.begin(Truth{ID: id, Seq: seqNo, Path: r.URL.Path, Arrived: arrived}, 0)
+	defer func() { s.truth.finish(rec, time.Now()) }()
+	ctx := r.Context()
+
+	fault := FaultNone
+	var faultFor time.Duration
+	if v := r.Header.Get("X-Sim-Fault"); v != "" {
+		k, d, err := parseFaultHeader(v)
+		if err != nil {
+			io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
+			s.writeError(w, rec, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
+		fault, faultFor = k, d
+	} else {
+		fault = pickFault(*s.faults.Load(), s.cfg.Seed, seqNo)
+	}
+	if faultFor == 0 {
+		faultFor = s.cfg.StallFor
+	}
+
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
+		return
+	}
+	if len(body) > maxBodyBytes {
+		s.writeError(w, rec, http.StatusRequestEntityTooLarge, "BadRequestError", "request body too large")
+		return
+	}
+	req, err := s.parse(body, chat)
+	if err != nil {
+		var re *requestError
+		errors.As(err, &re)
+		s.writeError(w, rec, re.status, re.typ, re.msg)
+		return
+	}
+	req.fault, req.faultFor, req.arrived = fault, faultFor, arrived
+	nchunks := (req.maxTokens + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
+	if !req.stream {
+		nchunks = 0
+	}
+	rec.update(func(t *Truth) {
+		t.Stream, t.Fault = req.stream, fault
+		t.PromptTokens, t.MaxTokens = req.promptTokens, req.maxTokens
+		if nchunks > 0 {
+			t.Chunks = make([]TruthChunk, 0, nchunks)
+		}
+	})
+
+	// A frozen server does nothing with new requests either.
+	if _, ok := s.gate.sleepUntil(arrived, ctx.Done(), s.quit, nil); !ok {
+		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
+		return
+	}
+
+	switch fault {
+	case FaultHTTP429:
+		rec.update(func(t *Truth) { t.Outcome = "fault" })
+		s.writeError(w, rec, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http_429)")
+		return
+	case FaultHTTP503:
+		rec.update(func(t *Truth) { t.Outcome = "fault" })
+		s.writeError(w, rec, http.StatusServiceUnavailable, "ServiceUnavailableError", "simulated overload (fault http_503)")
+		return
+	case FaultHang:
+		rec.update(func(t *Truth) { t.Outcome = "fault" })
+		select {
+		case <-ctx.Done():
+		case <-s.quit:
+		}
+		return
+	}
+
+	rs := s.newResponder(w, r, rec, req, seqNo, id)
+	if !rs.start() {
+		rs.cancelled()
+		return
+	}
+	if s.eng != nil {
+		s.runBatch(rs)
+	} else {
+		s.runFixed(rs, seqNo)
+	}
+}
+
+// runBatch feeds the request through the engine and streams what it emits.
+func (s *Server) runBatch(rs *responder) {
+	ctx := rs.ctx
+	if rs.fault == FaultStall {
+		if _, ok := s.gate.sleepUntil(time.Now().Add(rs.faultFor), ctx.Done(), s.quit, nil); !ok {
+			rs.cancelled()
+			return
+		}
+	}
+	q := newSeq(rs.prompt, rs.max, rs.arrived)
+	if rs.fault == FaultStallMid {
+		q.pauseAt = min(rs.mid*s.cfg.TokensPerChunk, rs.max)
+		q.pauseFor = rs.faultFor
+	}
+	s.eng.submit(q)
+	defer func() {
+		if q.avail.Load() < int64(q.max) {
+			s.eng.cancel(q)
+		}
+	}()
+	admitted := false
+	for {
+		avail := int(q.avail.Load())
+		if !admitted && avail > 0 {
+			admitted = true
+			at := s.epoch.Add(time.Duration(q.admittedAt.Load() - 1))
+			rs.rec.update(func(t *Truth) { t.Admitted = at })
+		}
+		for rs.sent < avail {
+			if !rs.beforeChunk() {
+				return
+			}
+			if !rs.chunk(min(s.cfg.TokensPerChunk, avail-rs.sent)) {
+				rs.cancelled()
+				return
+			}
+		}
+		if rs.sent >= rs.max {
+			break
+		}
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			rs.cancelled()
+			return
+		case <-s.quit:
+			rs.cancelled()
+			return
+		}
+	}
+	rs.finish()
+}
+
+// runFixed times the request on its own: FixedTTFT to the first chunk,
+// FixedITL between chunks, each ± Jitter.
+func (s *Server) runFixed(rs *responder, seqNo int64) {
+	ctx := rs.ctx
+	now := time.Now()
+	kv := int64(rs.prompt + rs.max)
+	s.fixedRunning.Add(1)
+	s.fixedKV.Add(kv)
+	s.busy.begin(now)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		s.busy.end(time.Now())
+		s.fixedKV.Add(-kv)
+		s.fixedRunning.Add(-1)
+	}()
+	rs.rec.update(func(t *Truth) { t.Admitted = now })
+	s.metrics.queueTime.Observe(now.Sub(rs.arrived).Seconds())
+	s.metrics.promptTokens.Add(float64(rs.prompt))
+
+	var rng *rand.Rand
+	if s.cfg.Jitter > 0 {
+		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(seqNo)))
+	}
+	jit := func(d time.Duration) time.Duration {
+		if rng == nil {
+			return d
+		}
+		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
+		return max(0, d)
+	}
+	first := s.cfg.FixedTTFT
+	if rs.fault == FaultStall {
+		first += rs.faultFor
+	}
+	due := now.Add(jit(first))
+	paused := false
+	tpc := s.cfg.TokensPerChunk
+	gen := s.metrics.genTokens
+	for rs.sent < rs.max {
+		if rs.fault == FaultStallMid && !paused && rs.chunks >= rs.mid {
+			paused = true
+			due = due.Add(rs.faultFor)
+		}
+		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
+		if !ok {
+			rs.cancelled()
+			return
+		}
+		if !rs.beforeChunk() {
+			return
+		}
+		n := min(tpc, rs.max-rs.sent)
+		if !rs.chunk(n) {
+			rs.cancelled()
+			return
+		}
+		gen.Add(float64(n))
+		due = eff.Add(jit(s.cfg.FixedITL))
+	}
+	rs.finish()
+}

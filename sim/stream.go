@@ -1,0 +1,396 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// vocab is the answer text: common English words that are one token each in
+// the usual BPE vocabularies (leading space included), cycled.
+var vocab = [...]string{" the", " of", " and", " to", " in", " a", " is", " that",
+	" for", " it", " as", " was", " with", " be", " on", " not"}
+
+// textTable holds the pre-rendered text of every possible chunk: the chunk
+// starting at token i is full[i%len(vocab)] cut to its first n words.
+type textTable struct {
+	full [len(vocab)][]byte
+	cut  [len(vocab)][]int // cut[i][n] = byte length of the first n words
+}
+
+func newTextTable(tokensPerChunk int) *textTable {
+	t := &textTable{}
+	for i := range vocab {
+		cut := make([]int, tokensPerChunk+1)
+		var b []byte
+		for n := 0; n < tokensPerChunk; n++ {
+			b = append(b, vocab[(i+n)%len(vocab)]...)
+			cut[n+1] = len(b)
+		}
+		t.full[i], t.cut[i] = b, cut
+	}
+	return t
+}
+
+// text returns the words for tokens [start, start+n).
+func (t *textTable) text(start, n int) []byte {
+	i := start % len(vocab)
+	return t.full[i][:t.cut[i][n]]
+}
+
+// answer returns the whole answer of n tokens.
+func answer(n int) []byte {
+	b := make([]byte, 0, n*4)
+	for i := 0; i < n; i++ {
+		b = append(b, vocab[i%len(vocab)]...)
+	}
+	return b
+}
+
+// Event pieces. Content chunks are base + open + text + close [+ usage] + end.
+const (
+	chatRole       = `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`
+	chatOpen       = `,"choices":[{"index":0,"delta":{"content":"`
+	chatClose      = `"},"logprobs":null,"finish_reason":null}]`
+	chatCloseLast  = `"},"logprobs":null,"finish_reason":"length","stop_reason":null}]`
+	chatFinish     = `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length","stop_reason":null}]`
+	complOpen      = `,"choices":[{"index":0,"text":"`
+	complClose     = `","logprobs":null,"finish_reason":null,"stop_reason":null}]`
+	complCloseLast = `","logprobs":null,"finish_reason":"length","stop_reason":null}]`
+	complFinish    = `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length","stop_reason":null}]`
+	eventEnd       = "}\n\n"
+	doneEvent      = "data: [DONE]\n\n"
+	errorEvent     = `data: {"error": {"message": "simulated engine failure (fault error_in_stream)", "type": "InternalServerError", "param": null, "code": 500}}` + "\n\n"
+)
+
+// responder writes one request's response and records its truth. It is
+// used by one goroutine, the request's handler.
+type responder struct {
+	s   *Server
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context
+	rec *truthRec
+
+	chat, stream, includeUsage, contUsage bool
+	fault                                 FaultKind
+	faultFor                              time.Duration
+
+	prompt, max int
+	mid         int // content chunks before mid-stream faults fire
+
+	base   []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
+	open   []byte // base + chatOpen/complOpen
+	buf    []byte
+	sent   int // content tokens sent
+	chunks int // content chunks sent
+
+	arrived, admitted, last time.Time
+	midDone                 bool
+	ended                   bool // finish sent or the stream was ended by a fault
+}
+
+func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truthRec, req *parsedRequest, seqNo int64, id string) *responder {
+	rs := &responder{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), rec: rec,
+		chat: req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
+		fault: req.fault, faultFor: req.faultFor, prompt: req.promptTokens, max: req.maxTokens,
+		arrived: req.arrived}
+	nchunks := (rs.max + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
+	rs.mid = nchunks / 2
+	object, prefix := "chat.completion.chunk", "chatcmpl-"
+	if !rs.chat {
+		object, prefix = "text_completion", "cmpl-"
+	}
+	if !rs.stream {
+		object = "chat.completion"
+		if !rs.chat {
+			object = "text_completion"
+		}
+	}
+	b := make([]byte, 0, 128+len(id)+len(s.modelJSON))
+	if rs.stream {
+		b = append(b, "data: "...)
+	}
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, prefix+id)
+	b = append(b, `,"object":"`...)
+	b = append(b, object...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = append(b, s.modelJSON...)
+	rs.base = b
+	open := chatOpen
+	if !rs.chat {
+		open = complOpen
+	}
+	rs.open = append(append(make([]byte, 0, len(b)+len(open)), b...), open...)
+	rs.buf = make([]byte, 0, len(rs.open)+256)
+	return rs
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+func (rs *responder) appendUsage(b []byte, completion int) []byte {
+	b = append(b, `"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt+completion), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	return append(b, '}')
+}
+
+// flush pushes buffered bytes to the client; false if the client is gone.
+func (rs *responder) flush() bool {
+	return rs.rc.Flush() == nil
+}
+
+// start sends the headers and, for chat streams, the role-only chunk, at
+// once on admission to the server (before any queueing), so a client that
+// takes the first chunk for the first token measures almost no TTFT.
+func (rs *responder) start() bool {
+	if !rs.stream {
+		return true
+	}
+	h := rs.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	rs.w.WriteHeader(http.StatusOK)
+	if rs.chat {
+		b := append(rs.buf[:0], rs.base...)
+		b = append(b, chatRole...)
+		b = append(b, eventEnd...)
+		rs.buf = b
+		if _, err := rs.w.Write(b); err != nil {
+			return false
+		}
+	}
+	if !rs.flush() {
+		return false
+	}
+	now := time.Now()
+	rs.rec.update(func(t *Truth) { t.Status = http.StatusOK; t.Headers = now })
+	return true
+}
+
+// beforeChunk fires the mid-stream faults. It returns false when the
+// response has been ended (the handler must stop); truncate does not return.
+func (rs *responder) beforeChunk() bool {
+	if rs.midDone || rs.chunks < rs.mid {
+		return true
+	}
+	rs.midDone = true
+	switch rs.fault {
+	case FaultTruncate:
+		rs.markFault()
+		if rs.stream {
+			rs.flush()
+		} else {
+			rs.w.Header().Set("Content-Type", "application/json")
+			rs.w.WriteHeader(http.StatusOK)
+			b := append(rs.buf[:0], rs.base...)
+			b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+			b = append(b, answer(rs.sent)...)
+			rs.w.Write(b)
+			rs.flush()
+			rs.rec.update(func(t *Truth) { t.Status = http.StatusOK })
+		}
+		// Abort the connection: no terminating chunk, no [DONE].
+		panic(http.ErrAbortHandler)
+	case FaultMalformed:
+		rs.markFault()
+		if !rs.stream {
+			rs.w.Header().Set("Content-Type", "application/json")
+			rs.w.WriteHeader(http.StatusOK)
+			b := append(rs.buf[:0], rs.base...)
+			b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+			rs.w.Write(b)
+			rs.rec.update(func(t *Truth) { t.Status = http.StatusOK })
+			rs.ended = true
+			return false
+		}
+		b := append(rs.buf[:0], rs.base...)
+		b = append(b, `,"choices":[{"index":0,"delta":{"content":"`...)
+		b = append(b, "\n\n"...)
+		rs.buf = b
+		if _, err := rs.w.Write(b); err != nil || !rs.flush() {
+			return false
+		}
+		return true
+	case FaultErrorInStream:
+		rs.markFault()
+		rs.ended = true
+		if !rs.stream {
+			rs.s.writeError(rs.w, rs.rec, http.StatusInternalServerError, "InternalServerError",
+				"simulated engine failure (fault error_in_stream)")
+			return false
+		}
+		rs.w.Write([]byte(errorEvent))
+		rs.w.Write([]byte(doneEvent))
+		rs.flush()
+		return false
+	}
+	return true
+}
+
+func (rs *responder) markFault() {
+	rs.rec.update(func(t *Truth) { t.Outcome = "fault" })
+}
+
+// chunk sends one content chunk of n tokens (streaming) or just counts them
+// (non-streaming). It returns false if the client is gone.
+func (rs *responder) chunk(n int) bool {
+	if !rs.stream {
+		now := time.Now()
+		if rs.sent == 0 {
+			rs.s.metrics.ttft.Observe(now.Sub(rs.arrived).Seconds())
+		}
+		rs.sent += n
+		rs.chunks++
+		rs.last = now
+		return true
+	}
+	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk
+	b := append(rs.buf[:0], rs.open...)
+	b = append(b, rs.s.text.text(rs.sent, n)...)
+	switch {
+	case last && rs.chat:
+		b = append(b, chatCloseLast...)
+	case last:
+		b = append(b, complCloseLast...)
+	case rs.chat:
+		b = append(b, chatClose...)
+	default:
+		b = append(b, complClose...)
+	}
+	if rs.contUsage {
+		b = append(b, ',')
+		b = rs.appendUsage(b, rs.sent+n)
+	}
+	b = append(b, eventEnd...)
+	rs.buf = b
+	if _, err := rs.w.Write(b); err != nil {
+		return false
+	}
+	if !rs.flush() {
+		return false
+	}
+	now := time.Now()
+	m := rs.s.metrics
+	if rs.sent == 0 {
+		m.ttft.Observe(now.Sub(rs.arrived).Seconds())
+	} else {
+		m.itl.Observe(now.Sub(rs.last).Seconds() / float64(n))
+	}
+	rs.rec.chunk(now, n)
+	rs.sent += n
+	rs.chunks++
+	rs.last = now
+	if last {
+		rs.ended = true
+	}
+	return true
+}
+
+// finish ends a complete response: finish chunk, usage, [DONE] for streams;
+// the whole JSON body otherwise.
+func (rs *responder) finish() {
+	m := rs.s.metrics
+	defer func() {
+		m.e2e.Observe(time.Since(rs.arrived).Seconds())
+		m.successLen.Inc()
+	}()
+	if !rs.stream {
+		rs.finishJSON()
+		return
+	}
+	b := rs.buf[:0]
+	if !rs.s.cfg.FinishWithLastChunk {
+		b = append(b, rs.base...)
+		if rs.chat {
+			b = append(b, chatFinish...)
+		} else {
+			b = append(b, complFinish...)
+		}
+		if rs.contUsage {
+			b = append(b, ',')
+			b = rs.appendUsage(b, rs.sent)
+		}
+		b = append(b, eventEnd...)
+	}
+	if rs.includeUsage {
+		b = append(b, rs.base...)
+		b = append(b, `,"choices":[],`...)
+		b = rs.appendUsage(b, rs.sent)
+		b = append(b, eventEnd...)
+	}
+	b = append(b, doneEvent...)
+	rs.buf = b
+	rs.w.Write(b)
+	rs.flush()
+	rs.ended = true
+}
+
+func (rs *responder) finishJSON() {
+	b := append(rs.buf[:0], rs.base...)
+	text := answer(rs.sent)
+	if rs.chat {
+		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+	} else {
+		b = append(b, `,"choices":[{"index":0,"text":"`...)
+	}
+	b = append(b, text...)
+	if rs.chat {
+		b = append(b, '"', '}')
+	} else {
+		b = append(b, '"')
+	}
+	b = append(b, `,"logprobs":null,"finish_reason":"length","stop_reason":null}],`...)
+	b = rs.appendUsage(b, rs.sent)
+	b = append(b, '}', '\n')
+	rs.buf = b
+	h := rs.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	rs.w.WriteHeader(http.StatusOK)
+	rs.w.Write(b)
+	now := time.Now()
+	rs.rec.update(func(t *Truth) {
+		t.Status = http.StatusOK
+		t.Headers = now
+		t.OutputTokens = rs.sent
+	})
+	rs.ended = true
+}
+
+// cancelled notes a request that ended because the client went away or the
+// server closed.
+func (rs *responder) cancelled() {
+	if rs.ended {
+		return
+	}
+	rs.rec.update(func(t *Truth) {
+		if t.Outcome == "" {
+			t.Outcome = "cancelled"
+		}
+	})
+	rs.s.metrics.successAbort.Inc()
+}

@@ -55,6 +55,9 @@ type StageReport struct {
 	Counts       StageCounts   `json:"counts"`
 	WindowS      float64       `json:"window_s"`
 	ManualResult *ManualRecord `json:"manual_result,omitempty"`
+	// ClientCPU is the load generator's CPU use during the stage (0–1),
+	// when known; check reads it back to judge validity the same way.
+	ClientCPU *float64 `json:"client_cpu,omitempty"`
 }
 
 // ManualRecord is a person's result for a manual stage.
@@ -140,7 +143,10 @@ func Assess(p *Plan, spec *Spec, in Input) *Report {
 			sr.WindowS = measuredWindow(st.Name, in.Records).Duration().Seconds()
 		}
 		cpu, ok := in.ClientCPU[st.Name]
-		if !ok {
+		if ok {
+			c := cpu
+			sr.ClientCPU = &c
+		} else {
 			cpu = -1
 		}
 		r.Problems = append(r.Problems, CheckValidity(st.Name, in.Records, validity, cpu)...)

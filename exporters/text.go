@@ -54,8 +54,8 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 	fmt.Fprintln(tw, "latency ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
 	for _, name := range loadgen.MetricNames {
 		h := s.LatencyMs[name]
-		if h.Count == 0 && name == loadgen.MetricTTFAT {
-			continue
+		if name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]) {
+			continue // no reasoning tokens: TTFAT is TTFT
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
 			name, h.Count, h.Mean, h.Min, h.P50, h.P90, h.P95, h.P99, h.P999, h.Max)

@@ -1,0 +1,153 @@
+package exporters
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+func TestWriteJSONReplacesAtomically(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "summary.json")
+	if err := WriteJSON(p, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(p, map[string]int{"a": 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	var v map[string]int
+	if err := json.Unmarshal(b, &v); err != nil || v["a"] != 2 {
+		t.Fatalf("%s %v", b, err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	if err := WriteJSON(filepath.Join(t.TempDir(), "no", "such", "dir.json"), 1); err == nil || !strings.Contains(err.Error(), "dir.json") {
+		t.Errorf("error %v does not name the file", err)
+	}
+}
+
+// A full disk: the first failed write is reported with file and line, and
+// later writes do not pretend to succeed.
+func TestJSONLWriterFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	w, err := CreateJSONL("/dev/full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Write(map[string]int{"seq": 1})
+	if err == nil || !strings.Contains(err.Error(), "/dev/full: line 1") || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("error %v", err)
+	}
+	if w.Write(1) == nil || w.Err() == nil {
+		t.Error("writes after a failure must keep failing")
+	}
+}
+
+func TestJSONLWriterLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "requests.jsonl")
+	w, err := CreateJSONL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		rec := &loadgen.Record{Seq: int64(i), Class: "c<&>"}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("lines %q", lines)
+	}
+	var back loadgen.Record
+	if err := json.Unmarshal([]byte(lines[2]), &back); err != nil || back.Seq != 2 || back.Class != "c<&>" {
+		t.Errorf("line 3 %q: %+v %v", lines[2], back, err)
+	}
+}
+
+// The interval log reads back, through hdrhistogram-go's reader, into
+// histograms equal to those written.
+func TestHlogRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Unix(1_800_000_000, 0)
+	w, err := NewHlogWriter("x.hlog", &buf, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*hdrhistogram.Histogram
+	for i := 0; i < 3; i++ {
+		h := loadgen.NewHistogram()
+		h.SetTag("ttft")
+		for v := int64(1); v < 50000; v += int64(97 * (i + 1)) {
+			h.RecordValue(v)
+		}
+		from := start.Add(time.Duration(i) * time.Second)
+		if err := w.WriteInterval([]*hdrhistogram.Histogram{h}, from, from.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, h)
+	}
+	r := hdrhistogram.NewHistogramLogReader(&buf)
+	for i := 0; ; i++ {
+		h, err := r.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			if i != 3 {
+				t.Fatalf("read %d intervals, want 3", i)
+			}
+			break
+		}
+		if h.Tag() != "ttft" || h.TotalCount() != want[i].TotalCount() || h.ValueAtQuantile(99) != want[i].ValueAtQuantile(99) {
+			t.Errorf("interval %d: tag %q count %d p99 %d; want %d %d", i, h.Tag(), h.TotalCount(), h.ValueAtQuantile(99),
+				want[i].TotalCount(), want[i].ValueAtQuantile(99))
+		}
+		if h.StartTimeMs() != start.Add(time.Duration(i)*time.Second).UnixMilli() {
+			t.Errorf("interval %d start %d", i, h.StartTimeMs())
+		}
+	}
+}
+
+func TestWriteTextReport(t *testing.T) {
+	m := loadgen.NewMetrics()
+	for i := 0; i < 4; i++ {
+		r := &loadgen.Record{Class: []string{"chat", "rag"}[i%2], Intended: 0, Sent: 0, End: 100 * time.Millisecond,
+			Chunks: []loadgen.Chunk{{At: 20 * time.Millisecond}, {At: 40 * time.Millisecond}}}
+		r.Finalize()
+		m.Add(r)
+	}
+	m.Add(&loadgen.Record{Class: "chat", ErrorKind: loadgen.ErrHTTP429, End: time.Millisecond})
+	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second, Interrupted: true},
+		loadgen.SummaryMeta{Version: "v", Target: "http://x", API: "openai-chat", Model: "m"})
+	var b bytes.Buffer
+	if err := WriteText(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"target http://x", "INTERRUPTED", "sent 5  ok 4  errors 1", "http_429=1",
+		"ttft", "e2e", "class", "chat", "rag"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ttfat") {
+		t.Errorf("ttfat shown though no reasoning tokens:\n%s", out)
+	}
+}

@@ -261,3 +261,14 @@ func (m *Mix) Span() time.Duration {
 	}
 	return span
 }
+
+// HasSessions reports whether any class is multi-turn, so the engine
+// knows to keep answer text for the follow-up turns.
+func (m *Mix) HasSessions() bool {
+	for _, c := range m.classes {
+		if c.sess != nil {
+			return true
+		}
+	}
+	return false
+}

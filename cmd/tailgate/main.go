@@ -30,12 +30,13 @@ type command struct {
 
 // commands is the subcommand table. Each command lives in its own file.
 var commands = map[string]command{
-	"version": {"print the version", cmdVersion},
-	"check":   {"re-judge saved results against an SLO without re-running", cmdCheck},
-	"sign":    {"sign a results directory's manifest (Ed25519, DSSE), or make a key pair", cmdSign},
-	"verify":  {"check a signed results directory, file by file", cmdVerify},
-	"sim":     {"run the built-in simulated OpenAI-compatible LLM server", cmdSim},
-	"run":     {"send load to an endpoint and report latency and throughput", cmdRun},
+	"version":  {"print the version", cmdVersion},
+	"check":    {"re-judge saved results against an SLO without re-running", cmdCheck},
+	"sign":     {"sign a results directory's manifest (Ed25519, DSSE), or make a key pair", cmdSign},
+	"verify":   {"check a signed results directory, file by file", cmdVerify},
+	"sim":      {"run the built-in simulated OpenAI-compatible LLM server", cmdSim},
+	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
+	"validate": {"run an acceptance plan: every stage, every objective, with evidence", cmdValidate},
 }
 
 // version is set with -ldflags "-X main.version=...".

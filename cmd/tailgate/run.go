@@ -172,6 +172,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tf.register(fs)
 	lf.register(fs)
 	prompt := fs.String("prompt", "Write a short story about a lighthouse keeper.", "prompt text when no --mix or --prompts is given")
+	mixPath := fs.String("mix", "", "prompt mix file (kind: Mix): weighted classes, datasets, synthetic lengths, traces, sessions")
+	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON, or a trace")
+	timeScale := fs.Float64("time-scale", 0, "trace replay: multiply trace timestamps (0.5 = twice as fast; default the mix's)")
 	outDir := fs.String("out", "", "directory for summary.json, requests.jsonl and latency.hlog")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live status line (it is off anyway when stderr is not a terminal)")
@@ -188,12 +191,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tailgate run: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	opts, err := lf.options(fs, false)
+	mix, err := loadPrompts(fs, *mixPath, *promptsPath, lf.seed, *timeScale)
 	if err != nil {
 		fmt.Fprintf(stderr, "tailgate run: %v\n", err)
 		return exitUsage
 	}
+	trace := mix != nil && mix.IsTrace()
+	if trace && !fs.Changed("duration") && lf.stages == "" {
+		// Replay the whole trace, then let its last requests finish.
+		lf.duration = mix.Span() + time.Second
+	}
+	opts, err := lf.options(fs, trace)
+	if err != nil {
+		fmt.Fprintf(stderr, "tailgate run: %v\n", err)
+		return exitUsage
+	}
+	if trace && (lf.rate > 0 || lf.concurrency > 0) {
+		fmt.Fprintf(stderr, "tailgate run: %s is a trace: its timestamps set the arrivals; drop --rate/--concurrency\n", mix.Name())
+		return exitUsage
+	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
+	if mix != nil {
+		src = mix.Source(mix.Seed())
+		opts.KeepText = mix.HasSessions()
+		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
+	}
 	client, err := tf.client(opts.KeepText)
 	if err != nil {
 		fmt.Fprintf(stderr, "tailgate run: %v\n", err)
@@ -241,4 +263,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "results in %s\n", *outDir)
 	}
 	return code
+}
+
+// loadPrompts loads --mix or --prompts (nil, nil when neither is given);
+// every file error names file, line and field, before anything is sent.
+func loadPrompts(fs *pflag.FlagSet, mixPath, promptsPath string, seed uint64, timeScale float64) (*prompts.Mix, error) {
+	if mixPath != "" && promptsPath != "" {
+		return nil, fmt.Errorf("--mix and --prompts: give one")
+	}
+	if timeScale < 0 {
+		return nil, fmt.Errorf("--time-scale %v: must be positive", timeScale)
+	}
+	opts := prompts.LoadOptions{TimeScale: timeScale}
+	if fs.Changed("seed") {
+		opts.Seed = int64(seed)
+	}
+	switch {
+	case mixPath != "":
+		return prompts.LoadMix(mixPath, opts)
+	case promptsPath != "":
+		return prompts.LoadPromptsFile(promptsPath, opts)
+	}
+	return nil, nil
 }

@@ -1,0 +1,50 @@
+# tailgate — see README.md.
+GO       ?= go
+BIN      := bin/tailgate
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+# go-nvml needs cgo; this quiets its deprecated-API warnings.
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
+
+.PHONY: all build test unit fmt-check vet demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tailgate
+
+# The README's test command: formatting, vet, and every test with the race
+# detector.
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# The README's first command: start the simulator, replay a prompt mix
+# against it, run an acceptance validate, print the reports.
+demo: build
+	./scripts/demo.sh $(BIN)
+
+# Engine capacity against the in-process simulator at zero delay.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/ ./loadgen/openai/ ./sim/
+
+# Short fuzzing of every parser (FUZZTIME each).
+FUZZTIME ?= 10s
+fuzz:
+	@for spec in $$($(GO) test -list '^Fuzz' ./... 2>/dev/null | awk '/^ok/{pkg=$$2} /^Fuzz/{print pkg":"$$1}' ); do \
+		pkg=$${spec%%:*}; fn=$${spec##*:}; \
+		echo "fuzz $$pkg $$fn"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+clean:
+	rm -rf bin demo-out

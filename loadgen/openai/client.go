@@ -1,0 +1,515 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+var _ loadgen.Client = (*Client)(nil)
+
+const (
+	// maxErrorBodyBytes is how much of an HTTP error body is read for its
+	// message.
+	maxErrorBodyBytes = 64 << 10
+	// maxResponseBytes bounds a non-streamed response body.
+	maxResponseBytes = 64 << 20
+	// maxErrorMessageBytes bounds the server's words in Record.Error.
+	maxErrorMessageBytes = 200
+	// drainAfterDone bounds the wait for the end of the body after [DONE]:
+	// reading to EOF lets the connection be reused; a server that keeps
+	// the stream open after [DONE] costs only this much.
+	drainAfterDone      = 100 * time.Millisecond
+	maxDrainBytes       = 256 << 10
+	readerBufferBytes   = 16 << 10
+	maxPooledEventBytes = 1 << 20
+	maxChunkPrealloc    = 8192
+)
+
+var scannerPool = sync.Pool{New: func() any {
+	return newScannerSize(nil, readerBufferBytes)
+}}
+
+func getScanner(r io.Reader) *Scanner {
+	s := scannerPool.Get().(*Scanner)
+	s.r.Reset(r)
+	s.Reset(s.r)
+	return s
+}
+
+func putScanner(s *Scanner) {
+	if cap(s.data) > maxPooledEventBytes || cap(s.line) > maxPooledEventBytes {
+		return // let one huge event's buffers go
+	}
+	s.r.Reset(nil)
+	scannerPool.Put(s)
+}
+
+// Do sends p and fills rec; see the package documentation for what each
+// instant means. It always calls rec.Finalize before returning.
+func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	defer rec.Finalize()
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	body, err := c.requestBody(p, maxTokens)
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building request body: "+err.Error())
+		return
+	}
+	// A child context lets the drain after [DONE] be cut short without
+	// touching the caller's.
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building request: "+err.Error())
+		return
+	}
+	req.Header = c.header.Clone()
+	if c.host != "" {
+		req.Host = c.host
+	}
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req.Header.Set("X-Request-Id", id)
+
+	rec.Sent = rec.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		rec.End = rec.Now()
+		kind, msg := transportError(ctx, err, "before the response")
+		c.fail(rec, kind, msg)
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		c.httpError(rec, resp)
+		return
+	}
+	// An explicit Content-Type wins over what was asked for: some
+	// servers ignore "stream" one way or the other.
+	streamed := c.stream
+	switch ct := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))); {
+	case strings.HasPrefix(ct, "application/json"):
+		streamed = false
+	case strings.HasPrefix(ct, "text/event-stream"):
+		streamed = true
+	}
+	if streamed {
+		c.readStream(ctx, cancel, resp.Body, rec, maxTokens)
+	} else {
+		c.readWhole(ctx, resp.Body, rec)
+	}
+}
+
+// requestBody builds the JSON body. Prompt.Params may override anything
+// but the input and "stream", which the reader's mode depends on.
+func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
+	m := make(map[string]any, 6+len(p.Params))
+	if c.model != "" {
+		m["model"] = c.model
+	}
+	if maxTokens > 0 {
+		m["max_tokens"] = maxTokens
+	}
+	if c.stream && c.usage {
+		m["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	for k, v := range p.Params {
+		m[k] = v
+	}
+	m["stream"] = c.stream
+	if c.api == APIChat {
+		msgs := p.Chat()
+		if msgs == nil {
+			msgs = []prompts.Message{}
+		}
+		m["messages"] = msgs
+		delete(m, "prompt")
+	} else {
+		m["prompt"] = p.Completion()
+		delete(m, "messages")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // send prompts byte for byte
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// stream is the state of one streamed response.
+type stream struct {
+	rec      *loadgen.Record
+	keepText bool
+	text     []byte
+	ev       event
+
+	events    int  // JSON events decoded
+	doneSeen  bool // data: [DONE]
+	finished  bool // some chunk carried a finish_reason
+	cumTokens int  // cumulative completion tokens attributed to chunks so far
+
+	kind loadgen.ErrorKind
+	msg  string
+}
+
+// run feeds every event of sc to the record until [DONE], an error event,
+// or the end of input.
+func (s *stream) run(sc *Scanner) {
+	for sc.Next() {
+		if !s.feed(sc) {
+			return
+		}
+	}
+}
+
+// feed handles one event and reports whether to read on.
+func (s *stream) feed(sc *Scanner) bool {
+	if e := sc.ErrorData(); len(e) > 0 {
+		s.streamError(e) // old llama.cpp "error:" field line
+		return false
+	}
+	data := bytes.TrimSpace(sc.Data()) // TRT-LLM pads with a space
+	if t := sc.Type(); len(t) > 0 && string(t) == "error" {
+		s.streamError(data)
+		return false
+	}
+	if len(data) == 0 {
+		return true
+	}
+	if data[0] == '[' && string(data) == "[DONE]" {
+		s.doneSeen = true
+		return false
+	}
+	s.events++
+	text, err := decodeEvent(data, &s.ev, s.text, s.keepText)
+	if err != nil {
+		s.kind = loadgen.ErrProtocol
+		s.msg = fmt.Sprintf("event %d: bad chunk JSON: %v: %s", s.events, err, quoteSnippet(data))
+		return false
+	}
+	s.text = text
+	ev := &s.ev
+	if ev.isError {
+		s.kind, s.msg = loadgen.ErrStreamError, "error event in stream: "+describeError(ev.errMessage, ev.errCode)
+		return false
+	}
+	rec := s.rec
+	if ev.answer || ev.reasoning {
+		now := rec.Now()
+		tokens := 0
+		// A cumulative count (vLLM continuous_usage_stats, llama.cpp
+		// timings) makes this chunk's share exact. Tokens counted on chunks
+		// without text are held back by the detokenizer and come out with
+		// the next text, so they are attributed to it.
+		if cum := cumulative(ev); cum > s.cumTokens {
+			tokens = cum - s.cumTokens
+			s.cumTokens = cum
+		}
+		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: now, Tokens: tokens})
+		if ev.answer && rec.FirstAnswer == 0 {
+			rec.FirstAnswer = now
+		}
+	}
+	if ev.finish != "" {
+		rec.FinishReason = ev.finish
+		s.finished = true
+	}
+	applyUsage(rec, ev)
+	return true
+}
+
+func cumulative(ev *event) int {
+	if ev.completionTokens > 0 {
+		return ev.completionTokens
+	}
+	return ev.predictedTokens
+}
+
+// applyUsage takes a usage object's counts. The latest non-zero one wins:
+// with continuous usage every chunk has one and the last is the total;
+// Ollama's zero-valued usage on every chunk is ignored.
+func applyUsage(rec *loadgen.Record, ev *event) {
+	if !ev.usage || (ev.promptTokens <= 0 && ev.completionTokens <= 0) {
+		return
+	}
+	if ev.promptTokens >= 0 {
+		rec.InputTokens = ev.promptTokens
+	}
+	if ev.completionTokens >= 0 {
+		rec.OutputTokens = ev.completionTokens
+		rec.TokenSource = loadgen.TokensFromUsage
+	}
+}
+
+func (s *stream) streamError(data []byte) {
+	s.kind = loadgen.ErrStreamError
+	var ev event
+	if _, err := decodeEvent(data, &ev, nil, false); err == nil {
+		if ev.isError {
+			s.msg = "error event in stream: " + describeError(ev.errMessage, ev.errCode)
+			return
+		}
+		// The old llama.cpp field holds the error object itself.
+		if msg, code := errorFields(data); msg != "" || code != "" {
+			s.msg = "error event in stream: " + describeError(msg, code)
+			return
+		}
+	}
+	s.msg = "error event in stream: " + quoteSnippet(data)
+}
+
+func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int) {
+	sc := getScanner(body)
+	defer putScanner(sc)
+	if rec.Chunks == nil {
+		n := maxTokens + 1
+		if maxTokens <= 0 || n > maxChunkPrealloc {
+			n = 256
+		}
+		rec.Chunks = make([]loadgen.Chunk, 0, n)
+	}
+	s := stream{rec: rec, keepText: c.keepText}
+	s.run(sc)
+	rec.End = rec.Now()
+	if c.keepText {
+		rec.Text = string(s.text)
+	}
+	switch {
+	case s.kind != loadgen.ErrNone:
+		c.fail(rec, s.kind, s.msg)
+	case s.doneSeen:
+	case sc.Err() != nil:
+		err := sc.Err()
+		if errors.Is(err, ErrEventTooLarge) {
+			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("after %d events: %v", s.events, err))
+			return
+		}
+		kind, msg := transportError(ctx, err, fmt.Sprintf("after %d events and %d chunks", s.events, len(rec.Chunks)))
+		if kind == loadgen.ErrConnect {
+			kind = loadgen.ErrStreamTruncated // the response had begun
+		}
+		c.fail(rec, kind, msg)
+		return
+	case s.finished && !sc.PartialLine():
+		// No [DONE], but the body ended cleanly after a finish_reason:
+		// the answer is complete (servers that omit the terminator).
+	default:
+		c.fail(rec, loadgen.ErrStreamTruncated,
+			fmt.Sprintf("stream ended without [DONE] after %d events and %d chunks", s.events, len(rec.Chunks)))
+		return
+	}
+	if sc.Err() == nil {
+		drain(sc, cancel)
+	}
+}
+
+// drain reads the rest of the body, briefly, so the connection is reused.
+func drain(sc *Scanner, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainAfterDone, cancel)
+	defer t.Stop()
+	_, _ = io.CopyN(io.Discard, sc.r, maxDrainBytes)
+}
+
+func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record) {
+	b, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
+	rec.End = rec.Now()
+	if err != nil {
+		kind, msg := transportError(ctx, err, "reading the response body")
+		if kind == loadgen.ErrConnect {
+			kind = loadgen.ErrStreamTruncated
+		}
+		c.fail(rec, kind, msg)
+		return
+	}
+	if len(b) > maxResponseBytes {
+		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("response body over %d bytes", maxResponseBytes))
+		return
+	}
+	var ev event
+	text, err := decodeEvent(b, &ev, nil, c.keepText)
+	if err != nil {
+		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
+		return
+	}
+	if ev.isError {
+		c.fail(rec, loadgen.ErrStreamError, "error in response: "+describeError(ev.errMessage, ev.errCode))
+		return
+	}
+	// One chunk at the end of the body: the whole answer arrives at once.
+	if ev.answer || ev.reasoning || ev.completionTokens > 0 {
+		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: rec.End, Tokens: max(ev.completionTokens, 0)})
+		if ev.answer {
+			rec.FirstAnswer = rec.End
+		}
+	}
+	rec.FinishReason = ev.finish
+	applyUsage(rec, &ev)
+	if c.keepText {
+		rec.Text = string(text)
+	}
+}
+
+func (c *Client) httpError(rec *loadgen.Record, resp *http.Response) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	rec.End = rec.Now()
+	kind := loadgen.ErrProtocol
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests:
+		kind = loadgen.ErrHTTP429
+	case code >= 400 && code < 500:
+		kind = loadgen.ErrHTTP4xx
+	case code >= 500 && code < 600:
+		kind = loadgen.ErrHTTP5xx
+	}
+	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	if detail := errorBodyMessage(b); detail != "" {
+		msg += ": " + detail
+	}
+	c.fail(rec, kind, msg)
+}
+
+// errorBodyMessage finds the message in an error body: the JSON shapes of
+// protocols.md §0.4, FastAPI's {"detail": ...}, or plain text.
+func errorBodyMessage(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return ""
+	}
+	if msg, code := errorFields(b); msg != "" || code != "" {
+		return describeError(msg, code)
+	}
+	if json.Valid(b) {
+		return quoteSnippet(b)
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return truncate(strings.TrimSpace(string(b)), maxErrorMessageBytes)
+}
+
+// errorFields pulls a message and code out of any of the error shapes:
+// {"error": "..."}, {"error": {"message", "code" | "http_status_code"}},
+// {"object": "error", "message", "code"}, {"message": ...}, {"detail": ...}.
+func errorFields(b []byte) (msg, code string) {
+	var v map[string]any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return "", ""
+	}
+	pick := func(m map[string]any) {
+		if s, ok := m["message"].(string); ok && msg == "" {
+			msg = s
+		}
+		for _, k := range []string{"code", "http_status_code"} {
+			if c := jsonCode(m[k]); c != nil && code == "" {
+				code = *c
+			}
+		}
+	}
+	switch e := v["error"].(type) {
+	case string:
+		msg = e
+	case map[string]any:
+		pick(e)
+	}
+	pick(v)
+	if msg == "" {
+		switch d := v["detail"].(type) {
+		case string:
+			msg = d
+		case nil:
+		default:
+			if j, err := json.Marshal(d); err == nil {
+				msg = string(j)
+			}
+		}
+	}
+	return msg, code
+}
+
+func describeError(msg, code string) string {
+	msg = truncate(strings.TrimSpace(msg), maxErrorMessageBytes)
+	switch {
+	case msg == "" && code == "":
+		return "(no message)"
+	case code == "":
+		return msg
+	case msg == "":
+		return "code " + truncate(code, 40)
+	}
+	return msg + " (code " + truncate(code, 40) + ")"
+}
+
+// transportError classifies an error from the HTTP client or the body.
+func transportError(ctx context.Context, err error, where string) (loadgen.ErrorKind, string) {
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.DeadlineExceeded):
+		return loadgen.ErrTimeout, "request deadline exceeded " + where
+	case cerr != nil:
+		return loadgen.ErrCancelled, "cancelled (run stopped) " + where
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // drop "Post <url>:", which the summary knows already
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return loadgen.ErrTimeout, "timed out " + where + ": " + err.Error()
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return loadgen.ErrConnect, "connection closed " + where
+	}
+	return loadgen.ErrConnect, where + ": " + err.Error()
+}
+
+// fail records an error, scrubbed of every credential the client holds.
+func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
+	for _, s := range c.secrets {
+		msg = strings.ReplaceAll(msg, s, "[redacted]")
+	}
+	rec.ErrorKind, rec.Error = kind, msg
+}
+
+// quoteSnippet shows the start of a payload, for error messages.
+func quoteSnippet(b []byte) string {
+	const n = 80
+	if len(b) > n {
+		return strconv.QuoteToASCII(string(b[:n])) + "..."
+	}
+	return strconv.QuoteToASCII(string(b))
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,195 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// DefaultMaxEventBytes bounds one event's data (and one line), so a server
+// that never sends a newline cannot make the client buffer without limit.
+const DefaultMaxEventBytes = 8 << 20
+
+// ErrEventTooLarge is reported by Scanner.Err when a line or an event's
+// data exceeds the scanner's limit.
+var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
+
+var bom = []byte("\xef\xbb\xbf")
+
+// Scanner reads Server-Sent Events (WHATWG HTML §9.2) from a stream and
+// yields each event's data. It follows the spec where servers rely on it:
+// "data:" with or without the one optional space, LF or CRLF line ends,
+// comment lines (": keep-alive", a bare ":"), unknown fields ignored,
+// events ended by a blank line, multi-line data joined with "\n", events
+// split across reads. Deviations, each for a real server: a bare CR is not
+// a line end (no LLM server sends one, and supporting it would cost a
+// second byte search per line); an event whose lines were complete but that
+// lacks the closing blank line at EOF is still dispatched; and the
+// non-standard "error:" field of old llama.cpp builds is kept (ErrorData),
+// since it is the only place those servers report a failure.
+//
+// The slices returned by Data, Type and ErrorData are valid until the next
+// call to Next. A Scanner is not safe for concurrent use.
+type Scanner struct {
+	r             *bufio.Reader
+	maxEventBytes int
+
+	data    []byte
+	typ     []byte
+	errData []byte
+	hasData bool
+	line    []byte // assembles lines longer than the reader's buffer
+
+	started bool // past the first line, where a BOM may sit
+	partial bool // the stream ended inside a line
+	err     error
+}
+
+// NewScanner returns a Scanner reading r. An r that is already a
+// *bufio.Reader is used as it is, so its buffer size is the caller's choice.
+func NewScanner(r io.Reader) *Scanner {
+	s := &Scanner{maxEventBytes: DefaultMaxEventBytes}
+	s.Reset(r)
+	return s
+}
+
+// newScannerSize returns a Scanner with its own reader buffer of size
+// bytes (bufio's minimum is 16); tests use small buffers to reach the
+// long-line path.
+func newScannerSize(r io.Reader, size int) *Scanner {
+	s := &Scanner{maxEventBytes: DefaultMaxEventBytes}
+	s.r = bufio.NewReaderSize(r, size)
+	return s
+}
+
+// Reset makes s read r from the start, keeping its buffers.
+func (s *Scanner) Reset(r io.Reader) {
+	if br, ok := r.(*bufio.Reader); ok {
+		s.r = br
+	} else if s.r == nil {
+		s.r = bufio.NewReaderSize(r, 16<<10)
+	} else {
+		s.r.Reset(r)
+	}
+	s.data, s.typ, s.errData, s.line = s.data[:0], s.typ[:0], s.errData[:0], s.line[:0]
+	s.hasData, s.started, s.partial, s.err = false, false, false, nil
+}
+
+// SetMaxEventBytes changes the limit on one line or one event's data.
+func (s *Scanner) SetMaxEventBytes(n int) { s.maxEventBytes = n }
+
+// Next advances to the next event that has data (or an error field) and
+// reports whether there is one. At the end of the stream or on a read
+// error it returns false; Err tells which.
+func (s *Scanner) Next() bool {
+	if s.err != nil {
+		return false
+	}
+	s.data, s.typ, s.errData, s.hasData = s.data[:0], s.typ[:0], s.errData[:0], false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			s.err = err
+			// Lines before EOF were complete: dispatch them rather than
+			// lose a final "data: [DONE]" sent without its blank line.
+			return err == io.EOF && (s.hasData || len(s.errData) > 0)
+		}
+		if !s.started {
+			s.started = true
+			line = bytes.TrimPrefix(line, bom)
+		}
+		if len(line) == 0 {
+			if s.hasData || len(s.errData) > 0 {
+				return true
+			}
+			s.typ = s.typ[:0] // the spec resets the type on an empty event
+			continue
+		}
+		if line[0] == ':' {
+			continue // comment: keep-alive pings
+		}
+		field, value := line, line[:0]
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if len(s.data)+len(value)+1 > s.maxEventBytes {
+				s.err = ErrEventTooLarge
+				return false
+			}
+			if s.hasData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			s.hasData = true
+		case "event":
+			s.typ = append(s.typ[:0], value...)
+		case "error":
+			s.errData = append(s.errData[:0], value...)
+		}
+		// id, retry and unknown fields carry nothing a load generator uses.
+	}
+}
+
+// readLine returns the next line without its LF or CRLF. The slice is
+// valid until the next read.
+func (s *Scanner) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err == nil {
+		return trimEOL(line), nil
+	}
+	if err == bufio.ErrBufferFull {
+		s.line = append(s.line[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = s.r.ReadSlice('\n')
+			if len(s.line)+len(line) > s.maxEventBytes {
+				return nil, ErrEventTooLarge
+			}
+			s.line = append(s.line, line...)
+		}
+		if err == nil {
+			return trimEOL(s.line), nil
+		}
+		line = s.line
+	}
+	// EOF or a read error: whatever is left is a line cut short.
+	if len(line) > 0 {
+		s.partial = true
+	}
+	return nil, err
+}
+
+func trimEOL(line []byte) []byte {
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
+}
+
+// Data is the current event's data, data lines joined with "\n".
+func (s *Scanner) Data() []byte { return s.data }
+
+// Type is the current event's "event:" field; empty means "message".
+func (s *Scanner) Type() []byte { return s.typ }
+
+// ErrorData is the value of a non-standard "error:" field line in the
+// current event (old llama.cpp builds), or empty.
+func (s *Scanner) ErrorData() []byte { return s.errData }
+
+// Err is the error that ended the stream, or nil at a clean end of input.
+func (s *Scanner) Err() error {
+	if s.err == io.EOF {
+		return nil
+	}
+	return s.err
+}
+
+// PartialLine reports whether the input ended inside a line: the sign of a
+// connection cut mid-event rather than a server that closed cleanly.
+func (s *Scanner) PartialLine() bool { return s.partial }

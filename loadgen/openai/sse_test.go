@@ -1,0 +1,248 @@
+package openai
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// sseEvent is one dispatched event, for comparing scanners.
+type sseEvent struct {
+	Data, Type, ErrorData string
+}
+
+func scanAll(s *Scanner) []sseEvent {
+	var out []sseEvent
+	for s.Next() {
+		out = append(out, sseEvent{string(s.Data()), string(s.Type()), string(s.ErrorData())})
+	}
+	return out
+}
+
+// referenceSSE is the simplest statement of the framing rules Scanner
+// implements, for differential tests.
+func referenceSSE(in string) (events []sseEvent, partial bool) {
+	in = strings.TrimPrefix(in, "\ufeff")
+	lines := strings.Split(in, "\n")
+	last := lines[len(lines)-1]
+	lines = lines[:len(lines)-1] // the piece after the last LF is unterminated
+	partial = last != ""
+	var cur sseEvent
+	var hasData bool
+	for _, l := range lines {
+		l = strings.TrimSuffix(l, "\r")
+		if l == "" {
+			if hasData || cur.ErrorData != "" {
+				events = append(events, cur)
+			}
+			cur, hasData = sseEvent{}, false
+			continue
+		}
+		if l[0] == ':' {
+			continue
+		}
+		field, value, _ := strings.Cut(l, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "data":
+			if hasData {
+				cur.Data += "\n"
+			}
+			cur.Data += value
+			hasData = true
+		case "event":
+			cur.Type = value
+		case "error":
+			cur.ErrorData = value
+		}
+	}
+	if hasData || cur.ErrorData != "" {
+		events = append(events, cur)
+	}
+	return events, partial
+}
+
+func TestScanner(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []sseEvent
+		partial bool
+	}{
+		{"space after colon", "data: {\"a\":1}\n\n", []sseEvent{{Data: `{"a":1}`}}, false},
+		{"no space (TGI)", "data:{\"a\":1}\n\n", []sseEvent{{Data: `{"a":1}`}}, false},
+		{"only one space removed", "data:  x\n\n", []sseEvent{{Data: " x"}}, false},
+		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{Data: "a"}, {Data: "b"}}, false},
+		{"keep-alive comments", ": keep-alive\n\n:\n\ndata: a\n\n:\n\n", []sseEvent{{Data: "a"}}, false},
+		{"comment inside event", "data: a\n: ping\ndata: b\n\n", []sseEvent{{Data: "a\nb"}}, false},
+		{"unknown fields ignored", "id: 7\nretry: 100\nfoo: bar\nnocolon\ndata: a\n\n", []sseEvent{{Data: "a"}}, false},
+		{"multi-line data", "data: a\ndata: b\ndata:\ndata: c\n\n", []sseEvent{{Data: "a\nb\n\nc"}}, false},
+		{"empty data is an event", "data:\n\n", []sseEvent{{Data: ""}}, false},
+		{"field name alone", "data\n\n", []sseEvent{{Data: ""}}, false},
+		{"no data no event", "event: x\n\n\n\n", nil, false},
+		{"event type", "event: error\ndata: {}\n\n", []sseEvent{{Data: "{}", Type: "error"}}, false},
+		{"type resets after empty event", "event: x\n\ndata: a\n\n", []sseEvent{{Data: "a"}}, false},
+		{"legacy error field", "error: {\"code\":500}\n\n", []sseEvent{{ErrorData: `{"code":500}`}}, false},
+		{"BOM", "\ufeffdata: a\n\n", []sseEvent{{Data: "a"}}, false},
+		{"done with trailing space kept", "data: [DONE] \n\n", []sseEvent{{Data: "[DONE] "}}, false},
+		{"no blank line before EOF", "data: a\n\ndata: [DONE]\n", []sseEvent{{Data: "a"}, {Data: "[DONE]"}}, false},
+		{"cut inside a line", "data: a\n\ndata: {\"x\"", []sseEvent{{Data: "a"}}, true},
+		{"bare CR is not a line end", "data: a\rb\n\n", []sseEvent{{Data: "a\rb"}}, false},
+		{"empty input", "", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, r := range readers(tt.in) {
+				s := NewScanner(r.r)
+				got := scanAll(s)
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Fatalf("%s: got %q, want %q", r.name, got, tt.want)
+				}
+				if s.Err() != nil {
+					t.Fatalf("%s: Err = %v", r.name, s.Err())
+				}
+				if s.PartialLine() != tt.partial {
+					t.Fatalf("%s: PartialLine = %v, want %v", r.name, s.PartialLine(), tt.partial)
+				}
+				ref, refPartial := referenceSSE(tt.in)
+				if !reflect.DeepEqual(ref, tt.want) || refPartial != tt.partial {
+					t.Fatalf("reference parser disagrees with the table: %q %v", ref, refPartial)
+				}
+			}
+		})
+	}
+}
+
+type namedReader struct {
+	name string
+	r    io.Reader
+}
+
+// readers yields in as one read, one byte per read, and in halves, so
+// events split across reads are covered.
+func readers(in string) []namedReader {
+	return []namedReader{
+		{"whole", strings.NewReader(in)},
+		{"one byte", iotest.OneByteReader(strings.NewReader(in))},
+		{"half", iotest.HalfReader(strings.NewReader(in))},
+	}
+}
+
+func TestScannerLongLines(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	in := "data: " + long + "\r\n\r\n: " + long + "\n\ndata: b\n\n"
+	s := newScannerSize(iotest.OneByteReader(strings.NewReader(in)), 16)
+	got := scanAll(s)
+	want := []sseEvent{{Data: long}, {Data: "b"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+
+	s = newScannerSize(strings.NewReader(in), 16)
+	s.SetMaxEventBytes(500)
+	if s.Next() || !errors.Is(s.Err(), ErrEventTooLarge) {
+		t.Fatalf("over-long line: Next=true or Err=%v, want ErrEventTooLarge", s.Err())
+	}
+
+	// Many short data lines add up past the limit too.
+	s = NewScanner(strings.NewReader(strings.Repeat("data: 0123456789\n", 100) + "\n"))
+	s.SetMaxEventBytes(500)
+	if s.Next() || !errors.Is(s.Err(), ErrEventTooLarge) {
+		t.Fatalf("over-long event: Err=%v, want ErrEventTooLarge", s.Err())
+	}
+}
+
+func TestScannerReadError(t *testing.T) {
+	boom := errors.New("boom")
+	r := io.MultiReader(strings.NewReader("data: a\n\ndata: b\n"), iotest.ErrReader(boom))
+	s := NewScanner(r)
+	got := scanAll(s)
+	if len(got) != 1 || got[0].Data != "a" {
+		t.Fatalf("got %q, want only the complete event", got)
+	}
+	if !errors.Is(s.Err(), boom) {
+		t.Fatalf("Err = %v, want boom", s.Err())
+	}
+}
+
+func TestScannerReset(t *testing.T) {
+	s := NewScanner(strings.NewReader("data: a\n\ndata: cut"))
+	scanAll(s)
+	s.Reset(strings.NewReader("data: b\n\n"))
+	got := scanAll(s)
+	if len(got) != 1 || got[0].Data != "b" || s.PartialLine() || s.Err() != nil {
+		t.Fatalf("after Reset: %q partial=%v err=%v", got, s.PartialLine(), s.Err())
+	}
+}
+
+// The TGI native vector has no-space "data:" and bare ":" keep-alives.
+func TestScannerTGINative(t *testing.T) {
+	b, err := os.ReadFile("testdata/tgi_t2_native.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scanAll(NewScanner(bytes.NewReader(b)))
+	if len(got) != 3 {
+		t.Fatalf("got %d events, want 3", len(got))
+	}
+	for _, e := range got {
+		if !strings.HasPrefix(e.Data, `{"index":`) {
+			t.Fatalf("event data %q does not start with the JSON object", e.Data)
+		}
+	}
+}
+
+func FuzzSSE(f *testing.F) {
+	for _, seed := range seedStreams(f) {
+		f.Add(seed)
+	}
+	f.Add([]byte("data: a\r\n\r\n:\n\nevent: error\ndata: x\ndata: y\n\nerror: z\n\ndata: cut"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want, wantPartial := referenceSSE(string(in))
+		for _, r := range []namedReader{
+			{"whole", bytes.NewReader(in)},
+			{"one byte", iotest.OneByteReader(bytes.NewReader(in))},
+		} {
+			s := newScannerSize(r.r, 16)
+			got := scanAll(s)
+			if s.Err() != nil {
+				t.Fatalf("%s: Err = %v", r.name, s.Err())
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: got %q, reference %q", r.name, got, want)
+			}
+			if s.PartialLine() != wantPartial {
+				t.Fatalf("%s: PartialLine = %v, reference %v", r.name, s.PartialLine(), wantPartial)
+			}
+			if len(got) > bytes.Count(in, []byte("\n"))+1 {
+				t.Fatalf("%d events from %d lines", len(got), bytes.Count(in, []byte("\n")))
+			}
+		}
+	})
+}
+
+// seedStreams is every stream body in testdata, as fuzz seeds.
+func seedStreams(tb testing.TB) [][]byte {
+	tb.Helper()
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".txt") {
+			continue
+		}
+		b, err := os.ReadFile("testdata/" + e.Name())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}

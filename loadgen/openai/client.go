@@ -488,10 +488,7 @@ func transportError(ctx context.Context, err error, where string) (loadgen.Error
 
 // fail records an error, scrubbed of every credential the client holds.
 func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	for _, s := range c.secrets {
-		msg = strings.ReplaceAll(msg, s, "[redacted]")
-	}
-	rec.ErrorKind, rec.Error = kind, msg
+	rec.ErrorKind, rec.Error = kind, c.scrub(msg)
 }
 
 // quoteSnippet shows the start of a payload, for error messages.

@@ -95,7 +95,8 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	return info.Models[0], nil
 }
 
-// SetModel sets the model sent in requests (after DiscoverModel).
+// SetModel sets the model sent in requests (after DiscoverModel). Call it
+// before the first Do: it is not synchronised with requests in flight.
 func (c *Client) SetModel(m string) { c.model = m }
 
 func errText(err error) string {
@@ -109,7 +110,7 @@ func errText(err error) string {
 // scrub removes every known secret from s.
 func (c *Client) scrub(s string) string {
 	for _, k := range c.secrets {
-		s = strings.ReplaceAll(s, k, "[REDACTED]")
+		s = strings.ReplaceAll(s, k, "[redacted]")
 	}
 	return s
 }

@@ -81,7 +81,7 @@ func TestAccuracyAgainstServerTruth(t *testing.T) {
 			// connection setup (which the server cannot see).
 			recs := run(t, context.Background(), srv.URL, loadgen.Options{Closed: true, Requests: tc.requests,
 				WarmupRequests: tc.concurrency,
-				Stages: []loadgen.Stage{{Concurrency: tc.concurrency, Duration: time.Minute}}}, tokens)
+				Stages:         []loadgen.Stage{{Concurrency: tc.concurrency, Duration: time.Minute}}}, tokens)
 			if len(recs) != tc.requests {
 				t.Fatalf("%d records, want %d", len(recs), tc.requests)
 			}

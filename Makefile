@@ -18,7 +18,7 @@ build:
 # detector slows client and simulator 5-10x, which they would measure).
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission' ./e2e/
+	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
 
 unit:
 	$(GO) test -count=1 ./...
@@ -45,7 +45,7 @@ fuzz:
 	@for spec in $$($(GO) test -list '^Fuzz' ./... 2>/dev/null | awk '/^ok/{pkg=$$2} /^Fuzz/{print pkg":"$$1}' ); do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "fuzz $$pkg $$fn"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1 $$pkg || exit 1; \
 	done
 
 clean:

@@ -104,8 +104,12 @@ func executeRun(ctx context.Context, spec runSpec) (*runResult, error) {
 		if final {
 			end = "\n"
 		}
-		fmt.Fprintf(spec.Progress, "\r%6.1fs/%s  sent %d  in flight %d  errors %d  p99 TTFT %.1f ms   %s",
-			time.Since(start).Seconds(), total, sent, max(0, sent-done), failed, p99, end)
+		phase := ""
+		if el := time.Since(start); el > total && !final {
+			phase = "  draining: schedule done, waiting for requests in flight"
+		}
+		fmt.Fprintf(spec.Progress, "\r%6.1fs/%s  sent %d  in flight %d  errors %d  p99 TTFT %.1f ms%s   %s",
+			time.Since(start).Seconds(), total, sent, max(0, sent-done), failed, p99, phase, end)
 	}
 loop:
 	for {

@@ -2,19 +2,20 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 )
 
 // PayloadType is the DSSE payload type of a signed manifest.
@@ -25,54 +26,48 @@ const PayloadType = "application/vnd.tailgate.manifest+json"
 var ErrBadSignature = errors.New("signature does not verify")
 
 // Envelope is a DSSE envelope (github.com/secure-systems-lab/dsse,
-// envelope.md): the payload and its type, and signatures over
-// PAE(payloadType, payload). It has the same JSON form as
-// go-securesystemslib's dsse.Envelope, whose package is not used here
-// because it pulls in golang.org/x/crypto/ssh for key ids.
-type Envelope struct {
-	PayloadType string      `json:"payloadType"`
-	Payload     string      `json:"payload"` // standard base64
-	Signatures  []Signature `json:"signatures"`
-}
+// envelope.md): the payload (standard base64) and its type, and
+// signatures over PAE(payloadType, payload). It is go-securesystemslib's
+// dsse.Envelope, which makes, encodes and checks it.
+type Envelope = dsse.Envelope
 
-// Signature is one DSSE signature.
-type Signature struct {
-	KeyID string `json:"keyid"`
-	Sig   string `json:"sig"` // standard base64
-}
+// Signature is one DSSE signature: a key id and the standard base64
+// signature.
+type Signature = dsse.Signature
 
-// PAE is DSSE's pre-authentication encoding:
-// "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body.
+// PAE is DSSE's pre-authentication encoding,
+// "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, as dsse.PAE gives.
 func PAE(payloadType string, body []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString("DSSEv1 ")
-	b.WriteString(strconv.Itoa(len(payloadType)))
-	b.WriteByte(' ')
-	b.WriteString(payloadType)
-	b.WriteByte(' ')
-	b.WriteString(strconv.Itoa(len(body)))
-	b.WriteByte(' ')
-	b.Write(body)
-	return b.Bytes()
+	return dsse.PAE(payloadType, body)
 }
 
 // KeyID is a public key's id: its OpenSSH SHA-256 fingerprint
-// ("SHA256:…"), as go-securesystemslib's dsse.SHA256KeyID gives.
+// ("SHA256:…"), from dsse.SHA256KeyID. It is "" for a key of the wrong
+// length.
 func KeyID(pub ed25519.PublicKey) string {
-	const algo = "ssh-ed25519"
-	wire := binary.BigEndian.AppendUint32(nil, uint32(len(algo)))
-	wire = append(wire, algo...)
-	wire = binary.BigEndian.AppendUint32(wire, uint32(len(pub)))
-	wire = append(wire, pub...)
-	sum := sha256.Sum256(wire)
-	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
+	id, err := dsse.SHA256KeyID(pub)
+	if err != nil {
+		return ""
+	}
+	return id
 }
 
-func decodeB64(s string) ([]byte, error) {
-	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-		return b, nil
+// signerVerifier is go-securesystemslib's Ed25519 dsse.SignerVerifier for
+// pub (and priv, when signing), under our key id. The library loads keys
+// from its own JSON or from PEM, so the key is handed over as its
+// hex-encoded SSLibKey form.
+func signerVerifier(priv ed25519.PrivateKey, pub ed25519.PublicKey) (*signerverifier.ED25519SignerVerifier, error) {
+	k := &signerverifier.SSLibKey{
+		KeyIDHashAlgorithms: signerverifier.KeyIDHashAlgorithms,
+		KeyType:             signerverifier.ED25519KeyType,
+		Scheme:              signerverifier.ED25519KeyType,
+		KeyID:               KeyID(pub),
+		KeyVal:              signerverifier.KeyVal{Public: hex.EncodeToString(pub)},
 	}
-	return base64.URLEncoding.DecodeString(s)
+	if priv != nil {
+		k.KeyVal.Private = hex.EncodeToString(priv)
+	}
+	return signerverifier.NewED25519SignerVerifierFromSSLibKey(k)
 }
 
 // Sign signs dir's manifest with priv and writes dir/manifest.dsse.json.
@@ -97,10 +92,18 @@ func Sign(dir string, priv ed25519.PrivateKey) (*Envelope, error) {
 			return nil, fmt.Errorf("refusing to sign: the directory no longer matches %s: %w", ManifestFile, err)
 		}
 	}
-	pub := priv.Public().(ed25519.PublicKey)
-	env := &Envelope{PayloadType: PayloadType, Payload: base64.StdEncoding.EncodeToString(raw),
-		Signatures: []Signature{{KeyID: KeyID(pub),
-			Sig: base64.StdEncoding.EncodeToString(ed25519.Sign(priv, PAE(PayloadType, raw)))}}}
+	sv, err := signerVerifier(priv, priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, err
+	}
+	es, err := dsse.NewEnvelopeSigner(sv)
+	if err != nil {
+		return nil, err
+	}
+	env, err := es.SignPayload(context.Background(), PayloadType, raw)
+	if err != nil {
+		return nil, err
+	}
 	b, err := json.MarshalIndent(env, "", "  ")
 	if err != nil {
 		return nil, err
@@ -131,15 +134,29 @@ func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
 	if env.PayloadType != PayloadType {
 		return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("payload type %q, want %q", env.PayloadType, PayloadType)}
 	}
-	payload, err := decodeB64(env.Payload)
-	if err != nil {
+	if _, err := env.DecodeB64Payload(); err != nil {
 		return nil, &FileError{Path: SignatureFile, Reason: "payload is not base64"}
 	}
-	// Any signature made by pub will do, whatever key id it claims.
+	sv, err := signerVerifier(nil, pub)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := dsse.NewEnvelopeVerifier(sv)
+	if err != nil {
+		return nil, err
+	}
+	// Any signature made by pub will do, whatever key id it claims (a DSSE
+	// key id is an unauthenticated hint, and other signers, the library's
+	// own with its hex key ids among them, name keys differently), and one
+	// that is not even base64 does not spoil the others. So the library
+	// checks each signature alone, without its key id.
+	var payload []byte
 	ok := false
 	for _, sg := range env.Signatures {
-		if sig, err := decodeB64(sg.Sig); err == nil && ed25519.Verify(pub, PAE(env.PayloadType, payload), sig) {
-			ok = true
+		one := env
+		one.Signatures = []Signature{{Sig: sg.Sig}}
+		if _, body, err := ev.VerifyAndDecode(context.Background(), &one); err == nil {
+			payload, ok = body, true
 			break
 		}
 	}

@@ -1,0 +1,473 @@
+package telemetry
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config says what a Run samples.
+type Config struct {
+	// Scrapes are the endpoints read every interval: the server's /metrics
+	// and, optionally, a dcgm-exporter.
+	Scrapes []ScrapeConfig
+	// GPU is read every interval too; nil means no local GPU sampling. The
+	// Run never closes it.
+	GPU GPUSampler
+	// Interval between samples; 0 means 1 s.
+	Interval time.Duration
+}
+
+// DefaultInterval is Config.Interval's default.
+const DefaultInterval = time.Second
+
+// Sample is one round of sampling. Write samples to DIR/telemetry.jsonl as
+// they arrive: MarshalJSON gives one line of stable snake_case keys.
+type Sample struct {
+	// At is when the round started; Elapsed is At minus the Run's start.
+	At      time.Time
+	Elapsed time.Duration
+	// Server merges the scrapes that answered this round (nil: none did).
+	Server *ServerSample
+	// GPUs are the local GPU sampler's readings (nil without one).
+	GPUs []GPUStat
+	// Errors are this round's failures, "source: what", e.g.
+	// "http://h:8000/metrics: timed out after 900ms". They never carry
+	// headers or the URL's user info or query.
+	Errors []string
+}
+
+// Snapshot is what a Run has counted since each source's first successful
+// scrape: cumulative histograms and token counters, corrected for counter
+// resets (a server restart), summed over sources. Take one at a stage's
+// start and end and subtract (Delta, Histogram.Sub) for the stage.
+type Snapshot struct {
+	At      time.Time `json:"at"`
+	Samples int       `json:"samples"`
+	// QueueDelay, TTFT and E2E are nil until a source exposes them.
+	QueueDelay *Histogram `json:"queue_delay,omitempty"`
+	TTFT       *Histogram `json:"ttft,omitempty"`
+	E2E        *Histogram `json:"e2e,omitempty"`
+	// PromptTokens and GenerationTokens are nil until a source exposes them.
+	PromptTokens     *float64 `json:"prompt_tokens,omitempty"`
+	GenerationTokens *float64 `json:"generation_tokens,omitempty"`
+}
+
+// Run samples the serving side in the background until Stop.
+type Run struct {
+	interval   time.Duration
+	gpuTimeout time.Duration
+	sink       func(Sample)
+	gpu        GPUSampler
+	devices    []GPUInfo
+	start      time.Time
+	sources    []*source
+	gpuBusy    atomic.Bool
+
+	stop     chan struct{}
+	now      chan chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	sumOnce  sync.Once
+	summary  Summary
+
+	mu    sync.Mutex // guards st and the sources' counters
+	st    stats
+	first time.Time // first and last round
+	last  time.Time
+}
+
+// source is one scrape endpoint and what has been counted from it.
+type source struct {
+	scraper
+	busy atomic.Bool
+
+	// Guarded by Run.mu.
+	family          Family
+	scrapes, errors int
+	queue, ttft     histAcc
+	e2e             histAcc
+	prompt, gen     counterAcc
+}
+
+// Start begins sampling: one round at once, then one every Interval on a
+// fixed schedule (after a round that overruns its tick the next starts at
+// once, and ticks wholly missed are skipped and counted). Each
+// round scrapes every source and reads the GPU sampler concurrently, each
+// bounded by its timeout (below the interval), then calls sink with the
+// Sample. sink is called from one goroutine, never concurrently; a nil sink
+// is fine. Errors are counted and reported in the Sample, never fatal.
+// Cancelling ctx ends sampling like Stop, which must still be called for
+// the Summary.
+func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
+	interval := cfg.Interval
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	def := interval * 9 / 10
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2
+	client := &http.Client{Transport: tr}
+	r := &Run{
+		interval:   interval,
+		gpuTimeout: def,
+		sink:       sink,
+		gpu:        cfg.GPU,
+		start:      time.Now(),
+		stop:       make(chan struct{}),
+		now:        make(chan chan struct{}),
+		done:       make(chan struct{}),
+	}
+	if r.gpu != nil {
+		r.devices = r.gpu.Devices()
+	}
+	for i, sc := range cfg.Scrapes {
+		timeout := sc.Timeout
+		if timeout <= 0 || timeout >= interval {
+			timeout = def
+		}
+		r.sources = append(r.sources, &source{scraper: scraper{cfg: sc, name: sourceName(sc.URL, i), timeout: timeout, client: client}})
+	}
+	r.st.init()
+	go r.loop(ctx)
+	return r
+}
+
+func (r *Run) loop(ctx context.Context) {
+	defer close(r.done)
+	final := func() { r.round(context.WithoutCancel(ctx)) }
+	if ctx.Err() != nil {
+		final()
+		return
+	}
+	r.round(ctx)
+	next := r.start.Add(r.interval)
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final()
+			return
+		case <-r.stop:
+			final()
+			return
+		case reply := <-r.now:
+			r.round(ctx)
+			close(reply)
+		case <-timer.C:
+			r.round(ctx)
+			// The next tick on the grid; if the round overran it, run at
+			// once, and skip only ticks that are wholly past.
+			next = next.Add(r.interval)
+			if skip := time.Since(next) / r.interval; skip > 0 {
+				next = next.Add(skip * r.interval)
+				r.mu.Lock()
+				r.st.missed += int(skip)
+				r.mu.Unlock()
+			}
+			timer.Reset(time.Until(next))
+		}
+	}
+}
+
+// Snapshot takes a sampling round now (so a stage boundary is not up to an
+// interval stale; the round's Sample goes to the sink as usual) and returns
+// the counts after it. It blocks for at most about one scrape timeout after
+// any round in progress. After Stop it returns the final counts.
+func (r *Run) Snapshot() Snapshot {
+	reply := make(chan struct{})
+	select {
+	case r.now <- reply:
+		<-reply
+	case <-r.done:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.snapshotLocked()
+}
+
+func (r *Run) snapshotLocked() Snapshot {
+	s := Snapshot{At: r.last, Samples: r.st.samples}
+	for _, src := range r.sources {
+		s.QueueDelay = addHist(s.QueueDelay, src.queue.total)
+		s.TTFT = addHist(s.TTFT, src.ttft.total)
+		s.E2E = addHist(s.E2E, src.e2e.total)
+		s.PromptTokens = addCounter(s.PromptTokens, &src.prompt)
+		s.GenerationTokens = addCounter(s.GenerationTokens, &src.gen)
+	}
+	return s
+}
+
+// Stop ends sampling after one final round and returns the Summary. It may
+// be called more than once; later calls return the same Summary.
+func (r *Run) Stop() Summary {
+	r.stopOnce.Do(func() { close(r.stop) })
+	<-r.done
+	r.sumOnce.Do(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.summary = r.summaryLocked()
+	})
+	return r.summary
+}
+
+// outcome is one source's answer in a round.
+type outcome struct {
+	i      int
+	sample *ServerSample
+	err    error
+}
+
+// round scrapes every source and the GPU sampler concurrently, waits at
+// most until the longest timeout (plus a little) has passed, updates the
+// counts and calls the sink.
+func (r *Run) round(ctx context.Context) {
+	at := time.Now()
+	results := make([]*outcome, len(r.sources))
+	ch := make(chan outcome, len(r.sources))
+	pending := 0
+	wait := r.gpuTimeout
+	for i, src := range r.sources {
+		wait = max(wait, src.timeout)
+		if !src.busy.CompareAndSwap(false, true) {
+			results[i] = &outcome{i: i, err: errors.New("previous scrape still running")}
+			continue
+		}
+		pending++
+		go func() {
+			s, err := src.scrape(ctx)
+			src.busy.Store(false)
+			ch <- outcome{i: i, sample: s, err: err}
+		}()
+	}
+	type gpuOutcome struct {
+		stats []GPUStat
+		err   error
+	}
+	var gpuCh chan gpuOutcome
+	var gpuStats []GPUStat
+	var gpuErr error
+	if r.gpu != nil {
+		if r.gpuBusy.CompareAndSwap(false, true) {
+			gpuCh = make(chan gpuOutcome, 1)
+			pending++
+			go func() {
+				st, err := r.gpu.Sample()
+				r.gpuBusy.Store(false)
+				gpuCh <- gpuOutcome{st, err}
+			}()
+		} else {
+			gpuErr = errors.New("previous sample still running")
+		}
+	}
+	deadline := time.NewTimer(wait + wait/20 + 5*time.Millisecond)
+	defer deadline.Stop()
+	for pending > 0 {
+		select {
+		case o := <-ch:
+			results[o.i] = &o
+			pending--
+		case g := <-gpuCh:
+			gpuStats, gpuErr = g.stats, g.err
+			gpuCh = nil
+			pending--
+		case <-deadline.C:
+			pending = 0
+		}
+	}
+	if gpuCh != nil {
+		gpuErr = fmt.Errorf("no answer within %v", r.gpuTimeout)
+	}
+
+	smp := Sample{At: at, Elapsed: at.Sub(r.start), GPUs: gpuStats}
+	var parts []*ServerSample
+	var names []string
+	r.mu.Lock()
+	for i, src := range r.sources {
+		o := results[i]
+		if o == nil {
+			o = &outcome{err: fmt.Errorf("no answer within %v", src.timeout)}
+		}
+		src.scrapes++
+		if o.err != nil {
+			src.errors++
+			r.st.errors++
+			smp.Errors = append(smp.Errors, src.name+": "+o.err.Error())
+		}
+		if s := o.sample; s != nil {
+			src.family = s.Family
+			for j := range s.GPUs {
+				s.GPUs[j].Source = src.name
+			}
+			src.queue.observe(s.QueueDelay)
+			src.ttft.observe(s.TTFT)
+			src.e2e.observe(s.E2E)
+			src.prompt.observe(s.PromptTokens)
+			src.gen.observe(s.GenerationTokens)
+			parts = append(parts, s)
+			names = append(names, src.name)
+		}
+	}
+	if r.gpu != nil {
+		r.st.gpuSamples++
+		if gpuErr != nil {
+			r.st.gpuErrors++
+			r.st.errors++
+			smp.Errors = append(smp.Errors, "nvml: "+strings.TrimPrefix(gpuErr.Error(), "telemetry: nvml: "))
+		}
+	}
+	smp.Server = mergeServer(parts, names)
+	r.st.add(&smp, r.gpu != nil, r.devices)
+	if r.first.IsZero() {
+		r.first = at
+	}
+	r.last = at
+	r.mu.Unlock()
+
+	if r.sink != nil {
+		r.sink(smp)
+	}
+}
+
+// mergeServer combines the sources that answered a round (see
+// ServerSample for the rules).
+func mergeServer(parts []*ServerSample, names []string) *ServerSample {
+	if len(parts) == 0 {
+		return nil
+	}
+	if len(parts) == 1 {
+		s := *parts[0]
+		s.Sources = names
+		return &s
+	}
+	out := &ServerSample{Sources: names}
+	fams := make([]Family, 0, len(parts))
+	var kvSum float64
+	seen := map[string]int{} // GPU UUID/MIG → index in out.GPUs
+	for _, p := range parts {
+		fams = append(fams, p.Family)
+		out.Running = addPtr(out.Running, p.Running)
+		out.Waiting = addPtr(out.Waiting, p.Waiting)
+		out.PromptTokens = addPtr(out.PromptTokens, p.PromptTokens)
+		out.GenerationTokens = addPtr(out.GenerationTokens, p.GenerationTokens)
+		if p.KVUsage != nil {
+			n := max(p.kvSeries, 1)
+			kvSum += *p.KVUsage * float64(n)
+			out.kvSeries += n
+		}
+		out.QueueDelay = addHist(out.QueueDelay, p.QueueDelay)
+		out.TTFT = addHist(out.TTFT, p.TTFT)
+		out.E2E = addHist(out.E2E, p.E2E)
+		for _, g := range p.GPUs {
+			if g.UUID != "" {
+				key := g.UUID + "/" + g.MIG
+				if j, ok := seen[key]; ok {
+					fillGPU(&out.GPUs[j], g)
+					continue
+				}
+				seen[key] = len(out.GPUs)
+			}
+			out.GPUs = append(out.GPUs, g)
+		}
+	}
+	if out.kvSeries > 0 {
+		out.KVUsage = new(kvSum / float64(out.kvSeries))
+	}
+	out.Family = mergeFamilies(fams)
+	return out
+}
+
+// fillGPU copies into dst the readings it lacks from src, another source's
+// view of the same device.
+func fillGPU(dst *EndpointGPU, src EndpointGPU) {
+	for _, f := range []struct{ d, s **float64 }{
+		{&dst.Utilization, &src.Utilization}, {&dst.EngineActive, &src.EngineActive},
+		{&dst.MemoryUsedBytes, &src.MemoryUsedBytes}, {&dst.MemoryTotalBytes, &src.MemoryTotalBytes},
+		{&dst.PowerWatts, &src.PowerWatts}, {&dst.TemperatureC, &src.TemperatureC},
+	} {
+		if *f.d == nil {
+			*f.d = *f.s
+		}
+	}
+	dst.Model = cmp.Or(dst.Model, src.Model)
+	dst.DriverVersion = cmp.Or(dst.DriverVersion, src.DriverVersion)
+}
+
+func addPtr(a, b *float64) *float64 {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return new(*b)
+	}
+	return new(*a + *b)
+}
+
+func addHist(a, b *Histogram) *Histogram {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return new(b.clone())
+	}
+	return new(a.plus(*b))
+}
+
+func addCounter(a *float64, c *counterAcc) *float64 {
+	if !c.seen {
+		return a
+	}
+	return addPtr(a, &c.total)
+}
+
+// histAcc turns one source's cumulative histogram readings into the
+// reset-corrected increase since its first reading.
+type histAcc struct {
+	last, total *Histogram
+	resets      int
+}
+
+func (a *histAcc) observe(cur *Histogram) {
+	if cur == nil {
+		return
+	}
+	if a.last == nil {
+		a.last, a.total = new(cur.clone()), new(cur.zero())
+		return
+	}
+	inc, reset := cur.Sub(*a.last)
+	if reset {
+		a.resets++
+	}
+	a.total, a.last = new(a.total.plus(inc)), new(cur.clone())
+}
+
+// counterAcc is histAcc for a counter.
+type counterAcc struct {
+	seen   bool
+	last   float64
+	total  float64
+	resets int
+}
+
+func (a *counterAcc) observe(cur *float64) {
+	if cur == nil {
+		return
+	}
+	if a.seen {
+		d := *cur - a.last
+		if d < 0 {
+			d = *cur
+			a.resets++
+		}
+		a.total += d
+	}
+	a.seen, a.last = true, *cur
+}

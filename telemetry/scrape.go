@@ -1,0 +1,108 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ScrapeConfig is one Prometheus text endpoint to scrape: the inference
+// server's /metrics, or a dcgm-exporter (port 9400) beside it.
+type ScrapeConfig struct {
+	// URL is the full endpoint, e.g. http://host:8000/metrics. Only its
+	// scheme, host and path are ever recorded (user info and query, which
+	// may hold credentials, are dropped).
+	URL string
+	// Headers are sent with every scrape (e.g. Authorization). They are
+	// never logged or written anywhere.
+	Headers http.Header
+	// Timeout bounds one scrape, connection to end of body. Zero, or a
+	// value not below the sampling interval, means 90% of the interval, so a
+	// hanging endpoint never delays the next sample.
+	Timeout time.Duration
+}
+
+// maxBodyBytes caps one scrape's body; vLLM with many LoRA adapters stays
+// far below.
+const maxBodyBytes = 64 << 20
+
+// acceptHeader asks for the classic text format, which the parser reads;
+// OpenMetrics only as a fallback.
+const acceptHeader = "text/plain;version=0.0.4;q=1,application/openmetrics-text;q=0.1,*/*;q=0.05"
+
+// sourceName is raw without user info, query or fragment: safe to record.
+func sourceName(raw string, i int) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("scrape[%d] (invalid URL)", i)
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// scraper fetches and normalises one endpoint.
+type scraper struct {
+	cfg     ScrapeConfig
+	name    string
+	timeout time.Duration
+	client  *http.Client
+}
+
+// scrape returns the normalised sample, or an error that names neither
+// headers nor the URL's secret parts. A parse error part-way returns both
+// what was read and the error.
+func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	if err != nil {
+		return nil, errors.New("invalid URL")
+	}
+	if s.cfg.Headers != nil {
+		req.Header = s.cfg.Headers.Clone()
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", acceptHeader)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, s.describe(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
+		return nil, fmt.Errorf("unsupported Content-Type %q (want text/plain)", ct)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, s.describe(ctx, err)
+	}
+	if len(body) > maxBodyBytes {
+		return nil, fmt.Errorf("body larger than %d MiB", maxBodyBytes>>20)
+	}
+	sample, err := ParseExposition(bytes.NewReader(body))
+	if err != nil {
+		return sample, fmt.Errorf("parse: %v", err)
+	}
+	return sample, nil
+}
+
+func (s *scraper) describe(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timed out after %v", s.timeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // its message repeats the full URL
+	}
+	return err
+}

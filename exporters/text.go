@@ -98,6 +98,9 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 		}
 		tw.Flush()
 	}
+	if line := telemetryLine(s.Telemetry); line != "" {
+		fmt.Fprintf(ew, "\nserver   %s\n", line)
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(ew, "WARNING: %s\n", warn)
 	}
@@ -149,4 +152,48 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, nil
+}
+
+// telemetryLine condenses summary.telemetry (the telemetry package's
+// summary, as JSON) to one line: queue depth, batch, KV and GPU beside each
+// other, which is what a capacity review reads first.
+func telemetryLine(t map[string]any) string {
+	if len(t) == 0 {
+		return ""
+	}
+	stat := func(key, field string) (float64, bool) {
+		m, ok := t[key].(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		v, ok := m[field].(float64)
+		return v, ok
+	}
+	var parts []string
+	if f, ok := t["family"].(string); ok && f != "" {
+		parts = append(parts, f)
+	}
+	if mean, ok := stat("running", "mean"); ok {
+		mx, _ := stat("running", "max")
+		parts = append(parts, fmt.Sprintf("running %.1f avg/%.0f max", mean, mx))
+	}
+	if mean, ok := stat("waiting", "mean"); ok {
+		mx, _ := stat("waiting", "max")
+		parts = append(parts, fmt.Sprintf("waiting %.1f avg/%.0f max", mean, mx))
+	}
+	if mx, ok := stat("kv_usage", "max"); ok {
+		parts = append(parts, fmt.Sprintf("kv %.0f%% max", mx*100))
+	}
+	if mean, ok := stat("gpu_utilization", "mean"); ok {
+		parts = append(parts, fmt.Sprintf("gpu util %.0f%% avg", mean*100))
+	}
+	if p50, ok := stat("queue_delay", "p50_ms"); ok {
+		p99, _ := stat("queue_delay", "p99_ms")
+		mean, _ := stat("queue_delay", "mean_ms")
+		parts = append(parts, fmt.Sprintf("queue delay mean %.1f ms, p50 ~%.0f p99 ~%.0f ms (server buckets)", mean, p50, p99))
+	}
+	if n, ok := t["scrape_errors"].(float64); ok && n > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f scrape errors", n))
+	}
+	return strings.Join(parts, "  ")
 }

@@ -90,6 +90,12 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	in := slo.Input{Records: records, Now: now, ClientCPU: map[string]float64{}}
+	// Server queue-delay telemetry is not in the records: validate saved
+	// what it judged on.
+	if in.QueueDelay, err = readQueueTelemetry(filepath.Join(dir, queueFile)); err != nil {
+		fmt.Fprintln(stderr, "tailgate check:", err)
+		return exitUsage
+	}
 	if in.Manual, err = readManual(filepath.Join(dir, manualFile)); err != nil {
 		fmt.Fprintln(stderr, "tailgate check:", err)
 		return exitUsage

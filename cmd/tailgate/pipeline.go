@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
 // runSpec is one load run: what to send, how, and where results go. The
@@ -32,6 +35,9 @@ type runSpec struct {
 	// KeepRecords keeps every record in memory for the caller (validate
 	// evaluates objectives exactly from them).
 	KeepRecords bool
+	// Telemetry, if set, samples the server's metrics and GPUs beside the
+	// run: telemetry.jsonl as samples arrive, a summary in summary.json.
+	Telemetry *telemetry.Config
 }
 
 type runResult struct {
@@ -41,6 +47,9 @@ type runResult struct {
 	// WriteErr is the first failure writing results (a full disk); the
 	// figures in Summary are still complete, from memory.
 	WriteErr error
+	// QueueDelay is the server's queue-delay histogram over the run (nil
+	// without telemetry or when the server exposes none).
+	QueueDelay *telemetry.Histogram
 }
 
 // executeRun runs the load and consumes every record on one goroutine:
@@ -75,6 +84,26 @@ func executeRun(ctx context.Context, spec runSpec) (*runResult, error) {
 		if err != nil && res.WriteErr == nil {
 			res.WriteErr = err
 		}
+	}
+
+	var tel *telemetry.Run
+	var telStart telemetry.Snapshot
+	var telJSONL *exporters.JSONLWriter
+	if spec.Telemetry != nil {
+		if spec.OutDir != "" {
+			if telJSONL, err = exporters.CreateJSONL(filepath.Join(spec.OutDir, "telemetry.jsonl")); err != nil {
+				return nil, err
+			}
+		}
+		var telMu sync.Mutex // the sink runs on the sampler's goroutine
+		tel = telemetry.Start(context.WithoutCancel(ctx), *spec.Telemetry, func(s telemetry.Sample) {
+			if telJSONL != nil {
+				telMu.Lock()
+				keepErr(telJSONL.Write(s))
+				telMu.Unlock()
+			}
+		})
+		telStart = tel.Snapshot()
 	}
 
 	metrics := loadgen.NewMetrics()
@@ -144,6 +173,19 @@ loop:
 		progress(true)
 	}
 	res.Summary = metrics.Summary(res.Info, spec.Meta)
+	if tel != nil {
+		qd := telemetry.Delta(telStart, tel.Snapshot())
+		if len(qd.Buckets) > 0 || qd.Count > 0 {
+			res.QueueDelay = &qd
+		}
+		ts := tel.Stop()
+		if b, err := json.Marshal(ts); err == nil {
+			json.Unmarshal(b, &res.Summary.Telemetry)
+		}
+		if telJSONL != nil {
+			keepErr(telJSONL.Close())
+		}
+	}
 	if hlog != nil {
 		keepErr(hlog.WriteInterval(metrics.TakeInterval(), lastTick, time.Now()))
 		keepErr(hlogFile.Close())

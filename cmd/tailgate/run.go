@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type targetFlags struct {
 	headers            []string
 	insecure           bool
 	caFile             string
+	apiKey             string // read by client(); never printed
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
@@ -41,11 +43,21 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.caFile, "ca-file", "", "PEM CA bundle to verify the server with")
 }
 
+// auth is the credential header for same-host side requests (/metrics).
+func (t *targetFlags) auth() http.Header {
+	h := http.Header{}
+	if t.apiKey != "" {
+		h.Set("Authorization", "Bearer "+t.apiKey)
+	}
+	return h
+}
+
 func (t *targetFlags) client(keepText bool) (*openai.Client, error) {
 	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
 	if err != nil {
 		return nil, err
 	}
+	t.apiKey = key
 	return openai.New(openai.Config{BaseURL: t.target, API: t.api, Model: t.model, Stream: openai.Bool(t.stream),
 		MaxTokens: t.maxTokens, APIKey: key, HeaderLines: t.headers,
 		Insecure: t.insecure, CAFile: t.caFile, KeepText: keepText})
@@ -169,8 +181,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var tf targetFlags
 	var lf loadFlags
+	var tel telemetryFlags
 	tf.register(fs)
 	lf.register(fs)
+	tel.register(fs)
 	prompt := fs.String("prompt", "Write a short story about a lighthouse keeper.", "prompt text when no --mix or --prompts is given")
 	mixPath := fs.String("mix", "", "prompt mix file (kind: Mix): weighted classes, datasets, synthetic lengths, traces, sessions")
 	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON, or a trace")
@@ -228,7 +242,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		client.SetModel(tf.model)
 	}
-	spec := runSpec{Client: client, Source: src, Options: opts, OutDir: *outDir,
+	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tailgate run: %v\n", err)
+		return exitUsage
+	}
+	spec := runSpec{Client: client, Source: src, Options: opts, OutDir: *outDir, Telemetry: telCfg,
 		Meta: loadgen.SummaryMeta{Version: version, Target: tf.target, API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
 	if f, ok := stderr.(*os.File); ok && !*noProgress && term.IsTerminal(int(f.Fd())) {
 		spec.Progress = stderr

@@ -117,6 +117,13 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 	if s.Requests.OK != wantOK {
 		t.Errorf("%d ok, want %d", s.Requests.OK, wantOK)
 	}
+	// Telemetry is sampled from the simulator's /metrics beside the run.
+	if s.Telemetry["family"] != "vllm" {
+		t.Errorf("telemetry family %v, want vllm (from the simulator's /metrics)", s.Telemetry["family"])
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "telemetry.jsonl")); err != nil || bytes.Count(b, []byte("\n")) < 2 {
+		t.Errorf("telemetry.jsonl: %d bytes, %v", len(b), err)
+	}
 	// stall_mid is slow, not an error: it must appear as a long ICL gap.
 	if s.LatencyMs[loadgen.MetricICL].Max < 290 {
 		t.Errorf("max ICL %.1f ms: the 300 ms mid-stream stall is missing", s.LatencyMs[loadgen.MetricICL].Max)
@@ -138,6 +145,9 @@ func TestRunUnreachableServerIsInvalid(t *testing.T) {
 	s := readSummary(t, dir)
 	if s.Requests.ErrorsByKind["connect"] != s.Requests.Sent || s.Requests.Sent == 0 {
 		t.Errorf("errors %v for %d sent", s.Requests.ErrorsByKind, s.Requests.Sent)
+	}
+	if n, _ := s.Telemetry["scrape_errors"].(float64); n == 0 {
+		t.Errorf("an unreachable /metrics must count scrape errors: %v", s.Telemetry)
 	}
 }
 

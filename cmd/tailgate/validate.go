@@ -25,7 +25,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var tf targetFlags
+	var tel telemetryFlags
 	tf.register(fs)
+	tel.register(fs)
 	planPath := fs.String("plan", "", "acceptance plan (kind: Plan) (required)")
 	outDir := fs.String("out", "", "evidence directory for every result (required)")
 	record := fs.String("record", "", "record a manual stage's result instead of running: STAGE=pass|fail")
@@ -108,8 +110,17 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	env.Server = evidence.ProbeServer(probeCtx, &http.Client{}, tf.target, nil)
+	env.Server = evidence.ProbeServer(probeCtx, &http.Client{}, tf.target, tf.auth())
 	cancel()
+	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "tailgate validate:", err)
+		return exitUsage
+	}
+	if g := gpusForEvidence(telCfg); len(g) > 0 {
+		env.GPUs = g
+	}
+	queue := map[string]*slo.QueueTelemetry{}
 
 	var all []loadgen.Record
 	cpu := map[string]float64{}
@@ -135,7 +146,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		spec := runSpec{Client: client, Source: mix.Source(int64(plan.Seed) + seq), Options: opts,
 			OutDir: filepath.Join(*outDir, "stages", st.Name), Goodput: plan.SLO.GoodputFunc(), KeepRecords: true,
-			Meta: loadgen.SummaryMeta{Version: version, Target: tf.target, API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
+			Telemetry: telCfg,
+			Meta:      loadgen.SummaryMeta{Version: version, Target: tf.target, API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
 		res, err := executeRun(ctx, spec)
 		if res == nil {
 			fmt.Fprintf(stderr, "tailgate validate: stage %s: %v\n", st.Name, err)
@@ -146,6 +158,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			interrupted = true
 		}
 		cpu[st.Name] = res.Info.CPUUtilization
+		if q := queueTelemetry(res.QueueDelay); q != nil {
+			queue[st.Name] = q
+		}
 		for _, r := range res.Records {
 			rec := *r
 			rec.Seq, rec.Stage = seq, st.Name
@@ -161,13 +176,19 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "tailgate validate:", err)
 		return exitInvalid
 	}
+	if len(queue) > 0 {
+		if err := writeQueueTelemetry(filepath.Join(*outDir, queueFile), queue); err != nil {
+			fmt.Fprintln(stderr, "tailgate validate:", err)
+			return exitInvalid
+		}
+	}
 	manual, err := readManual(filepath.Join(*outDir, manualFile))
 	if err != nil {
 		fmt.Fprintln(stderr, "tailgate validate:", err)
 		return exitUsage
 	}
 	now := time.Now().UTC()
-	rep := slo.Assess(plan, plan.SLO, slo.Input{Records: all, Now: now, Manual: manual, ClientCPU: cpu})
+	rep := slo.Assess(plan, plan.SLO, slo.Input{Records: all, Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue})
 	if interrupted {
 		rep.Problems = append(rep.Problems, slo.Problem{Check: "interrupted", Detail: "the run was stopped before every stage finished"})
 		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
@@ -259,7 +280,12 @@ func recordManual(plan *slo.Plan, dir, rec, by, note string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "tailgate validate:", err)
 		return exitUsage
 	}
-	in := slo.Input{Records: records, Now: now, Manual: manual, ClientCPU: map[string]float64{}}
+	queue, err := readQueueTelemetry(filepath.Join(dir, queueFile))
+	if err != nil {
+		fmt.Fprintln(stderr, "tailgate validate:", err)
+		return exitUsage
+	}
+	in := slo.Input{Records: records, Now: now, Manual: manual, ClientCPU: map[string]float64{}, QueueDelay: queue}
 	if prev, err := readReport(filepath.Join(dir, verdictFile)); err == nil {
 		for _, s := range prev.Stages {
 			if s.ClientCPU != nil {

@@ -35,9 +35,13 @@ vet:
 demo: build
 	./scripts/demo.sh $(BIN)
 
-# Engine capacity against the in-process simulator at zero delay.
+# Engine capacity and schedule lag against the simulator at zero delay
+# (same process; TAILGATE_BENCH_TARGET=URL points them at a separate
+# `tailgate sim`), then the stream parser and the simulator on their own.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/ ./loadgen/openai/ ./sim/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/
+	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP' -benchmem -count 1 ./loadgen/openai/
+	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
 
 # Short fuzzing of every parser (FUZZTIME each).
 FUZZTIME ?= 10s

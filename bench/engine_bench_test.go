@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -27,12 +28,16 @@ type result struct {
 // two cores with the load generator) and samples memory while it runs.
 func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) result {
 	b.Helper()
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		b.Fatal(err)
+	url := os.Getenv("TAILGATE_BENCH_TARGET")
+	if url == "" {
+		srv, err := sim.Start(cfg, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Close()
+		url = srv.URL
 	}
-	defer srv.Close()
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "sim", MaxTokens: maxTokens})
+	c, err := openai.New(openai.Config{BaseURL: url, Model: "sim", MaxTokens: maxTokens})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,6 +151,7 @@ func BenchmarkScheduleLag(b *testing.B) {
 					Stages: []loadgen.Stage{{Rate: rate, Duration: 5 * time.Second}}})
 				s := res.metrics.Summary(res.info, loadgen.SummaryMeta{})
 				lag := s.LatencyMs[loadgen.MetricScheduleLag]
+
 				b.ReportMetric(lag.P50, "lag-p50-ms")
 				b.ReportMetric(lag.P99, "lag-p99-ms")
 				b.ReportMetric(lag.Max, "lag-max-ms")

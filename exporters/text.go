@@ -1,9 +1,11 @@
 package exporters
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -18,13 +20,8 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 	r := s.Run
 	fmt.Fprintf(ew, "\ntailgate %s  target %s  api %s  model %s\n", s.Tool.Version, r.Target, r.API, r.Model)
 	if len(r.Load) > 0 {
-		keys := make([]string, 0, len(r.Load))
-		for k := range r.Load {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
+		parts := make([]string, 0, len(r.Load))
+		for _, k := range slices.Sorted(maps.Keys(r.Load)) {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, r.Load[k]))
 		}
 		fmt.Fprintf(ew, "load     %s\n", strings.Join(parts, " "))
@@ -63,11 +60,7 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 	tw.Flush()
 
 	if len(s.Classes) > 1 {
-		names := make([]string, 0, len(s.Classes))
-		for n := range s.Classes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(s.Classes))
 		fmt.Fprintln(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "class\tok\terr\treq/s\tout tok/s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t")
@@ -82,12 +75,9 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 		tw.Flush()
 	}
 	if len(s.Turns) > 0 {
-		turns := make([]string, 0, len(s.Turns))
-		for k := range s.Turns {
-			turns = append(turns, k)
-		}
-		sort.Slice(turns, func(i, j int) bool {
-			return len(turns[i]) < len(turns[j]) || (len(turns[i]) == len(turns[j]) && turns[i] < turns[j])
+		// Numeric order: turn keys are decimal strings.
+		turns := slices.SortedFunc(maps.Keys(s.Turns), func(a, b string) int {
+			return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 		})
 		fmt.Fprintln(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -111,11 +101,7 @@ func errorKinds(m map[string]int64) string {
 	if len(m) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
@@ -127,11 +113,7 @@ func sources(m map[string]int64) string {
 	if len(m) == 0 {
 		return "no data"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("from %s: %d req", k, m[k])

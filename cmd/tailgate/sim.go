@@ -7,10 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/internal/atomicfile"
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -96,7 +96,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "tailgate sim %s: serving %q on %s (%s mode: %s)\n", sim.Version, c.Model, run.URL, c.Mode, desc)
 	if readyFile != "" {
-		if err := writeFileAtomic(readyFile, run.URL+"\n"); err != nil {
+		if err := atomicWriteString(readyFile, run.URL+"\n"); err != nil {
 			fmt.Fprintf(stderr, "tailgate sim: --ready-file: %v\n", err)
 			return exitInvalid
 		}
@@ -126,25 +126,4 @@ func checkLoopback(addr string) error {
 	return errors.New("not a loopback address")
 }
 
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it, so a reader polling for path never sees it half written.
-func writeFileAtomic(path, data string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tailgate-ready-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
-}
+func atomicWriteString(path, data string) error { return atomicfile.Write(path, []byte(data)) }

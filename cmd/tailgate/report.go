@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strings"
 )
@@ -26,4 +27,19 @@ func kindsLine(m map[string]int64) string {
 		fmt.Fprintf(&b, "%s=%d ", k, m[k])
 	}
 	return b.String()
+}
+
+// safeURL drops credentials and query strings from a URL before it is
+// written into a summary or printed (a target may carry user:password@ or
+// ?api_key=).
+func safeURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	return u.String()
 }

@@ -248,7 +248,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	spec := runSpec{Client: client, Source: src, Options: opts, OutDir: *outDir, Telemetry: telCfg,
-		Meta: loadgen.SummaryMeta{Version: version, Target: tf.target, API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
+		Meta: loadgen.SummaryMeta{Version: version, Target: safeURL(tf.target), API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
 	if f, ok := stderr.(*os.File); ok && !*noProgress && term.IsTerminal(int(f.Fd())) {
 		spec.Progress = stderr
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -205,5 +206,41 @@ func TestRunInterruptKeepsResults(t *testing.T) {
 	}
 	if s.Requests.ErrorsByKind["cancelled"] == 0 {
 		t.Errorf("no cancelled requests recorded: %v", s.Requests.ErrorsByKind)
+	}
+}
+
+// Secrets given to run (the API key, URL credentials, a token header) never
+// reach the terminal, summary.json, requests.jsonl or telemetry.jsonl, even
+// when the server answers with errors.
+func TestRunKeepsSecretsOutOfResults(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 2}, {Kind: sim.FaultErrorInStream, Every: 3}}
+	srv := startSim(t, cfg)
+	t.Setenv("OPENAI_API_KEY", "sk-live-key-0123456789")
+	target := strings.Replace(srv.URL, "http://", "http://admin:hunter2hunter2@", 1) + "/v1"
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "--target", target, "--model", "m", "--rate", "50", "--duration", "400ms",
+		"--header", "X-Api-Token: tok-9876543210", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	texts := map[string]string{"stdout": stdout, "stderr": stderr}
+	for _, f := range []string{"summary.json", "requests.jsonl", "telemetry.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[f] = string(b)
+	}
+	for where, text := range texts {
+		for _, secret := range []string{"sk-live-key-0123456789", "hunter2hunter2", "tok-9876543210"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains the secret %q", where, secret)
+			}
+		}
+	}
+	if !strings.Contains(texts["requests.jsonl"], `"error_kind":"http_429"`) {
+		t.Error("no error records: the test did not exercise error paths")
 	}
 }

@@ -147,7 +147,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		spec := runSpec{Client: client, Source: mix.Source(int64(plan.Seed) + seq), Options: opts,
 			OutDir: filepath.Join(*outDir, "stages", st.Name), Goodput: plan.SLO.GoodputFunc(), KeepRecords: true,
 			Telemetry: telCfg,
-			Meta:      loadgen.SummaryMeta{Version: version, Target: tf.target, API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
+			Meta:      loadgen.SummaryMeta{Version: version, Target: safeURL(tf.target), API: tf.api, Model: tf.model, Load: loadMeta(opts)}}
 		res, err := executeRun(ctx, spec)
 		if res == nil {
 			fmt.Fprintf(stderr, "tailgate validate: stage %s: %v\n", st.Name, err)

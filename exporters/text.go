@@ -169,10 +169,21 @@ func telemetryLine(t map[string]any) string {
 	if mean, ok := stat("gpu_utilization", "mean"); ok {
 		parts = append(parts, fmt.Sprintf("gpu util %.0f%% avg", mean*100))
 	}
-	if p50, ok := stat("queue_delay", "p50_ms"); ok {
-		p99, _ := stat("queue_delay", "p99_ms")
-		mean, _ := stat("queue_delay", "mean_ms")
-		parts = append(parts, fmt.Sprintf("queue delay mean %.1f ms, p50 ~%.0f p99 ~%.0f ms (server buckets)", mean, p50, p99))
+	if mean, ok := stat("queue_delay", "mean_ms"); ok {
+		// Server buckets are coarse (vLLM's first is 300 ms), so show the
+		// bucket the p99 fell in rather than an interpolated point.
+		q := fmt.Sprintf("queue delay mean %.1f ms", mean)
+		if qd, ok := t["queue_delay"].(map[string]any); ok {
+			if b, ok := qd["p99_bucket_ms"].([]any); ok && len(b) == 2 {
+				lo, _ := b[0].(float64)
+				if hi, ok := b[1].(float64); ok {
+					q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", lo, hi)
+				} else {
+					q += fmt.Sprintf(", p99 above %.0f ms", lo)
+				}
+			}
+		}
+		parts = append(parts, q+" (server histogram)")
 	}
 	if n, ok := t["scrape_errors"].(float64); ok && n > 0 {
 		parts = append(parts, fmt.Sprintf("%.0f scrape errors", n))

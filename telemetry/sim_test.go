@@ -30,7 +30,7 @@ func TestAgainstSimulatorAboveCapacity(t *testing.T) {
 
 	var c collector
 	r := Start(context.Background(), Config{
-		Scrapes:  []ScrapeConfig{{URL: srv.URL + "/metrics"}},
+		Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}},
 		// Not much shorter: under -race on a loaded 2-core machine a scrape
 		// can exceed a 25 ms interval's timeout (seen in CI).
 		Interval: 100 * time.Millisecond,

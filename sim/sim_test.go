@@ -332,7 +332,10 @@ func TestFixedDelays(t *testing.T) {
 			}
 			if k > 0 {
 				gap := tr.Chunks[k].At.Sub(tr.Chunks[k-1].At)
-				if gap < itl-3*time.Millisecond || gap > itl+slack {
+				// Deadlines are absolute, so a chunk flushed late (a busy
+				// machine) is followed by a shorter gap: allow the slack
+				// both ways; the span check below holds the average.
+				if gap < itl-slack || gap > itl+slack {
 					t.Errorf("%s: truth gap %d = %v, want %v", id, k, gap, itl)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -60,25 +61,13 @@ func WriteText(w io.Writer, s *loadgen.Summary) error {
 	tw.Flush()
 
 	if len(s.Classes) > 1 {
-		names := slices.Sorted(maps.Keys(s.Classes))
-		fmt.Fprintln(ew)
-		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "class\tok\terr\treq/s\tout tok/s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t")
-		for _, n := range names {
-			c := s.Classes[n]
-			l := c.LatencyMs
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t\n", n,
-				c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
-				l[loadgen.MetricTTFT].P50, l[loadgen.MetricTTFT].P99, l[loadgen.MetricITL].P50, l[loadgen.MetricITL].P99,
-				l[loadgen.MetricE2E].P50, l[loadgen.MetricE2E].P99)
-		}
-		tw.Flush()
+		groupTable(ew, "class", s.Classes)
+	}
+	if len(s.Stages) > 1 {
+		groupTable(ew, "stage", s.Stages)
 	}
 	if len(s.Turns) > 0 {
-		// Numeric order: turn keys are decimal strings.
-		turns := slices.SortedFunc(maps.Keys(s.Turns), func(a, b string) int {
-			return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
-		})
+		turns := slices.SortedFunc(maps.Keys(s.Turns), naturalLess)
 		fmt.Fprintln(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "turn\tcount\tttft p50\tttft p90\tttft p99\t")
@@ -189,4 +178,44 @@ func telemetryLine(t map[string]any) string {
 		parts = append(parts, fmt.Sprintf("%.0f scrape errors", n))
 	}
 	return strings.Join(parts, "  ")
+}
+
+// groupTable prints one row per class or stage, in natural order (stage10
+// after stage9).
+func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummary) {
+	names := slices.SortedFunc(maps.Keys(groups), naturalLess)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tok\terr\treq/s\tout tok/s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t\n", title)
+	for _, n := range names {
+		c := groups[n]
+		l := c.LatencyMs
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t\n", n,
+			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
+			l[loadgen.MetricTTFT].P50, l[loadgen.MetricTTFT].P99, l[loadgen.MetricITL].P50, l[loadgen.MetricITL].P99,
+			l[loadgen.MetricE2E].P50, l[loadgen.MetricE2E].P99)
+	}
+	tw.Flush()
+}
+
+// naturalLess orders names with a trailing number by that number.
+func naturalLess(a, b string) int {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if c := cmp.Compare(pa, pb); c != 0 || na < 0 || nb < 0 {
+		return cmp.Or(c, cmp.Compare(a, b))
+	}
+	return cmp.Compare(na, nb)
+}
+
+func splitNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	if i == len(s) || len(s)-i > 9 {
+		return s, -1
+	}
+	n, _ := strconv.Atoi(s[i:])
+	return s[:i], n
 }

@@ -69,7 +69,9 @@ func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
 type Metrics struct {
 	All     *Group
 	Classes map[string]*Group
-	Warmup  int64 // records left out as warm-up
+	// Stages groups by load stage (Record.Stage), for runs of several.
+	Stages map[string]*Group
+	Warmup int64 // records left out as warm-up
 	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
 	TurnTTFT map[int]*hdrhistogram.Histogram
 	interval map[string]*hdrhistogram.Histogram
@@ -80,7 +82,7 @@ type Metrics struct {
 
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{All: newGroup(), Classes: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
+	return &Metrics{All: newGroup(), Classes: map[string]*Group{}, Stages: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
 		interval: map[string]*hdrhistogram.Histogram{}}
 }
 
@@ -112,8 +114,13 @@ func (m *Metrics) Add(r *Record) {
 		g = newGroup()
 		m.Classes[cls] = g
 	}
+	sg, ok := m.Stages[r.Stage]
+	if !ok {
+		sg = newGroup()
+		m.Stages[r.Stage] = sg
+	}
 	good := r.OK() && (m.Goodput == nil || m.Goodput(r))
-	for _, grp := range [2]*Group{m.All, g} {
+	for _, grp := range [3]*Group{m.All, g, sg} {
 		grp.add(r, good)
 	}
 	if r.OK() {

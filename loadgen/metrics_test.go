@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,6 +104,7 @@ func TestMetricsSummaryFigures(t *testing.T) {
 		if i%2 == 1 {
 			r.Class = "b"
 		}
+		r.Stage = []string{"low", "high"}[i/5]
 		r.Finalize()
 		m.Add(r)
 	}
@@ -126,5 +128,41 @@ func TestMetricsSummaryFigures(t *testing.T) {
 	}
 	if s.Classes["a"].Requests.OK != 5 || s.Classes["b"].Requests.OK != 5 {
 		t.Errorf("classes %+v", s.Classes)
+	}
+	// Stages: 0–499 ms low, 500–999 ms high; each over its own window.
+	if lo, hi := s.Stages["low"], s.Stages["high"]; lo.Requests.OK != 5 || hi.Requests.OK != 5 ||
+		lo.Throughput.RequestsPerS != 10 || !near(hi.LatencyMs[MetricTTFT].Min, 60) {
+		t.Errorf("stages %+v", s.Stages)
+	}
+}
+
+// The generator flags itself as the bottleneck: schedule lag p99 above
+// 1 ms, or its CPU saturated, or requests dropped.
+func TestSummarySelfCheckWarnings(t *testing.T) {
+	m := NewMetrics()
+	for i := 0; i < 100; i++ {
+		lag := 100 * time.Microsecond
+		if i >= 95 {
+			lag = 3 * ms // the worst 5%: p99 is late
+		}
+		r := &Record{Intended: 0, Sent: lag, End: 10 * ms, Chunks: []Chunk{{At: 5 * ms}}}
+		r.Finalize()
+		m.Add(r)
+	}
+	s := m.Summary(Info{CPUUtilization: 0.5}, SummaryMeta{})
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "schedule lag p99") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+	m.Add(&Record{ErrorKind: ErrDropped})
+	s = m.Summary(Info{CPUUtilization: 0.95}, SummaryMeta{})
+	if len(s.Warnings) != 3 {
+		t.Errorf("want lag, CPU and dropped warnings: %q", s.Warnings)
+	}
+	quiet := NewMetrics()
+	r := &Record{Sent: 50 * time.Microsecond, End: ms, Chunks: []Chunk{{At: ms / 2}}}
+	r.Finalize()
+	quiet.Add(r)
+	if w := quiet.Summary(Info{CPUUtilization: 0.2}, SummaryMeta{}).Warnings; len(w) != 0 {
+		t.Errorf("warnings on a healthy run: %q", w)
 	}
 }

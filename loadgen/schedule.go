@@ -25,7 +25,20 @@ type Stage struct {
 // concurrency ("c8@30s" is accepted as well).
 func ParseStages(s string, ramp time.Duration, closed bool) ([]Stage, error) {
 	var out []Stage
-	for i, part := range strings.Split(s, ",") {
+	parts := strings.Split(s, ",")
+	prefixed := 0
+	for _, part := range parts {
+		if strings.HasPrefix(strings.TrimSpace(part), "c") {
+			prefixed++
+		}
+	}
+	switch {
+	case prefixed > 0 && !closed:
+		return nil, fmt.Errorf("%q: cN@DURATION is a concurrency (closed loop) and cannot follow open-loop rates", s)
+	case prefixed > 0 && prefixed < len(parts):
+		return nil, fmt.Errorf("%q: mixes concurrencies (cN) and rates: write every stage as cN@DURATION", s)
+	}
+	for i, part := range parts {
 		part = strings.TrimSpace(part)
 		lvl, dur, ok := strings.Cut(part, "@")
 		if !ok {

@@ -122,13 +122,17 @@ func TestParseStages(t *testing.T) {
 	if i := StageAt(st, 61*time.Second); i != 1 {
 		t.Errorf("StageAt(61s) = %d, want 1", i)
 	}
-	c, err := ParseStages("c8@10s,16@10s", 0, true)
+	c, err := ParseStages("c8@10s,c16@10s", 0, true)
 	if err != nil || c[0].Concurrency != 8 || c[1].Concurrency != 16 {
 		t.Fatalf("closed stages %+v %v", c, err)
 	}
-	for _, bad := range []string{"10", "x@1m", "10@-1s", "10@soon", "1.5@1s"} {
-		if _, err := ParseStages(bad, 0, bad == "1.5@1s"); err == nil {
-			t.Errorf("ParseStages(%q) accepted", bad)
+	for _, bad := range []struct {
+		s      string
+		closed bool
+	}{{"10", false}, {"x@1m", false}, {"10@-1s", false}, {"10@soon", false}, {"1.5@1s", true},
+		{"c8@1s", false}, {"c8@1s,10@1s", true}} {
+		if _, err := ParseStages(bad.s, 0, bad.closed); err == nil {
+			t.Errorf("ParseStages(%q, closed=%v) accepted", bad.s, bad.closed)
 		}
 	}
 }

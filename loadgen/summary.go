@@ -119,6 +119,7 @@ type Summary struct {
 	LatencyMs   map[string]Hist         `json:"latency_ms"`
 	Tokens      Tokens                  `json:"tokens"`
 	Classes     map[string]ClassSummary `json:"classes"`
+	Stages      map[string]ClassSummary `json:"stages,omitempty"` // by load stage, when there are several
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
 	Telemetry   map[string]any          `json:"telemetry"`
 	SLO         any                     `json:"slo"`
@@ -166,6 +167,14 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 		var cs ClassSummary
 		cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize()
 		s.Classes[name] = cs
+	}
+	if len(m.Stages) > 1 {
+		s.Stages = map[string]ClassSummary{}
+		for name, g := range m.Stages {
+			var cs ClassSummary
+			cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize()
+			s.Stages[name] = cs
+		}
 	}
 	if len(m.TurnTTFT) > 0 {
 		s.Turns = map[string]Hist{}

@@ -84,7 +84,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.concurrency, "concurrency", 0, "closed loop: requests in flight (each sent when the previous ends)")
 	fs.StringVar(&l.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson or gamma")
 	fs.Float64Var(&l.burstiness, "burstiness", 1, "gamma shape: 1 = Poisson, <1 burstier, >1 smoother")
-	fs.StringVar(&l.stages, "stages", "", "load stages LEVEL@DURATION,... e.g. 10@1m,50@2m (rates; concurrencies with --concurrency)")
+	fs.StringVar(&l.stages, "stages", "", "load stages LEVEL@DURATION,...: rates 10@1m,50@2m (open loop) or concurrencies c8@1m,c32@2m (closed loop)")
 	fs.DurationVar(&l.ramp, "ramp", 0, "linear ramp at the start of each stage from the previous level")
 	fs.DurationVar(&l.duration, "duration", 30*time.Second, "run length (without --stages)")
 	fs.IntVar(&l.requests, "requests", 0, "stop after this many requests (0: no limit)")
@@ -97,7 +97,9 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, error) {
 	o := loadgen.Options{Arrival: l.arrival, Burstiness: l.burstiness, Seed: l.seed, Trace: trace,
 		MaxInFlight: l.maxInFlight, Requests: l.requests, Timeout: l.timeout}
-	o.Closed = l.concurrency > 0
+	// Closed loop: --concurrency, or stages written as concurrencies
+	// ("c8@30s,c32@1m").
+	o.Closed = l.concurrency > 0 || strings.HasPrefix(strings.TrimSpace(l.stages), "c")
 	if l.rate > 0 && o.Closed {
 		return o, fmt.Errorf("--rate and --concurrency: choose open loop (--rate) or closed loop (--concurrency)")
 	}

@@ -160,6 +160,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"--rate", "5", "--stages", "1@1s", "--duration", "3s"},
 		{"--rate", "5", "--warmup", "soon"},
 		{"--rate", "5", "--api", "grpc-ish"},
+		{"--stages", "c8@1s,10@1s"},
+		{"--rate", "5", "--stages", "c8@1s"},
 	} {
 		if code, _, _ := runCmd(t, append([]string{"--model", "m"}, args...)...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)

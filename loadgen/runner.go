@@ -199,8 +199,17 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 			return
 		}
 		wg.Add(1)
-		time.AfterFunc(time.Until(epoch.Add(due)), func() {
+		go func() {
 			defer wg.Done()
+			// Not time.AfterFunc: a pending turn must not hold Run past an
+			// interrupt for the rest of its think time.
+			t := time.NewTimer(time.Until(epoch.Add(due)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
@@ -212,7 +221,7 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 			r.srcMu.Unlock()
 			nrec := r.newRecord(epoch, next, seq, due)
 			r.send(reqCtx, nrec, next, out, wg, func(x *Record) { followUp(next, x) })
-		})
+		}()
 	}
 
 	for {

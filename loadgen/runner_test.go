@@ -266,3 +266,24 @@ func TestSessionsFollowUpAfterThink(t *testing.T) {
 		ends[r.Session] = r.End
 	}
 }
+
+// An interrupt does not wait for sessions' pending turns to come due.
+func TestInterruptDoesNotWaitForThinkTime(t *testing.T) {
+	c := &fakeClient{ttft: time.Millisecond, tokens: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	src := &longThink{}
+	collect(t, ctx, c, src, Options{KeepText: true, Stages: []Stage{{Rate: 50, Duration: time.Minute}}})
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("Run returned %v after start; pending 30 s think times held it", el)
+	}
+}
+
+type longThink struct{}
+
+func (longThink) Next() (*prompts.Prompt, error) {
+	p := &prompts.Prompt{Session: "s", Text: "q"}
+	p.FollowUp = func(string) *prompts.Prompt { return &prompts.Prompt{Session: "s", Turn: 1, Think: 30 * time.Second} }
+	return p, nil
+}

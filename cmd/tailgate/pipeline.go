@@ -80,7 +80,11 @@ func executeRun(ctx context.Context, spec runSpec) (*runResult, error) {
 			return nil, err
 		}
 	}
+	// keepErr is called from the consumer and the telemetry sampler.
+	var errMu sync.Mutex
 	keepErr := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
 		if err != nil && res.WriteErr == nil {
 			res.WriteErr = err
 		}
@@ -95,12 +99,11 @@ func executeRun(ctx context.Context, spec runSpec) (*runResult, error) {
 				return nil, err
 			}
 		}
-		var telMu sync.Mutex // the sink runs on the sampler's goroutine
+		// The sink runs on the sampler's one goroutine; telJSONL is
+		// closed only after Stop, which waits for it.
 		tel = telemetry.Start(context.WithoutCancel(ctx), *spec.Telemetry, func(s telemetry.Sample) {
 			if telJSONL != nil {
-				telMu.Lock()
 				keepErr(telJSONL.Write(s))
-				telMu.Unlock()
 			}
 		})
 		telStart = tel.Snapshot()

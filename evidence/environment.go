@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/redact"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -100,7 +100,7 @@ var procRoot = "/"
 // (os.Args); it is redacted.
 func Fingerprint(toolName, version string, args []string) Environment {
 	e := Environment{Schema: EnvironmentSchema, Tool: Tool{Name: toolName, Version: version, Go: runtime.Version()},
-		Command: Redact(args)}
+		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
 	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()
 	if b, err := os.ReadFile(filepath.Join(procRoot, "proc/sys/kernel/osrelease")); err == nil {
@@ -189,91 +189,7 @@ func GPUsFromProc() []GPU {
 	return out
 }
 
-// Redact returns args with secrets replaced by [REDACTED]: the value of
-// any flag whose name says key, token, secret, password or auth; header
-// flags (-H, --header) whose header is Authorization, an API key or a
-// token; and passwords in URLs.
-func Redact(args []string) []string {
-	out := make([]string, len(args))
-	copy(out, args)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if !strings.HasPrefix(a, "-") {
-			out[i] = redactURL(a)
-			continue
-		}
-		name, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !inline && (len(a) > 2 && a[1] != '-' && strings.HasPrefix(a, "-H")) { // -HAuthorization:...
-			name, val, inline = "H", a[2:], true
-		}
-		header := name == "H" || strings.EqualFold(name, "header")
-		secret := secretName(name)
-		if !header && !secret {
-			if inline {
-				out[i] = a[:len(a)-len(val)] + redactURL(val)
-			}
-			continue
-		}
-		redact := func(v string) string {
-			if header {
-				return redactHeader(v)
-			}
-			return "[REDACTED]"
-		}
-		if inline {
-			out[i] = a[:len(a)-len(val)] + redact(val)
-		} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "--") {
-			out[i+1] = redact(out[i+1])
-			i++
-		}
-	}
-	return out
-}
-
-// secretName reports whether a flag or header name says it carries a
-// credential: one of its words (split at - and _) is key, token, secret,
-// password, auth, authorization, credential(s), bearer, apikey or cookie.
-// "max-tokens" and "tokenizer" are not.
-func secretName(name string) bool {
-	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
-		switch w {
-		case "key", "token", "secret", "password", "passwd", "auth", "authorization", "credential", "credentials",
-			"bearer", "apikey", "cookie":
-			return true
-		}
-	}
-	return false
-}
-
-// redactHeader hides the value of a "Name: value" header that carries a
-// credential.
-func redactHeader(h string) string {
-	name, _, ok := strings.Cut(h, ":")
-	if !ok {
-		if secretName(h) || strings.Contains(strings.ToLower(h), "bearer") {
-			return "[REDACTED]"
-		}
-		return h
-	}
-	if secretName(strings.TrimSpace(name)) {
-		return name + ": [REDACTED]"
-	}
-	return h
-}
-
-func redactURL(s string) string {
-	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	return u.String()
-}
+func redactURL(s string) string { return redact.URL(s) }
 
 // ProbeServer asks an OpenAI-compatible server for its model list
 // (GET base/v1/models) and keeps its version headers (Server, and any

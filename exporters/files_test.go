@@ -133,7 +133,7 @@ func TestWriteTextReport(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	m.Add(&loadgen.Record{Class: "chat", ErrorKind: loadgen.ErrHTTP429, End: time.Millisecond})
+	m.Add(&loadgen.Record{Class: "chat", ErrorKind: loadgen.ErrRateLimited, End: time.Millisecond})
 	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second, Interrupted: true},
 		loadgen.SummaryMeta{Version: "v", Target: "http://x", API: "openai-chat", Model: "m"})
 	var b bytes.Buffer
@@ -141,7 +141,7 @@ func TestWriteTextReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"target http://x", "INTERRUPTED", "sent 5  ok 4  errors 1", "http_429=1",
+	for _, want := range []string{"target http://x", "INTERRUPTED", "sent 5  ok 4  errors 1", "rate_limited=1",
 		"ttft", "e2e", "class", "chat", "rag"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)

@@ -108,13 +108,13 @@ func TestMetricsSummaryFigures(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	m.Add(&Record{Class: "a", ErrorKind: ErrHTTP429, Intended: 0, End: ms})
+	m.Add(&Record{Class: "a", ErrorKind: ErrRateLimited, Intended: 0, End: ms})
 	m.Add(&Record{Class: "a", ErrorKind: ErrDropped})
 	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, SummaryMeta{})
 	if s.Requests.Sent != 11 || s.Requests.OK != 10 || s.Requests.Errors != 1 || s.Requests.Dropped != 1 {
 		t.Errorf("counts %+v", s.Requests)
 	}
-	if s.Requests.ErrorsByKind["http_429"] != 1 || s.Requests.ErrorsByKind["dropped"] != 1 {
+	if s.Requests.ErrorsByKind["rate_limited"] != 1 || s.Requests.ErrorsByKind["dropped"] != 1 {
 		t.Errorf("by kind %v", s.Requests.ErrorsByKind)
 	}
 	// Window 0 → 1000 ms: 10 ok/s, 100 output tokens/s, 5 good (TTFT 10..50ms).

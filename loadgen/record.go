@@ -6,22 +6,54 @@ import (
 )
 
 // ErrorKind classifies why a request did not complete. The empty kind means
-// success. The names are part of the summary.json contract.
+// success. The names are part of the summary.json contract and are
+// protocol-neutral: the HTTP status or gRPC code stays in Record.Status.
 type ErrorKind string
 
 const (
 	ErrNone            ErrorKind = ""
-	ErrHTTP4xx         ErrorKind = "http_4xx"
-	ErrHTTP429         ErrorKind = "http_429"
-	ErrHTTP5xx         ErrorKind = "http_5xx"
+	ErrClient          ErrorKind = "client_error" // the server refused the request (HTTP 4xx other than 429; gRPC InvalidArgument, NotFound, …)
+	ErrRateLimited     ErrorKind = "rate_limited" // HTTP 429, gRPC ResourceExhausted
+	ErrServer          ErrorKind = "server_error" // HTTP 5xx, gRPC Internal, Unavailable, …
 	ErrTimeout         ErrorKind = "timeout"
 	ErrConnect         ErrorKind = "connect"
 	ErrStreamError     ErrorKind = "stream_error"     // the server sent an error object inside the stream
 	ErrStreamTruncated ErrorKind = "stream_truncated" // the body ended before the final marker
-	ErrProtocol        ErrorKind = "protocol"         // a chunk we could not parse
+	ErrProtocol        ErrorKind = "protocol"         // a chunk we could not parse, or an answer of the wrong shape
 	ErrCancelled       ErrorKind = "cancelled"        // the run was stopped while the request was in flight
 	ErrDropped         ErrorKind = "dropped"          // never sent: no free slot before the run ended
+	ErrCutAtEnd        ErrorKind = "cut_at_end"       // still in flight when the schedule's grace period ran out
 )
+
+// ErrorKinds lists every kind a record can carry, in report order.
+var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd}
+
+// legacyErrorKinds maps names that requests.jsonl files and SLO files
+// written before the protocol-neutral names still carry.
+var legacyErrorKinds = map[string]ErrorKind{
+	"http_4xx": ErrClient,
+	"http_429": ErrRateLimited,
+	"http_5xx": ErrServer,
+}
+
+// ParseErrorKind reads a kind by its name or a legacy name ("http_429").
+func ParseErrorKind(s string) (ErrorKind, bool) {
+	if k, ok := legacyErrorKinds[s]; ok {
+		return k, true
+	}
+	for _, k := range ErrorKinds {
+		if string(k) == s {
+			return k, true
+		}
+	}
+	return ErrNone, false
+}
+
+// Counted reports whether a record of this kind counts as a sent request
+// that failed. Dropped requests were never sent and cut_at_end ones were cut
+// by the generator, not failed by the server: both are counted apart.
+func (k ErrorKind) Counted() bool { return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd }
 
 // Chunk is one content-bearing chunk of a stream: its arrival and how many
 // output tokens it carries (0 = the server did not say; Finalize fills it).
@@ -69,6 +101,14 @@ type Record struct {
 	ErrorKind    ErrorKind
 	Error        string // human-readable; never contains credentials
 	FinishReason string
+	// Unstreamed marks an answer that came as one body: a non-streaming
+	// request, or a server that ignored "stream". It has a first token (at
+	// the end) but no inter-chunk gaps, so no ICL, ITL or TPOT.
+	Unstreamed bool
+	// Retries counts sends of this request after the first (a reused idle
+	// connection that the server had closed); latency still counts from
+	// the intended start.
+	Retries int
 	// Text is the answer, kept only when the runner asks for it (multi-turn
 	// sessions need it for the next turn).
 	Text string
@@ -225,6 +265,8 @@ type recordJSON struct {
 	ErrorKind            string  `json:"error_kind,omitempty"`
 	Error                string  `json:"error,omitempty"`
 	FinishReason         string  `json:"finish_reason,omitempty"`
+	Unstreamed           bool    `json:"unstreamed,omitempty"`
+	Retries              int     `json:"retries,omitempty"`
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
@@ -237,6 +279,7 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
 		Status: r.Status, ErrorKind: string(r.ErrorKind), Error: r.Error, FinishReason: r.FinishReason,
+		Unstreamed: r.Unstreamed, Retries: r.Retries,
 	}
 	if len(r.Chunks) > 0 {
 		ft := us(r.Chunks[0].At)
@@ -269,6 +312,10 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,
 		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,
 		Status: j.Status, ErrorKind: ErrorKind(j.ErrorKind), Error: j.Error, FinishReason: j.FinishReason,
+		Unstreamed: j.Unstreamed, Retries: j.Retries,
+	}
+	if k, ok := legacyErrorKinds[j.ErrorKind]; ok {
+		r.ErrorKind = k
 	}
 	if j.FirstAnswerUs != nil {
 		r.FirstAnswer = d(*j.FirstAnswerUs)

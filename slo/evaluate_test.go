@@ -122,7 +122,7 @@ func TestLatencyPopulation(t *testing.T) {
 	other := okRec("t", 0, time.Minute, time.Minute, 2)
 	recs := []loadgen.Record{
 		okRec("s", 0, 100*ms1, time.Second, 2),
-		errRec("s", 0, loadgen.ErrHTTP5xx), // failures: error_rate's business
+		errRec("s", 0, loadgen.ErrServer),  // failures: error_rate's business
 		errRec("s", 0, loadgen.ErrDropped), //
 		okRec("s", 0, 0, time.Second, 0),   // no token: no TTFT
 		warm, other,                        // warm-up, another stage
@@ -184,7 +184,7 @@ func TestErrorRateBoundaries(t *testing.T) {
 		kind loadgen.ErrorKind
 		want Status
 	}{
-		{"at", 1, loadgen.ErrHTTP5xx, Pass}, {"just over", 2, loadgen.ErrHTTP5xx, Fail}, {"under", 0, "", Pass},
+		{"at", 1, loadgen.ErrServer, Pass}, {"just over", 2, loadgen.ErrServer, Fail}, {"under", 0, "", Pass},
 		{"dropped count", 2, loadgen.ErrDropped, Fail}, {"cancelled count", 2, loadgen.ErrCancelled, Fail},
 	} {
 		v := one(t, Evaluate(spec, "s", build(c.bad, c.kind), Options{}))
@@ -194,7 +194,7 @@ func TestErrorRateBoundaries(t *testing.T) {
 	}
 	// error_kinds narrows what counts.
 	k := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: e, metric: error_rate, threshold: 1%, error_kinds: [http_5xx]}\n")
-	if v := one(t, Evaluate(k, "s", build(5, loadgen.ErrHTTP429), Options{})); v.Status != Pass {
+	if v := one(t, Evaluate(k, "s", build(5, loadgen.ErrRateLimited), Options{})); v.Status != Pass {
 		t.Errorf("429s counted against a 5xx-only objective: %+v", v)
 	}
 	if v := one(t, Evaluate(spec, "none", nil, Options{})); v.Status != NoData {
@@ -230,7 +230,7 @@ objectives:
 			recs = append(recs, okRec("s", time.Duration(i)*10*ms1, ttft, time.Second, 5))
 		}
 		// A failure contributes neither requests nor tokens.
-		recs = append(recs, errRec("s", 5*time.Second, loadgen.ErrHTTP5xx))
+		recs = append(recs, errRec("s", 5*time.Second, loadgen.ErrServer))
 		return recs
 	}
 	for _, c := range []struct {
@@ -382,7 +382,7 @@ func TestSavedRecordsSameVerdict(t *testing.T) {
 		var r loadgen.Record
 		switch rng.IntN(20) {
 		case 0:
-			r = errRec(stage, start, loadgen.ErrHTTP5xx)
+			r = errRec(stage, start, loadgen.ErrServer)
 		case 1:
 			r = errRec(stage, start, loadgen.ErrDropped)
 		default:

@@ -136,7 +136,7 @@ func TestCheckValidity(t *testing.T) {
 	// Errors: half of the sent requests is at the 50% bound; more is over.
 	half := append(append([]loadgen.Record(nil), ok[:50]...), make([]loadgen.Record, 0)...)
 	for i := 0; i < 50; i++ {
-		half = append(half, errRec("s", 0, loadgen.ErrHTTP5xx))
+		half = append(half, errRec("s", 0, loadgen.ErrServer))
 	}
 	if p := CheckValidity("s", half, v, -1); len(p) != 0 {
 		t.Fatalf("50%% errors: %v", p)

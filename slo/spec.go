@@ -379,11 +379,12 @@ func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool
 			d.errorf(f.line("error_kinds"), join(path, "error_kinds"), "only error_rate objectives take error_kinds")
 		}
 		for i, k := range f.names("error_kinds") {
-			if !knownErrorKind(k) {
+			kind, ok := loadgen.ParseErrorKind(k)
+			if !ok {
 				d.errorf(f.line("error_kinds"), index(join(path, "error_kinds"), i), "%q is not an error kind (known: %s)", k, errorKindList())
 				continue
 			}
-			o.ErrorKinds = append(o.ErrorKinds, loadgen.ErrorKind(k))
+			o.ErrorKinds = append(o.ErrorKinds, kind)
 		}
 	}
 	if f.has("constraints") {
@@ -403,22 +404,9 @@ func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool
 	return o, len(d.errs) == errs
 }
 
-var errorKinds = []loadgen.ErrorKind{loadgen.ErrHTTP4xx, loadgen.ErrHTTP429, loadgen.ErrHTTP5xx, loadgen.ErrTimeout,
-	loadgen.ErrConnect, loadgen.ErrStreamError, loadgen.ErrStreamTruncated, loadgen.ErrProtocol,
-	loadgen.ErrCancelled, loadgen.ErrDropped}
-
-func knownErrorKind(k string) bool {
-	for _, e := range errorKinds {
-		if string(e) == k {
-			return true
-		}
-	}
-	return false
-}
-
 func errorKindList() string {
-	s := make([]string, len(errorKinds))
-	for i, e := range errorKinds {
+	s := make([]string, len(loadgen.ErrorKinds))
+	for i, e := range loadgen.ErrorKinds {
 		s[i] = string(e)
 	}
 	return strings.Join(s, ", ")

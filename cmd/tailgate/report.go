@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/redact"
 	"io"
-	"net/url"
 	"sort"
 	"strings"
 )
@@ -30,16 +30,5 @@ func kindsLine(m map[string]int64) string {
 }
 
 // safeURL drops credentials and query strings from a URL before it is
-// written into a summary or printed (a target may carry user:password@ or
-// ?api_key=).
-func safeURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "redacted"
-	}
-	return u.String()
-}
+// written into a summary or printed.
+func safeURL(s string) string { return redact.URL(s) }

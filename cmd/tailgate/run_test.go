@@ -102,7 +102,7 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 	if int64(len(recs)) != s.Requests.Sent || s.Requests.Sent != 200 {
 		t.Errorf("%d records, summary says %d sent; want 200", len(recs), s.Requests.Sent)
 	}
-	for kind, every := range map[loadgen.ErrorKind]int64{loadgen.ErrHTTP429: 7, loadgen.ErrHTTP5xx: 11,
+	for kind, every := range map[loadgen.ErrorKind]int64{loadgen.ErrRateLimited: 7, loadgen.ErrServer: 11,
 		loadgen.ErrStreamTruncated: 13, loadgen.ErrProtocol: 17, loadgen.ErrStreamError: 19, loadgen.ErrTimeout: 23} {
 		if s.Requests.ErrorsByKind[string(kind)] == 0 {
 			t.Errorf("%s: not in errors_by_kind %v (fault every %d)", kind, s.Requests.ErrorsByKind, every)
@@ -242,7 +242,7 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(texts["requests.jsonl"], `"error_kind":"http_429"`) {
+	if !strings.Contains(texts["requests.jsonl"], `"error_kind":"rate_limited"`) {
 		t.Error("no error records: the test did not exercise error paths")
 	}
 }

@@ -379,11 +379,11 @@ func (c *Client) httpError(rec *loadgen.Record, resp *http.Response) {
 	kind := loadgen.ErrProtocol
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests:
-		kind = loadgen.ErrHTTP429
+		kind = loadgen.ErrRateLimited
 	case code >= 400 && code < 500:
-		kind = loadgen.ErrHTTP4xx
+		kind = loadgen.ErrClient
 	case code >= 500 && code < 600:
-		kind = loadgen.ErrHTTP5xx
+		kind = loadgen.ErrServer
 	}
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
 	if detail := errorBodyMessage(b); detail != "" {

@@ -410,14 +410,14 @@ func TestHTTPErrors(t *testing.T) {
 		kind   loadgen.ErrorKind
 		want   string
 	}{
-		{429, `{"error":{"message":"rate limited","type":"rate_limit_error","code":"rate_limit"}}`, loadgen.ErrHTTP429, "HTTP 429: rate limited (code rate_limit)"},
-		{400, `{"object":"error","message":"max_tokens too large","type":"BadRequestError","code":400}`, loadgen.ErrHTTP4xx, "HTTP 400: max_tokens too large (code 400)"},
-		{404, `{"detail":"Not Found"}`, loadgen.ErrHTTP4xx, "HTTP 404: Not Found"},
-		{422, `{"detail":[{"loc":["body","messages"],"msg":"field required"}]}`, loadgen.ErrHTTP4xx, "field required"},
-		{500, "Internal Server Error\nstack trace...", loadgen.ErrHTTP5xx, "HTTP 500: Internal Server Error"},
-		{503, `{"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}`, loadgen.ErrHTTP5xx, "HTTP 503: Loading model (code 503)"},
-		{502, "", loadgen.ErrHTTP5xx, "HTTP 502"},
-		{500, `{"error":"` + strings.Repeat("é", 400) + `"}`, loadgen.ErrHTTP5xx, "..."},
+		{429, `{"error":{"message":"rate limited","type":"rate_limit_error","code":"rate_limit"}}`, loadgen.ErrRateLimited, "HTTP 429: rate limited (code rate_limit)"},
+		{400, `{"object":"error","message":"max_tokens too large","type":"BadRequestError","code":400}`, loadgen.ErrClient, "HTTP 400: max_tokens too large (code 400)"},
+		{404, `{"detail":"Not Found"}`, loadgen.ErrClient, "HTTP 404: Not Found"},
+		{422, `{"detail":[{"loc":["body","messages"],"msg":"field required"}]}`, loadgen.ErrClient, "field required"},
+		{500, "Internal Server Error\nstack trace...", loadgen.ErrServer, "HTTP 500: Internal Server Error"},
+		{503, `{"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}`, loadgen.ErrServer, "HTTP 503: Loading model (code 503)"},
+		{502, "", loadgen.ErrServer, "HTTP 502"},
+		{500, `{"error":"` + strings.Repeat("é", 400) + `"}`, loadgen.ErrServer, "..."},
 	} {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -460,7 +460,7 @@ func TestAPIKeyNeverInError(t *testing.T) {
 	if !sawKey.Load() {
 		t.Fatal("server did not receive the key as a bearer token")
 	}
-	if rec.ErrorKind != loadgen.ErrHTTP4xx {
+	if rec.ErrorKind != loadgen.ErrClient {
 		t.Fatalf("kind %q", rec.ErrorKind)
 	}
 	if strings.Contains(rec.Error, key) || strings.Contains(rec.Error, "0123456789") {

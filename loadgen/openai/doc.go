@@ -50,7 +50,7 @@
 //
 // # How a request can fail
 //
-//	http_429, http_4xx, http_5xx  the status; Error has the server's message
+//	rate_limited, client_error, server_error  the HTTP status (kept in Record.Status); Error has the server's message
 //	connect                       no response: refused, reset, TLS, DNS
 //	timeout                       the context's deadline passed
 //	cancelled                     the context was cancelled (run stopped)

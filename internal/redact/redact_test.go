@@ -1,0 +1,56 @@
+package redact
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://user:SECRET@host:8000/v1":          "http://host:8000/v1",
+		"https://host/v1?api_key=SECRET":           "https://host/v1?" + Mask,
+		"https://host/v1?api_key=SECRET#frag":      "https://host/v1?" + Mask,
+		"http://127.0.0.1:8000":                    "http://127.0.0.1:8000",
+		"not a url":                                "not a url",
+		"http://user:SE CRET@host:bad port/?k=x%%": Mask,
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	in := `Get "http://user:SECRET@127.0.0.1:9/v1/models?key=SECRET2": dial tcp: refused; key sk-LIT`
+	got := Text(in, "sk-LIT")
+	for _, s := range []string{"SECRET", "SECRET2", "sk-LIT"} {
+		if strings.Contains(got, s) {
+			t.Errorf("Text left %q in %q", s, got)
+		}
+	}
+	if !strings.Contains(got, "http://127.0.0.1:9/v1/models?") || !strings.Contains(got, "dial tcp: refused") {
+		t.Errorf("Text lost the message: %q", got)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	in := []string{"tailgate", "run", "--api-key", "sk-123", "--api-key=sk-456", "-H", "Authorization: Bearer abc",
+		"--header=X-Api-Key: k", "--header", "X-Trace: 1", "-HX-Auth-Token: t", "--max-tokens", "128",
+		"--target", "http://user:pw@host:8000/v1", "--tokenizer=cl100k", "--token", "t0k", "--password=p",
+		"--dcgm-url=http://gpu:9400/metrics?token=T"}
+	want := []string{"tailgate", "run", "--api-key", Mask, "--api-key=" + Mask, "-H", "Authorization: " + Mask,
+		"--header=X-Api-Key: " + Mask, "--header", "X-Trace: 1", "-HX-Auth-Token: " + Mask, "--max-tokens", "128",
+		"--target", "http://host:8000/v1", "--tokenizer=cl100k", "--token", Mask, "--password=" + Mask,
+		"--dcgm-url=http://gpu:9400/metrics?" + Mask}
+	if got := Args(in); !reflect.DeepEqual(got, want) {
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("arg %d: %q, want %q", i, got[i], want[i])
+			}
+		}
+	}
+	if in[3] != "sk-123" {
+		t.Fatal("Args changed its input")
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
 // WriteText writes the terminal report of a summary: counts, throughput,
 // the latency table, a per-class table when there is more than one class,
 // and warnings.
-func WriteText(w io.Writer, s *loadgen.Summary) error {
+func WriteText(w io.Writer, s *results.Summary) error {
 	ew := &errWriter{w: w}
 	r := s.Run
 	fmt.Fprintf(ew, "\ntailgate %s  target %s  api %s  model %s\n", s.Tool.Version, r.Target, r.API, r.Model)
@@ -125,57 +127,47 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// telemetryLine condenses summary.telemetry (the telemetry package's
-// summary, as JSON) to one line: queue depth, batch, KV and GPU beside each
-// other, which is what a capacity review reads first.
-func telemetryLine(t map[string]any) string {
-	if len(t) == 0 {
+// telemetryLine condenses the telemetry summary to one line: queue depth,
+// batch, KV and GPU beside each other, which is what a capacity review
+// reads first.
+func telemetryLine(t *telemetry.Summary) string {
+	if t == nil {
 		return ""
 	}
-	stat := func(key, field string) (float64, bool) {
-		m, ok := t[key].(map[string]any)
-		if !ok {
-			return 0, false
-		}
-		v, ok := m[field].(float64)
-		return v, ok
-	}
 	var parts []string
-	if f, ok := t["family"].(string); ok && f != "" {
-		parts = append(parts, f)
+	if t.Family != "" {
+		parts = append(parts, t.Family)
 	}
-	if mean, ok := stat("running", "mean"); ok {
-		mx, _ := stat("running", "max")
-		parts = append(parts, fmt.Sprintf("running %.1f avg/%.0f max", mean, mx))
+	if t.Running != nil {
+		parts = append(parts, fmt.Sprintf("running %.1f avg/%.0f max", t.Running.Mean, t.Running.Max))
 	}
-	if mean, ok := stat("waiting", "mean"); ok {
-		mx, _ := stat("waiting", "max")
-		parts = append(parts, fmt.Sprintf("waiting %.1f avg/%.0f max", mean, mx))
+	if t.Waiting != nil {
+		parts = append(parts, fmt.Sprintf("waiting %.1f avg/%.0f max", t.Waiting.Mean, t.Waiting.Max))
 	}
-	if mx, ok := stat("kv_usage", "max"); ok {
-		parts = append(parts, fmt.Sprintf("kv %.0f%% max", mx*100))
+	if t.KVUsage != nil {
+		parts = append(parts, fmt.Sprintf("kv %.0f%% max", t.KVUsage.Max*100))
 	}
-	if mean, ok := stat("gpu_utilization", "mean"); ok {
-		parts = append(parts, fmt.Sprintf("gpu util %.0f%% avg", mean*100))
+	if t.GPUUtilization != nil {
+		parts = append(parts, fmt.Sprintf("gpu util %.0f%% avg", t.GPUUtilization.Mean*100))
 	}
-	if mean, ok := stat("queue_delay", "mean_ms"); ok {
+	if qd := t.QueueDelay; qd != nil && qd.MeanMs != nil {
 		// Server buckets are coarse (vLLM's first is 300 ms), so show the
 		// bucket the p99 fell in rather than an interpolated point.
-		q := fmt.Sprintf("queue delay mean %.1f ms", mean)
-		if qd, ok := t["queue_delay"].(map[string]any); ok {
-			if b, ok := qd["p99_bucket_ms"].([]any); ok && len(b) == 2 {
-				lo, _ := b[0].(float64)
-				if hi, ok := b[1].(float64); ok {
-					q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", lo, hi)
-				} else {
-					q += fmt.Sprintf(", p99 above %.0f ms", lo)
-				}
+		q := fmt.Sprintf("queue delay mean %.1f ms", *qd.MeanMs)
+		if b := qd.P99Bkt; len(b) == 2 {
+			switch {
+			case b[0] == nil && b[1] != nil:
+				q += fmt.Sprintf(", p99 ≤ %.0f ms (first bucket)", *b[1])
+			case b[0] != nil && b[1] != nil:
+				q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", *b[0], *b[1])
+			case b[0] != nil:
+				q += fmt.Sprintf(", p99 above %.0f ms", *b[0])
 			}
 		}
 		parts = append(parts, q+" (server histogram)")
 	}
-	if n, ok := t["scrape_errors"].(float64); ok && n > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f scrape errors", n))
+	if t.ScrapeErrors > 0 {
+		parts = append(parts, fmt.Sprintf("%d scrape errors", t.ScrapeErrors))
 	}
 	return strings.Join(parts, "  ")
 }

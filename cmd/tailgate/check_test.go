@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -83,7 +84,10 @@ func writeRun(t *testing.T, recs []loadgen.Record) (sloFile, planFile, dir strin
 		}
 		buf.Write(append(b, '\n'))
 	}
-	os.WriteFile(filepath.Join(dir, requestsFile), buf.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, results.RecordsFile), buf.Bytes(), 0o644)
+	// A finished run leaves its summary; without one check says the run
+	// was cut short.
+	os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(`{"schema":"tailgate.summary/v1"}`+"\n"), 0o644)
 	return
 }
 
@@ -132,7 +136,7 @@ func TestCheckExitCodes(t *testing.T) {
 	if code, _, _ := tgCmd("check", "--slo", s, filepath.Join(dir, "nope")); code != exitUsage {
 		t.Fatalf("no results: %d", code)
 	}
-	if code, _, errOut := tgCmd("check", "--help"); code != exitOK || !strings.Contains(errOut, "Usage: tailgate check") {
+	if code, out, _ := tgCmd("check", "--help"); code != exitOK || !strings.Contains(out, "Usage: tailgate check") {
 		t.Fatalf("--help: %d", code)
 	}
 }
@@ -156,7 +160,7 @@ func TestCheckReproducesLiveVerdict(t *testing.T) {
 		if code != want.ExitCode {
 			t.Fatalf("exit %d, live %d: %s", code, want.ExitCode, errOut)
 		}
-		got, err := readReport(filepath.Join(out, verdictFile))
+		got, err := results.Dir(out).ReadReport()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,13 +171,13 @@ func TestCheckReproducesLiveVerdict(t *testing.T) {
 		if !reflect.DeepEqual(got.Verdicts, wantV) || got.Status != want.Status {
 			t.Fatalf("slow=%d: check differs from the live verdict\n got %+v\nwant %+v", slow, got.Verdicts, wantV)
 		}
-		if _, err := os.Stat(filepath.Join(out, junitFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(out, results.JUnitFile)); err != nil {
 			t.Fatal("no junit.xml")
 		}
 		// Without --at, check judges waivers when the run was judged
 		// (DIR/verdict.json), not today.
-		vb, _ := os.ReadFile(filepath.Join(out, verdictFile))
-		os.WriteFile(filepath.Join(dir, verdictFile), vb, 0o644)
+		vb, _ := os.ReadFile(filepath.Join(out, results.VerdictFile))
+		os.WriteFile(filepath.Join(dir, results.VerdictFile), vb, 0o644)
 		if code, stdout, _ := tgCmd("check", "--slo", s, "--plan", p, dir); code != want.ExitCode ||
 			!strings.Contains(stdout, "waivers judged at 2026-06-01T00:00:00Z") {
 			t.Fatalf("judge time from verdict.json: %d\n%s", code, stdout)

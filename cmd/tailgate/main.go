@@ -1,15 +1,24 @@
 // Command tailgate is a load generator and SLO checker for LLM inference
 // endpoints. See README.md.
+//
+// This package only parses flags, calls the libraries (pipeline,
+// acceptance, results, …) and maps their errors to exit codes.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/acceptance"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // Exit codes, documented in README.md.
@@ -17,15 +26,16 @@ const (
 	exitOK      = 0 // ran, and every objective passed or was waived
 	exitFailed  = 1 // an objective failed
 	exitUsage   = 2 // bad flags or configuration
-	exitInvalid = 3 // the run itself is invalid (unreachable server, too many errors, client bottleneck)
+	exitInvalid = 3 // the run itself is invalid (unreachable server, too many errors, client bottleneck, results not written)
 )
 
 // command is one subcommand: it parses its own flags from args and returns
-// an exit code. It must return promptly when ctx is cancelled (Ctrl-C),
-// after writing whatever results it has.
+// nil or an error that says how it ended (see exitCode). It must return
+// promptly when ctx is cancelled (Ctrl-C), after writing whatever results
+// it has.
 type command struct {
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // commands is the subcommand table. Each command lives in its own file.
@@ -34,7 +44,7 @@ var commands = map[string]command{
 	"check":    {"re-judge saved results against an SLO without re-running", cmdCheck},
 	"sign":     {"sign a results directory's manifest (Ed25519, DSSE), or make a key pair", cmdSign},
 	"verify":   {"check a signed results directory, file by file", cmdVerify},
-	"sim":      {"run the built-in simulated OpenAI-compatible LLM server", cmdSim},
+	"sim":      {"run the built-in simulated OpenAI-compatible LLM server", withCode(cmdSim)},
 	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
 	"validate": {"run an acceptance plan: every stage, every objective, with evidence", cmdValidate},
 }
@@ -42,9 +52,86 @@ var commands = map[string]command{
 // version is set with -ldflags "-X main.version=...".
 var version = "dev"
 
-func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "tailgate %s\n", version)
-	return exitOK
+	return nil
+}
+
+// exitError ends a command with a given exit code; Err, if not nil, is
+// printed first.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exit ends a command with code, printing nothing more.
+func exit(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+func invalidErr(format string, a ...any) error {
+	return &exitError{code: exitInvalid, err: fmt.Errorf(format, a...)}
+}
+
+// errHelp: the command printed its help as asked.
+var errHelp = errors.New("help shown")
+
+// exitCode maps a command's error to its exit status: results that could
+// not be written and runs that could not be done are 3, a command's own
+// code stands, anything else is a usage or configuration error.
+func exitCode(err error) int {
+	var ee *exitError
+	var we *results.WriteError
+	var ie *acceptance.InvalidError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &we), errors.As(err, &ie):
+		return exitInvalid
+	}
+	return exitUsage
+}
+
+// withCode adapts a command that returns its exit code.
+func withCode(f func(ctx context.Context, args []string, stdout, stderr io.Writer) int) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return exit(f(ctx, args, stdout, stderr))
+	}
+}
+
+// parseFlags parses args; a bad flag is a usage error that says what was
+// wrong and where to look, --help prints the usage (to stdout: `tailgate
+// help run | grep rate` works) and ends the command.
+func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(true)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return errHelp
+		}
+		return usageErr("%v\nRun 'tailgate help %s' for the flags.", err, fs.Name())
+	}
+	return nil
 }
 
 func usage(w io.Writer) {
@@ -58,7 +145,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this help, or a command's flags: tailgate help COMMAND")
-	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 objectives failed, 2 usage or configuration error, 3 run invalid.\n")
+	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 objectives failed, 2 usage or configuration error, 3 run invalid or results not written.\n")
 }
 
 func main() {
@@ -74,9 +161,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
-			if c, ok := commands[rest[0]]; ok {
-				return c.run(context.Background(), []string{"--help"}, stdout, stderr)
+			c, ok := commands[rest[0]]
+			if !ok {
+				fmt.Fprintf(stderr, "tailgate help: unknown command %q\n\n", rest[0])
+				usage(stderr)
+				return exitUsage
 			}
+			return exitCode(c.run(context.Background(), []string{"--help"}, stdout, stderr))
 		}
 		usage(stdout)
 		return exitOK
@@ -97,5 +188,15 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	return c.run(ctx, rest, stdout, stderr)
+	return finish(name, c.run(ctx, rest, stdout, stderr), stderr)
+}
+
+// finish prints a command's error, if it has something to say, and returns
+// the exit code.
+func finish(name string, err error, stderr io.Writer) int {
+	var ee *exitError
+	if err != nil && !errors.Is(err, errHelp) && (!errors.As(err, &ee) || ee.err != nil) {
+		fmt.Fprintf(stderr, "tailgate %s: %v\n", name, err)
+	}
+	return exitCode(err)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -38,13 +38,13 @@ func startSim(t *testing.T, cfg sim.Config) *sim.Running {
 	return srv
 }
 
-func readSummary(t *testing.T, dir string) *loadgen.Summary {
+func readSummary(t *testing.T, dir string) *results.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s loadgen.Summary
+	var s results.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("summary.json: %v", err)
 	}
@@ -78,7 +78,7 @@ func readJSONL(t *testing.T, dir string) []loadgen.Record {
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cmdRun(context.Background(), args, &out, &errb)
+	code := dispatch(append([]string{"run"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -93,7 +93,7 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 	srv := startSim(t, cfg)
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "100", "--arrival", "constant",
-		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir)
+		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -119,8 +119,8 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 		t.Errorf("%d ok, want %d", s.Requests.OK, wantOK)
 	}
 	// Telemetry is sampled from the simulator's /metrics beside the run.
-	if s.Telemetry["family"] != "vllm" {
-		t.Errorf("telemetry family %v, want vllm (from the simulator's /metrics)", s.Telemetry["family"])
+	if s.Telemetry == nil || s.Telemetry.Family != "vllm" {
+		t.Errorf("telemetry %+v, want family vllm (from the simulator's /metrics)", s.Telemetry)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "telemetry.jsonl")); err != nil || bytes.Count(b, []byte("\n")) < 2 {
 		t.Errorf("telemetry.jsonl: %d bytes, %v", len(b), err)
@@ -147,7 +147,7 @@ func TestRunUnreachableServerIsInvalid(t *testing.T) {
 	if s.Requests.ErrorsByKind["connect"] != s.Requests.Sent || s.Requests.Sent == 0 {
 		t.Errorf("errors %v for %d sent", s.Requests.ErrorsByKind, s.Requests.Sent)
 	}
-	if n, _ := s.Telemetry["scrape_errors"].(float64); n == 0 {
+	if s.Telemetry == nil || s.Telemetry.ScrapeErrors == 0 {
 		t.Errorf("an unreachable /metrics must count scrape errors: %v", s.Telemetry)
 	}
 }
@@ -223,7 +223,7 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 	target := strings.Replace(srv.URL, "http://", "http://admin:hunter2hunter2@", 1) + "/v1"
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", target, "--model", "m", "--rate", "50", "--duration", "400ms",
-		"--header", "X-Api-Token: tok-9876543210", "--out", dir)
+		"--header", "X-Api-Token: tok-9876543210", "--out", dir, "--max-error-rate", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

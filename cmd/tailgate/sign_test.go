@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 func TestSignVerifyCommands(t *testing.T) {
@@ -23,8 +25,8 @@ func TestSignVerifyCommands(t *testing.T) {
 	tgCmd("sign", "--keygen", "--key", other)
 
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, requestsFile), []byte("{\"seq\":0}\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, verdictFile), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, results.RecordsFile), []byte("{\"seq\":0}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, results.VerdictFile), []byte("{}\n"), 0o644)
 	if code, out, errOut := tgCmd("sign", "--key", key, dir); code != exitOK || !strings.Contains(out, "signed") {
 		t.Fatalf("sign: %d %s %s", code, out, errOut)
 	}
@@ -35,9 +37,9 @@ func TestSignVerifyCommands(t *testing.T) {
 		!strings.Contains(errOut, "signature does not verify") {
 		t.Fatalf("wrong key: %d %s", code, errOut)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, requestsFile))
+	b, _ := os.ReadFile(filepath.Join(dir, results.RecordsFile))
 	b[2] = 'X'
-	os.WriteFile(filepath.Join(dir, requestsFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.RecordsFile), b, 0o644)
 	if code, _, errOut := tgCmd("verify", "--pub", pub, dir); code != exitFailed || !strings.Contains(errOut, "requests.jsonl: modified") {
 		t.Fatalf("tampered: %d %s", code, errOut)
 	}
@@ -45,7 +47,7 @@ func TestSignVerifyCommands(t *testing.T) {
 		t.Fatal("a private key accepted as public")
 	}
 	for _, c := range []string{"sign", "verify"} {
-		if code, _, errOut := tgCmd(c, "--help"); code != exitOK || !strings.Contains(errOut, "Usage: tailgate "+c) {
+		if code, out, _ := tgCmd(c, "--help"); code != exitOK || !strings.Contains(out, "Usage: tailgate "+c) {
 			t.Fatalf("%s --help: %d", c, code)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/sim"
 )
@@ -103,10 +104,14 @@ func TestValidateEndToEnd(t *testing.T) {
 		t.Fatalf("strict: %d\n%s", code, stdout)
 	}
 
-	// Nothing listening: exit 3.
+	// Nothing listening: exit 3 from the preflight, before any stage.
 	down := writePlan(t, "http://127.0.0.1:1", "1s", false)
-	if code, stdout, _ := tgCmd("validate", "--plan", down, "--out", filepath.Join(t.TempDir(), "o")); code != exitInvalid || !strings.Contains(stdout, "unreachable") {
-		t.Fatalf("unreachable: %d\n%s", code, stdout)
+	t0 := time.Now()
+	if code, _, e := tgCmd("validate", "--plan", down, "--out", filepath.Join(t.TempDir(), "o")); code != exitInvalid || !strings.Contains(e, "does not answer") || strings.Contains(e, "stage ") {
+		t.Fatalf("unreachable: %d\n%s", code, e)
+	}
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Errorf("unreachable target took %s to report", el)
 	}
 	// A broken plan: exit 2 with file and line.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

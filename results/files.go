@@ -1,4 +1,4 @@
-package exporters
+package results
 
 import (
 	"bytes"
@@ -18,11 +18,11 @@ import (
 func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%s: encode: %w", path, err)
+		return &WriteError{Path: path, Err: fmt.Errorf("encode: %w", err)}
 	}
 	b = append(b, '\n')
 	if err := atomicfile.Write(path, b); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return &WriteError{Path: path, Err: err}
 	}
 	return nil
 }
@@ -44,7 +44,7 @@ type JSONLWriter struct {
 func CreateJSONL(path string) (*JSONLWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &WriteError{Path: path, Err: err}
 	}
 	w := &JSONLWriter{path: path, f: f}
 	w.enc = json.NewEncoder(&w.buf)
@@ -59,16 +59,19 @@ func (w *JSONLWriter) Write(v any) error {
 	}
 	w.buf.Reset()
 	if err := w.enc.Encode(v); err != nil {
-		w.err = fmt.Errorf("%s: line %d: encode: %w", w.path, w.Lines+1, err)
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: encode: %w", w.Lines+1, err)}
 		return w.err
 	}
 	if _, err := w.f.Write(w.buf.Bytes()); err != nil {
-		w.err = fmt.Errorf("%s: line %d: write: %w", w.path, w.Lines+1, err)
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.Lines+1, err)}
 		return w.err
 	}
 	w.Lines++
 	return nil
 }
+
+// Path is the file written.
+func (w *JSONLWriter) Path() string { return w.path }
 
 // Err is the first write error, if any.
 func (w *JSONLWriter) Err() error { return w.err }
@@ -81,10 +84,10 @@ func (w *JSONLWriter) Close() error {
 		return w.err
 	}
 	if serr != nil {
-		return fmt.Errorf("%s: sync: %w", w.path, serr)
+		return &WriteError{Path: w.path, Err: fmt.Errorf("sync: %w", serr)}
 	}
 	if cerr != nil {
-		return fmt.Errorf("%s: %w", w.path, cerr)
+		return &WriteError{Path: w.path, Err: cerr}
 	}
 	return nil
 }
@@ -96,6 +99,7 @@ func (w *JSONLWriter) Close() error {
 type HlogWriter struct {
 	path string
 	w    io.Writer
+	f    *os.File // set by CreateHlog
 	lw   *hdrhistogram.HistogramLogWriter
 	err  error
 }
@@ -113,7 +117,7 @@ func NewHlogWriter(path string, w io.Writer, start time.Time) (*HlogWriter, erro
 		h.lw.OutputLegend,
 	} {
 		if err := f(); err != nil {
-			return nil, fmt.Errorf("%s: write: %w", path, err)
+			return nil, &WriteError{Path: path, Err: err}
 		}
 	}
 	return h, nil
@@ -128,9 +132,43 @@ func (h *HlogWriter) WriteInterval(hists []*hdrhistogram.Histogram, from, to tim
 		hist.SetStartTimeMs(from.UnixMilli())
 		hist.SetEndTimeMs(to.UnixMilli())
 		if err := h.lw.OutputIntervalHistogram(hist); err != nil {
-			h.err = fmt.Errorf("%s: write: %w", h.path, err)
+			h.err = &WriteError{Path: h.path, Err: err}
 			return h.err
 		}
+	}
+	return nil
+}
+
+// CreateHlog creates (truncates) path and writes the log header.
+func CreateHlog(path string, start time.Time) (*HlogWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &WriteError{Path: path, Err: err}
+	}
+	h, err := NewHlogWriter(path, f, start)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	h.f = f
+	return h, nil
+}
+
+// Close syncs and closes a file made by CreateHlog; it returns the first
+// write error, if any.
+func (h *HlogWriter) Close() error {
+	if h.f == nil {
+		return h.err
+	}
+	serr := h.f.Sync()
+	cerr := h.f.Close()
+	switch {
+	case h.err != nil:
+		return h.err
+	case serr != nil:
+		return &WriteError{Path: h.path, Err: fmt.Errorf("sync: %w", serr)}
+	case cerr != nil:
+		return &WriteError{Path: h.path, Err: cerr}
 	}
 	return nil
 }

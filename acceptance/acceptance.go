@@ -1,0 +1,282 @@
+package acceptance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/evidence"
+	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// Config is one acceptance run.
+type Config struct {
+	Plan     *slo.Plan
+	PlanPath string
+	Mix      *prompts.Mix
+	Out      results.Dir
+	// Force runs into an Out that already holds results.
+	Force bool
+	// Client sends the requests; Target, API and Model describe it for the
+	// summaries (Target is redacted before it is written).
+	Client            loadgen.Client
+	Target, API, Model string
+	Streaming         bool
+	// Server describes the target for environment.json (nil: not asked).
+	Server func(ctx context.Context) *evidence.Server
+	// Preflight, if set, checks the target and model before the first stage
+	// so an unreachable target fails in seconds, not after the plan.
+	Preflight func(ctx context.Context) error
+	// Timeout bounds each request; Grace is how long in-flight requests may
+	// finish after a stage's schedule ends; MaxInFlight caps open loop.
+	Timeout, Grace time.Duration
+	MaxInFlight    int
+	MaxErrorRate   float64
+	Telemetry      *telemetry.Config
+	// GPUs are the accelerators to record in environment.json.
+	GPUs []evidence.GPU
+	// Version is tailgate's; Args the command line (redacted before it is
+	// written).
+	Version string
+	Args    []string
+	// Log receives one line per stage and warnings (nil: discarded).
+	Log io.Writer
+	// Progress, if set, makes a progress display for each stage.
+	Progress func(label string) *pipeline.Progress
+}
+
+// Run runs every stage of the plan, judges every objective and writes the
+// evidence pack into cfg.Out. The report's ExitCode is the command's exit
+// status. An error is a run that could not start or finish writing: a
+// *results.WriteError, an *InvalidError (target unreachable) or a
+// configuration error.
+func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
+	plan, out := cfg.Plan, cfg.Out
+	log := cfg.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if out.HasResults() && !cfg.Force {
+		return nil, fmt.Errorf("%s already holds results (--force to replace them)", out)
+	}
+	if cfg.Preflight != nil {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := cfg.Preflight(pctx)
+		cancel()
+		if err != nil {
+			return nil, &InvalidError{fmt.Errorf("preflight: %w", err)}
+		}
+	}
+	if err := out.Create(); err != nil {
+		return nil, err
+	}
+	env := evidence.Fingerprint("tailgate", cfg.Version, cfg.Args)
+	env.Started = time.Now().UTC()
+	env.Inputs = map[string]evidence.Input{}
+	for role, p := range map[string]string{"plan": cfg.PlanPath, "slo": plan.Resolve(plan.SLOPath), "mix": plan.Resolve(plan.MixPath)} {
+		in, err := evidence.CopyInput(string(out), role, p)
+		if err != nil {
+			return nil, &results.WriteError{Path: filepath.Join(string(out), evidence.InputsDir), Err: err}
+		}
+		env.Inputs[role] = in
+	}
+	// The mix resolved: every setting and each data file by name and
+	// SHA-256, so the prompts are reproducible from the evidence.
+	canon := filepath.Join(string(out), evidence.InputsDir, "mix.canonical.json")
+	if err := os.WriteFile(canon, append(cfg.Mix.Canonical(), '\n'), 0o644); err != nil {
+		return nil, &results.WriteError{Path: canon, Err: err}
+	}
+	if cfg.Server != nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		env.Server = cfg.Server(pctx)
+		cancel()
+	}
+	if len(cfg.GPUs) > 0 {
+		env.GPUs = cfg.GPUs
+	}
+
+	all, err := results.CreateRecords(out.Path(results.RecordsFile))
+	if err != nil {
+		return nil, err
+	}
+	j := NewJudge(plan, plan.SLO)
+	queue := map[string]*slo.QueueTelemetry{}
+	cpu := map[string]float64{}
+	var problems []slo.Problem
+	var writeErr error
+	var offset int64
+	stages := 0
+	for _, st := range plan.Stages {
+		if !st.Manual {
+			stages++
+		}
+	}
+	n := 0
+	for i, st := range plan.Stages {
+		if st.Manual {
+			continue
+		}
+		n++
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(log, "stage %s: %s for %s\n", st.Name, loadText(st), st.Duration)
+		opts := loadgen.Options{
+			Stages:  []loadgen.Stage{{Name: st.Name, Rate: st.Rate, Concurrency: st.Concurrency, Duration: st.Duration}},
+			Closed:  st.Concurrency > 0,
+			Arrival: st.Arrival, Burstiness: st.Burstiness,
+			// One seed per stage: the same plan sends the same prompts on
+			// the same schedule, whatever earlier stages measured.
+			Seed:           plan.Seed + uint64(i),
+			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, MaxInFlight: cfg.MaxInFlight,
+		}
+		if opts.Arrival == "" && !opts.Closed {
+			opts.Arrival = loadgen.ArrivalConstant
+		}
+		stageOffset := offset
+		var maxSeq int64 = -1
+		planSink := &planRecords{w: all, edit: func(r *loadgen.Record) {
+			maxSeq = max(maxSeq, r.Seq)
+			r.Seq += stageOffset
+		}}
+		judgeSink := pipeline.Func(func(r *loadgen.Record) {
+			c := *r
+			c.Seq += stageOffset
+			j.Add(&c)
+		})
+		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
+			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
+			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate,
+			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
+		if cfg.Progress != nil {
+			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
+		}
+		res, err := pipeline.Run(ctx, spec, judgeSink, planSink)
+		if res == nil {
+			all.Close()
+			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
+		}
+		offset += maxSeq + 1
+		if err != nil {
+			problems = append(problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
+		}
+		cpu[st.Name] = res.Info.CPUUtilization
+		if q := results.QueueTelemetry(res.QueueDelay[st.Name]); q != nil {
+			queue[st.Name] = q
+		}
+		for _, w := range res.Summary.Warnings {
+			fmt.Fprintf(log, "stage %s: warning: %s\n", st.Name, w)
+		}
+		if we := res.WriteErr(); we != nil {
+			writeErr = we
+			break
+		}
+		if res.Info.Interrupted {
+			break
+		}
+	}
+	if err := all.Close(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if len(queue) > 0 {
+		if err := out.WriteQueueDelay(queue); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	manual, err := out.ReadManual()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	rep := j.Assess(slo.Input{Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue})
+	rep.Problems = append(rep.Problems, problems...)
+	switch {
+	case writeErr != nil:
+		rep.Problems = append(rep.Problems, slo.Problem{Check: "results_incomplete", Detail: writeErr.Error()})
+		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
+	case ctx.Err() != nil:
+		rep.Problems = append(rep.Problems, slo.Problem{Check: "interrupted", Detail: "the run was stopped before every stage finished"})
+		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
+	case len(problems) > 0:
+		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
+	}
+	env.Ended = now
+	if err := Finish(out, rep, &env, cfg.Version); err != nil {
+		return rep, err
+	}
+	if writeErr != nil {
+		return rep, writeErr
+	}
+	return rep, nil
+}
+
+// planRecords appends every stage's records to the plan-wide
+// requests.jsonl, renumbered so Seq runs on across stages. It does not close
+// the file: Run does after the last stage.
+type planRecords struct {
+	w    *results.RecordsWriter
+	edit func(*loadgen.Record)
+}
+
+func (p *planRecords) Name() string { return p.w.Path() }
+func (p *planRecords) Add(r *loadgen.Record) error {
+	c := *r
+	p.edit(&c)
+	return p.w.Write(&c)
+}
+func (p *planRecords) Close() error { return nil }
+
+func loadText(st slo.Stage) string {
+	if st.Concurrency > 0 {
+		return fmt.Sprintf("%d concurrent", st.Concurrency)
+	}
+	a := st.Arrival
+	if a == "" {
+		a = loadgen.ArrivalConstant
+	}
+	return fmt.Sprintf("%g req/s %s", st.Rate, a)
+}
+
+// Finish writes the verdicts, the environment (if given) and a new
+// manifest into out. A signature over an older manifest is removed: it
+// would no longer verify.
+func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
+	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
+	if err := exporters.WriteVerdicts(out, rep); err != nil {
+		return err
+	}
+	if env != nil {
+		if err := evidence.WriteEnvironment(string(out), env); err != nil {
+			return &results.WriteError{Path: out.Path(evidence.EnvironmentFile), Err: err}
+		}
+	}
+	os.Remove(out.Path(evidence.SignatureFile))
+	if _, err := evidence.Write(string(out)); err != nil {
+		return &results.WriteError{Path: out.Path(evidence.ManifestFile), Err: err}
+	}
+	return nil
+}
+
+// readEnvironment reads out's environment.json (nil if absent or bad).
+func readEnvironment(out results.Dir) *evidence.Environment {
+	b, err := os.ReadFile(out.Path(evidence.EnvironmentFile))
+	if err != nil {
+		return nil
+	}
+	var e evidence.Environment
+	if json.Unmarshal(b, &e) != nil {
+		return nil
+	}
+	return &e
+}
+

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// targetFlags are the endpoint flags shared by run and validate.
+type targetFlags struct {
+	target, api, model string
+	maxTokens          int
+	stream             bool
+	apiKeyFile         string
+	headers            []string
+	insecure           bool
+	caFile             string
+	apiKey             string // read by client(); never printed
+}
+
+func (t *targetFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.target, "target", "http://127.0.0.1:8000", "base URL of the OpenAI-compatible server")
+	fs.StringVar(&t.api, "api", "openai-chat", "protocol: openai-chat or openai-completions")
+	fs.StringVar(&t.model, "model", "", "model name (default: the first one the server lists at /v1/models)")
+	fs.IntVar(&t.maxTokens, "max-tokens", 128, "max output tokens when the prompt does not set them")
+	fs.BoolVar(&t.stream, "stream", true, "stream responses (SSE); --stream=false for single responses")
+	fs.StringVar(&t.apiKeyFile, "api-key-file", "", "file holding the API key (default: $OPENAI_API_KEY)")
+	fs.StringArrayVar(&t.headers, "header", nil, "extra request header \"Name: value\" (repeatable)")
+	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.StringVar(&t.caFile, "ca-file", "", "PEM CA bundle to verify the server with")
+}
+
+// checkTarget rejects a target URL that cannot work, saying how to fix it.
+func checkTarget(s string) error {
+	if !strings.Contains(s, "://") {
+		return fmt.Errorf("--target %q: not a URL; did you mean http://%s?", redact.URL(s), redact.URL(s))
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("--target %s: cannot parse: %v", redact.URL(s), redactErr(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("--target %s: scheme %q: want http or https", redact.URL(s), u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("--target %s: no host", redact.URL(s))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--target %s: port %q: want 1-65535", redact.URL(s), p)
+		}
+	}
+	return nil
+}
+
+// redactErr is err's text with any URL in it redacted (url.Parse quotes
+// the whole input).
+func redactErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return redact.Text(err.Error())
+}
+
+// auth is the credential header for same-host side requests (/metrics).
+func (t *targetFlags) auth() http.Header {
+	h := http.Header{}
+	if t.apiKey != "" {
+		h.Set("Authorization", "Bearer "+t.apiKey)
+	}
+	return h
+}
+
+// client builds the protocol client for the target.
+func (t *targetFlags) client() (*openai.Client, error) {
+	if err := checkTarget(t.target); err != nil {
+		return nil, err
+	}
+	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	t.apiKey = key
+	return openai.New(openai.Config{BaseURL: t.target, API: t.api, Model: t.model, Stream: openai.Bool(t.stream),
+		MaxTokens: t.maxTokens, APIKey: key, HeaderLines: t.headers,
+		Insecure: t.insecure, CAFile: t.caFile, KeepText: true})
+}
+
+// discoverModel asks the server for its model when --model is not given.
+func (t *targetFlags) discoverModel(ctx context.Context, c *openai.Client) error {
+	if t.model != "" {
+		return nil
+	}
+	m, err := c.DiscoverModel(ctx)
+	if err != nil {
+		return invalidErr("--model not given and %s", redact.Text(err.Error(), t.apiKey))
+	}
+	t.model = m
+	c.SetModel(m)
+	return nil
+}
+
+// preflight checks, within ctx, that the target answers and serves the
+// model (discovering it when --model is not given).
+func (t *targetFlags) preflight(ctx context.Context, c *openai.Client) error {
+	info, err := c.Server(ctx)
+	if err != nil {
+		return fmt.Errorf("%s does not answer: %s", redact.URL(t.target), redact.Text(err.Error(), t.apiKey))
+	}
+	if t.model == "" {
+		return t.discoverModel(ctx, c)
+	}
+	if len(info.Models) > 0 && !slices.Contains(info.Models, t.model) {
+		return fmt.Errorf("model %q is not served by %s (it lists %s)", t.model, redact.URL(t.target), strings.Join(info.Models, ", "))
+	}
+	return nil
+}
+
+// loadFlags describe the schedule.
+type loadFlags struct {
+	rate         float64
+	concurrency  int
+	arrival      string
+	burstiness   float64
+	stages       string
+	ramp         time.Duration
+	duration     time.Duration
+	requests     int
+	warmup       string
+	timeout      time.Duration
+	maxInFlight  int
+	seed         uint64
+	maxErrorRate float64
+}
+
+func (l *loadFlags) register(fs *pflag.FlagSet) {
+	fs.Float64Var(&l.rate, "rate", 0, "open loop: requests per second")
+	fs.IntVar(&l.concurrency, "concurrency", 0, "closed loop: requests in flight (each sent when the previous ends)")
+	fs.StringVar(&l.arrival, "arrival", loadgen.ArrivalPoisson, "open-loop arrivals: constant, poisson or gamma")
+	fs.Float64Var(&l.burstiness, "burstiness", 1, "gamma shape: 1 = Poisson, <1 burstier, >1 smoother")
+	fs.StringVar(&l.stages, "stages", "", "load stages LEVEL@DURATION,...: rates 10@1m,50@2m (open loop) or concurrencies c8@1m,c32@2m (closed loop)")
+	fs.DurationVar(&l.ramp, "ramp", 0, "linear ramp at the start of each stage from the previous level")
+	fs.DurationVar(&l.duration, "duration", 30*time.Second, "run length (without --stages), e.g. 30s or 5m")
+	fs.IntVar(&l.requests, "requests", 0, "stop after this many requests (0: no limit)")
+	fs.StringVar(&l.warmup, "warmup", "", "warm-up left out of the figures: a count (20) or a duration (10s)")
+	fs.DurationVar(&l.timeout, "timeout", 2*time.Minute, "per-request timeout")
+	fs.IntVar(&l.maxInFlight, "max-inflight", 10000, "open loop: cap on requests in flight; late requests count their wait")
+	fs.Uint64Var(&l.seed, "seed", 1, "seed for arrivals and prompt sampling")
+	registerMaxErrorRate(fs, &l.maxErrorRate)
+}
+
+func registerMaxErrorRate(fs *pflag.FlagSet, v *float64) {
+	fs.Float64Var(v, "max-error-rate", 0.05, "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit")
+}
+
+func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, error) {
+	o := loadgen.Options{Arrival: l.arrival, Burstiness: l.burstiness, Seed: l.seed, Trace: trace,
+		MaxInFlight: l.maxInFlight, Requests: l.requests, Timeout: l.timeout}
+	// Closed loop: --concurrency, or stages written as concurrencies
+	// ("c8@30s,c32@1m").
+	o.Closed = l.concurrency > 0 || strings.HasPrefix(strings.TrimSpace(l.stages), "c")
+	if l.rate > 0 && o.Closed {
+		return o, fmt.Errorf("--rate and --concurrency: choose open loop (--rate) or closed loop (--concurrency)")
+	}
+	if l.rate < 0 || l.concurrency < 0 {
+		return o, fmt.Errorf("--rate and --concurrency must not be negative")
+	}
+	if l.maxErrorRate < 0 || l.maxErrorRate > 1 {
+		return o, fmt.Errorf("--max-error-rate %v: want a share from 0 to 1", l.maxErrorRate)
+	}
+	switch {
+	case l.stages != "":
+		if fs.Changed("duration") {
+			return o, fmt.Errorf("--stages and --duration: the stages set the duration")
+		}
+		st, err := loadgen.ParseStages(l.stages, l.ramp, o.Closed)
+		if err != nil {
+			return o, fmt.Errorf("--stages: %w", err)
+		}
+		o.Stages = st
+	case trace:
+		o.Stages = []loadgen.Stage{{Name: "trace", Duration: l.duration}}
+	case o.Closed:
+		o.Stages = []loadgen.Stage{{Name: "main", Concurrency: l.concurrency, Duration: l.duration}}
+	case l.rate > 0:
+		o.Stages = []loadgen.Stage{{Name: "main", Rate: l.rate, Duration: l.duration}}
+	default:
+		return o, fmt.Errorf("no load given: set --rate (open loop), --concurrency (closed loop) or --stages")
+	}
+	if l.duration <= 0 && l.stages == "" {
+		return o, fmt.Errorf("--duration %v: must be positive", l.duration)
+	}
+	if !trace {
+		idle := true
+		for _, s := range o.Stages {
+			if s.Rate > 0 || s.Concurrency > 0 {
+				idle = false
+			}
+		}
+		if idle {
+			return o, fmt.Errorf("--stages %s: every stage has zero load: nothing would be sent", l.stages)
+		}
+	}
+	if w := strings.TrimSpace(l.warmup); w != "" {
+		if n, err := strconv.Atoi(w); err == nil && n >= 0 {
+			o.WarmupRequests = n
+		} else if d, err := time.ParseDuration(w); err == nil && d >= 0 {
+			o.WarmupDuration = d
+		} else {
+			return o, fmt.Errorf("--warmup %q: want a request count (20) or a duration (10s)", w)
+		}
+	}
+	if total := loadgen.TotalDuration(o.Stages); o.WarmupDuration >= total {
+		return o, fmt.Errorf("--warmup %s covers the whole run (%s): nothing would be measured", o.WarmupDuration, total)
+	}
+	if o.Requests > 0 && o.WarmupRequests >= o.Requests {
+		return o, fmt.Errorf("--warmup %d with --requests %d: nothing would be measured", o.WarmupRequests, o.Requests)
+	}
+	return o, nil
+}
+
+// telemetryFlags choose what is sampled beside the load: the server's own
+// /metrics, a dcgm-exporter, and local GPUs through NVML.
+type telemetryFlags struct {
+	metricsURL string
+	dcgmURL    string
+	nvml       string
+	interval   time.Duration
+}
+
+func (t *telemetryFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.metricsURL, "metrics-url", "", "server Prometheus metrics to sample (default: TARGET/metrics; \"off\" to skip)")
+	fs.StringVar(&t.dcgmURL, "dcgm-url", "", "dcgm-exporter metrics to sample as well, e.g. http://gpu-node:9400/metrics")
+	fs.StringVar(&t.nvml, "nvml", "auto", "sample local GPUs through NVML: auto (if a driver is present), on, off")
+	fs.DurationVar(&t.interval, "telemetry-interval", time.Second, "telemetry sampling interval")
+}
+
+// config builds the sampler configuration. The target's credentials go to
+// a metrics endpoint on the same host only. A missing NVML is fine in auto
+// mode; warnings go to warn.
+func (t *telemetryFlags) config(target string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
+	cfg := &telemetry.Config{Interval: t.interval}
+	if t.interval <= 0 {
+		return nil, fmt.Errorf("--telemetry-interval %v: must be positive", t.interval)
+	}
+	switch mu := strings.TrimSpace(t.metricsURL); mu {
+	case "off", "none":
+	default:
+		if mu == "" {
+			mu = metricsURLFor(target)
+		}
+		sc := telemetry.ScrapeConfig{URL: mu}
+		if sameHost(mu, target) {
+			sc.Headers = auth
+		}
+		cfg.Scrapes = append(cfg.Scrapes, sc)
+	}
+	if t.dcgmURL != "" {
+		cfg.Scrapes = append(cfg.Scrapes, telemetry.ScrapeConfig{URL: t.dcgmURL})
+	}
+	switch t.nvml {
+	case "off":
+	case "auto", "on":
+		g, err := telemetry.NewNVML()
+		switch {
+		case err == nil:
+			cfg.GPU = g
+		case t.nvml == "on":
+			return nil, fmt.Errorf("--nvml on: %v", err)
+		case !errors.Is(err, telemetry.ErrNoNVML):
+			fmt.Fprintf(warn, "warning: NVML: %v; local GPUs are not sampled\n", err)
+		}
+	default:
+		return nil, fmt.Errorf("--nvml %q: want auto, on or off", t.nvml)
+	}
+	if len(cfg.Scrapes) == 0 && cfg.GPU == nil {
+		return nil, nil
+	}
+	return cfg, nil
+}
+
+// metricsURLFor is TARGET/metrics, with any /v1 suffix dropped (vLLM,
+// SGLang and TGI serve /metrics beside /v1).
+func metricsURLFor(target string) string {
+	u, err := url.Parse(strings.TrimSpace(target))
+	if err != nil {
+		return strings.TrimRight(target, "/") + "/metrics"
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	u.Path, u.RawQuery, u.Fragment = p+"/metrics", "", ""
+	return u.String()
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Host == ub.Host
+}

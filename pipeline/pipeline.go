@@ -1,0 +1,301 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// Spec is one load run: what to send, how, and where results go.
+type Spec struct {
+	Client  loadgen.Client
+	Source  loadgen.Source
+	Options loadgen.Options
+	Meta    loadgen.SummaryMeta
+	// Streaming says the client asked for streamed answers, so an answer
+	// that came as one body means the server ignored "stream".
+	Streaming bool
+	// Goodput, if set, judges each OK record against the SLO's per-request
+	// goodput constraints (the pipeline knows nothing of SLOs).
+	Goodput func(*loadgen.Record) bool
+	// Telemetry, if set, samples the server's metrics and GPUs beside the
+	// run.
+	Telemetry *telemetry.Config
+	// Out receives requests.jsonl and telemetry.jsonl as results arrive,
+	// latency.hlog each second, and queue_delay.json and summary.json at
+	// the end, also when the run is stopped. Empty: nothing is written.
+	Out results.Dir
+	// Progress, if set, is told how the run goes once a second.
+	Progress *Progress
+	// MaxErrorRate is the share of sent requests that may fail before the
+	// run is invalid (0: DefaultMaxErrorRate; negative: no limit).
+	MaxErrorRate float64
+	// KeepGoing keeps sending after a sink fails. By default the first
+	// failure stops the run: its results on disk would be incomplete.
+	KeepGoing bool
+}
+
+// DefaultMaxErrorRate is Spec.MaxErrorRate's default: above it the run
+// measured a failing server or a broken set-up, not latency.
+const DefaultMaxErrorRate = 0.05
+
+// Result is what a run produced. Summary's figures are complete even when
+// files could not be written: they come from memory.
+type Result struct {
+	Summary *results.Summary
+	Info    loadgen.Info
+	Metrics *loadgen.Metrics
+	// QueueDelay is the server's queue-delay histogram gained in each stage
+	// (by stage name, warm-up left out); empty without telemetry or when
+	// the server exposes none.
+	QueueDelay map[string]*telemetry.Histogram
+	// SinkErrors lists every sink that failed, in order.
+	SinkErrors []SinkError
+	// Stopped is why the pipeline stopped the run early (a sink failed);
+	// nil otherwise. A user's Ctrl-C is Info.Interrupted.
+	Stopped error
+}
+
+// WriteErr is the first failure to write results, nil if none.
+func (r *Result) WriteErr() error {
+	for _, e := range r.SinkErrors {
+		var we *results.WriteError
+		if errors.As(e.Err, &we) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Run runs the load and hands every record, on one goroutine, to the
+// built-in sinks (metrics; requests.jsonl and latency.hlog under Out) and to
+// sinks. A failing sink is reported in Result.SinkErrors without stopping
+// the others; unless Spec.KeepGoing, it also stops sending. The error is
+// for a run that could not start (bad options, results not creatable) or a
+// prompt source that failed; then Result may be nil.
+func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
+	runner, err := loadgen.NewRunner(spec.Client, spec.Source, spec.Options)
+	if err != nil {
+		return nil, err
+	}
+	metrics := loadgen.NewMetrics()
+	metrics.Goodput = spec.Goodput
+	start := time.Now()
+	var own []Sink
+	if spec.Out != "" {
+		if err := spec.Out.Create(); err != nil {
+			return nil, err
+		}
+		rw, err := results.CreateRecords(spec.Out.Path(results.RecordsFile))
+		if err != nil {
+			return nil, err
+		}
+		hw, err := results.CreateHlog(spec.Out.Path(results.HlogFile), start)
+		if err != nil {
+			rw.Close()
+			return nil, err
+		}
+		own = append(own, &recordsSink{w: rw}, &hlogSink{w: hw, m: metrics})
+	}
+	p := &pipe{metrics: metrics, streaming: spec.Streaming}
+	for _, s := range append(own, sinks...) {
+		p.sinks = append(p.sinks, &sinkState{Sink: s})
+	}
+
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var tel *telemetryRun
+	if spec.Telemetry != nil {
+		if tel, err = startTelemetry(runCtx, *spec.Telemetry, spec.Out, spec.Options); err != nil {
+			p.closeSinks()
+			return nil, err
+		}
+	}
+
+	records := make(chan *loadgen.Record, 4096)
+	type outcome struct {
+		info loadgen.Info
+		err  error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		info, err := runner.Run(runCtx, records)
+		done <- outcome{info, err}
+	}()
+
+	total := loadgen.TotalDuration(spec.Options.Stages)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastTick := start
+	var stopped error
+	stop := func(err error) {
+		if stopped == nil && !spec.KeepGoing {
+			stopped = fmt.Errorf("stopped sending: %w", err)
+			stopRun(stopped)
+		}
+	}
+loop:
+	for {
+		select {
+		case rec, ok := <-records:
+			if !ok {
+				break loop
+			}
+			if err := p.add(rec); err != nil {
+				stop(err)
+			}
+		case now := <-tick.C:
+			if err := p.tick(lastTick, now); err != nil {
+				stop(err)
+			}
+			if tel != nil && tel.err() != nil {
+				stop(tel.err())
+			}
+			lastTick = now
+			if spec.Progress != nil {
+				spec.Progress.update(now.Sub(start), total, runner.Sent(), p.done, p.failed, metrics)
+			}
+		}
+	}
+	out := <-done
+	info := out.info
+	if ctx.Err() == nil {
+		// Our own stop is not the user's interrupt.
+		info.Interrupted = false
+	}
+	if spec.Progress != nil {
+		spec.Progress.finish()
+	}
+	if err := p.tick(lastTick, time.Now()); err != nil {
+		stop(err)
+	}
+	p.closeSinks()
+
+	res := &Result{Info: info, Metrics: metrics, Stopped: stopped}
+	ls := metrics.Summary(info, spec.Meta)
+	res.Summary = &results.Summary{Summary: *ls}
+	if tel != nil {
+		ts, qd, serr := tel.stop()
+		res.Summary.Telemetry = &ts
+		res.QueueDelay = qd
+		if serr != nil {
+			p.errs = append(p.errs, *serr)
+		}
+	}
+	res.SinkErrors = p.errs
+	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
+	res.Summary.Validity = validity(res, spec)
+
+	if spec.Out != "" {
+		if q := results.QueueTelemetryByStage(res.QueueDelay); len(q) > 0 {
+			if err := spec.Out.WriteQueueDelay(q); err != nil {
+				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
+			}
+		}
+		if err := spec.Out.WriteSummary(res.Summary); err != nil {
+			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.SummaryFile, Err: err})
+		}
+	}
+	if out.err != nil && !errors.Is(out.err, context.Canceled) {
+		return res, out.err
+	}
+	return res, nil
+}
+
+// pipe is the record loop's state: one goroutine owns it.
+type pipe struct {
+	metrics      *loadgen.Metrics
+	sinks        []*sinkState
+	errs         []SinkError
+	done, failed int64
+	streaming    bool
+	unstreamed   int64
+}
+
+type sinkState struct {
+	Sink
+	failed int // index into pipe.errs + 1; 0 while healthy
+}
+
+func (p *pipe) add(rec *loadgen.Record) error {
+	p.done++
+	if !rec.OK() {
+		p.failed++
+	}
+	if rec.OK() && rec.Unstreamed && !rec.Warmup {
+		p.unstreamed++
+	}
+	p.metrics.Add(rec)
+	var first error
+	for _, s := range p.sinks {
+		if s.failed > 0 {
+			p.errs[s.failed-1].Lost++
+			continue
+		}
+		if err := s.Add(rec); err != nil {
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err})
+			s.failed = len(p.errs)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (p *pipe) tick(from, to time.Time) error {
+	var first error
+	for _, s := range p.sinks {
+		t, ok := s.Sink.(Ticker)
+		if !ok || s.failed > 0 {
+			continue
+		}
+		if err := t.Tick(from, to); err != nil {
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err})
+			s.failed = len(p.errs)
+			first = cmpErr(first, err)
+		}
+	}
+	return first
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (p *pipe) closeSinks() {
+	for _, s := range p.sinks {
+		if err := s.Close(); err != nil && s.failed == 0 {
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err})
+			s.failed = len(p.errs)
+		}
+	}
+}
+
+// warnings are what the pipeline saw that the figures do not say.
+func (p *pipe) warnings(res *Result) []string {
+	var w []string
+	for _, e := range res.SinkErrors {
+		msg := fmt.Sprintf("results incomplete on disk: %v", e.Err)
+		if e.Lost > 0 {
+			msg += fmt.Sprintf(" (%d records after it not written)", e.Lost)
+		}
+		w = append(w, msg)
+	}
+	if res.Stopped != nil {
+		w = append(w, "the run was stopped early: "+res.Stopped.Error())
+	}
+	if p.streaming && p.unstreamed > 0 {
+		w = append(w, fmt.Sprintf("the server ignored \"stream\": %d answers came as one body; they count for TTFT and E2E but give no ICL, ITL or TPOT", p.unstreamed))
+	}
+	return w
+}
+

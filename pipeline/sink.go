@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// Sink consumes the records of a run. The pipeline calls every method from
+// its one goroutine, in arrival order, so a sink needs no locks. A sink must
+// not keep rec past Add if it changes it; the same record goes to every
+// sink.
+type Sink interface {
+	// Name says what the sink writes, for errors ("requests.jsonl").
+	Name() string
+	// Add takes one record. After an error the sink gets no more records;
+	// the others go on.
+	Add(rec *loadgen.Record) error
+	// Close ends the sink once the run is over (also after an Add error).
+	Close() error
+}
+
+// Ticker is a Sink that also acts once a second (an interval log).
+type Ticker interface {
+	Tick(from, to time.Time) error
+}
+
+// Func adapts a function to a Sink that never fails and has nothing to
+// close.
+type Func func(rec *loadgen.Record)
+
+// Name is "func".
+func (Func) Name() string { return "func" }
+
+// Add calls f.
+func (f Func) Add(rec *loadgen.Record) error { f(rec); return nil }
+
+// Close does nothing.
+func (Func) Close() error { return nil }
+
+// SinkError is a sink that failed: its error and how many records it did
+// not get after failing.
+type SinkError struct {
+	Sink string
+	Err  error
+	// Lost counts records that arrived after the failure and are missing
+	// from what this sink wrote.
+	Lost int64
+}
+
+func (e SinkError) Error() string { return e.Err.Error() }
+
+func (e SinkError) Unwrap() error { return e.Err }

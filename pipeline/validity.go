@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/tailgate-llm/tailgate/results"
+)
+
+// validity judges whether a run's figures can be trusted (see
+// results.Validity). Interruption is not a reason: a stopped run's figures
+// are true for what ran, and the summary says it was interrupted.
+func validity(res *Result, spec Spec) results.Validity {
+	limit := spec.MaxErrorRate
+	if limit == 0 {
+		limit = DefaultMaxErrorRate
+	}
+	v := results.Validity{MaxErrorRate: limit}
+	q := res.Summary.Requests
+	switch {
+	case q.Sent == 0 && q.Warmup == 0:
+		v.Reasons = append(v.Reasons, "no request was sent")
+	case q.Sent == 0:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("nothing was measured: all %d requests were warm-up", q.Warmup))
+	case q.OK == 0:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("no request succeeded (%d sent)", q.Sent))
+	case limit >= 0 && float64(q.Errors) > limit*float64(q.Sent):
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%.1f%% of requests failed (%d of %d), above the %.1f%% limit (--max-error-rate)",
+			100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent, 100*limit))
+	}
+	if err := res.WriteErr(); err != nil {
+		v.Reasons = append(v.Reasons, "results could not be written: "+err.Error())
+	}
+	v.Valid = len(v.Reasons) == 0
+	return v
+}

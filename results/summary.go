@@ -1,0 +1,53 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// Summary is summary.json (schema tailgate.summary/v1), assembled from
+// typed parts: the load generator's figures, the telemetry summary and, when
+// the run was judged, the SLO report. Keys may be added, never renamed.
+type Summary struct {
+	loadgen.Summary
+	// Telemetry is null when nothing was sampled.
+	Telemetry *telemetry.Summary `json:"telemetry"`
+	// SLO is null unless the run was judged (run --slo).
+	SLO *slo.Report `json:"slo"`
+	// Validity says whether the figures can be trusted: a run whose
+	// requests mostly failed, that measured nothing, whose generator
+	// distorted what it measured or whose results did not reach the disk
+	// is invalid, whatever its latencies.
+	Validity Validity `json:"validity"`
+}
+
+// Validity is summary.json's "validity" block.
+type Validity struct {
+	Valid bool `json:"valid"`
+	// Reasons say why not, one line each.
+	Reasons []string `json:"reasons,omitempty"`
+	// MaxErrorRate is the limit the error rate was held to.
+	MaxErrorRate float64 `json:"max_error_rate"`
+}
+
+// WriteSummary writes summary.json into d atomically.
+func (d Dir) WriteSummary(s *Summary) error { return WriteJSON(d.Path(SummaryFile), s) }
+
+// ReadSummary reads d's summary.json.
+func (d Dir) ReadSummary() (*Summary, error) {
+	p := d.Path(SummaryFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %v", p, err)
+	}
+	return &s, nil
+}

@@ -140,8 +140,10 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			Seed:           plan.Seed + uint64(i),
 			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, MaxInFlight: cfg.MaxInFlight,
 		}
+		// Poisson unless the plan says otherwise, as in run: constant
+		// arrivals would understate queueing.
 		if opts.Arrival == "" && !opts.Closed {
-			opts.Arrival = loadgen.ArrivalConstant
+			opts.Arrival = loadgen.ArrivalPoisson
 		}
 		stageOffset := offset
 		var maxSeq int64 = -1
@@ -242,7 +244,7 @@ func loadText(st slo.Stage) string {
 	}
 	a := st.Arrival
 	if a == "" {
-		a = loadgen.ArrivalConstant
+		a = loadgen.ArrivalPoisson
 	}
 	return fmt.Sprintf("%g req/s %s", st.Rate, a)
 }

@@ -152,11 +152,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // objective, 0 otherwise. Every reason is said on stderr.
 func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 	for _, e := range res.SinkErrors {
-		fmt.Fprintf(stderr, "tailgate: %s: %v", e.Sink, e.Err)
+		fmt.Fprintf(stderr, "tailgate: %v", e.Err)
 		if e.Lost > 0 {
 			fmt.Fprintf(stderr, " (%d records after it not written)", e.Lost)
 		}
 		fmt.Fprintln(stderr)
+	}
+	if res.Stopped != nil {
+		fmt.Fprintf(stderr, "tailgate: %v\n", res.Stopped)
 	}
 	switch {
 	case runErr != nil:

@@ -44,7 +44,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			"Checks the target and model, runs the plan's stages in order, judges every objective on each,\n"+
 			"prints the verdicts and writes DIR: verdict.json, junit.xml, requests.jsonl, per-stage summaries\n"+
 			"and histograms, the input files, environment.json and manifest.json (sign it with tailgate sign).\n"+
-			"Open-loop stages use constant arrivals unless the plan says otherwise.\n"+
+			"Open-loop stages use Poisson arrivals unless the plan says otherwise (as run does).\n"+
 			"Exit 0 all pass or waived, 1 an objective failed or a manual stage is pending, 2 usage, 3 run invalid.\n\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {

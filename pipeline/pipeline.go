@@ -238,7 +238,8 @@ func (p *pipe) add(rec *loadgen.Record) error {
 			continue
 		}
 		if err := s.Add(rec); err != nil {
-			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err})
+			// The record that failed is lost too.
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err, Lost: 1})
 			s.failed = len(p.errs)
 			if first == nil {
 				first = err
@@ -286,7 +287,7 @@ func (p *pipe) warnings(res *Result) []string {
 	for _, e := range res.SinkErrors {
 		msg := fmt.Sprintf("results incomplete on disk: %v", e.Err)
 		if e.Lost > 0 {
-			msg += fmt.Sprintf(" (%d records after it not written)", e.Lost)
+			msg += fmt.Sprintf(" (%d records not written from there on)", e.Lost)
 		}
 		w = append(w, msg)
 	}

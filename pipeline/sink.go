@@ -43,8 +43,8 @@ func (Func) Close() error { return nil }
 type SinkError struct {
 	Sink string
 	Err  error
-	// Lost counts records that arrived after the failure and are missing
-	// from what this sink wrote.
+	// Lost counts records missing from what this sink wrote: the one that
+	// failed and every one after it.
 	Lost int64
 }
 

@@ -154,7 +154,7 @@ func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 	for _, e := range res.SinkErrors {
 		fmt.Fprintf(stderr, "tailgate: %v", e.Err)
 		if e.Lost > 0 {
-			fmt.Fprintf(stderr, " (%d records after it not written)", e.Lost)
+			fmt.Fprintf(stderr, " (%d records not written from there on)", e.Lost)
 		}
 		fmt.Fprintln(stderr)
 	}

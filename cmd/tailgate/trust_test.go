@@ -283,7 +283,7 @@ func TestRunDiskFull(t *testing.T) {
 		t.Errorf("no summary on stdout:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, results.RecordsFile) || !strings.Contains(stderr, "no space left on device") ||
-		!strings.Contains(stderr, "records after it not written") {
+		!strings.Contains(stderr, "records not written from there on") {
 		t.Errorf("stderr does not name the file, the cause and the loss:\n%s", stderr)
 	}
 	if !strings.Contains(stderr, "stopped sending") {

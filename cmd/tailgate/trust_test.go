@@ -362,3 +362,82 @@ func TestSecretsNeverWritten(t *testing.T) {
 		t.Error("environment.json has no command line")
 	}
 }
+
+// summary.json keeps every key the pre-pipeline release wrote, with its
+// JSON type (the fixed tailgate.summary/v1 contract: add, never rename).
+func TestSummaryContract(t *testing.T) {
+	srv := startSim(t, sim.DefaultConfig())
+	dir := t.TempDir()
+	if code, _, stderr := runCmd(t, "--target", srv.URL, "--rate", "20", "--duration", "1s", "--max-tokens", "4", "--out", dir); code != exitOK {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		join := func(k string) string {
+			if path == "" {
+				return k
+			}
+			return path + "." + k
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				have[path+" {}"] = true
+			}
+			for k, e := range x {
+				walk(e, join(k))
+			}
+		case []any:
+			have[path+" []"] = true
+			if len(x) > 0 {
+				if _, ok := x[0].(map[string]any); ok {
+					walk(x[0], path+"[]")
+				}
+			}
+		case string:
+			have[path+" string"] = true
+		case float64:
+			have[path+" number"] = true
+		case bool:
+			have[path+" bool"] = true
+		case nil:
+			have[path+" null"] = true
+		}
+	}
+	walk(v, "")
+	golden, err := os.ReadFile("testdata/summary-v1-keys.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(golden), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if have[line] {
+			continue
+		}
+		// An empty map may now have entries; a null may now be an object.
+		p, typ, _ := strings.Cut(line, " ")
+		if typ == "{}" || typ == "null" {
+			found := false
+			for k := range have {
+				if strings.HasPrefix(k, p+".") || k == p+" {}" {
+					found = true
+				}
+			}
+			if found || typ == "null" && (have[p+" {}"]) {
+				continue
+			}
+		}
+		t.Errorf("summary.json lost %q", line)
+	}
+}

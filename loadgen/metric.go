@@ -103,7 +103,9 @@ func ttfatOf(r *Record) (time.Duration, bool) {
 	return TruncMicros(r.FirstAnswer) - TruncMicros(r.Intended), true
 }
 
-func e2eOf(r *Record) (time.Duration, bool) { return TruncMicros(r.End) - TruncMicros(r.Intended), true }
+func e2eOf(r *Record) (time.Duration, bool) {
+	return TruncMicros(r.End) - TruncMicros(r.Intended), true
+}
 
 func scheduleLagOf(r *Record) (time.Duration, bool) {
 	return TruncMicros(r.Sent) - TruncMicros(r.Intended), true

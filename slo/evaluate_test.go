@@ -290,6 +290,8 @@ func TestGoodputConstraints(t *testing.T) {
 		{okRec("s", 0, 100*ms1, 100*ms1, 1), true},                    // one token: tpot undefined
 		{okRec("s", 0, 0, 100*ms1, 0), false},                         // no token
 		{errRec("s", 0, loadgen.ErrTimeout), false},
+		{unstreamed(okRec("s", 0, 100*ms1, 100*ms1, 11)), false}, // one body: no TPOT to show
+		{unstreamed(okRec("s", 0, 100*ms1, 100*ms1, 1)), true},   // one token: tpot undefined anyway
 	} {
 		if got := c.Met(&x.r); got != x.want {
 			t.Errorf("%+v: Met = %v", x.r, got)
@@ -453,4 +455,9 @@ func TestSavedRecordsSameVerdict(t *testing.T) {
 	if !reflect.DeepEqual(ra, rb) {
 		t.Error("Assess differs between live and saved records")
 	}
+}
+
+func unstreamed(r loadgen.Record) loadgen.Record {
+	r.Unstreamed = true
+	return r
 }

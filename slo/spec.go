@@ -132,7 +132,8 @@ func (o *Objective) ErrorBudget() (budget float64, ok bool) {
 // resolution). A zero field sets no bound. A request with no token fails a
 // TTFT bound, one with no answer token a TTFAT bound; TPOT is not defined
 // below two output tokens and then does not count against the request (as
-// vLLM records TPOT 0 there).
+// vLLM records TPOT 0 there); an answer of two or more tokens that came as
+// one body (unstreamed) has no TPOT to show and fails a TPOT bound.
 type Constraints struct {
 	TTFT  time.Duration `json:"-"`
 	TTFAT time.Duration `json:"-"`
@@ -160,6 +161,9 @@ func (c Constraints) Met(r *loadgen.Record) bool {
 		}
 	}
 	if c.TPOT > 0 {
+		if r.Unstreamed && r.OutputTokens >= 2 {
+			return false
+		}
 		if v, ok := tpotMetric.Of(r); ok && v > c.TPOT {
 			return false
 		}

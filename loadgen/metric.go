@@ -107,9 +107,11 @@ func e2eOf(r *Record) (time.Duration, bool) {
 	return TruncMicros(r.End) - TruncMicros(r.Intended), true
 }
 
-func scheduleLagOf(r *Record) (time.Duration, bool) {
-	return TruncMicros(r.Sent) - TruncMicros(r.Intended), true
-}
+func scheduleLagOf(r *Record) (time.Duration, bool) { return ScheduleLagOf(r), true }
+
+// ScheduleLagOf is r's send lateness by the table's rule, for failed
+// records too (a validity check judges every sent request's lag).
+func ScheduleLagOf(r *Record) time.Duration { return TruncMicros(r.Sent) - TruncMicros(r.Intended) }
 
 func tpotOf(r *Record) (time.Duration, bool) {
 	t, ok := ttftOf(r)

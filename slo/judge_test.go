@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,38 @@ func BenchmarkJudgeAdd(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		j.Add(&recs[i%len(recs)])
+	}
+}
+
+// TestJudgeIncremental: the judge keeps no record (reusing the record
+// after Add changes nothing), can be assessed mid-run and again later (a
+// canary's running verdict), and ignores stages the plan does not have.
+func TestJudgeIncremental(t *testing.T) {
+	p, spec := reportPlan(t)
+	j := NewJudge(p, spec)
+	var r loadgen.Record
+	for i, ttft := range []time.Duration{50 * ms1, 60 * ms1} {
+		r = okRec("normal", time.Duration(i)*ms1, ttft, time.Second, 3)
+		r.Seq = int64(i)
+		j.Add(&r)
+	}
+	stray := okRec("elsewhere", 0, time.Hour, time.Hour, 2)
+	j.Add(&stray)
+	mid := j.Assess(Input{Now: t0})
+	if v := mid.Verdicts[0]; v.Stage != "normal" || v.Objective != "lat" || v.Status != Pass || v.Total != 2 {
+		t.Fatalf("mid-run: %+v", v)
+	}
+	if len(mid.Stages) != 3 || mid.Stages[0].Counts.Requests != 2 {
+		t.Fatalf("stages: %+v", mid.Stages)
+	}
+	r.Chunks[0].At = time.Hour // the caller reuses its record
+	r = okRec("normal", 5*ms1, 150*ms1, time.Second, 3)
+	j.Add(&r)
+	end := j.Assess(Input{Now: t0})
+	if v := end.Verdicts[0]; v.Status != Fail || v.Good != 2 || v.Total != 3 {
+		t.Fatalf("end: %+v", v)
+	}
+	if again := j.Assess(Input{Now: t0}); !reflect.DeepEqual(again, end) {
+		t.Error("a second Assess differs: Assess changed the judge")
 	}
 }

@@ -11,11 +11,10 @@ import (
 // does, so a live record and its saved copy measure the same.
 
 var (
-	ttftMetric        = loadgen.FindLatencyMetric(loadgen.MetricTTFT)
-	ttfatMetric       = loadgen.FindLatencyMetric(loadgen.MetricTTFAT)
-	tpotMetric        = loadgen.FindLatencyMetric(loadgen.MetricTPOT)
-	e2eMetric         = loadgen.FindLatencyMetric(loadgen.MetricE2E)
-	scheduleLagMetric = loadgen.FindLatencyMetric(loadgen.MetricScheduleLag)
+	ttftMetric  = loadgen.FindLatencyMetric(loadgen.MetricTTFT)
+	ttfatMetric = loadgen.FindLatencyMetric(loadgen.MetricTTFAT)
+	tpotMetric  = loadgen.FindLatencyMetric(loadgen.MetricTPOT)
+	e2eMetric   = loadgen.FindLatencyMetric(loadgen.MetricE2E)
 )
 
 func trunc(d time.Duration) time.Duration { return loadgen.TruncMicros(d) }
@@ -24,4 +23,4 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // scheduleLag is r's send lateness; unlike the metric's samples it is
 // defined for failed requests too (validity judges every sent request).
-func scheduleLag(r *loadgen.Record) time.Duration { return trunc(r.Sent) - trunc(r.Intended) }
+func scheduleLag(r *loadgen.Record) time.Duration { return loadgen.ScheduleLagOf(r) }

@@ -84,7 +84,7 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 		} else {
 			c := st.Counts
 			s.Properties = append(s.Properties, junitProperty{"tailgate.stage.requests",
-				fmt.Sprintf("%d (ok %d, failed %d, dropped %d, warm-up %d)", c.Requests, c.OK, c.Failed, c.Dropped, c.Warmup)})
+				fmt.Sprintf("%d (ok %d, failed %d, dropped %d, cut at end %d, warm-up %d)", c.Requests, c.OK, c.Failed, c.Dropped, c.CutAtEnd, c.Warmup)})
 		}
 		for _, p := range r.Problems {
 			if p.Stage == st.Name {
@@ -173,6 +173,15 @@ func detail(v *slo.Verdict) string {
 	switch v.Kind {
 	case slo.KindLatency, slo.KindRatio:
 		fmt.Fprintf(&b, "good %d of %d\n", v.Good, v.Total)
+		if v.LeftOut > 0 {
+			fmt.Fprintf(&b, "left out %d (not failures of the server)\n", v.LeftOut)
+		}
+		switch v.QuantileFrom {
+		case slo.QuantileFromHDR:
+			b.WriteString("quantile from an HDR histogram (3 significant digits); the result from exact counts\n")
+		case slo.QuantileFromBuckets:
+			b.WriteString("quantile from server histogram buckets\n")
+		}
 	case slo.KindFloor:
 		fmt.Fprintf(&b, "counted %d over %.3fs\n", v.Good, v.WindowS)
 	}

@@ -58,6 +58,9 @@ func WriteVerdictTable(w io.Writer, r *slo.Report) error {
 			fmt.Fprintln(ew, n)
 		}
 	}
+	if q := quantileSources(r); q != "" {
+		fmt.Fprintln(ew, "\n"+q)
+	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintln(ew, "\nThe run is invalid:")
 		for _, p := range r.Problems {
@@ -79,4 +82,29 @@ func countLine(r *slo.Report) string {
 		return "no objectives"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// quantileSources says where the quantiles in MEASURED came from, once for
+// the table: PASS and FAIL never depend on them.
+func quantileSources(r *slo.Report) string {
+	var hdr, buckets bool
+	for i := range r.Verdicts {
+		switch r.Verdicts[i].QuantileFrom {
+		case slo.QuantileFromHDR:
+			hdr = true
+		case slo.QuantileFromBuckets:
+			buckets = true
+		}
+	}
+	var parts []string
+	if hdr {
+		parts = append(parts, "from HDR histograms of the records (3 significant digits)")
+	}
+	if buckets {
+		parts = append(parts, "from server histogram buckets")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Quantiles in MEASURED are " + strings.Join(parts, " and ") + "; PASS and FAIL come from exact counts of events within the threshold."
 }

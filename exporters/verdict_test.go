@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func TestWriteVerdictTable(t *testing.T) {
@@ -27,6 +31,57 @@ func TestWriteVerdictTable(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// TestVerdictTableSources: the table says where its quantiles came from,
+// prints a quantile in a server histogram's first bucket as such, and an
+// error-rate verdict says how many requests it left out (JUnit too).
+func TestVerdictTableSources(t *testing.T) {
+	spec, err := slo.ParseSpec("slo.yaml", []byte(`
+kind: SLO
+name: s
+owner: o
+objectives:
+  - {name: ttft, metric: ttft, threshold: 500ms, target: 99%}
+  - {name: queue, metric: queue_delay, threshold: 300ms, target: 99%}
+  - {name: errors, metric: error_rate, threshold: 1%}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []loadgen.Record
+	for i := 0; i < 10; i++ {
+		start := time.Duration(i) * 100 * time.Millisecond
+		recs = append(recs, loadgen.Record{Seq: int64(i), Intended: start, Sent: start, End: start + time.Second, OutputTokens: 1,
+			Chunks: []loadgen.Chunk{{At: start + 200*time.Millisecond, Tokens: 1}}})
+	}
+	recs = append(recs, loadgen.Record{Seq: 10, Intended: 0, Sent: 0, End: 2 * time.Second, ErrorKind: loadgen.ErrCutAtEnd})
+	q := &slo.QueueTelemetry{Source: "vllm:request_queue_time_seconds",
+		Buckets: []slo.Bucket{{Le: 300 * time.Millisecond, Count: 10}, {Le: slo.BucketBound(0.5), Count: 10}, {Le: slo.InfBound, Count: 10}}}
+	r := slo.Assess(nil, spec, slo.Input{Records: recs, Now: now, QueueDelay: map[string]*slo.QueueTelemetry{"": q}})
+	var buf bytes.Buffer
+	if err := WriteVerdictTable(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"100% (p99 ≤ 300ms, first bucket)",
+		"errors/: left out: 1 cut_at_end",
+		"Quantiles in MEASURED are from HDR histograms of the records (3 significant digits) and from server histogram buckets",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"left out 1 (not failures of the server)", "cut at end 1", "quantile from an HDR histogram"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("JUnit: missing %q in\n%s", want, buf.String())
 		}
 	}
 }

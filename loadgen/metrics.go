@@ -20,20 +20,6 @@ func NewHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(histMinMicros, histMaxMicros, histSigDigits)
 }
 
-// Metric names: the keys of latency_ms in summary.json.
-const (
-	MetricTTFT        = "ttft"
-	MetricTTFAT       = "ttfat"
-	MetricICL         = "icl"
-	MetricITL         = "itl"
-	MetricTPOT        = "tpot"
-	MetricE2E         = "e2e"
-	MetricScheduleLag = "schedule_lag"
-)
-
-// MetricNames lists the latency metrics in report order.
-var MetricNames = []string{MetricTTFT, MetricTTFAT, MetricICL, MetricITL, MetricTPOT, MetricE2E, MetricScheduleLag}
-
 // Group accumulates one population of records (the whole run or a class).
 type Group struct {
 	Hist map[string]*hdrhistogram.Histogram
@@ -86,7 +72,8 @@ func NewMetrics() *Metrics {
 		interval: map[string]*hdrhistogram.Histogram{}}
 }
 
-func micros(d time.Duration) int64 {
+// microsOf is d in whole µs, held within the histogram bounds.
+func microsOf(d time.Duration) int64 {
 	v := int64(d / time.Microsecond)
 	if v < histMinMicros {
 		return histMinMicros
@@ -125,13 +112,13 @@ func (m *Metrics) Add(r *Record) {
 	}
 	if r.OK() {
 		m.recordInterval(r)
-		if d, ok := r.TTFT(); ok && r.Session != "" {
+		if d, ok := ttftMetric.Of(r); ok && r.Session != "" {
 			h, ok := m.TurnTTFT[r.Turn]
 			if !ok {
 				h = NewHistogram()
 				m.TurnTTFT[r.Turn] = h
 			}
-			h.RecordValue(micros(d))
+			h.RecordValue(microsOf(d))
 		}
 	}
 }
@@ -168,24 +155,26 @@ func (g *Group) add(r *Record, good bool) {
 	if r.ChunkTokenSource != "" {
 		g.ChunkTokenSources[r.ChunkTokenSource]++
 	}
-	eachSample(r, func(metric string, v int64, n int64) { g.Hist[metric].RecordValues(v, n) })
+	for i := range LatencyMetrics {
+		m := &LatencyMetrics[i]
+		h := g.Hist[m.Name]
+		for s := m.Samples(r); s.Next(); {
+			h.RecordValues(microsOf(s.Value()), int64(s.Weight()))
+		}
+	}
 }
 
-// eachSample calls f with every latency sample of an OK record, in µs.
+var ttftMetric = FindLatencyMetric(MetricTTFT)
+
+// eachSample calls f with every latency sample of a record, in µs, as the
+// metric table defines them (nothing for a failed record).
 func eachSample(r *Record, f func(metric string, micros int64, count int64)) {
-	f(MetricE2E, micros(r.E2E()), 1)
-	f(MetricScheduleLag, micros(r.ScheduleLag()), 1)
-	if d, ok := r.TTFT(); ok {
-		f(MetricTTFT, micros(d), 1)
+	for i := range LatencyMetrics {
+		m := &LatencyMetrics[i]
+		for s := m.Samples(r); s.Next(); {
+			f(m.Name, microsOf(s.Value()), int64(s.Weight()))
+		}
 	}
-	if d, ok := r.TTFAT(); ok {
-		f(MetricTTFAT, micros(d), 1)
-	}
-	if d, ok := r.TPOT(); ok {
-		f(MetricTPOT, micros(d), 1)
-	}
-	r.EachICL(func(gap time.Duration) { f(MetricICL, micros(gap), 1) })
-	r.EachITL(func(per time.Duration, n int) { f(MetricITL, micros(per), int64(n)) })
 }
 
 func (m *Metrics) recordInterval(r *Record) {

@@ -12,21 +12,22 @@ import (
 const SummarySchema = "tailgate.summary/v1"
 
 // Definitions are written into every summary so a reader never has to
-// guess what a figure means.
-var Definitions = map[string]string{
-	"intended_start": "when the schedule says a request should be sent; in open loop every latency is measured from it (no coordinated omission); in closed loop it is the send time",
-	"ttft":           "intended start to the first chunk carrying at least one output token (answer or reasoning); role-only, empty and comment chunks do not count",
-	"ttfat":          "intended start to the first answer (non-reasoning) token",
-	"icl":            "inter-chunk latency: gap between consecutive content-bearing chunks of a stream, one sample per gap",
-	"itl":            "inter-token latency: each chunk gap divided by the tokens that chunk carries, one sample per token (tokens per chunk: see tokens.chunk_token_sources)",
-	"tpot":           "per request (E2E - TTFT) / (output tokens - 1), for requests with at least 2 output tokens",
-	"e2e":            "intended start to the end of the response",
-	"schedule_lag":   "actual send minus intended start: the load generator's own lateness",
-	"output_tokens":  "the server's usage count when given, else counted from chunks (see tokens.sources)",
-	"throughput":     "completed requests and their tokens per second over the measured window (first measured intended start to last measured end; warm-up excluded)",
-	"goodput":        "completed requests per second that met every per-request goodput constraint of the SLO",
-	"latency_scope":  "latency histograms hold successful requests only; failures are counted in requests.errors_by_kind",
-}
+// guess what a figure means. The latency metrics' come from the metric
+// table (LatencyMetrics).
+var Definitions = func() map[string]string {
+	d := map[string]string{
+		"intended_start": "when the schedule says a request should be sent; in open loop every latency is measured from it (no coordinated omission); in closed loop it is the send time",
+		"output_tokens":  "the server's usage count when given, else counted from chunks (see tokens.sources)",
+		"throughput":     "completed requests and their tokens per second over the measured window (first measured intended start to last measured end; warm-up excluded)",
+		"goodput":        "completed requests per second that met every per-request goodput constraint of the SLO",
+		"latency_scope":  "latency histograms hold successful requests only; failures are counted in requests.errors_by_kind",
+		"resolution":     "every instant is truncated to the microsecond (as requests.jsonl stores it) before latencies are taken",
+	}
+	for _, m := range LatencyMetrics {
+		d[m.Name] = m.Definition
+	}
+	return d
+}()
 
 // Hist is the H shape of summary.json: milliseconds as floats.
 type Hist struct {

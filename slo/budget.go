@@ -2,6 +2,7 @@ package slo
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -26,7 +27,7 @@ func BurnRate(errorRatio, budget float64) float64 {
 	return errorRatio / budget
 }
 
-var inf = func() float64 { var z float64; return 1 / z }()
+var inf = math.Inf(1)
 
 // BudgetConsumed is the fraction of the window's budget that burn rate f
 // held for d spends.

@@ -23,20 +23,25 @@
 // histograms, so "99% ≤ 500 ms" agrees with "p99 ≤ 500 ms"; failures are the
 // error_rate objective's business (a spec with latency objectives and no
 // error_rate objective draws a warning). TPOT counts requests with at least
-// two output tokens; TTFAT requests with an answer token. error_rate counts
-// every record of the stage, dropped ones included (a request the load
-// generator could not send is a request the service did not serve), and
-// every error kind unless the objective names kinds. Floor objectives count
+// two output tokens; TTFAT requests with an answer token; ICL, ITL and TPOT
+// streamed answers only (one that came as one body has no gaps: an
+// objective with none is NO_DATA, never PASS). error_rate counts every sent
+// record of the stage and every error kind unless the objective names
+// kinds; it leaves out requests the load generator dropped (never sent) or
+// cut at the end of its grace period (cut_at_end), unless named, and the
+// verdict says how many. Floor objectives count
 // successful requests and their tokens over the measured window: the first
 // intended start to the last end of the stage's sent, non-warm-up records
 // (all classes), unless the caller gives a window.
 //
 // # Exactness
 //
-// Evaluate works from the records, not from histograms, at the microsecond
-// resolution of requests.jsonl: every instant is truncated to the
-// microsecond first, so judging the live records and judging the saved file
-// give the same verdict. Targets and thresholds are kept as the decimals
+// A Judge counts, per objective and stage, the events within the threshold
+// and all events as records arrive (memory stays flat however long the
+// run), at the microsecond resolution of requests.jsonl: every instant is
+// truncated to the microsecond first, so judging the live records and
+// judging the saved file give the same verdict. Only the quantile shown
+// beside a verdict comes from an HDR histogram. Targets and thresholds are kept as the decimals
 // written in the file and compared in integers: 999 good of 1000 meets
 // "99.9%" exactly.
 //

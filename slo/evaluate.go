@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
@@ -43,15 +45,27 @@ type Verdict struct {
 	// Measured is the fraction of events meeting the threshold (latency),
 	// the failed fraction (ratio) or the rate per second (floor).
 	Measured float64 `json:"measured"`
-	// QuantileMs is the latency at the target quantile (nearest rank): the
-	// objective passes exactly when QuantileMs ≤ Threshold. From server
-	// histogram buckets it is the bucket's upper bound.
+	// QuantileMs is the latency at the target quantile (nearest rank), as
+	// QuantileFrom says: from the records, an HDR histogram's value (3
+	// significant digits) on the side of the threshold that the exact
+	// counts decide, so it is ≤ Threshold exactly when the objective
+	// passes. From server histogram buckets it is the bound of the bucket
+	// holding the quantile (nil: the +Inf bucket).
 	QuantileMs *float64 `json:"quantile_ms,omitempty"`
+	// QuantileLowMs is set when the quantile is known only to a server
+	// histogram bucket: it lies in (QuantileLowMs, QuantileMs]; 0 means
+	// the first bucket.
+	QuantileLowMs *float64 `json:"quantile_low_ms,omitempty"`
+	QuantileFrom  string   `json:"quantile_from,omitempty"`
 	// Good and Total count events: latency, events meeting the threshold of
 	// all events; ratio, requests that did not fail of all requests; floor,
 	// Good is the count (requests or tokens) over WindowS seconds.
-	Good    uint64  `json:"good"`
-	Total   uint64  `json:"total"`
+	Good  uint64 `json:"good"`
+	Total uint64 `json:"total"`
+	// LeftOut counts requests an error-rate objective left out of Total:
+	// cut at the end of the grace period (cut_at_end) or never sent
+	// (dropped), neither a failure of the server; the note says which.
+	LeftOut uint64  `json:"left_out,omitempty"`
 	WindowS float64 `json:"window_s,omitempty"`
 	// Result is the outcome before waivers; Status after them.
 	Result Status `json:"result"`
@@ -79,14 +93,22 @@ func (w Window) Duration() time.Duration { return w.End - w.Start }
 // per request, or else Buckets: the increase over the stage of a cumulative
 // server histogram (vLLM vllm:request_queue_time_seconds, SGLang
 // sglang:queue_time_seconds, TGI tgi_request_queue_duration), with a final
-// +Inf bucket. With buckets the good count is the count at the largest
-// bound ≤ threshold, so a threshold between two bounds is judged
-// conservatively, and the verdict says so. Without either, queue_delay
-// objectives are NO_DATA.
+// +Inf bucket. Without either, queue_delay objectives are NO_DATA, with
+// Missing as the reason when set ("llama.cpp exposes no queue-time
+// histogram").
+//
+// With buckets, a threshold on a bucket bound is judged exactly. A
+// threshold inside a bucket is judged exactly when the bucket's two bounds
+// agree (the target is met even counting none of the bucket, or missed
+// even counting all of it); otherwise the bucket's count is interpolated
+// linearly to the threshold, as Prometheus' histogram_quantile does, and
+// the verdict's note says it is an estimate.
 type QueueTelemetry struct {
 	Source  string          `json:"source"`
 	Samples []time.Duration `json:"-"`
 	Buckets []Bucket        `json:"-"`
+	// Missing says why there is no telemetry, when there is none.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Bucket is one cumulative histogram bucket: Count events ≤ Le. Le is
@@ -96,8 +118,27 @@ type Bucket struct {
 	Count uint64
 }
 
-// InfBound is the +Inf bucket bound.
+// InfBound is the bound of the +Inf bucket (Prometheus le="+Inf",
+// math.Inf(1) seconds): the largest Duration, above every finite bound.
 const InfBound = time.Duration(math.MaxInt64)
+
+// IsInf reports whether b is the +Inf bucket.
+func (b Bucket) IsInf() bool { return b.Le == InfBound }
+
+// BucketBound is the Duration of a Prometheus bucket bound in seconds:
+// InfBound for math.Inf(1).
+func BucketBound(seconds float64) time.Duration {
+	if math.IsInf(seconds, 1) || seconds*float64(time.Second) >= float64(math.MaxInt64) {
+		return InfBound
+	}
+	return time.Duration(math.Round(seconds * float64(time.Second)))
+}
+
+// Where a verdict's quantile came from (Verdict.QuantileFrom).
+const (
+	QuantileFromHDR     = "hdr"     // an HDR histogram of the samples: µs, 3 significant digits
+	QuantileFromBuckets = "buckets" // a server histogram's buckets
+)
 
 // Options are Evaluate's inputs besides the spec and the records.
 type Options struct {
@@ -115,54 +156,19 @@ type Options struct {
 
 // Evaluate judges every objective of spec (or opt.Only) on the records of
 // stage (records whose Stage equals it; a run without stages has stage ""),
-// exactly, from the records.
+// from exact counts over the records (see Judge).
 func Evaluate(spec *Spec, stage string, records []loadgen.Record, opt Options) []Verdict {
-	var recs []*loadgen.Record
-	win := Window{}
-	seen := false
+	j := NewJudge(nil, spec)
 	for i := range records {
-		r := &records[i]
-		if r.Warmup || r.Stage != stage {
-			continue
+		if records[i].Stage == stage {
+			j.Add(&records[i])
 		}
-		recs = append(recs, r)
-		if r.ErrorKind == loadgen.ErrDropped {
-			continue
-		}
-		s, e := trunc(r.Intended), trunc(r.End)
-		if !seen || s < win.Start {
-			win.Start = s
-		}
-		if !seen || e > win.End {
-			win.End = e
-		}
-		seen = true
 	}
-	if opt.Window != (Window{}) {
-		win = Window{trunc(opt.Window.Start), trunc(opt.Window.End)}
+	s := j.stages[stage]
+	if s == nil {
+		s = j.newStage(stage, nil)
 	}
-	only := map[string]bool{}
-	for _, n := range opt.Only {
-		only[n] = true
-	}
-	waivers := append(append([]Waiver(nil), spec.Waivers...), opt.Waivers...)
-	var out []Verdict
-	for i := range spec.Objectives {
-		o := &spec.Objectives[i]
-		if opt.Only != nil && !only[o.Name] {
-			continue
-		}
-		var sel []*loadgen.Record
-		for _, r := range recs {
-			if o.Class == "" || r.Class == o.Class {
-				sel = append(sel, r)
-			}
-		}
-		v := judge(o, spec, stage, sel, win, opt.QueueDelay)
-		applyWaivers(&v, waivers, opt.Now)
-		out = append(out, v)
-	}
-	return out
+	return j.evaluate(s, opt)
 }
 
 func newVerdict(o *Objective, stage string) Verdict {
@@ -179,7 +185,10 @@ func newVerdict(o *Objective, stage string) Verdict {
 	return v
 }
 
-func judge(o *Objective, spec *Spec, stage string, recs []*loadgen.Record, win Window, qd *QueueTelemetry) Verdict {
+// verdict judges the objective from its counts; win is the stage's
+// window, qd its queue-delay telemetry.
+func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) Verdict {
+	o := oj.o
 	v := newVerdict(o, stage)
 	switch o.Kind() {
 	case KindLatency:
@@ -187,71 +196,64 @@ func judge(o *Objective, spec *Spec, stage string, recs []*loadgen.Record, win W
 			judgeQueueDelay(&v, o, qd)
 			break
 		}
-		var samples []sample
-		for _, r := range recs {
-			if r.OK() {
-				latencySamples(o.Metric, r, func(d time.Duration, n uint64) { samples = append(samples, sample{d, n}) })
-			}
+		judgeLatency(&v, o, &oj.lat)
+		if v.Result == NoData {
+			v.Note = oj.noSamples()
+		} else if oj.metric != nil && oj.metric.Streamed && oj.unstreamed > 0 {
+			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", oj.unstreamed, oj.ok, o.Metric))
 		}
-		judgeLatency(&v, o, samples)
 	case KindRatio:
-		var bad, total uint64
-		for _, r := range recs {
-			total++
-			if !r.OK() && (len(o.ErrorKinds) == 0 || hasKind(o.ErrorKinds, r.ErrorKind)) {
-				bad++
+		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped
+		if v.LeftOut > 0 {
+			var parts []string
+			if oj.cut > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", oj.cut, loadgen.ErrCutAtEnd))
 			}
+			if oj.dropped > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", oj.dropped, loadgen.ErrDropped))
+			}
+			v.Note = "left out: " + strings.Join(parts, ", ") + " (the load generator's, not failures of the server)"
 		}
-		v.Good, v.Total = total-bad, total
-		if total == 0 {
-			v.Result, v.Note = NoData, "no requests in this stage"
+		if oj.counted == 0 {
+			addNote(&v, "no requests in this stage")
+			v.Result = NoData
 			break
 		}
-		v.Measured = float64(bad) / float64(total)
+		v.Measured = float64(oj.bad) / float64(oj.counted)
 		v.Result = Fail
-		if o.Limit.CmpRatio(bad, total) <= 0 {
+		if o.Limit.CmpRatio(oj.bad, oj.counted) <= 0 {
 			v.Result = Pass
 		}
 	case KindFloor:
-		var count uint64
-		cons := spec.Goodput
-		if o.Constraints != nil {
-			cons = *o.Constraints
-		}
-		for _, r := range recs {
-			if !r.OK() {
-				continue
-			}
-			switch o.Metric {
-			case RequestsPerS:
-				count++
-			case OutputTokensPerS:
-				count += uint64(max(r.OutputTokens, 0))
-			case InputTokensPerS:
-				count += uint64(max(r.InputTokens, 0))
-			case GoodputPerS:
-				if cons.Met(r) {
-					count++
-				}
-			}
-		}
 		if o.Metric == GoodputPerS {
-			v.Note = "good: " + cons.String()
+			v.Note = "good: " + oj.cons.String()
 		}
-		v.Good = count
+		v.Good = oj.work
 		w := win.Duration()
 		if w <= 0 {
 			v.Result, v.Note = NoData, "no measured window: no request was sent in this stage"
 			break
 		}
 		v.WindowS = w.Seconds()
-		v.Measured = float64(count) / w.Seconds()
+		v.Measured = float64(oj.work) / w.Seconds()
 		v.Result = Fail
-		if rateAtLeast(count, w, o.Limit) {
+		if rateAtLeast(oj.work, w, o.Limit) {
 			v.Result = Pass
 		}
 	}
 	return v
+}
+
+// noSamples says why a latency objective had nothing to measure.
+func (oj *objectiveJudge) noSamples() string {
+	if oj.metric == nil {
+		return "no events to measure"
+	}
+	if oj.metric.Streamed && oj.ok > 0 && oj.unstreamed == oj.ok {
+		return fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)",
+			strings.ToUpper(string(oj.o.Metric)), oj.ok)
+	}
+	return "no " + oj.metric.Events + " to measure"
 }
 
 func hasKind(kinds []loadgen.ErrorKind, k loadgen.ErrorKind) bool {
@@ -274,109 +276,138 @@ func rateAtLeast(count uint64, w time.Duration, limit Decimal) bool {
 	return l.Cmp(r) >= 0
 }
 
-func judgeLatency(v *Verdict, o *Objective, samples []sample) {
-	var good, total uint64
-	for _, s := range samples {
-		total += s.n
-		if s.v <= o.Threshold {
-			good += s.n
-		}
-	}
-	v.Good, v.Total = good, total
-	if total == 0 {
+// judgeLatency judges exact counts; the quantile comes from the histogram,
+// held on the side of the threshold the counts decide: when they pass, an
+// HDR bucket straddling the threshold reports the threshold, a value of
+// that bucket.
+func judgeLatency(v *Verdict, o *Objective, c *latencyCount) {
+	v.Good, v.Total = c.good, c.total
+	if c.total == 0 {
 		v.Result = NoData
-		v.Note = "no " + eventName(o.Metric) + " to measure"
 		return
 	}
-	v.Measured = float64(good) / float64(total)
-	sort.Slice(samples, func(i, j int) bool { return samples[i].v < samples[j].v })
-	rank := max(o.Target.CeilMul(total), 1)
-	var cum uint64
-	for _, s := range samples {
-		cum += s.n
-		if cum >= rank {
-			q := ms(s.v)
-			v.QuantileMs = &q
-			break
+	v.Measured = float64(c.good) / float64(c.total)
+	pass := o.Target.CmpRatio(c.good, c.total) >= 0
+	if q, ok := rankValue(c.hist, max(o.Target.CeilMul(c.total), 1)); ok {
+		if pass && q > o.Threshold {
+			q = o.Threshold
 		}
+		f := ms(q)
+		v.QuantileMs, v.QuantileFrom = &f, QuantileFromHDR
 	}
 	v.Result = Fail
-	if o.Target.CmpRatio(good, total) >= 0 {
+	if pass {
 		v.Result = Pass
 	}
 }
 
-func eventName(m Metric) string {
-	switch m {
-	case ITL:
-		return "output tokens after the first (with token counts)"
-	case ICL:
-		return "chunk gaps"
-	case TPOT:
-		return "successful requests with ≥ 2 output tokens"
-	case TTFAT:
-		return "successful requests with an answer token"
-	case TTFT:
-		return "successful requests with a token"
+// rankValue is the highest value equivalent to the rank-th smallest
+// recorded value (nearest rank, 1-based).
+func rankValue(h *hdrhistogram.Histogram, rank uint64) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
 	}
-	return "successful requests"
+	var cum uint64
+	for _, b := range h.Distribution() {
+		cum += uint64(b.Count)
+		if b.Count > 0 && cum >= rank {
+			return time.Duration(b.To) * time.Microsecond, true
+		}
+	}
+	return 0, false
 }
 
 func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 	if qd == nil || len(qd.Samples) == 0 && len(qd.Buckets) == 0 {
 		v.Result = NoData
 		v.Note = "no server queue-delay telemetry for this stage"
+		if qd != nil && qd.Missing != "" {
+			v.Note += ": " + qd.Missing
+		}
 		return
 	}
 	v.Source = qd.Source
 	if len(qd.Samples) > 0 {
-		s := make([]sample, len(qd.Samples))
-		for i, d := range qd.Samples {
-			s[i] = sample{trunc(d), 1}
+		var c latencyCount
+		for _, d := range qd.Samples {
+			c.add(trunc(d), o.Threshold, 1)
 		}
-		judgeLatency(v, o, s)
+		judgeLatency(v, o, &c)
+		if v.Result == NoData {
+			v.Note = "no queue-delay samples"
+		}
 		return
 	}
 	b := append([]Bucket(nil), qd.Buckets...)
 	sort.Slice(b, func(i, j int) bool { return b[i].Le < b[j].Le })
-	if b[len(b)-1].Le != InfBound {
+	if !b[len(b)-1].IsInf() {
 		v.Result = NoData
 		v.Note = "queue-delay histogram has no +Inf bucket: events above its last bound are unseen"
 		return
 	}
 	total := b[len(b)-1].Count
-	var good uint64
-	var at time.Duration = -1
-	for _, x := range b {
-		if x.Le <= o.Threshold {
-			good, at = x.Count, x.Le
-		}
-	}
-	v.Good, v.Total = good, total
 	if total == 0 {
 		v.Result, v.Note = NoData, "queue-delay histogram is empty for this stage"
 		return
 	}
-	v.Measured = float64(good) / float64(total)
-	rank := max(o.Target.CeilMul(total), 1)
+	v.Total = total
+	// The bucket holding the threshold: (lo, hi] with counts cLo ≤ cHi.
+	var lo time.Duration
+	var cLo uint64
+	hi, cHi := b[len(b)-1].Le, total
 	for _, x := range b {
-		if x.Count >= rank && x.Le != InfBound {
-			q := ms(x.Le)
-			v.QuantileMs = &q
+		if x.Le <= o.Threshold {
+			lo, cLo = x.Le, x.Count
+			continue
+		}
+		hi, cHi = x.Le, x.Count
+		break
+	}
+	switch {
+	case lo == o.Threshold:
+		v.Good = cLo // on a bound: exact
+	case o.Target.CmpRatio(cLo, total) >= 0 || o.Target.CmpRatio(cHi, total) < 0 || hi == InfBound:
+		// The bounds agree (or there is no finite bound to interpolate to:
+		// count none of the bucket, conservatively).
+		v.Good = cLo
+		if o.Target.CmpRatio(cHi, total) < 0 && hi != InfBound {
+			v.Good = cHi
+		}
+		v.Note = fmt.Sprintf("from histogram buckets: threshold %s is inside the %s bucket, so %d to %d of %d events met it: the verdict is the same at either end",
+			o.Threshold, bucketText(lo, hi), cLo, cHi, total)
+		if hi == InfBound {
+			v.Note = fmt.Sprintf("from histogram buckets: threshold %s is above the last finite bound %s; counted at that bound (conservative)", o.Threshold, lo)
+		}
+	default:
+		// Linear interpolation within (lo, hi], as histogram_quantile does.
+		frac := float64(o.Threshold-lo) / float64(hi-lo)
+		v.Good = cLo + uint64(float64(cHi-cLo)*frac)
+		v.Note = fmt.Sprintf("estimated from histogram buckets: threshold %s is inside the %s bucket, so %d to %d of %d events met it; %d interpolated linearly within the bucket, as Prometheus histogram_quantile does",
+			o.Threshold, bucketText(lo, hi), cLo, cHi, total, v.Good)
+	}
+	v.Measured = float64(v.Good) / float64(total)
+	rank := max(o.Target.CeilMul(total), 1)
+	var prev time.Duration
+	for _, x := range b {
+		if x.Count >= rank {
+			low := ms(prev)
+			v.QuantileLowMs, v.QuantileFrom = &low, QuantileFromBuckets
+			if !x.IsInf() {
+				q := ms(x.Le)
+				v.QuantileMs = &q
+			}
 			break
 		}
-	}
-	if at != o.Threshold {
-		bound := "no bucket"
-		if at >= 0 {
-			bound = "the " + at.String() + " bucket"
-		}
-		v.Note = fmt.Sprintf("from histogram buckets: threshold %s is not a bucket bound; counted %s (conservative)", o.Threshold, bound)
+		prev = x.Le
 	}
 	v.Result = Fail
-	if o.Target.CmpRatio(good, total) >= 0 {
+	if o.Target.CmpRatio(v.Good, total) >= 0 {
 		v.Result = Pass
 	}
+}
+
+func bucketText(lo, hi time.Duration) string {
+	return "(" + lo.String() + ", " + hi.String() + "]"
 }
 
 // applyWaivers sets Status from Result and the first matching unexpired
@@ -434,8 +465,16 @@ func (v *Verdict) MeasuredText() string {
 	switch v.Kind {
 	case KindLatency:
 		s := percent(v.Measured)
-		if v.QuantileMs != nil {
-			s += fmt.Sprintf(" (p%s %s)", quantileLabel(v.TargetText, v.Target), fmtMs(*v.QuantileMs))
+		p := "p" + quantileLabel(v.TargetText, v.Target)
+		switch {
+		case v.QuantileLowMs != nil && v.QuantileMs == nil:
+			s += fmt.Sprintf(" (%s > %s, +Inf bucket)", p, fmtMs(*v.QuantileLowMs))
+		case v.QuantileLowMs != nil && *v.QuantileLowMs == 0:
+			s += fmt.Sprintf(" (%s ≤ %s, first bucket)", p, fmtMs(*v.QuantileMs))
+		case v.QuantileLowMs != nil:
+			s += fmt.Sprintf(" (%s in %s–%s bucket)", p, fmtMs(*v.QuantileLowMs), fmtMs(*v.QuantileMs))
+		case v.QuantileMs != nil:
+			s += fmt.Sprintf(" (%s %s)", p, fmtMs(*v.QuantileMs))
 		}
 		return s
 	case KindRatio:

@@ -71,6 +71,8 @@ type ManualRecord struct {
 
 // Input is what Assess judges besides the plan and spec.
 type Input struct {
+	// Records are judged by the package-level Assess; Judge.Assess ignores
+	// them (it has been given its records one by one).
 	Records []loadgen.Record
 	// Now is the instant waivers are judged at.
 	Now time.Time
@@ -89,92 +91,15 @@ type Input struct {
 // Assess judges a whole run: every applicable objective on every stage, the
 // manual stages, and the run's validity. With a nil plan the stages are
 // those found in the records (in order of their first request), every
-// objective applies, and the default validity bounds hold.
+// objective applies, and the default validity bounds hold. It is a Judge
+// fed in.Records; a caller that has the records as a stream should use the
+// Judge itself.
 func Assess(p *Plan, spec *Spec, in Input) *Report {
-	r := &Report{Schema: ReportSchema, SLO: spec.Name, EvaluatedAt: in.Now.UTC(), Counts: map[Status]int{}}
-	var stages []Stage
-	validity := DefaultValidity
-	var extra []Waiver
-	if p != nil {
-		r.Plan = p.Name
-		stages = p.Stages
-		validity = p.Validity
-		extra = p.Waivers
-	} else {
-		for _, name := range StagesOf(in.Records) {
-			stages = append(stages, Stage{Name: name})
-		}
+	j := NewJudge(p, spec)
+	for i := range in.Records {
+		j.Add(&in.Records[i])
 	}
-	manual := map[string]ManualRecord{}
-	for _, m := range in.Manual {
-		manual[m.Stage] = m
-	}
-	waivers := append(append([]Waiver(nil), spec.Waivers...), extra...)
-	for i := range stages {
-		st := &stages[i]
-		sr := StageReport{Name: st.Name, Manual: st.Manual}
-		if st.Manual {
-			v := Verdict{Objective: string(ManualResult), Stage: st.Name, Kind: KindManual, Metric: ManualResult,
-				ThresholdText: "pass", Result: Pending, Note: "not recorded yet: tailgate validate --record " + st.Name + "=pass|fail --by NAME"}
-			if m, ok := manual[st.Name]; ok {
-				mc := m
-				sr.ManualResult = &mc
-				v.Result, v.Note = Fail, m.Note
-				if m.Pass {
-					v.Result = Pass
-				}
-				v.Source = "recorded by " + m.By + " at " + m.At.UTC().Format(time.RFC3339)
-			}
-			applyWaivers(&v, waivers, in.Now)
-			r.Verdicts = append(r.Verdicts, v)
-			r.Stages = append(r.Stages, sr)
-			continue
-		}
-		sr.Counts = CountStage(st.Name, in.Records)
-		opt := Options{Now: in.Now, Only: st.Objectives, Waivers: extra, Window: in.Windows[st.Name],
-			QueueDelay: in.QueueDelay[st.Name]}
-		vs := Evaluate(spec, st.Name, in.Records, opt)
-		for _, v := range vs {
-			if v.Kind == KindFloor && v.WindowS > 0 {
-				sr.WindowS = v.WindowS
-			}
-		}
-		if sr.WindowS == 0 {
-			sr.WindowS = measuredWindow(st.Name, in.Records).Duration().Seconds()
-		}
-		cpu, ok := in.ClientCPU[st.Name]
-		if ok {
-			c := cpu
-			sr.ClientCPU = &c
-		} else {
-			cpu = -1
-		}
-		r.Problems = append(r.Problems, CheckValidity(st.Name, in.Records, validity, cpu)...)
-		r.Verdicts = append(r.Verdicts, vs...)
-		r.Stages = append(r.Stages, sr)
-	}
-	r.finish()
-	return r
-}
-
-func measuredWindow(stage string, records []loadgen.Record) Window {
-	var w Window
-	seen := false
-	for i := range records {
-		r := &records[i]
-		if r.Warmup || r.Stage != stage || r.ErrorKind == loadgen.ErrDropped {
-			continue
-		}
-		s, e := trunc(r.Intended), trunc(r.End)
-		if !seen || s < w.Start {
-			w.Start = s
-		}
-		if !seen || e > w.End {
-			w.End = e
-		}
-		seen = true
-	}
-	return w
+	return j.Assess(in)
 }
 
 // finish computes counts, status and exit code.
@@ -210,11 +135,16 @@ func StagesOf(records []loadgen.Record) []string {
 	for n := range first {
 		names = append(names, n)
 	}
+	sortStages(names, func(n string) int64 { return first[n] })
+	return names
+}
+
+// sortStages orders stage names by their first Seq, then by name.
+func sortStages(names []string, first func(string) int64) {
 	sort.Slice(names, func(i, j int) bool {
-		if first[names[i]] != first[names[j]] {
-			return first[names[i]] < first[names[j]]
+		if a, b := first(names[i]), first(names[j]); a != b {
+			return a < b
 		}
 		return names[i] < names[j]
 	})
-	return names
 }

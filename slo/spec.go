@@ -21,19 +21,21 @@ const (
 	KindManual  Kind = "manual"  // a person's pass or fail of a manual stage
 )
 
-// Metric names an objective's measurement. Latency names match the keys of
-// latency_ms in summary.json.
+// Metric names an objective's measurement. Latency names are the rows of
+// loadgen's metric table (loadgen.LatencyMetrics), the keys of latency_ms in
+// summary.json: a new row there is a new objective metric here.
 type Metric string
 
 const (
-	TTFT        Metric = "ttft"
-	TTFAT       Metric = "ttfat"
-	ICL         Metric = "icl"
-	ITL         Metric = "itl"
-	TPOT        Metric = "tpot"
-	E2E         Metric = "e2e"
-	ScheduleLag Metric = "schedule_lag"
-	QueueDelay  Metric = "queue_delay"
+	TTFT        Metric = loadgen.MetricTTFT
+	TTFAT       Metric = loadgen.MetricTTFAT
+	ICL         Metric = loadgen.MetricICL
+	ITL         Metric = loadgen.MetricITL
+	TPOT        Metric = loadgen.MetricTPOT
+	E2E         Metric = loadgen.MetricE2E
+	ScheduleLag Metric = loadgen.MetricScheduleLag
+	// QueueDelay comes from server telemetry, not from records.
+	QueueDelay Metric = "queue_delay"
 
 	ErrorRate Metric = "error_rate"
 
@@ -45,12 +47,26 @@ const (
 	ManualResult Metric = "manual"
 )
 
-var metricKinds = map[Metric]Kind{
-	TTFT: KindLatency, TTFAT: KindLatency, ICL: KindLatency, ITL: KindLatency, TPOT: KindLatency,
-	E2E: KindLatency, ScheduleLag: KindLatency, QueueDelay: KindLatency,
-	ErrorRate:        KindRatio,
-	OutputTokensPerS: KindFloor, InputTokensPerS: KindFloor, RequestsPerS: KindFloor, GoodputPerS: KindFloor,
+// otherMetrics are the metrics that are not rows of the metric table, in
+// the order metricList gives them.
+var otherMetrics = []struct {
+	m Metric
+	k Kind
+}{
+	{QueueDelay, KindLatency}, {ErrorRate, KindRatio},
+	{OutputTokensPerS, KindFloor}, {InputTokensPerS, KindFloor}, {RequestsPerS, KindFloor}, {GoodputPerS, KindFloor},
 }
+
+var metricKinds = func() map[Metric]Kind {
+	k := map[Metric]Kind{}
+	for _, m := range loadgen.LatencyMetrics {
+		k[Metric(m.Name)] = KindLatency
+	}
+	for _, o := range otherMetrics {
+		k[o.m] = o.k
+	}
+	return k
+}()
 
 // Kind is the metric's objective kind ("" for an unknown metric).
 func (m Metric) Kind() Kind {
@@ -60,9 +76,18 @@ func (m Metric) Kind() Kind {
 	return metricKinds[m]
 }
 
+// latency is m's row of the metric table (nil: not judged from records).
+func (m Metric) latency() *loadgen.LatencyMetric { return loadgen.FindLatencyMetric(string(m)) }
+
 func metricList() string {
-	return "ttft, ttfat, icl, itl, tpot, e2e, schedule_lag, queue_delay, error_rate, " +
-		"output_tokens_per_s, input_tokens_per_s, requests_per_s, goodput_per_s"
+	var s []string
+	for _, m := range loadgen.LatencyMetrics {
+		s = append(s, m.Name)
+	}
+	for _, o := range otherMetrics {
+		s = append(s, string(o.m))
+	}
+	return strings.Join(s, ", ")
 }
 
 // Objective is one line of an SLO: a metric, a threshold and (latency) a
@@ -107,7 +132,8 @@ func (o *Objective) ErrorBudget() (budget float64, ok bool) {
 // resolution). A zero field sets no bound. A request with no token fails a
 // TTFT bound, one with no answer token a TTFAT bound; TPOT is not defined
 // below two output tokens and then does not count against the request (as
-// vLLM records TPOT 0 there).
+// vLLM records TPOT 0 there); an answer of two or more tokens that came as
+// one body (unstreamed) has no TPOT to show and fails a TPOT bound.
 type Constraints struct {
 	TTFT  time.Duration `json:"-"`
 	TTFAT time.Duration `json:"-"`
@@ -118,28 +144,34 @@ type Constraints struct {
 // IsZero reports whether no bound is set.
 func (c Constraints) IsZero() bool { return c == Constraints{} }
 
-// Met reports whether r completed and met every bound.
+// Met reports whether r completed and met every bound (values from the
+// metric table).
 func (c Constraints) Met(r *loadgen.Record) bool {
 	if !r.OK() {
 		return false
 	}
 	if c.TTFT > 0 {
-		if v, ok := ttft(r); !ok || v > c.TTFT {
+		if v, ok := ttftMetric.Of(r); !ok || v > c.TTFT {
 			return false
 		}
 	}
 	if c.TTFAT > 0 {
-		if v, ok := ttfat(r); !ok || v > c.TTFAT {
+		if v, ok := ttfatMetric.Of(r); !ok || v > c.TTFAT {
 			return false
 		}
 	}
 	if c.TPOT > 0 {
-		if v, ok := tpot(r); ok && v > c.TPOT {
+		if r.Unstreamed && r.OutputTokens >= 2 {
+			return false
+		}
+		if v, ok := tpotMetric.Of(r); ok && v > c.TPOT {
 			return false
 		}
 	}
-	if c.E2E > 0 && e2e(r) > c.E2E {
-		return false
+	if c.E2E > 0 {
+		if v, _ := e2eMetric.Of(r); v > c.E2E {
+			return false
+		}
 	}
 	return true
 }

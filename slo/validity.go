@@ -2,8 +2,6 @@ package slo
 
 import (
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
@@ -29,35 +27,42 @@ func (p Problem) String() string {
 type StageCounts struct {
 	Requests uint64 `json:"requests"` // measured records, dropped included
 	OK       uint64 `json:"ok"`
-	Failed   uint64 `json:"failed"` // sent and failed
+	Failed   uint64 `json:"failed"` // sent and failed (loadgen.ErrorKind.Counted)
 	Dropped  uint64 `json:"dropped"`
+	// CutAtEnd were cut by the load generator at the end of the grace
+	// period: neither ok nor failed.
+	CutAtEnd uint64 `json:"cut_at_end,omitempty"`
 	Connect  uint64 `json:"connect_errors"`
 	Warmup   uint64 `json:"warmup"`
+}
+
+func (c *StageCounts) add(r *loadgen.Record) {
+	if r.Warmup {
+		c.Warmup++
+		return
+	}
+	c.Requests++
+	switch {
+	case r.OK():
+		c.OK++
+	case r.ErrorKind == loadgen.ErrDropped:
+		c.Dropped++
+	case r.ErrorKind == loadgen.ErrCutAtEnd:
+		c.CutAtEnd++
+	default:
+		c.Failed++
+		if r.ErrorKind == loadgen.ErrConnect {
+			c.Connect++
+		}
+	}
 }
 
 // CountStage counts the records of stage.
 func CountStage(stage string, records []loadgen.Record) StageCounts {
 	var c StageCounts
 	for i := range records {
-		r := &records[i]
-		if r.Stage != stage {
-			continue
-		}
-		if r.Warmup {
-			c.Warmup++
-			continue
-		}
-		c.Requests++
-		switch {
-		case r.OK():
-			c.OK++
-		case r.ErrorKind == loadgen.ErrDropped:
-			c.Dropped++
-		default:
-			c.Failed++
-			if r.ErrorKind == loadgen.ErrConnect {
-				c.Connect++
-			}
+		if records[i].Stage == stage {
+			c.add(&records[i])
 		}
 	}
 	return c
@@ -68,7 +73,24 @@ func CountStage(stage string, records []loadgen.Record) StageCounts {
 // not keep its schedule (dropped requests, late sends, CPU saturated;
 // clientCPU is the generator's CPU use 0–1, negative when unknown).
 func CheckValidity(stage string, records []loadgen.Record, v Validity, clientCPU float64) []Problem {
-	c := CountStage(stage, records)
+	j := NewJudge(nil, &Spec{})
+	j.validity = v
+	for i := range records {
+		if records[i].Stage == stage {
+			j.Add(&records[i])
+		}
+	}
+	s := j.stages[stage]
+	if s == nil {
+		s = j.newStage(stage, nil)
+	}
+	return s.problems(v, clientCPU)
+}
+
+// problems checks the stage's running counts against the validity bounds.
+func (s *stageJudge) problems(v Validity, clientCPU float64) []Problem {
+	c := s.counts
+	stage := s.name
 	var out []Problem
 	add := func(check, format string, a ...any) {
 		out = append(out, Problem{Stage: stage, Check: check, Detail: fmt.Sprintf(format, a...)})
@@ -89,21 +111,12 @@ func CheckValidity(stage string, records []loadgen.Record, v Validity, clientCPU
 		add("client_bottleneck", "%d of %d requests were dropped (never sent: no free slot), above %s",
 			c.Dropped, c.Requests, v.MaxDropped)
 	}
-	if v.MaxScheduleLag > 0 {
-		var lags []time.Duration
-		for i := range records {
-			r := &records[i]
-			if r.Stage == stage && !r.Warmup && r.ErrorKind != loadgen.ErrDropped {
-				lags = append(lags, scheduleLag(r))
-			}
-		}
-		if len(lags) > 0 {
-			sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-			p99 := lags[MustDecimal("0.99").CeilMul(uint64(len(lags)))-1]
-			if p99 > v.MaxScheduleLag {
-				add("client_bottleneck", "p99 schedule lag %s is above %s: requests were sent late", p99, v.MaxScheduleLag)
-			}
-		}
+	// p99 > bound exactly when fewer than the nearest rank of 99% are
+	// within it; the figure shown comes from the histogram.
+	if v.MaxScheduleLag > 0 && s.lagTotal > 0 && s.lagWithin < MustDecimal("0.99").CeilMul(s.lagTotal) {
+		p99, _ := rankValue(s.lagHist, MustDecimal("0.99").CeilMul(s.lagTotal))
+		add("client_bottleneck", "p99 schedule lag %s is above %s: requests were sent late (%d of %d within it)",
+			p99, v.MaxScheduleLag, s.lagWithin, s.lagTotal)
 	}
 	if clientCPU >= 0 && !v.MaxClientCPU.IsZero() {
 		// clientCPU > limit, compared at 0.01% resolution.

@@ -1,0 +1,210 @@
+package loadgen
+
+import "time"
+
+// The metric table: every latency metric is one row, read by loadgen's
+// histograms (Metrics), summary.json (latency_ms keys and definitions) and
+// the slo package (objective metrics and their judging), so a new metric
+// is one row here.
+//
+// One resolution rule holds everywhere: every instant is truncated to the
+// microsecond before it is subtracted, exactly as Record.MarshalJSON writes
+// it, so a live record and its requests.jsonl copy give the same samples.
+// Quotients (TPOT, ITL) of those differences keep their nanoseconds.
+
+// Metric names: the keys of latency_ms in summary.json and the latency
+// metrics of an SLO.
+const (
+	MetricTTFT        = "ttft"
+	MetricTTFAT       = "ttfat"
+	MetricICL         = "icl"
+	MetricITL         = "itl"
+	MetricTPOT        = "tpot"
+	MetricE2E         = "e2e"
+	MetricScheduleLag = "schedule_lag"
+)
+
+// SamplePer says what one sample of a metric is.
+type SamplePer string
+
+const (
+	PerRequest  SamplePer = "request"   // at most one sample per record
+	PerChunkGap SamplePer = "chunk_gap" // one per gap between content chunks
+	PerToken    SamplePer = "token"     // one per output token after the first
+)
+
+// LatencyMetric is one row of the metric table.
+type LatencyMetric struct {
+	Name string
+	Per  SamplePer
+	// Streamed metrics need the gaps of a stream: a record whose answer came
+	// as one body (Record.Unstreamed) gives none.
+	Streamed bool
+	// Definition is written into summary.json's definitions.
+	Definition string
+	// Events names what is counted, for "nothing to measure" notes.
+	Events string
+	// value is the sample of a PerRequest metric.
+	value func(r *Record) (time.Duration, bool)
+}
+
+// LatencyMetrics is the metric table, in report order.
+var LatencyMetrics = []LatencyMetric{
+	{Name: MetricTTFT, Per: PerRequest, value: ttftOf, Events: "successful requests with a token",
+		Definition: "intended start to the first chunk carrying at least one output token (answer or reasoning); role-only, empty and comment chunks do not count; for an answer that came as one body, its end"},
+	{Name: MetricTTFAT, Per: PerRequest, value: ttfatOf, Events: "successful requests with an answer token",
+		Definition: "intended start to the first answer (non-reasoning) token"},
+	{Name: MetricICL, Per: PerChunkGap, Streamed: true, Events: "chunk gaps",
+		Definition: "inter-chunk latency: gap between consecutive content-bearing chunks of a stream, one sample per gap; none from an answer that came as one body"},
+	{Name: MetricITL, Per: PerToken, Streamed: true, Events: "output tokens after the first (with token counts)",
+		Definition: "inter-token latency: each chunk gap divided by the tokens that chunk carries, one sample per token (tokens per chunk: see tokens.chunk_token_sources); none from an answer that came as one body"},
+	{Name: MetricTPOT, Per: PerRequest, Streamed: true, value: tpotOf, Events: "successful streamed requests with ≥ 2 output tokens",
+		Definition: "per request (E2E - TTFT) / (output tokens - 1), for streamed requests with at least 2 output tokens"},
+	{Name: MetricE2E, Per: PerRequest, value: e2eOf, Events: "successful requests",
+		Definition: "intended start to the end of the response"},
+	{Name: MetricScheduleLag, Per: PerRequest, value: scheduleLagOf, Events: "successful requests",
+		Definition: "actual send minus intended start: the load generator's own lateness"},
+}
+
+// MetricNames lists the latency metrics in report order.
+var MetricNames = func() []string {
+	out := make([]string, len(LatencyMetrics))
+	for i, m := range LatencyMetrics {
+		out[i] = m.Name
+	}
+	return out
+}()
+
+// FindLatencyMetric returns the row named name, or nil.
+func FindLatencyMetric(name string) *LatencyMetric {
+	for i := range LatencyMetrics {
+		if LatencyMetrics[i].Name == name {
+			return &LatencyMetrics[i]
+		}
+	}
+	return nil
+}
+
+// TruncMicros truncates an instant to the microsecond, as requests.jsonl
+// stores it.
+func TruncMicros(d time.Duration) time.Duration { return d / time.Microsecond * time.Microsecond }
+
+func ttftOf(r *Record) (time.Duration, bool) {
+	if len(r.Chunks) == 0 {
+		return 0, false
+	}
+	return TruncMicros(r.Chunks[0].At) - TruncMicros(r.Intended), true
+}
+
+func ttfatOf(r *Record) (time.Duration, bool) {
+	if r.FirstAnswer <= 0 {
+		return 0, false
+	}
+	return TruncMicros(r.FirstAnswer) - TruncMicros(r.Intended), true
+}
+
+func e2eOf(r *Record) (time.Duration, bool) {
+	return TruncMicros(r.End) - TruncMicros(r.Intended), true
+}
+
+func scheduleLagOf(r *Record) (time.Duration, bool) { return ScheduleLagOf(r), true }
+
+// ScheduleLagOf is r's send lateness by the table's rule, for failed
+// records too (a validity check judges every sent request's lag).
+func ScheduleLagOf(r *Record) time.Duration { return TruncMicros(r.Sent) - TruncMicros(r.Intended) }
+
+func tpotOf(r *Record) (time.Duration, bool) {
+	t, ok := ttftOf(r)
+	if !ok || r.OutputTokens < 2 {
+		return 0, false
+	}
+	e, _ := e2eOf(r)
+	return (e - t) / time.Duration(r.OutputTokens-1), true
+}
+
+// has reports whether r gives this metric samples at all: a successful
+// record, streamed when the metric needs a stream.
+func (m *LatencyMetric) has(r *Record) bool { return r.OK() && !(m.Streamed && r.Unstreamed) }
+
+// Of is the sample of a PerRequest metric for r; ok is false when r has
+// none (failed, no token, unstreamed for TPOT, …) or m is not per request.
+func (m *LatencyMetric) Of(r *Record) (d time.Duration, ok bool) {
+	if m.value == nil || !m.has(r) {
+		return 0, false
+	}
+	return m.value(r)
+}
+
+// Samples iterates the samples of r for m. It allocates nothing, so a
+// streaming consumer stays at zero allocations per record:
+//
+//	for s := m.Samples(r); s.Next(); {
+//		h.RecordValues(s.Value().Microseconds(), int64(s.Weight()))
+//	}
+func (m *LatencyMetric) Samples(r *Record) Samples {
+	s := Samples{m: m, r: r, i: 0}
+	if !m.has(r) {
+		s.i = -1
+	}
+	return s
+}
+
+// Samples is an iterator over one record's samples of one metric.
+type Samples struct {
+	m *LatencyMetric
+	r *Record
+	i int // next chunk index (gap metrics) or 0/1 (per request); -1 done
+	v time.Duration
+	n int
+}
+
+// Next advances to the next sample, reporting whether there is one.
+func (s *Samples) Next() bool {
+	if s.i < 0 {
+		return false
+	}
+	switch s.m.Per {
+	case PerRequest:
+		if s.i > 0 {
+			s.i = -1
+			return false
+		}
+		s.i = 1
+		v, ok := s.m.value(s.r)
+		if !ok {
+			s.i = -1
+			return false
+		}
+		s.v, s.n = v, 1
+		return true
+	default:
+		if s.i == 0 {
+			s.i = 1
+		}
+		for ; s.i < len(s.r.Chunks); s.i++ {
+			c, p := s.r.Chunks[s.i], s.r.Chunks[s.i-1]
+			gap := TruncMicros(c.At) - TruncMicros(p.At)
+			if s.m.Per == PerChunkGap {
+				s.v, s.n = gap, 1
+				s.i++
+				return true
+			}
+			// PerToken: chunks without a token count give no sample (call
+			// Record.Finalize first).
+			if c.Tokens > 0 {
+				s.v, s.n = gap/time.Duration(c.Tokens), c.Tokens
+				s.i++
+				return true
+			}
+		}
+		s.i = -1
+		return false
+	}
+}
+
+// Value is the current sample.
+func (s *Samples) Value() time.Duration { return s.v }
+
+// Weight is how many events the current sample stands for (ITL: the tokens
+// of the chunk; otherwise 1).
+func (s *Samples) Weight() int { return s.n }

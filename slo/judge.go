@@ -1,0 +1,325 @@
+package slo
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// Judge judges a run's objectives from running counts as records arrive,
+// so memory stays flat however long a stage runs: per objective and stage
+// it keeps the events meeting the threshold and all events (latency), the
+// failed and counted requests (ratio), or the work done (floor), plus the
+// stage's window and counts for validity. Verdicts come from those exact
+// counts; only the reported quantile (Verdict.QuantileMs) comes from an HDR
+// histogram (µs, 3 significant digits, 1 µs to 1 h) and is marked so.
+//
+// A Judge is not safe for concurrent use: one goroutine calls Add.
+type Judge struct {
+	plan     *Plan
+	spec     *Spec
+	validity Validity
+	stages   map[string]*stageJudge
+	last     *stageJudge // the stage of the previous record: most records share it
+}
+
+// NewJudge returns a judge of spec's objectives over plan's stages. With a
+// nil plan every objective applies to every stage found in the records and
+// the default validity bounds hold.
+func NewJudge(plan *Plan, spec *Spec) *Judge {
+	j := &Judge{plan: plan, spec: spec, validity: DefaultValidity, stages: map[string]*stageJudge{}}
+	if plan != nil {
+		j.validity = plan.Validity
+		for i := range plan.Stages {
+			st := &plan.Stages[i]
+			if !st.Manual {
+				j.stages[st.Name] = j.newStage(st.Name, st)
+			}
+		}
+	}
+	return j
+}
+
+// stageJudge is the running state of one stage.
+type stageJudge struct {
+	name     string
+	firstSeq int64 // lowest Seq seen, warm-up included: stage order without a plan
+	counts   StageCounts
+	win      Window
+	seen     bool // win holds a sent request
+	// Schedule lag of sent requests: how many were within the validity
+	// bound, exactly, and a histogram for the reported p99.
+	lagWithin, lagTotal uint64
+	lagHist             *hdrhistogram.Histogram
+	objs                []*objectiveJudge // in spec order, those that apply
+}
+
+func (j *Judge) newStage(name string, st *Stage) *stageJudge {
+	s := &stageJudge{name: name, firstSeq: -1}
+	for i := range j.spec.Objectives {
+		o := &j.spec.Objectives[i]
+		if st != nil && !st.Applies(o.Name) {
+			continue
+		}
+		oj := &objectiveJudge{o: o, metric: o.Metric.latency(), cons: j.spec.Goodput}
+		if o.Constraints != nil {
+			oj.cons = *o.Constraints
+		}
+		s.objs = append(s.objs, oj)
+	}
+	return s
+}
+
+func (j *Judge) stage(name string) *stageJudge {
+	if j.last != nil && j.last.name == name {
+		return j.last
+	}
+	s, ok := j.stages[name]
+	if !ok {
+		if j.plan != nil {
+			return nil // not a stage of the plan
+		}
+		s = j.newStage(name, nil)
+		j.stages[name] = s
+	}
+	j.last = s
+	return s
+}
+
+// Add counts one record of any stage. Warm-up records are counted as such
+// and judged by nothing; records of a stage the plan does not have are
+// ignored. Add keeps no reference to r and, once every histogram of the
+// stage exists, allocates nothing.
+func (j *Judge) Add(r *loadgen.Record) {
+	s := j.stage(r.Stage)
+	if s == nil {
+		return
+	}
+	if s.firstSeq < 0 || r.Seq < s.firstSeq {
+		s.firstSeq = r.Seq
+	}
+	s.counts.add(r)
+	if r.Warmup {
+		return
+	}
+	if r.ErrorKind != loadgen.ErrDropped {
+		start, end := trunc(r.Intended), trunc(r.End)
+		if !s.seen || start < s.win.Start {
+			s.win.Start = start
+		}
+		if !s.seen || end > s.win.End {
+			s.win.End = end
+		}
+		s.seen = true
+		lag := scheduleLag(r)
+		s.lagTotal++
+		if lag <= j.validity.MaxScheduleLag {
+			s.lagWithin++
+		}
+		if s.lagHist == nil {
+			s.lagHist = loadgen.NewHistogram()
+		}
+		s.lagHist.RecordValue(histMicros(lag))
+	}
+	for _, oj := range s.objs {
+		if oj.o.Class == "" || oj.o.Class == r.Class {
+			oj.add(r)
+		}
+	}
+}
+
+// histMicros is d in µs within the standard histogram bounds.
+func histMicros(d time.Duration) int64 {
+	v := int64(d / time.Microsecond)
+	if v < 0 {
+		return 0
+	}
+	return min(v, int64(time.Hour/time.Microsecond))
+}
+
+// objectiveJudge is the running state of one objective on one stage.
+type objectiveJudge struct {
+	o      *Objective
+	metric *loadgen.LatencyMetric // latency objectives judged from records
+	cons   Constraints            // goodput_per_s
+	lat    latencyCount
+	// ok counts successful records, unstreamed those of them whose answer
+	// came as one body: together they explain a latency objective's empty
+	// population.
+	ok, unstreamed uint64
+	// ratio: failed of counted requests; cut and dropped were left out.
+	bad, counted, cut, dropped uint64
+	// floor: requests or tokens of successful requests.
+	work uint64
+}
+
+// latencyCount is an exact count of events meeting a threshold, with an HDR
+// histogram for the reported quantile.
+type latencyCount struct {
+	good, total uint64
+	hist        *hdrhistogram.Histogram
+}
+
+func (c *latencyCount) add(v, threshold time.Duration, n uint64) {
+	c.total += n
+	if v <= threshold {
+		c.good += n
+	}
+	if c.hist == nil {
+		c.hist = loadgen.NewHistogram()
+	}
+	c.hist.RecordValues(histMicros(v), int64(n))
+}
+
+func (oj *objectiveJudge) add(r *loadgen.Record) {
+	o := oj.o
+	switch o.Kind() {
+	case KindLatency:
+		if oj.metric == nil || !r.OK() {
+			return
+		}
+		oj.ok++
+		if r.Unstreamed {
+			oj.unstreamed++
+		}
+		for s := oj.metric.Samples(r); s.Next(); {
+			oj.lat.add(s.Value(), o.Threshold, uint64(s.Weight()))
+		}
+	case KindRatio:
+		named := len(o.ErrorKinds) > 0 && hasKind(o.ErrorKinds, r.ErrorKind)
+		switch {
+		case r.ErrorKind == loadgen.ErrCutAtEnd && !named:
+			oj.cut++
+			return
+		case r.ErrorKind == loadgen.ErrDropped && !named:
+			oj.dropped++
+			return
+		}
+		oj.counted++
+		if !r.OK() && (len(o.ErrorKinds) == 0 || named) {
+			oj.bad++
+		}
+	case KindFloor:
+		if !r.OK() {
+			return
+		}
+		switch o.Metric {
+		case RequestsPerS:
+			oj.work++
+		case OutputTokensPerS:
+			oj.work += uint64(max(r.OutputTokens, 0))
+		case InputTokensPerS:
+			oj.work += uint64(max(r.InputTokens, 0))
+		case GoodputPerS:
+			if oj.cons.Met(r) {
+				oj.work++
+			}
+		}
+	}
+}
+
+// Assess judges the run so far, as the package-level Assess does from
+// records; in.Records is ignored (Add has seen them).
+func (j *Judge) Assess(in Input) *Report {
+	r := &Report{Schema: ReportSchema, SLO: j.spec.Name, EvaluatedAt: in.Now.UTC(), Counts: map[Status]int{}}
+	var stages []Stage
+	var extra []Waiver
+	if j.plan != nil {
+		r.Plan = j.plan.Name
+		stages = j.plan.Stages
+		extra = j.plan.Waivers
+	} else {
+		for _, name := range j.stageOrder() {
+			stages = append(stages, Stage{Name: name})
+		}
+	}
+	manual := map[string]ManualRecord{}
+	for _, m := range in.Manual {
+		manual[m.Stage] = m
+	}
+	waivers := append(append([]Waiver(nil), j.spec.Waivers...), extra...)
+	for i := range stages {
+		st := &stages[i]
+		sr := StageReport{Name: st.Name, Manual: st.Manual}
+		if st.Manual {
+			v := Verdict{Objective: string(ManualResult), Stage: st.Name, Kind: KindManual, Metric: ManualResult,
+				ThresholdText: "pass", Result: Pending, Note: "not recorded yet: tailgate validate --record " + st.Name + "=pass|fail --by NAME"}
+			if m, ok := manual[st.Name]; ok {
+				mc := m
+				sr.ManualResult = &mc
+				v.Result, v.Note = Fail, m.Note
+				if m.Pass {
+					v.Result = Pass
+				}
+				v.Source = "recorded by " + m.By + " at " + m.At.UTC().Format(time.RFC3339)
+			}
+			applyWaivers(&v, waivers, in.Now)
+			r.Verdicts = append(r.Verdicts, v)
+			r.Stages = append(r.Stages, sr)
+			continue
+		}
+		s := j.stages[st.Name]
+		if s == nil { // a plan stage is always there; be safe
+			s = j.newStage(st.Name, st)
+		}
+		sr.Counts = s.counts
+		vs := j.evaluate(s, Options{Now: in.Now, Waivers: extra, Window: in.Windows[st.Name], QueueDelay: in.QueueDelay[st.Name]})
+		for _, v := range vs {
+			if v.Kind == KindFloor && v.WindowS > 0 {
+				sr.WindowS = v.WindowS
+			}
+		}
+		if sr.WindowS == 0 {
+			sr.WindowS = s.win.Duration().Seconds()
+		}
+		cpu, ok := in.ClientCPU[st.Name]
+		if ok {
+			c := cpu
+			sr.ClientCPU = &c
+		} else {
+			cpu = -1
+		}
+		r.Problems = append(r.Problems, s.problems(j.validity, cpu)...)
+		r.Verdicts = append(r.Verdicts, vs...)
+		r.Stages = append(r.Stages, sr)
+	}
+	r.finish()
+	return r
+}
+
+// stageOrder lists the stages seen, ordered by each stage's first request
+// (lowest Seq), then by name.
+func (j *Judge) stageOrder() []string {
+	names := make([]string, 0, len(j.stages))
+	for n := range j.stages {
+		names = append(names, n)
+	}
+	sortStages(names, func(n string) int64 { return j.stages[n].firstSeq })
+	return names
+}
+
+// evaluate gives the verdicts of the stage's objectives (opt.Only of them,
+// when set), waivers applied.
+func (j *Judge) evaluate(s *stageJudge, opt Options) []Verdict {
+	win := s.win
+	if opt.Window != (Window{}) {
+		win = Window{trunc(opt.Window.Start), trunc(opt.Window.End)}
+	}
+	only := map[string]bool{}
+	for _, n := range opt.Only {
+		only[n] = true
+	}
+	waivers := append(append([]Waiver(nil), j.spec.Waivers...), opt.Waivers...)
+	var out []Verdict
+	for _, oj := range s.objs {
+		if opt.Only != nil && !only[oj.o.Name] {
+			continue
+		}
+		v := oj.verdict(s.name, win, opt.QueueDelay)
+		applyWaivers(&v, waivers, opt.Now)
+		out = append(out, v)
+	}
+	return out
+}

@@ -29,9 +29,9 @@ type Config struct {
 	Force bool
 	// Client sends the requests; Target, API and Model describe it for the
 	// summaries (Target is redacted before it is written).
-	Client            loadgen.Client
+	Client             loadgen.Client
 	Target, API, Model string
-	Streaming         bool
+	Streaming          bool
 	// Server describes the target for environment.json (nil: not asked).
 	Server func(ctx context.Context) *evidence.Server
 	// Preflight, if set, checks the target and model before the first stage
@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := NewJudge(plan, plan.SLO)
+	j := slo.NewJudge(plan, plan.SLO)
 	queue := map[string]*slo.QueueTelemetry{}
 	cpu := map[string]float64{}
 	var problems []slo.Problem
@@ -281,4 +281,3 @@ func readEnvironment(out results.Dir) *evidence.Environment {
 	}
 	return &e
 }
-

@@ -30,7 +30,7 @@ type Saved struct {
 // summary.json or verdict.json: killed) is judged on what it wrote and
 // marked invalid.
 func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo.Report, *Saved, error) {
-	j := NewJudge(plan, spec)
+	j := slo.NewJudge(plan, spec)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
 		return nil, sv, err
@@ -104,7 +104,7 @@ func RecordManual(dir results.Dir, plan *slo.Plan, m slo.ManualRecord, version s
 	if !found || !st.Manual {
 		return nil, fmt.Errorf("--record: %q is not a manual stage of %s", m.Stage, plan.File)
 	}
-	j := NewJudge(plan, plan.SLO)
+	j := slo.NewJudge(plan, plan.SLO)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
 		return nil, fmt.Errorf("--record needs the run's results: %w", err)

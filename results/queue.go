@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"time"
 
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -20,7 +18,7 @@ func QueueTelemetry(h *telemetry.Histogram) *slo.QueueTelemetry {
 	}
 	q := &slo.QueueTelemetry{Source: h.Source}
 	for _, b := range h.Buckets {
-		q.Buckets = append(q.Buckets, slo.Bucket{Le: leDuration(b.LeSeconds), Count: b.Count})
+		q.Buckets = append(q.Buckets, slo.Bucket{Le: slo.BucketBound(b.LeSeconds), Count: b.Count})
 	}
 	return q
 }
@@ -35,13 +33,6 @@ func QueueTelemetryByStage(h map[string]*telemetry.Histogram) map[string]*slo.Qu
 		}
 	}
 	return out
-}
-
-func leDuration(s float64) time.Duration {
-	if math.IsInf(s, 1) {
-		return slo.InfBound
-	}
-	return time.Duration(math.Round(s * float64(time.Second)))
 }
 
 // queueFileJSON is queue_delay.json: per stage, the server histogram that
@@ -99,7 +90,7 @@ func (d Dir) ReadQueueDelay(stages []string) (map[string]*slo.QueueTelemetry, er
 		for _, b := range j.Buckets {
 			le := slo.InfBound
 			if b.LeSeconds != nil {
-				le = leDuration(*b.LeSeconds)
+				le = slo.BucketBound(*b.LeSeconds)
 			}
 			q.Buckets = append(q.Buckets, slo.Bucket{Le: le, Count: b.Count})
 		}

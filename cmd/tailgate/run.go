@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -106,10 +105,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if isTerminal(stderr) && !*noProgress {
 		ps.Progress = pipeline.NewProgress(stderr, "")
 	}
-	var judge *acceptance.Judge
+	var judge *slo.Judge
 	var sinks []pipeline.Sink
 	if spec != nil {
-		judge = acceptance.NewJudge(nil, spec)
+		judge = slo.NewJudge(nil, spec)
 		sinks = append(sinks, pipeline.Func(judge.Add))
 	}
 	res, err := pipeline.Run(ctx, ps, sinks...)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -523,5 +524,56 @@ func TestScheduledWindow(t *testing.T) {
 		if got := info.StageScheduled; got["a"] != tc.a || got["b"] != tc.b {
 			t.Errorf("%s: stage shares %v", tc.name, got)
 		}
+	}
+}
+
+func summarize(recs []*Record, info Info) *Summary {
+	m := NewMetrics()
+	for _, r := range recs {
+		m.Add(r)
+	}
+	return m.Summary(info, SummaryMeta{})
+}
+
+// A generator that cannot keep up (one slot, a server slower than the
+// arrival gap) is flagged: its requests go out later and later.
+func TestSelfCheckFlagsStarvedGenerator(t *testing.T) {
+	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
+	recs, info := collect(t, context.Background(), c, src(), Options{MaxInFlight: 1, Grace: -1,
+		Stages: []Stage{{Rate: 400, Duration: 500 * time.Millisecond}}})
+	s := summarize(recs, info)
+	if !s.SelfCheck.Distorted || s.SelfCheck.LateRequests < LateMin {
+		t.Fatalf("starved generator not flagged: %+v", s.SelfCheck)
+	}
+	if !strings.Contains(strings.Join(s.Warnings, "\n"), "load generator is a bottleneck") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+}
+
+// A healthy low-rate run with one late send (make demo: 45 requests, one
+// outlier) is not flagged.
+func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
+	c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 2, itl: 5 * time.Millisecond,
+		late: func(seq int64) time.Duration {
+			if seq == 7 {
+				return 40 * time.Millisecond
+			}
+			return 0
+		}}
+	recs, info := collect(t, context.Background(), c, src(), Options{
+		Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
+	s := summarize(recs, info)
+	if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
+		t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
+	}
+	// The outlier is seen (and sets the p99) but does not flag the run.
+	if s.SelfCheck.Distorted || s.SelfCheck.LateRequests < 1 || s.LatencyMs[MetricScheduleLag].P99 < 40 {
+		t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs[MetricScheduleLag])
+	}
+	// Rates: 45 due and sent over the 1.8 s schedule; completions over the
+	// measured window, which adds the last answer's ~105 ms.
+	if tp := s.Throughput; math.Abs(tp.OfferedPerS-25) > 1e-9 || math.Abs(tp.SentPerS-25) > 1e-9 ||
+		tp.MeasuredWindowS < 1.8 || tp.RequestsPerS > 25 || tp.RequestsPerS < 20 {
+		t.Errorf("throughput %+v", tp)
 	}
 }

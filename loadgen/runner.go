@@ -242,6 +242,7 @@ type run struct {
 	cutTimer   *time.Timer
 
 	endOnce sync.Once
+	ended   chan struct{} // closed when no new request will be sent
 	sentEnd time.Duration // when sending ended, ≤ end
 }
 
@@ -252,7 +253,7 @@ type run struct {
 // Stop they are cancelled at once.
 func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	defer close(out)
-	rn := &run{epoch: time.Now(), end: TotalDuration(r.opts.Stages), out: out}
+	rn := &run{epoch: time.Now(), end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
 	info := Info{Started: rn.epoch, Grace: r.grace}
 	cpu0 := cpuTime()
 
@@ -317,6 +318,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 func (r *Runner) endSending(rn *run, at time.Duration) {
 	rn.endOnce.Do(func() {
 		rn.sentEnd = min(at, rn.end)
+		close(rn.ended)
 		if at < rn.end {
 			rn.cutTimer.Reset(time.Until(rn.epoch.Add(at + r.grace)))
 		}
@@ -622,7 +624,8 @@ func (r *Runner) closedLoop(rn *run) error {
 		go func() {
 			defer workers.Done()
 			// The first worker to finish ends the schedule: the others'
-			// requests in flight then drain within the grace.
+			// requests in flight then drain within the grace, and workers
+			// idle until a later stage stop waiting.
 			defer func() { r.endSending(rn, time.Since(rn.epoch)) }()
 			var pending *prompts.Prompt // a session's next turn
 			for rn.send.Err() == nil {
@@ -638,7 +641,7 @@ func (r *Runner) closedLoop(rn *run) error {
 					for _, s := range r.opts.Stages[:si+1] {
 						next += s.Duration
 					}
-					if !sleep(rn.send, next-now) {
+					if !sleep(rn.send, next-now, rn.ended) {
 						return
 					}
 					continue
@@ -661,7 +664,7 @@ func (r *Runner) closedLoop(rn *run) error {
 				seq := r.seq
 				r.seq++
 				r.srcMu.Unlock()
-				if pending != nil && pending.Think > 0 && !sleep(rn.send, pending.Think) {
+				if pending != nil && pending.Think > 0 && !sleep(rn.send, pending.Think, nil) {
 					return
 				}
 				rec := r.newRecord(rn.epoch, p, seq, time.Since(rn.epoch))
@@ -679,16 +682,17 @@ func (r *Runner) closedLoop(rn *run) error {
 	return srcErr
 }
 
-// sleep waits d, false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d, false if ctx ends or stop is closed first.
+func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
-		return false
+	case <-stop:
 	}
+	return false
 }
 
 func cpuTime() time.Duration {

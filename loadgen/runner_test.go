@@ -577,3 +577,18 @@ func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 		t.Errorf("throughput %+v", tp)
 	}
 }
+
+// In closed loop a request count ends the schedule for every worker:
+// those idle until a later stage do not hold the run until it comes.
+func TestClosedLoopRequestCountEndsIdleWorkers(t *testing.T) {
+	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
+	start := time.Now()
+	recs, _ := collect(t, context.Background(), c, src(), Options{Closed: true, Requests: 5,
+		Stages: []Stage{{Concurrency: 1, Duration: 10 * time.Second}, {Concurrency: 4, Duration: time.Second}}})
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("run took %v; idle workers waited for stage 2", el)
+	}
+	if len(recs) != 5 {
+		t.Errorf("%d records, want 5", len(recs))
+	}
+}

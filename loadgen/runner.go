@@ -242,7 +242,7 @@ type run struct {
 	cutTimer   *time.Timer
 
 	endOnce sync.Once
-	ended   chan struct{} // closed when no new request will be sent
+	ended   chan struct{} // closed by endSending; idle closed-loop workers watch it
 	sentEnd time.Duration // when sending ended, ≤ end
 }
 

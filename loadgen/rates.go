@@ -6,7 +6,6 @@ package loadgen
 var RunDefinitions = map[string]string{
 	"offered_per_s":    "requests the schedule made due (sent or dropped) per second over the scheduled window; in closed loop the schedule offers what it sends",
 	"sent_per_s":       "requests sent per second over the scheduled window; below offered_per_s when requests were dropped at the in-flight cap",
-	"requests_per_s":   "completion rate: completed requests per second over the measured window",
 	"scheduled_window": "from the end of warm-up to the schedule's end, or to when sending stopped sooner (request count reached, prompts exhausted, interrupt, stop); excludes the drain after it",
 	"measured_window":  "from the first measured request's intended start to the last measured request's end, the drain after the schedule included",
 	"grace":            "how long requests still in flight at the schedule's end may take to finish before they are cut",

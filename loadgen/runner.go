@@ -216,7 +216,8 @@ func NewRunner(c Client, src Source, opts Options) (*Runner, error) {
 // reason) and Info.Stopped is reason. Unlike cancelling Run's context (the
 // user's interrupt, Info.Interrupted), it is the caller's own decision,
 // e.g. results can no longer be written. Safe from any goroutine, before
-// or during Run; the first reason stands.
+// or during Run; the first reason stands. Keep reading Run's out channel
+// until it is closed: the cancelled records still arrive on it.
 func (r *Runner) Stop(reason error) {
 	if reason == nil {
 		reason = errors.New("stopped by the caller")

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -16,10 +17,14 @@ const (
 	// request had a token).
 	LagFloorMicros = 1000
 	LagRelative    = 0.05
-	// LateFraction and LateMin: lag is sustained when more than 1% of the
-	// measured requests, and at least 5 of them, were sent late.
+	// LateFraction, LateZ and LateMin: lag is sustained when more than 1%
+	// of sends are late with 97.5% confidence (the Wilson score interval's
+	// lower bound at z = 1.96 is above 1%), and at least 2 were: one late
+	// send is never sustained, two of 45 are (p99 and p95 then hold the
+	// generator's delay), 5 of 500 are not.
 	LateFraction = 0.01
-	LateMin      = 5
+	LateZ        = 1.96
+	LateMin      = 2
 	// CPUWarnRatio: the generator's process used more than 90% of the
 	// CPU time its cores offer.
 	CPUWarnRatio = 0.9
@@ -59,7 +64,7 @@ func CheckSelf(lag, ttft, e2e *hdrhistogram.Histogram, cpuUtilization float64) S
 			sc.LateRequests += b.Count
 		}
 	}
-	if sc.LateRequests >= LateMin && float64(sc.LateRequests) > LateFraction*float64(sc.LagSamples) {
+	if sc.LateRequests >= LateMin && wilsonLower(sc.LateRequests, sc.LagSamples, LateZ) > LateFraction {
 		sc.Distorted = true
 		sc.Reasons = append(sc.Reasons, fmt.Sprintf(
 			"load generator is a bottleneck: schedule lag p99 %.2f ms; %d of %d requests (%.1f%%) sent more than %.2f ms late (limit: %.0f%% of %s p50, at least %.0f ms); latencies include the generator's own delay",
@@ -74,4 +79,15 @@ func CheckSelf(lag, ttft, e2e *hdrhistogram.Histogram, cpuUtilization float64) S
 			cpuUtilization*100, numCPU()))
 	}
 	return sc
+}
+
+// wilsonLower is the lower bound of the Wilson score interval for k
+// successes in n trials: the smallest rate the sample is consistent with.
+func wilsonLower(k, n int64, z float64) float64 {
+	if n == 0 {
+		return 0
+	}
+	p, nf := float64(k)/float64(n), float64(n)
+	z2 := z * z
+	return (p + z2/(2*nf) - z*math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))) / (1 + z2/nf)
 }

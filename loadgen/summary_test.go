@@ -45,7 +45,9 @@ func TestSelfCheck(t *testing.T) {
 		{"one outlier of 45", lagRun(45, 1, 20*time.Millisecond, 30*time.Millisecond), 0.01, false, 1, 1, ""},
 		{"2% of 500 late", lagRun(500, 10, 20*time.Millisecond, 3*time.Millisecond), 0.1, true, 10, 1, "schedule lag p99"},
 		{"1% of 500 late is not more than 1%", lagRun(500, 5, 20*time.Millisecond, 3*time.Millisecond), 0.1, false, 5, 1, ""},
-		{"4 of 40 late: too few to judge", lagRun(40, 4, 20*time.Millisecond, 3*time.Millisecond), 0.1, false, 4, 1, ""},
+		{"2 of 45 late", lagRun(45, 2, 20*time.Millisecond, 3*time.Millisecond), 0.1, true, 2, 1, "2 of 45 requests"},
+		{"one late of one", lagRun(1, 1, 20*time.Millisecond, 3*time.Millisecond), 0.1, false, 1, 1, ""},
+		{"4 of 6 late (in-flight cap full)", lagRun(6, 4, 20*time.Millisecond, 2*time.Second), 0.1, true, 4, 1, "4 of 6"},
 		// Lag is judged against what it distorts: 10 ms is 1% of a 1 s TTFT.
 		{"10ms lag, 1s TTFT", lagRun(200, 20, time.Second, 10*time.Millisecond), 0.1, false, 0, 50, ""},
 		{"10ms lag, 20ms TTFT", lagRun(200, 20, 20*time.Millisecond, 10*time.Millisecond), 0.1, true, 20, 1, "20 of 200 requests (10.0%)"},
@@ -139,5 +141,17 @@ func TestSummaryRates(t *testing.T) {
 	// Built offline, without a schedule, the rates are left out.
 	if tp := m.Summary(Info{}, SummaryMeta{}).Throughput; tp.OfferedPerS != 0 || tp.ScheduledWindowS != 0 || tp.RequestsPerS == 0 {
 		t.Errorf("no schedule: %+v", tp)
+	}
+}
+
+// The Wilson bound against values computed apart (Python, same formula).
+func TestWilsonLower(t *testing.T) {
+	for _, c := range []struct {
+		k, n int64
+		want float64
+	}{{0, 10, 0}, {1, 45, 0.00393}, {2, 45, 0.01227}, {10, 500, 0.01090}, {5, 500, 0.00428}, {4, 6, 0.30000}, {0, 0, 0}} {
+		if got := wilsonLower(c.k, c.n, 1.96); math.Abs(got-c.want) > 5e-5 {
+			t.Errorf("wilsonLower(%d, %d) = %.5f, want %.5f", c.k, c.n, got, c.want)
+		}
 	}
 }

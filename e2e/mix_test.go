@@ -124,7 +124,7 @@ classes:
 		t.Fatal(err)
 	}
 	c := &echoClient{seen: map[string][]prompts.Message{}}
-	recs := runMix(t, c, mix, loadgen.Options{KeepText: true, Arrival: loadgen.ArrivalConstant,
+	recs := runMix(t, c, mix, loadgen.Options{Arrival: loadgen.ArrivalConstant,
 		Stages: []loadgen.Stage{{Rate: 10, Duration: 600 * time.Millisecond}}})
 	bySession := map[string]map[int]*loadgen.Record{}
 	for _, r := range recs {

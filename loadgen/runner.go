@@ -14,11 +14,12 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
-// Source yields the prompts to send, in order. The runner calls Next from
-// one goroutine at a time; io.EOF ends a finite source (a trace).
-type Source interface {
-	Next() (*prompts.Prompt, error)
-}
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxInFlight = 10000
+	DefaultTimeout     = 2 * time.Minute
+	DefaultGrace       = 30 * time.Second
+)
 
 // Options configure a run. The zero value of a field means its default.
 type Options struct {
@@ -50,90 +51,305 @@ type Options struct {
 	WarmupDuration time.Duration
 	// Timeout bounds each request (default 2m).
 	Timeout time.Duration
-	// KeepText asks for answer text on records (sessions need it).
-	KeepText bool
+	// Grace is how long requests still in flight when the schedule ends
+	// may take to finish, as k6's gracefulStop: 0 means DefaultGrace (30s),
+	// a negative value none (they are cut the moment the schedule ends).
+	// The schedule ends at the last stage's end, or sooner when Requests
+	// are sent or the source runs out. A request still in flight when the
+	// grace runs out is cancelled and recorded as ErrCutAtEnd: the
+	// generator cut it, the server did not fail it. A request's own
+	// Timeout still applies within the grace; a Grace at least Timeout
+	// lets every request run to its timeout.
+	Grace time.Duration
 }
+
+// OptionsError says which option makes a run impossible or pointless and
+// why. It is always the caller's mistake (a usage error), found before
+// anything is sent.
+type OptionsError struct {
+	Option string // "stages", "stage 2 (ramp)", "warm-up", "arrival", …
+	Msg    string
+}
+
+func (e *OptionsError) Error() string { return "loadgen: " + e.Option + ": " + e.Msg }
+
+// Validate reports the first option that makes the run impossible, or
+// one that would measure nothing: no stages, a stage without duration or
+// concurrency, open-loop rates that are all zero (--stages 0@2s), a
+// warm-up as long as the whole schedule or the request count.
+func (o Options) Validate() error {
+	bad := func(opt, format string, a ...any) error {
+		return &OptionsError{Option: opt, Msg: fmt.Sprintf(format, a...)}
+	}
+	if len(o.Stages) == 0 {
+		return bad("stages", "none: give a rate or concurrency and a duration")
+	}
+	for i, s := range o.Stages {
+		name := fmt.Sprintf("stage %d (%s)", i+1, s.Name)
+		if s.Duration <= 0 {
+			return bad(name, "duration %v must be positive", s.Duration)
+		}
+		if o.Closed && s.Concurrency < 1 {
+			return bad(name, "closed loop needs concurrency ≥ 1, not %d", s.Concurrency)
+		}
+	}
+	switch {
+	case o.MaxInFlight < 0:
+		return bad("max in flight", "%d is negative", o.MaxInFlight)
+	case o.Requests < 0:
+		return bad("requests", "%d is negative", o.Requests)
+	case o.WarmupRequests < 0 || o.WarmupDuration < 0:
+		return bad("warm-up", "must not be negative")
+	case o.Timeout < 0:
+		return bad("timeout", "%v is negative", o.Timeout)
+	}
+	total := TotalDuration(o.Stages)
+	if o.WarmupDuration >= total {
+		return bad("warm-up", "%v is not shorter than the %v schedule: nothing would be measured", o.WarmupDuration, total)
+	}
+	if o.Requests > 0 && o.WarmupRequests >= o.Requests {
+		return bad("warm-up", "%d requests of %d: nothing would be measured", o.WarmupRequests, o.Requests)
+	}
+	if o.Closed || o.Trace {
+		return nil
+	}
+	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.Burstiness, o.Seed); err != nil {
+		return bad("arrival", "%v", err)
+	}
+	switch {
+	case ExpectedArrivals(o.Stages, 0, total) == 0:
+		return bad("stages", "every stage's rate is 0: nothing would be sent")
+	case ExpectedArrivals(o.Stages, o.WarmupDuration, total) == 0:
+		return bad("stages", "every rate after the %v warm-up is 0: nothing would be measured", o.WarmupDuration)
+	}
+	return nil
+}
+
+// Window is a span of run time, as offsets from the run's epoch.
+type Window struct{ From, To time.Duration }
+
+// Seconds is the window's length (0 when empty).
+func (w Window) Seconds() float64 { return max(0, (w.To - w.From).Seconds()) }
 
 // Info describes a finished run.
 type Info struct {
-	Started     time.Time     // wall clock at the run's epoch
-	Elapsed     time.Duration // epoch to the last record
-	Interrupted bool          // the caller's context was cancelled
-	// Sent, Dropped count requests; the records carry the rest.
-	Sent, Dropped int64
+	Started time.Time     // wall clock at the run's epoch
+	Elapsed time.Duration // epoch to the last record
+	// Interrupted: the caller's context was cancelled (the user's Ctrl-C);
+	// requests in flight then were recorded ErrCancelled.
+	Interrupted bool
+	// Stopped is the reason given to Runner.Stop, nil if it was not called.
+	Stopped error
+	// Sent, Dropped and CutAtEnd count requests; the records carry the rest.
+	Sent, Dropped, CutAtEnd int64
+	// Grace is the grace period the run applied (0: none).
+	Grace time.Duration
+	// Scheduled is the scheduled window: from the end of warm-up (the
+	// warm-up duration, or the intended start of the first measured
+	// request) to the end of the schedule, or to when sending stopped
+	// sooner (request count reached, source exhausted, Stop, interrupt).
+	// Offered and sent rates are taken over it.
+	Scheduled Window
+	// StageScheduled is each stage's share of Scheduled, by stage name.
+	StageScheduled map[string]time.Duration
 	// CPUUtilization is the process's CPU time over wall time × GOMAXPROCS
 	// during the run, 0–1: near 1, the load generator may be the bottleneck.
 	CPUUtilization float64
 }
 
-// Runner sends a Source's prompts through a Client on a schedule.
+// Runner sends a Source's prompts through a Client on a schedule. See the
+// package documentation for the model and for who owns which Record field.
 type Runner struct {
 	client Client
 	src    Source
 	opts   Options
+	grace  time.Duration
 
-	srcMu sync.Mutex // guards src and seq in closed loop
+	srcMu sync.Mutex // guards src and seq
 	seq   int64
 	sent  atomic.Int64
 	drop  atomic.Int64
+	cut   atomic.Int64
+
+	// measuredFrom is the earliest intended start of a measured request
+	// (-1: none yet), for the scheduled window after a warm-up by count.
+	measuredMu   sync.Mutex
+	measuredFrom time.Duration
+
+	stopOnce sync.Once
+	stopc    chan struct{} // closed by Stop
+	stopErr  error         // set before stopc is closed
 }
 
-// NewRunner returns a runner; Run starts it.
+// errCutAtEnd is the cause the grace timer cancels requests with.
+var errCutAtEnd = errors.New("grace period after the schedule's end ran out")
+
+// stopCause marks requests cancelled by Runner.Stop.
+type stopCause struct{ err error }
+
+func (s stopCause) Error() string { return "run stopped: " + s.err.Error() }
+
+// NewRunner returns a runner for opts (see Options.Validate); Run starts
+// it. A Runner runs once.
 func NewRunner(c Client, src Source, opts Options) (*Runner, error) {
-	if len(opts.Stages) == 0 {
-		return nil, errors.New("loadgen: no stages: give a rate or concurrency and a duration")
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	for i, s := range opts.Stages {
-		if s.Duration <= 0 {
-			return nil, fmt.Errorf("loadgen: stage %d (%s): duration must be positive", i+1, s.Name)
-		}
-		if opts.Closed && s.Concurrency < 1 {
-			return nil, fmt.Errorf("loadgen: stage %d (%s): closed loop needs concurrency ≥ 1", i+1, s.Name)
-		}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 10000
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 2 * time.Minute
+	grace := opts.Grace
+	switch {
+	case grace == 0:
+		grace = DefaultGrace
+	case grace < 0:
+		grace = 0
 	}
-	return &Runner{client: c, src: src, opts: opts}, nil
+	return &Runner{client: c, src: src, opts: opts, grace: grace, measuredFrom: -1, stopc: make(chan struct{})}, nil
 }
 
-// Run sends requests until the stages end, the request count is reached,
-// the source is exhausted or ctx is cancelled, and delivers every record
-// (completed, failed, cancelled or dropped) to out, which it closes. In
-// flight requests are cancelled when ctx is; at the natural end they are
-// let finish within their timeout.
+// Stop ends the run early, for reason: nothing is sent after it, requests
+// in flight are cancelled at once (ErrCancelled, their Error naming the
+// reason) and Info.Stopped is reason. Unlike cancelling Run's context (the
+// user's interrupt, Info.Interrupted), it is the caller's own decision,
+// e.g. results can no longer be written. Safe from any goroutine, before
+// or during Run; the first reason stands. Keep reading Run's out channel
+// until it is closed: the cancelled records still arrive on it.
+func (r *Runner) Stop(reason error) {
+	if reason == nil {
+		reason = errors.New("stopped by the caller")
+	}
+	r.stopOnce.Do(func() {
+		r.stopErr = reason
+		close(r.stopc)
+	})
+}
+
+// run is one Run's shared state.
+type run struct {
+	epoch time.Time
+	end   time.Duration // the schedule's length
+	out   chan<- *Record
+	wg    sync.WaitGroup // requests and pending session turns
+	// send ends on interrupt or Stop: nothing new is sent after it.
+	send context.Context
+	// req ends requests in flight: on interrupt, Stop, or when the grace
+	// after the schedule's end runs out (its cause tells which).
+	req        context.Context
+	cancelReqs context.CancelCauseFunc
+	cutTimer   *time.Timer
+
+	endOnce sync.Once
+	ended   chan struct{} // closed by endSending; idle closed-loop workers watch it
+	sentEnd time.Duration // when sending ended, ≤ end
+}
+
+// Run sends requests until the schedule ends (its stages, the request
+// count, or the source), ctx is cancelled or Stop is called, and delivers
+// every record, finalized, to out, which it closes. At the schedule's end
+// requests in flight may finish within the grace period; on interrupt or
+// Stop they are cancelled at once.
 func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	defer close(out)
-	epoch := time.Now()
-	info := Info{Started: epoch}
+	rn := &run{epoch: time.Now(), end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
+	info := Info{Started: rn.epoch, Grace: r.grace}
 	cpu0 := cpuTime()
-	end := TotalDuration(r.opts.Stages)
 
-	// reqCtx ends in-flight requests only on interruption, not at the
-	// natural end of the schedule.
-	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelReqs()
-	stopWatch := context.AfterFunc(ctx, cancelReqs)
-	defer stopWatch()
+	send, stopSending := context.WithCancelCause(ctx)
+	defer stopSending(nil)
+	rn.send = send
+	// Requests outlive the schedule (the grace), so they do not derive
+	// from ctx; an interrupt reaches them through the AfterFunc.
+	rn.req, rn.cancelReqs = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer rn.cancelReqs(nil)
+	defer context.AfterFunc(ctx, func() { rn.cancelReqs(context.Cause(ctx)) })()
+	stop := func() {
+		cause := stopCause{r.stopErr}
+		stopSending(cause)
+		rn.cancelReqs(cause)
+	}
+	select {
+	case <-r.stopc: // stopped before it started: send nothing
+		stop()
+	default:
+		ran := make(chan struct{})
+		defer close(ran)
+		go func() {
+			select {
+			case <-r.stopc:
+				stop()
+			case <-ran:
+			}
+		}()
+	}
+	rn.cutTimer = time.AfterFunc(rn.end+r.grace, func() { rn.cancelReqs(errCutAtEnd) })
+	defer rn.cutTimer.Stop()
 
-	var wg sync.WaitGroup
 	var err error
 	if r.opts.Closed {
-		r.closedLoop(ctx, reqCtx, epoch, end, out, &wg)
+		err = r.closedLoop(rn)
 	} else {
-		err = r.openLoop(ctx, reqCtx, epoch, end, out, &wg)
+		err = r.openLoop(rn)
 	}
-	wg.Wait()
-	info.Elapsed = time.Since(epoch)
+	r.endSending(rn, time.Since(rn.epoch)) // a backstop: the loops mark it themselves
+	rn.wg.Wait()
+
+	info.Elapsed = time.Since(rn.epoch)
 	info.Interrupted = ctx.Err() != nil
-	info.Sent, info.Dropped = r.sent.Load(), r.drop.Load()
+	select {
+	case <-r.stopc:
+		info.Stopped = r.stopErr
+	default:
+	}
+	info.Sent, info.Dropped, info.CutAtEnd = r.sent.Load(), r.drop.Load(), r.cut.Load()
+	info.Scheduled = r.scheduled(rn)
+	info.StageScheduled = stageShares(r.opts.Stages, info.Scheduled)
 	if wall := info.Elapsed.Seconds(); wall > 0 {
-		info.CPUUtilization = (cpuTime() - cpu0).Seconds() / (wall * float64(runtime.GOMAXPROCS(0)))
+		info.CPUUtilization = (cpuTime() - cpu0).Seconds() / (wall * float64(numCPU()))
 	}
 	return info, err
+}
+
+// endSending marks the schedule's end at offset at: the first call wins.
+// The grace runs from there: from the scheduled end, or from when sending
+// stopped sooner.
+func (r *Runner) endSending(rn *run, at time.Duration) {
+	rn.endOnce.Do(func() {
+		rn.sentEnd = min(at, rn.end)
+		close(rn.ended)
+		if at < rn.end {
+			rn.cutTimer.Reset(time.Until(rn.epoch.Add(at + r.grace)))
+		}
+	})
+}
+
+// scheduled is the run's scheduled window (see Info.Scheduled).
+func (r *Runner) scheduled(rn *run) Window {
+	from := r.opts.WarmupDuration
+	if r.opts.WarmupRequests > 0 {
+		r.measuredMu.Lock()
+		from = r.measuredFrom
+		r.measuredMu.Unlock()
+		if from < 0 { // everything sent was warm-up
+			from = rn.sentEnd
+		}
+	}
+	return Window{From: min(from, rn.sentEnd), To: rn.sentEnd}
+}
+
+// stageShares clips each stage's span to w and sums the lengths by name.
+func stageShares(stages []Stage, w Window) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(stages))
+	var at time.Duration
+	for _, s := range stages {
+		from, to := max(at, w.From), min(at+s.Duration, w.To)
+		out[s.Name] += max(0, to-from)
+		at += s.Duration
+	}
+	return out
 }
 
 func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intended time.Duration) *Record {
@@ -145,29 +361,76 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 	rec.Stage = r.opts.Stages[StageAt(r.opts.Stages, intended)].Name
 	rec.Warmup = (r.opts.WarmupRequests > 0 && seq < int64(r.opts.WarmupRequests)) ||
 		(r.opts.WarmupDuration > 0 && intended < r.opts.WarmupDuration)
+	if !rec.Warmup && r.opts.WarmupRequests > 0 {
+		r.measuredMu.Lock()
+		if r.measuredFrom < 0 || intended < r.measuredFrom {
+			r.measuredFrom = intended
+		}
+		r.measuredMu.Unlock()
+	}
 	return rec
 }
 
-// send runs one request on its own goroutine; done releases its slot.
-func (r *Runner) send(reqCtx context.Context, rec *Record, p *prompts.Prompt, out chan<- *Record, wg *sync.WaitGroup, done func(*Record)) {
-	r.sent.Add(1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		ctx, cancel := context.WithTimeout(reqCtx, r.opts.Timeout)
-		r.client.Do(ctx, p, rec)
-		cancel()
-		if rec.End == 0 {
-			rec.End = rec.Now()
+// nextSeq takes the next sequence number (session turns, which do not
+// come from the source).
+func (r *Runner) nextSeq() int64 {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	r.seq++
+	return r.seq - 1
+}
+
+// do sends one request and settles its record: End, the kind of a
+// request the runner cancelled, and Finalize, called here once for every
+// record that reaches out.
+func (r *Runner) do(rn *run, p *prompts.Prompt, rec *Record) {
+	ctx, cancel := context.WithTimeout(rn.req, r.opts.Timeout)
+	r.client.Do(ctx, p, rec)
+	cancel()
+	if rec.End == 0 {
+		rec.End = rec.Now()
+	}
+	if rec.ErrorKind == ErrCancelled {
+		// The client saw its context end; the cause says who ended it.
+		var stop stopCause
+		switch cause := context.Cause(rn.req); {
+		case errors.Is(cause, errCutAtEnd):
+			rec.ErrorKind = ErrCutAtEnd
+			rec.Error = fmt.Sprintf("cut at the end: still in flight %v after the schedule ended (grace period)", r.grace)
+			r.cut.Add(1)
+		case errors.As(cause, &stop):
+			rec.Error = "cancelled: " + stop.Error()
 		}
+	}
+	rec.Finalize()
+}
+
+// send runs one request on its own goroutine; done, if set, runs before
+// the record is delivered (it frees the slot, schedules a session's turn).
+func (r *Runner) send(rn *run, rec *Record, p *prompts.Prompt, done func(*Record)) {
+	r.sent.Add(1) // here, not on the goroutine: the request cap reads it next
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		r.do(rn, p, rec)
 		if done != nil {
 			done(rec)
 		}
-		out <- rec
+		rn.out <- rec
 	}()
 }
 
-func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time.Duration, out chan<- *Record, wg *sync.WaitGroup) error {
+func (r *Runner) openLoop(rn *run) (err error) {
+	// Sending stops at the schedule's end (natural) or sooner (request
+	// count, source exhausted or failed, interrupt, Stop).
+	natural := false
+	defer func() {
+		at := time.Since(rn.epoch)
+		if natural {
+			at = rn.end
+		}
+		r.endSending(rn, at)
+	}()
 	var arr Arrivals
 	if !r.opts.Trace {
 		ol, err := NewOpenLoop(r.opts.Stages, r.opts.Arrival, r.opts.Burstiness, r.opts.Seed)
@@ -179,15 +442,15 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 	slots := make(chan struct{}, r.opts.MaxInFlight)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	deadline := epoch.Add(end)
-	release := func(rec *Record) { <-slots }
+	deadline := rn.epoch.Add(rn.end)
+	release := func(*Record) { <-slots }
 
 	var followUp func(p *prompts.Prompt, rec *Record)
 	followUp = func(prev *prompts.Prompt, rec *Record) {
 		// Sessions: the next turn is due Think after this answer ends,
 		// measured from then; it shares the in-flight cap.
 		<-slots
-		if prev.FollowUp == nil || ctx.Err() != nil || !rec.OK() {
+		if prev.FollowUp == nil || rn.send.Err() != nil || !rec.OK() {
 			return
 		}
 		next := prev.FollowUp(rec.Text)
@@ -195,32 +458,32 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 			return
 		}
 		due := rec.End + next.Think
-		if due >= end {
+		if due >= rn.end {
 			return
 		}
-		wg.Add(1)
+		rn.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer rn.wg.Done()
 			// Not time.AfterFunc: a pending turn must not hold Run past an
 			// interrupt for the rest of its think time.
-			t := time.NewTimer(time.Until(epoch.Add(due)))
+			t := time.NewTimer(time.Until(rn.epoch.Add(due)))
 			defer t.Stop()
 			select {
 			case <-t.C:
-			case <-ctx.Done():
+			case <-rn.send.Done():
 				return
 			}
 			select {
 			case slots <- struct{}{}:
-			case <-ctx.Done():
+			case <-rn.send.Done():
 				return
 			}
-			r.srcMu.Lock()
-			seq := r.seq
-			r.seq++
-			r.srcMu.Unlock()
-			nrec := r.newRecord(epoch, next, seq, due)
-			r.send(reqCtx, nrec, next, out, wg, func(x *Record) { followUp(next, x) })
+			if rn.req.Err() != nil { // cut: the grace ran out meanwhile
+				<-slots
+				return
+			}
+			nrec := r.newRecord(rn.epoch, next, r.nextSeq(), due)
+			r.send(rn, nrec, next, func(x *Record) { followUp(next, x) })
 		}()
 	}
 
@@ -244,18 +507,20 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 		var at time.Duration
 		if r.opts.Trace {
 			at = p.At
-			if at >= end {
+			if at >= rn.end {
+				natural = true
 				return nil
 			}
 		} else {
 			var ok bool
-			if at, ok = arr.Next(); !ok || at >= end {
+			if at, ok = arr.Next(); !ok || at >= rn.end {
+				natural = true
 				return nil
 			}
 		}
-		rec := r.newRecord(epoch, p, seq, at)
+		rec := r.newRecord(rn.epoch, p, seq, at)
 
-		if !r.waitUntil(ctx, timer, epoch.Add(at)) {
+		if !waitUntil(rn.send, timer, rn.epoch.Add(at)) {
 			return nil
 		}
 		select {
@@ -268,9 +533,10 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 			case slots <- struct{}{}:
 				timer.Stop() // Go ≥1.23: no stale tick can follow Stop
 			case <-timer.C:
-				r.dropRest(rec, p, arr, end, out)
+				r.dropRest(rn, rec, arr)
+				natural = true
 				return nil
-			case <-ctx.Done():
+			case <-rn.send.Done():
 				return nil
 			}
 		}
@@ -279,7 +545,7 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 			pp := p
 			done = func(x *Record) { followUp(pp, x) }
 		}
-		r.send(reqCtx, rec, p, out, wg, done)
+		r.send(rn, rec, p, done)
 	}
 }
 
@@ -290,7 +556,7 @@ func (r *Runner) openLoop(ctx, reqCtx context.Context, epoch time.Time, end time
 const spinWindow = 1500 * time.Microsecond
 
 // waitUntil returns at due (false if ctx ended first).
-func (r *Runner) waitUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
+func waitUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
 	if wait := time.Until(due) - spinWindow; wait > 0 {
 		timer.Reset(wait)
 		select {
@@ -307,23 +573,27 @@ func (r *Runner) waitUntil(ctx context.Context, timer *time.Timer, due time.Time
 
 // dropRest records rec and every later arrival due before the end as
 // dropped: they were due but could not be started.
-func (r *Runner) dropRest(rec *Record, p *prompts.Prompt, arr Arrivals, end time.Duration, out chan<- *Record) {
+func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
 	for {
 		rec.ErrorKind = ErrDropped
 		rec.Error = "not started before the run ended: in-flight cap reached"
 		rec.Sent, rec.End = rec.Intended, rec.Intended
+		rec.Finalize()
 		r.drop.Add(1)
-		out <- rec
+		rn.out <- rec
 		if r.opts.Requests > 0 && r.sent.Load()+r.drop.Load() >= int64(r.opts.Requests) {
 			return
 		}
 		r.srcMu.Lock()
-		p2, err := r.src.Next()
+		p, err := r.src.Next()
+		seq := r.seq
+		if err == nil {
+			r.seq++
+		}
 		r.srcMu.Unlock()
 		if err != nil {
 			return
 		}
-		p = p2
 		var at time.Duration
 		if r.opts.Trace {
 			at = p.At
@@ -333,18 +603,14 @@ func (r *Runner) dropRest(rec *Record, p *prompts.Prompt, arr Arrivals, end time
 				return
 			}
 		}
-		if at >= end {
+		if at >= rn.end {
 			return
 		}
-		r.srcMu.Lock()
-		seq := r.seq
-		r.seq++
-		r.srcMu.Unlock()
-		rec = r.newRecord(rec.Epoch(), p, seq, at)
+		rec = r.newRecord(rn.epoch, p, seq, at)
 	}
 }
 
-func (r *Runner) closedLoop(ctx, reqCtx context.Context, epoch time.Time, end time.Duration, out chan<- *Record, wg *sync.WaitGroup) {
+func (r *Runner) closedLoop(rn *run) error {
 	maxC := 0
 	for _, s := range r.opts.Stages {
 		maxC = max(maxC, s.Concurrency)
@@ -352,14 +618,20 @@ func (r *Runner) closedLoop(ctx, reqCtx context.Context, epoch time.Time, end ti
 	var budget atomic.Int64
 	budget.Store(int64(r.opts.Requests))
 	var workers sync.WaitGroup
+	var errOnce sync.Once
+	var srcErr error
 	for w := 0; w < maxC; w++ {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
+			// The first worker to finish ends the schedule: the others'
+			// requests in flight then drain within the grace, and workers
+			// idle until a later stage stop waiting.
+			defer func() { r.endSending(rn, time.Since(rn.epoch)) }()
 			var pending *prompts.Prompt // a session's next turn
-			for ctx.Err() == nil {
-				now := time.Since(epoch)
-				if now >= end {
+			for rn.send.Err() == nil {
+				now := time.Since(rn.epoch)
+				if now >= rn.end {
 					return
 				}
 				// Worker w runs only while the current stage wants more
@@ -370,9 +642,8 @@ func (r *Runner) closedLoop(ctx, reqCtx context.Context, epoch time.Time, end ti
 					for _, s := range r.opts.Stages[:si+1] {
 						next += s.Duration
 					}
-					select {
-					case <-time.After(next - now):
-					case <-ctx.Done():
+					if !sleep(rn.send, next-now, rn.ended) {
+						return
 					}
 					continue
 				}
@@ -385,36 +656,44 @@ func (r *Runner) closedLoop(ctx, reqCtx context.Context, epoch time.Time, end ti
 					var err error
 					if p, err = r.src.Next(); err != nil {
 						r.srcMu.Unlock()
+						if err != io.EOF {
+							errOnce.Do(func() { srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
+						}
 						return
 					}
 				}
 				seq := r.seq
 				r.seq++
 				r.srcMu.Unlock()
-				if pending != nil && pending.Think > 0 {
-					select {
-					case <-time.After(pending.Think):
-					case <-ctx.Done():
-						return
-					}
+				if pending != nil && pending.Think > 0 && !sleep(rn.send, pending.Think, nil) {
+					return
 				}
-				rec := r.newRecord(epoch, p, seq, time.Since(epoch))
+				rec := r.newRecord(rn.epoch, p, seq, time.Since(rn.epoch))
 				r.sent.Add(1)
-				cctx, cancel := context.WithTimeout(reqCtx, r.opts.Timeout)
-				r.client.Do(cctx, p, rec)
-				cancel()
-				if rec.End == 0 {
-					rec.End = rec.Now()
-				}
+				r.do(rn, p, rec)
 				pending = nil
 				if p.FollowUp != nil && rec.OK() {
 					pending = p.FollowUp(rec.Text)
 				}
-				out <- rec
+				rn.out <- rec
 			}
 		}()
 	}
 	workers.Wait()
+	return srcErr
+}
+
+// sleep waits d, false if ctx ends or stop is closed first.
+func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-stop:
+	}
+	return false
 }
 
 func cpuTime() time.Duration {

@@ -2,7 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"errors"
+	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +21,10 @@ type fakeClient struct {
 	tokens    int
 	// hold, if set, returns how long the server is frozen when a request
 	// arrives at offset t (a stall); the whole response shifts by it.
-	hold     func(t time.Duration) time.Duration
+	hold func(t time.Duration) time.Duration
+	// late, if set, delays the send of request seq by what it returns: a
+	// generator that was late (schedule lag) for that one request.
+	late     func(seq int64) time.Duration
 	inflight atomic.Int64
 	maxSeen  atomic.Int64
 }
@@ -31,6 +37,9 @@ func (f *fakeClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record) {
 		if n <= m || f.maxSeen.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	if f.late != nil {
+		time.Sleep(f.late(rec.Seq))
 	}
 	rec.Sent = rec.Now()
 	wait := f.ttft
@@ -70,7 +79,9 @@ func collect(t *testing.T, ctx context.Context, c Client, src Source, opts Optio
 	go func() {
 		defer wg.Done()
 		for rec := range out {
-			rec.Finalize()
+			if rec.TokenSource == "" {
+				t.Errorf("record %d (%s) delivered before Finalize", rec.Seq, rec.ErrorKind)
+			}
 			recs = append(recs, rec)
 		}
 	}()
@@ -247,7 +258,7 @@ func turn(id string, i int, hist []prompts.Message) *prompts.Prompt {
 
 func TestSessionsFollowUpAfterThink(t *testing.T) {
 	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
-	recs, _ := collect(t, context.Background(), c, &sessionSource{}, Options{KeepText: true,
+	recs, _ := collect(t, context.Background(), c, &sessionSource{}, Options{
 		Stages: []Stage{{Rate: 10, Duration: 300 * time.Millisecond}}})
 	byTurn := map[int]int{}
 	for _, r := range recs {
@@ -274,7 +285,7 @@ func TestInterruptDoesNotWaitForThinkTime(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
 	src := &longThink{}
-	collect(t, ctx, c, src, Options{KeepText: true, Stages: []Stage{{Rate: 50, Duration: time.Minute}}})
+	collect(t, ctx, c, src, Options{Stages: []Stage{{Rate: 50, Duration: time.Minute}}})
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("Run returned %v after start; pending 30 s think times held it", el)
 	}
@@ -286,4 +297,298 @@ func (longThink) Next() (*prompts.Prompt, error) {
 	p := &prompts.Prompt{Session: "s", Text: "q"}
 	p.FollowUp = func(string) *prompts.Prompt { return &prompts.Prompt{Session: "s", Turn: 1, Think: 30 * time.Second} }
 	return p, nil
+}
+
+func kinds(recs []*Record) map[ErrorKind]int {
+	out := map[ErrorKind]int{}
+	for _, r := range recs {
+		out[r.ErrorKind]++
+	}
+	return out
+}
+
+// Requests still in flight when the grace after the schedule ends runs out
+// are cut (cut_at_end), not left to run to their 2-minute timeout; those
+// that finish within it are kept.
+func TestGraceCutsRequestsInFlightAtEnd(t *testing.T) {
+	// 20/s over 500 ms: sends at 0, 50, …, 450 ms. The server answers in
+	// 50 ms, except that it freezes for 10 s for requests from 300 ms on.
+	c := &fakeClient{ttft: 50 * time.Millisecond, tokens: 1, hold: func(at time.Duration) time.Duration {
+		if at >= 300*time.Millisecond {
+			return 10 * time.Second
+		}
+		return 0
+	}}
+	start := time.Now()
+	recs, info := collect(t, context.Background(), c, src(), Options{Grace: 200 * time.Millisecond,
+		Stages: []Stage{{Rate: 20, Duration: 500 * time.Millisecond}}})
+	el := time.Since(start)
+	// The run ends at the schedule's end + grace: 700 ms, not 10 s.
+	if el < 700*time.Millisecond || el > 2*time.Second {
+		t.Errorf("run took %v, want ~700ms (500ms schedule + 200ms grace)", el)
+	}
+	k := kinds(recs)
+	if len(recs) != 10 || k[ErrNone] != 6 || k[ErrCutAtEnd] != 4 || info.CutAtEnd != 4 {
+		t.Fatalf("kinds %v, Info.CutAtEnd %d; want 6 ok and 4 cut of 10", k, info.CutAtEnd)
+	}
+	for _, r := range recs {
+		if r.ErrorKind != ErrCutAtEnd {
+			continue
+		}
+		if r.Intended < 300*time.Millisecond || !strings.Contains(r.Error, "grace") {
+			t.Errorf("cut record due %v: %q", r.Intended, r.Error)
+		}
+		if end := r.End; end < 700*time.Millisecond || end > 1500*time.Millisecond {
+			t.Errorf("cut record ended at %v, want at the grace's end (700ms)", end)
+		}
+	}
+	if info.Grace != 200*time.Millisecond || info.Interrupted || info.Stopped != nil {
+		t.Errorf("info %+v", info)
+	}
+}
+
+// A negative grace cuts at the schedule's end; the default is 30 s.
+func TestGraceNoneAndDefault(t *testing.T) {
+	c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
+	start := time.Now()
+	recs, info := collect(t, context.Background(), c, src(), Options{Grace: -1,
+		Stages: []Stage{{Rate: 20, Duration: 200 * time.Millisecond}}})
+	if el := time.Since(start); el < 200*time.Millisecond || el > time.Second {
+		t.Errorf("run took %v, want ~200ms", el)
+	}
+	if k := kinds(recs); k[ErrCutAtEnd] != 4 || len(recs) != 4 || info.Grace != 0 {
+		t.Errorf("kinds %v, grace %v", k, info.Grace)
+	}
+	r, err := NewRunner(c, src(), Options{Stages: []Stage{{Rate: 1, Duration: time.Second}}})
+	if err != nil || r.grace != DefaultGrace {
+		t.Errorf("default grace %v, %v", r.grace, err)
+	}
+}
+
+// When sending stops before the stages end (request count reached), the
+// grace runs from then, not from the stages' end.
+func TestGraceRunsFromEarlyEnd(t *testing.T) {
+	c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
+	start := time.Now()
+	recs, info := collect(t, context.Background(), c, src(), Options{Requests: 2, Grace: 100 * time.Millisecond,
+		Stages: []Stage{{Rate: 100, Duration: 10 * time.Second}}})
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("run took %v; the grace should run from the 2nd send (~10ms)", el)
+	}
+	if k := kinds(recs); k[ErrCutAtEnd] != 2 {
+		t.Errorf("kinds %v", k)
+	}
+	if w := info.Scheduled; w.From != 0 || w.To < 10*time.Millisecond || w.To > 500*time.Millisecond {
+		t.Errorf("scheduled window %+v, want 0 → ~10ms (the 2nd send)", w)
+	}
+}
+
+func TestGraceClosedLoop(t *testing.T) {
+	c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
+	start := time.Now()
+	recs, info := collect(t, context.Background(), c, src(), Options{Closed: true, Grace: 100 * time.Millisecond,
+		Stages: []Stage{{Concurrency: 3, Duration: 200 * time.Millisecond}}})
+	if el := time.Since(start); el < 300*time.Millisecond || el > 1500*time.Millisecond {
+		t.Errorf("run took %v, want ~300ms", el)
+	}
+	if k := kinds(recs); k[ErrCutAtEnd] != 3 || len(recs) != 3 || info.CutAtEnd != 3 {
+		t.Errorf("kinds %v", k)
+	}
+}
+
+// Ctrl-C during the grace still cancels: the requests are cancelled, not
+// cut, and the run is interrupted.
+func TestInterruptDuringGraceCancels(t *testing.T) {
+	c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	recs, info := collect(t, ctx, c, src(), Options{Grace: 5 * time.Second,
+		Stages: []Stage{{Rate: 20, Duration: 100 * time.Millisecond}}})
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("run took %v after an interrupt at 300ms", el)
+	}
+	if k := kinds(recs); k[ErrCancelled] != 2 || len(recs) != 2 || !info.Interrupted || info.CutAtEnd != 0 {
+		t.Errorf("kinds %v, info %+v", k, info)
+	}
+}
+
+// Stop ends the run at once without marking it interrupted: in-flight
+// requests are cancelled naming the reason, nothing more is sent.
+func TestStopOnDemand(t *testing.T) {
+	c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
+	r, err := NewRunner(c, src(), Options{Stages: []Stage{{Rate: 100, Duration: 10 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := errors.New("requests.jsonl: no space left on device")
+	time.AfterFunc(150*time.Millisecond, func() { r.Stop(reason) })
+	out := make(chan *Record, 1024)
+	start := time.Now()
+	info, err := r.Run(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("run took %v after Stop at 150ms", el)
+	}
+	if info.Stopped != reason || info.Interrupted {
+		t.Errorf("Stopped %v Interrupted %v", info.Stopped, info.Interrupted)
+	}
+	n := 0
+	for rec := range out {
+		n++
+		if rec.ErrorKind != ErrCancelled || !strings.Contains(rec.Error, "no space left") {
+			t.Errorf("record %d: %s %q", rec.Seq, rec.ErrorKind, rec.Error)
+		}
+	}
+	if n < 10 || n > 40 || int64(n) != info.Sent {
+		t.Errorf("%d records, %d sent; want ~15 sent before the stop", n, info.Sent)
+	}
+	if w := info.Scheduled; w.To < 150*time.Millisecond || w.To > time.Second {
+		t.Errorf("scheduled window %+v ends at the stop", w)
+	}
+
+	// Stopped before it starts: nothing is sent.
+	r, _ = NewRunner(c, src(), Options{Stages: []Stage{{Rate: 100, Duration: 10 * time.Second}}})
+	r.Stop(nil)
+	out = make(chan *Record, 16)
+	if info, _ := r.Run(context.Background(), out); info.Sent != 0 || info.Stopped == nil {
+		t.Errorf("stopped before Run: sent %d, stopped %v", info.Sent, info.Stopped)
+	}
+}
+
+func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
+	sec := time.Second
+	ok := []Options{
+		{Stages: []Stage{{Rate: 5, Duration: sec}}},
+		{Stages: []Stage{{Rate: 0, Duration: sec}, {Rate: 5, Duration: sec}}, WarmupDuration: sec},
+		{Closed: true, Stages: []Stage{{Concurrency: 1, Duration: sec}}},
+		{Trace: true, Stages: []Stage{{Duration: sec}}},
+		{Stages: []Stage{{Rate: 5, Duration: sec}}, Requests: 10, WarmupRequests: 9},
+	}
+	for i, o := range ok {
+		if err := o.Validate(); err != nil {
+			t.Errorf("ok case %d: %v", i, err)
+		}
+	}
+	bad := []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "stages: none"},
+		{Options{Stages: []Stage{{Rate: 0, Duration: 2 * sec}}}, "every stage's rate is 0"},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}, {Rate: 0, Duration: sec}}, WarmupDuration: sec}, "after the 1s warm-up is 0"},
+		{Options{Stages: []Stage{{Rate: 5, Duration: 3 * sec}}, WarmupDuration: 10 * sec}, "warm-up: 10s is not shorter than the 3s schedule"},
+		{Options{Closed: true, Stages: []Stage{{Concurrency: 2, Duration: 3 * sec}}, WarmupDuration: 3 * sec}, "nothing would be measured"},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Requests: 10, WarmupRequests: 10}, "warm-up: 10 requests of 10"},
+		{Options{Stages: []Stage{{Name: "x", Rate: 5}}}, "stage 1 (x): duration 0s"},
+		{Options{Closed: true, Stages: []Stage{{Duration: sec}}}, "concurrency ≥ 1"},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: "uniform"}, "arrival: arrival process \"uniform\""},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: ArrivalGamma}, "burstiness"},
+		{Options{Stages: []Stage{{Rate: -1, Duration: sec}}}, "not a non-negative number"},
+	}
+	for _, c := range bad {
+		err := c.o.Validate()
+		var oe *OptionsError
+		if !errors.As(err, &oe) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want an OptionsError containing %q", c.o, err, c.want)
+		}
+		if _, err := NewRunner(&fakeClient{}, src(), c.o); err == nil {
+			t.Errorf("NewRunner accepted %+v", c.o)
+		}
+	}
+}
+
+// The scheduled window starts at the end of warm-up, by duration or by
+// count, and ends at the schedule's end, whatever the drain after it.
+func TestScheduledWindow(t *testing.T) {
+	c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 1}
+	stages := []Stage{{Name: "a", Rate: 50, Duration: 200 * time.Millisecond}, {Name: "b", Rate: 50, Duration: 200 * time.Millisecond}}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		from time.Duration
+		a, b time.Duration
+	}{
+		{"none", Options{}, 0, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"duration", Options{WarmupDuration: 100 * time.Millisecond}, 100 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
+		// 50/s: request 15 is due at 300 ms.
+		{"count", Options{WarmupRequests: 15}, 300 * time.Millisecond, 0, 100 * time.Millisecond},
+	} {
+		tc.o.Stages = stages
+		_, info := collect(t, context.Background(), c, src(), tc.o)
+		if w := info.Scheduled; w.From != tc.from || w.To != 400*time.Millisecond {
+			t.Errorf("%s: window %+v, want %v → 400ms", tc.name, w, tc.from)
+		}
+		if got := info.StageScheduled; got["a"] != tc.a || got["b"] != tc.b {
+			t.Errorf("%s: stage shares %v", tc.name, got)
+		}
+	}
+}
+
+func summarize(recs []*Record, info Info) *Summary {
+	m := NewMetrics()
+	for _, r := range recs {
+		m.Add(r)
+	}
+	return m.Summary(info, SummaryMeta{})
+}
+
+// A generator that cannot keep up (one slot, a server slower than the
+// arrival gap) is flagged: its requests go out later and later.
+func TestSelfCheckFlagsStarvedGenerator(t *testing.T) {
+	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
+	recs, info := collect(t, context.Background(), c, src(), Options{MaxInFlight: 1, Grace: -1,
+		Stages: []Stage{{Rate: 400, Duration: 500 * time.Millisecond}}})
+	s := summarize(recs, info)
+	if !s.SelfCheck.Distorted || s.SelfCheck.LateRequests < LateMin {
+		t.Fatalf("starved generator not flagged: %+v", s.SelfCheck)
+	}
+	if !strings.Contains(strings.Join(s.Warnings, "\n"), "load generator is a bottleneck") {
+		t.Errorf("warnings %q", s.Warnings)
+	}
+}
+
+// A healthy low-rate run with one late send (make demo: 45 requests, one
+// outlier) is not flagged.
+func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
+	c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 2, itl: 5 * time.Millisecond,
+		late: func(seq int64) time.Duration {
+			if seq == 7 {
+				return 40 * time.Millisecond
+			}
+			return 0
+		}}
+	recs, info := collect(t, context.Background(), c, src(), Options{
+		Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
+	s := summarize(recs, info)
+	if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
+		t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
+	}
+	// The outlier is seen (and sets the p99) but does not flag the run.
+	if s.SelfCheck.Distorted || s.SelfCheck.LateRequests < 1 || s.LatencyMs[MetricScheduleLag].P99 < 40 {
+		t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs[MetricScheduleLag])
+	}
+	// Rates: 45 due and sent over the 1.8 s schedule; completions over the
+	// measured window, which adds the last answer's ~105 ms.
+	if tp := s.Throughput; math.Abs(tp.OfferedPerS-25) > 1e-9 || math.Abs(tp.SentPerS-25) > 1e-9 ||
+		tp.MeasuredWindowS < 1.8 || tp.RequestsPerS > 25 || tp.RequestsPerS < 20 {
+		t.Errorf("throughput %+v", tp)
+	}
+}
+
+// In closed loop a request count ends the schedule for every worker:
+// those idle until a later stage do not hold the run until it comes.
+func TestClosedLoopRequestCountEndsIdleWorkers(t *testing.T) {
+	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
+	start := time.Now()
+	recs, _ := collect(t, context.Background(), c, src(), Options{Closed: true, Requests: 5,
+		Stages: []Stage{{Concurrency: 1, Duration: 10 * time.Second}, {Concurrency: 4, Duration: time.Second}}})
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("run took %v; idle workers waited for stage 2", el)
+	}
+	if len(recs) != 5 {
+		t.Errorf("%d records, want 5", len(recs))
+	}
 }

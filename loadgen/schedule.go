@@ -123,6 +123,60 @@ type segment struct {
 	lam0       float64
 }
 
+// segmentsOf cuts the stages into pieces of linear rate, with Λ at the
+// start of each.
+func segmentsOf(stages []Stage) ([]segment, error) {
+	var segs []segment
+	prev := 0.0
+	t, lam := 0.0, 0.0
+	for i, s := range stages {
+		if !(s.Rate >= 0) || math.IsInf(s.Rate, 0) {
+			return nil, fmt.Errorf("stage %d: rate %v is not a non-negative number", i+1, s.Rate)
+		}
+		d := s.Duration.Seconds()
+		ramp := min(s.Ramp.Seconds(), d)
+		if i == 0 {
+			prev = s.Rate // nothing to ramp from
+		}
+		if ramp > 0 && prev != s.Rate {
+			k := (s.Rate - prev) / ramp
+			segs = append(segs, segment{start: t, end: t + ramp, r0: prev, k: k, lam0: lam})
+			lam += prev*ramp + k*ramp*ramp/2
+			t += ramp
+			d -= ramp
+		}
+		segs = append(segs, segment{start: t, end: t + d, r0: s.Rate, lam0: lam})
+		lam += s.Rate * d
+		t += d
+		prev = s.Rate
+	}
+	return segs, nil
+}
+
+// lambdaAt is Λ(t): the requests the stages make due in [0, t), on
+// average (constant pacing sends one each time Λ grows by 1).
+func lambdaAt(segs []segment, t float64) float64 {
+	lam := 0.0
+	for _, s := range segs {
+		if t <= s.start {
+			break
+		}
+		lam = s.lamAt(min(t, s.end))
+	}
+	return lam
+}
+
+// ExpectedArrivals is how many requests open-loop stages make due between
+// offsets from and to, on average: the integral of the rate, ramps
+// included. Zero means the stages send nothing there.
+func ExpectedArrivals(stages []Stage, from, to time.Duration) float64 {
+	segs, err := segmentsOf(stages)
+	if err != nil || to <= from {
+		return 0
+	}
+	return lambdaAt(segs, to.Seconds()) - lambdaAt(segs, from.Seconds())
+}
+
 // NewOpenLoop builds a schedule over stages with the given process
 // ("constant", "poisson", "gamma"). burstiness is the gamma shape: 1 is
 // Poisson, below 1 burstier, above 1 more regular. seed makes it
@@ -144,29 +198,11 @@ func NewOpenLoop(stages []Stage, process string, burstiness float64, seed uint64
 	default:
 		return nil, fmt.Errorf("arrival process %q: want constant, poisson or gamma", process)
 	}
-	prev := 0.0
-	t, lam := 0.0, 0.0
-	for i, s := range stages {
-		if s.Rate < 0 {
-			return nil, fmt.Errorf("stage %d: negative rate", i+1)
-		}
-		d := s.Duration.Seconds()
-		ramp := min(s.Ramp.Seconds(), d)
-		if i == 0 {
-			prev = s.Rate // nothing to ramp from
-		}
-		if ramp > 0 && prev != s.Rate {
-			k := (s.Rate - prev) / ramp
-			o.segs = append(o.segs, segment{start: t, end: t + ramp, r0: prev, k: k, lam0: lam})
-			lam += prev*ramp + k*ramp*ramp/2
-			t += ramp
-			d -= ramp
-		}
-		o.segs = append(o.segs, segment{start: t, end: t + d, r0: s.Rate, lam0: lam})
-		lam += s.Rate * d
-		t += d
-		prev = s.Rate
+	segs, err := segmentsOf(stages)
+	if err != nil {
+		return nil, err
 	}
+	o.segs = segs
 	return o, nil
 }
 
@@ -184,8 +220,7 @@ func (o *OpenLoop) Next() (time.Duration, bool) {
 	target := o.lam + x
 	for o.seg < len(o.segs) {
 		s := o.segs[o.seg]
-		lamEnd := s.lam0 + s.r0*(s.end-s.start) + s.k*(s.end-s.start)*(s.end-s.start)/2
-		if target < lamEnd && (s.r0 > 0 || s.k > 0) {
+		if target < s.lamAt(s.end) && (s.r0 > 0 || s.k > 0) {
 			u := s.invert(target - s.lam0)
 			o.lam = target
 			return time.Duration((s.start + u) * float64(time.Second)), true
@@ -193,6 +228,12 @@ func (o *OpenLoop) Next() (time.Duration, bool) {
 		o.seg++
 	}
 	return 0, false
+}
+
+// lamAt is Λ at t (seconds) within the segment.
+func (s segment) lamAt(t float64) float64 {
+	u := t - s.start
+	return s.lam0 + s.r0*u + s.k*u*u/2
 }
 
 // invert solves r0·u + k·u²/2 = dl for u ≥ 0.

@@ -136,3 +136,31 @@ func TestParseStages(t *testing.T) {
 		}
 	}
 }
+
+// ExpectedArrivals integrates the rate, ramps included, and agrees with
+// the count of constant arrivals it drives.
+func TestExpectedArrivals(t *testing.T) {
+	sec := time.Second
+	stages := []Stage{{Rate: 0, Duration: sec}, {Rate: 100, Duration: 3 * sec, Ramp: 2 * sec}, {Rate: 10, Duration: sec}}
+	for _, c := range []struct {
+		from, to time.Duration
+		want     float64
+	}{
+		{0, 5 * sec, 0 + 100 + 100 + 10}, // nothing, ramp 0→100 over 2 s, hold 1 s, 10/s
+		{0, sec, 0},
+		{sec, 2 * sec, 25}, // first half of the ramp: a quarter of its area
+		{3 * sec, 4 * sec, 100},
+		{4500 * time.Millisecond, 10 * sec, 5}, // past the end counts nothing
+		{2 * sec, sec, 0},
+	} {
+		if got := ExpectedArrivals(stages, c.from, c.to); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("ExpectedArrivals(%v, %v) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+	if n := len(arrivals(t, stages, ArrivalConstant, 0)); n != 210 {
+		t.Errorf("constant pacing sent %d, want 210 = Λ(end)", n)
+	}
+	if got := ExpectedArrivals([]Stage{{Rate: 0, Duration: 2 * sec}}, 0, 2*sec); got != 0 {
+		t.Errorf("0@2s expects %v", got)
+	}
+}

@@ -8,7 +8,8 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// SummarySchema names the summary.json contract (DESIGN.md, fixed).
+// SummarySchema names the summary.json contract. Scripts and CI gates read
+// it: keys may be added, never renamed or given another meaning.
 const SummarySchema = "tailgate.summary/v1"
 
 // Definitions are written into every summary so a reader never has to
@@ -60,16 +61,24 @@ type Counts struct {
 	OK           int64            `json:"ok"`
 	Errors       int64            `json:"errors"`
 	Dropped      int64            `json:"dropped"`
+	CutAtEnd     int64            `json:"cut_at_end"` // not in Errors: the generator cut them (see Options.Grace)
 	Warmup       int64            `json:"warmup,omitempty"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 }
 
-// Throughput is the throughput block.
+// Throughput is the throughput block. Completions (requests_per_s, tokens,
+// goodput) are per second of the measured window, which includes the
+// drain after the schedule; offered and sent rates are per second of the
+// scheduled window, which does not (RunDefinitions).
 type Throughput struct {
-	RequestsPerS     float64 `json:"requests_per_s"`
+	RequestsPerS     float64 `json:"requests_per_s"` // the completion rate
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
 	GoodputPerS      float64 `json:"goodput_per_s"`
+	OfferedPerS      float64 `json:"offered_per_s,omitempty"`
+	SentPerS         float64 `json:"sent_per_s,omitempty"`
+	ScheduledWindowS float64 `json:"scheduled_window_s,omitempty"`
+	MeasuredWindowS  float64 `json:"measured_window_s,omitempty"`
 }
 
 // Tokens says how many tokens were moved and where the counts came from.
@@ -100,6 +109,8 @@ type RunInfo struct {
 	Model           string         `json:"model"`
 	Load            map[string]any `json:"load"`
 	Interrupted     bool           `json:"interrupted"`
+	Stopped         string         `json:"stopped,omitempty"` // why the tool stopped the run early
+	GraceS          float64        `json:"grace_s"`
 	CPUUtilization  float64        `json:"cpu_utilization"`
 }
 
@@ -124,6 +135,7 @@ type Summary struct {
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
 	Telemetry   map[string]any          `json:"telemetry"`
 	SLO         any                     `json:"slo"`
+	SelfCheck   SelfCheck               `json:"self_check"`
 	Warnings    []string                `json:"warnings"`
 	Definitions map[string]string       `json:"definitions"`
 }
@@ -134,20 +146,22 @@ type SummaryMeta struct {
 	Load                        map[string]any
 }
 
-// Thresholds for the self-check warning: above these the load generator,
-// not the server, may be what was measured.
-const (
-	LagWarnMicros = 1000
-	CPUWarnRatio  = 0.9
-)
-
-func (g *Group) summarize() (Counts, Throughput, map[string]Hist, Tokens) {
-	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind}
+// summarize builds one population's blocks; sched is its scheduled window
+// in seconds (0: unknown).
+func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, Tokens) {
+	c := Counts{Sent: g.Sent, OK: g.OK, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind,
+		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)]}
+	for k, n := range g.ErrorsByKind {
+		if ErrorKind(k).Counted() {
+			c.Errors += n
+		}
+	}
 	var t Throughput
 	if w := (g.last - g.first).Seconds(); w > 0 {
 		t = Throughput{RequestsPerS: float64(g.OK) / w, OutputTokensPerS: float64(g.OutputTokens) / w,
 			InputTokensPerS: float64(g.InputTokens) / w, GoodputPerS: float64(g.Good) / w}
 	}
+	g.rates(&t, sched)
 	lat := make(map[string]Hist, len(g.Hist))
 	for n, h := range g.Hist {
 		lat[n] = HistOf(h)
@@ -159,21 +173,28 @@ func (g *Group) summarize() (Counts, Throughput, map[string]Hist, Tokens) {
 
 // Summary builds summary.json from the metrics and the run's info.
 func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
+	defs := make(map[string]string, len(Definitions)+len(RunDefinitions))
+	for _, d := range []map[string]string{Definitions, RunDefinitions} {
+		for k, v := range d {
+			defs[k] = v
+		}
+	}
 	s := &Summary{Schema: SummarySchema, Tool: Tool{Name: "tailgate", Version: meta.Version},
-		Classes: map[string]ClassSummary{}, Telemetry: map[string]any{}, Definitions: Definitions,
+		Classes: map[string]ClassSummary{}, Telemetry: map[string]any{}, Definitions: defs,
 		Warnings: []string{}}
-	s.Requests, s.Throughput, s.LatencyMs, s.Tokens = m.All.summarize()
+	sched := info.Scheduled.Seconds()
+	s.Requests, s.Throughput, s.LatencyMs, s.Tokens = m.All.summarize(sched)
 	s.Requests.Warmup = m.Warmup
 	for name, g := range m.Classes {
 		var cs ClassSummary
-		cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize()
+		cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize(sched)
 		s.Classes[name] = cs
 	}
 	if len(m.Stages) > 1 {
 		s.Stages = map[string]ClassSummary{}
 		for name, g := range m.Stages {
 			var cs ClassSummary
-			cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize()
+			cs.Requests, cs.Throughput, cs.LatencyMs, cs.Tokens = g.summarize(info.StageScheduled[name].Seconds())
 			s.Stages[name] = cs
 		}
 	}
@@ -191,16 +212,16 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 		Ended:     info.Started.Add(info.Elapsed).UTC().Format(time.RFC3339Nano),
 		DurationS: info.Elapsed.Seconds(), MeasuredWindowS: (m.All.last - m.All.first).Seconds(),
 		Target: meta.Target, API: meta.API, Model: meta.Model, Load: load,
-		Interrupted: info.Interrupted, CPUUtilization: info.CPUUtilization}
-	if lag := m.All.Hist[MetricScheduleLag]; lag.TotalCount() > 0 && lag.ValueAtQuantile(99) > LagWarnMicros {
-		s.Warnings = append(s.Warnings, fmt.Sprintf(
-			"load generator is a bottleneck: schedule lag p99 %.2f ms > %.0f ms; latencies include the generator's own delay",
-			float64(lag.ValueAtQuantile(99))/1000, float64(LagWarnMicros)/1000))
+		Interrupted: info.Interrupted, GraceS: info.Grace.Seconds(), CPUUtilization: info.CPUUtilization}
+	if info.Stopped != nil {
+		s.Run.Stopped = info.Stopped.Error()
 	}
-	if info.CPUUtilization > CPUWarnRatio {
+	s.SelfCheck = CheckSelf(m.All.Hist[MetricScheduleLag], m.All.Hist[MetricTTFT], m.All.Hist[MetricE2E], info.CPUUtilization)
+	s.Warnings = append(s.Warnings, s.SelfCheck.Reasons...)
+	if s.Requests.CutAtEnd > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf(
-			"load generator CPU saturated: %.0f%% of %d cores busy; it may be what was measured",
-			info.CPUUtilization*100, numCPU()))
+			"%d requests cut at the end: still in flight %v after the schedule ended (grace period); counted apart from errors",
+			s.Requests.CutAtEnd, info.Grace))
 	}
 	if s.Requests.Dropped > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf(

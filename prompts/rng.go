@@ -3,6 +3,8 @@ package prompts
 import (
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/tailgate-llm/tailgate/internal/splitmix"
 )
 
 // rng is the package's only source of randomness: PCG-DXSM from
@@ -12,13 +14,9 @@ import (
 // the same values on every platform and Go release.
 type rng struct{ pcg rand.PCG }
 
-// splitmix64 is the finaliser used to derive independent stream seeds.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+// splitmix64 derives independent stream seeds; the repository's one
+// definition is splitmix.Mix64.
+func splitmix64(x uint64) uint64 { return splitmix.Mix64(x) }
 
 // fnv64 hashes a name into a stream key, so a class keeps its stream when
 // other classes are added, removed or reordered.

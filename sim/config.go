@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/splitmix"
 )
 
 // Version is the simulator's version, sent in the x-sim-version and Server
@@ -348,17 +350,9 @@ func parseFaultHeader(v string) (FaultKind, time.Duration, error) {
 	return k, d, nil
 }
 
-// splitmix64 is a fast, well-mixed hash for seeded per-request decisions.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
 // unitFloat returns a deterministic number in [0, 1) for (seed, seq, salt).
 func unitFloat(seed uint64, seq int64, salt uint64) float64 {
-	h := splitmix64(seed ^ splitmix64(uint64(seq)^splitmix64(salt)))
+	h := splitmix.Mix64(seed ^ splitmix.Mix64(uint64(seq)^splitmix.Mix64(salt)))
 	return float64(h>>11) / (1 << 53)
 }
 

@@ -1,0 +1,74 @@
+// Package loadgen sends load to an inference server on a schedule and
+// measures every request, without coordinated omission.
+//
+// # Model
+//
+// A run flows one way:
+//
+//	Source ──► schedule ──► Runner ──► Client ──► Record ──► out channel ──► Metrics, files, …
+//	(what)     (when)       (goroutines) (one protocol) (one per request)
+//
+// In turn:
+//   - A Source yields prompts in order (package prompts: mixes, traces,
+//     multi-turn sessions); io.EOF ends a finite one.
+//   - The schedule says when each request is due, its intended start. Open
+//     loop: an arrival process (ArrivalConstant, ArrivalPoisson,
+//     ArrivalGamma) over Stages of rates and ramps, drawn through the
+//     schedule's cumulative intensity (NewOpenLoop). Trace replay: each
+//     prompt's own At. Closed loop: Stage.Concurrency workers, each sending
+//     its next request when its previous one ends.
+//   - The Runner sends each request at its intended start on its own
+//     goroutine, up to Options.MaxInFlight at once.
+//   - A Client (package loadgen/openai, …) turns one prompt into one
+//     request and fills the Record as the answer streams in.
+//   - Run delivers every Record, finalized, on its out channel: completed,
+//     failed, cancelled, cut and dropped alike. One goroutine consumes it
+//     (Metrics is not safe for concurrent use).
+//
+// # Intended start
+//
+// Every latency (TTFT, E2E, …) runs from the intended start, not from the
+// send: a stalled server, a full in-flight cap or a late generator all
+// show in the figures instead of hiding in them. Schedule lag (send −
+// intended start) is the generator's own lateness; the summary's
+// SelfCheck flags a run where it is sustained and large against the
+// latencies measured, or where the generator's CPU is saturated. In
+// closed loop the intended start is the send.
+//
+// # How a run ends
+//
+// The schedule ends at the last stage's end, or sooner when
+// Options.Requests have been sent or the source is exhausted. Requests in
+// flight then get Options.Grace (30 s by default) to finish; those still
+// running are cancelled and recorded as ErrCutAtEnd, counted apart from
+// errors. Requests due but never started because the in-flight cap stayed
+// full are ErrDropped. Cancelling Run's context (the user's interrupt,
+// Info.Interrupted) or calling Runner.Stop (the caller's own decision,
+// Info.Stopped) ends sending at once and cancels requests in flight
+// (ErrCancelled).
+//
+// # Who owns which Record field
+//
+// The runner sets Seq, ID, Class, Stage, Session, Turn, Warmup,
+// RequestedInputTokens and Intended before Do; after it, End if the
+// client left it 0, and the kind and message of a request it cut
+// (ErrCutAtEnd) or dropped (ErrDropped). The client owns the rest: Sent,
+// Chunks, FirstAnswer, token counts and their sources, Status, ErrorKind
+// and Error, FinishReason, Unstreamed, Retries, and Text, which it keeps
+// only for a prompt with a FollowUp (the next turn needs the answer).
+//
+// The runner calls Record.Finalize exactly once on every record, after
+// Do returns and before the record is delivered, so token counts are
+// settled on whatever reads the channel. Clients and consumers do not
+// call it.
+//
+// # Figures
+//
+// Metrics accumulates records into HDR histograms (microseconds, 1 µs to
+// 1 h, 3 significant digits) by class and by stage, and Summary builds
+// summary.json, whose definitions key says what every figure means.
+// Completions are per second of the measured window (first measured
+// intended start to last end, drain included); offered and sent rates
+// per second of the scheduled window (Info.Scheduled: end of warm-up to
+// the schedule's end, drain excluded).
+package loadgen

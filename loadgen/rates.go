@@ -1,0 +1,27 @@
+package loadgen
+
+// RunDefinitions define the runner's figures in summary.json: the three
+// request rates and their windows, cut_at_end and the self-check. The
+// summary writes them beside Definitions.
+var RunDefinitions = map[string]string{
+	"offered_per_s":    "requests the schedule made due (sent or dropped) per second over the scheduled window; in closed loop the schedule offers what it sends",
+	"sent_per_s":       "requests sent per second over the scheduled window; below offered_per_s when requests were dropped at the in-flight cap",
+	"scheduled_window": "from the end of warm-up to the schedule's end, or to when sending stopped sooner (request count reached, prompts exhausted, interrupt, stop); excludes the drain after it",
+	"measured_window":  "from the first measured request's intended start to the last measured request's end, the drain after the schedule included",
+	"grace":            "how long requests still in flight at the schedule's end may take to finish before they are cut",
+	"cut_at_end":       "requests still in flight when the grace period after the schedule's end ran out, cancelled by the load generator; counted apart from errors and left out of error rates",
+	"self_check":       "whether the load generator may have distorted the figures: sustained schedule lag (at least 2 sends, and more than 1% of sends with 97.5% confidence, later than 1 ms and 5% of the TTFT p50) or its CPU above 90%",
+	"stopped":          "the run was stopped early by the tool itself (e.g. results could no longer be written), not by the user; requests in flight then are cancelled",
+}
+
+// rates fills t's offered and sent rates over a scheduled window of
+// sched seconds, and the window lengths.
+func (g *Group) rates(t *Throughput, sched float64) {
+	t.MeasuredWindowS = (g.last - g.first).Seconds()
+	if sched <= 0 {
+		return
+	}
+	t.ScheduledWindowS = sched
+	t.OfferedPerS = float64(g.Sent+g.Dropped) / sched
+	t.SentPerS = float64(g.Sent) / sched
+}

@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			// One seed per stage: the same plan sends the same prompts on
 			// the same schedule, whatever earlier stages measured.
 			Seed:           plan.Seed + uint64(i),
-			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, MaxInFlight: cfg.MaxInFlight,
+			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
 		}
 		// Poisson unless the plan says otherwise, as in run: constant
 		// arrivals would understate queueing.

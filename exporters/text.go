@@ -36,13 +36,20 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	fmt.Fprintf(ew, "duration %.2fs (measured window %.2fs)%s\n", r.DurationS, r.MeasuredWindowS, status)
 	q := s.Requests
 	fmt.Fprintf(ew, "requests sent %d  ok %d  errors %d  dropped %d", q.Sent, q.OK, q.Errors, q.Dropped)
+	if q.CutAtEnd > 0 {
+		fmt.Fprintf(ew, "  cut at end %d", q.CutAtEnd)
+	}
 	if q.Warmup > 0 {
 		fmt.Fprintf(ew, "  (+%d warm-up)", q.Warmup)
 	}
 	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
 	t := s.Throughput
-	fmt.Fprintf(ew, "throughput %.2f req/s  %.1f output tok/s  %.1f input tok/s  goodput %.2f req/s\n",
-		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, t.GoodputPerS)
+	fmt.Fprintf(ew, "throughput %.2f req/s completed  %.1f output tok/s  %.1f input tok/s  goodput %.2f req/s  (measured window %.2fs)\n",
+		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, t.GoodputPerS, r.MeasuredWindowS)
+	if t.ScheduledWindowS > 0 {
+		fmt.Fprintf(ew, "load     offered %.2f req/s  sent %.2f req/s  (scheduled window %.2fs, warm-up and drain left out)\n",
+			t.OfferedPerS, t.SentPerS, t.ScheduledWindowS)
+	}
 	fmt.Fprintf(ew, "tokens   output %d (%s)  input %d", s.Tokens.Output, sources(s.Tokens.Sources), s.Tokens.Input)
 	if s.Tokens.RequestedInput > 0 {
 		fmt.Fprintf(ew, "  (requested %d)", s.Tokens.RequestedInput)
@@ -156,7 +163,7 @@ func telemetryLine(t *telemetry.Summary) string {
 		q := fmt.Sprintf("queue delay mean %.1f ms", *qd.MeanMs)
 		if b := qd.P99Bkt; len(b) == 2 {
 			switch {
-			case b[0] == nil && b[1] != nil:
+			case (b[0] == nil || *b[0] == 0) && b[1] != nil:
 				q += fmt.Sprintf(", p99 ≤ %.0f ms (first bucket)", *b[1])
 			case b[0] != nil && b[1] != nil:
 				q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", *b[0], *b[1])

@@ -11,6 +11,11 @@ import (
 // timestamps are the schedule.
 func (o Options) Describe() map[string]any {
 	m := map[string]any{"timeout_s": o.Timeout.Seconds(), "seed": o.Seed}
+	if o.Grace < 0 {
+		m["grace_s"] = 0.0
+	} else if o.Grace > 0 {
+		m["grace_s"] = o.Grace.Seconds()
+	}
 	switch {
 	case o.Trace:
 		m["mode"] = "trace"

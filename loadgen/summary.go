@@ -133,8 +133,6 @@ type Summary struct {
 	Classes     map[string]ClassSummary `json:"classes"`
 	Stages      map[string]ClassSummary `json:"stages,omitempty"` // by load stage, when there are several
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
-	Telemetry   map[string]any          `json:"telemetry"`
-	SLO         any                     `json:"slo"`
 	SelfCheck   SelfCheck               `json:"self_check"`
 	Warnings    []string                `json:"warnings"`
 	Definitions map[string]string       `json:"definitions"`
@@ -180,7 +178,7 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 		}
 	}
 	s := &Summary{Schema: SummarySchema, Tool: Tool{Name: "tailgate", Version: meta.Version},
-		Classes: map[string]ClassSummary{}, Telemetry: map[string]any{}, Definitions: defs,
+		Classes: map[string]ClassSummary{}, Definitions: defs,
 		Warnings: []string{}}
 	sched := info.Scheduled.Seconds()
 	s.Requests, s.Throughput, s.LatencyMs, s.Tokens = m.All.summarize(sched)

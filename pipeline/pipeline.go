@@ -107,11 +107,9 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 		p.sinks = append(p.sinks, &sinkState{Sink: s})
 	}
 
-	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
 	var tel *telemetryRun
 	if spec.Telemetry != nil {
-		if tel, err = startTelemetry(runCtx, *spec.Telemetry, spec.Out, spec.Options); err != nil {
+		if tel, err = startTelemetry(ctx, *spec.Telemetry, spec.Out, spec.Options); err != nil {
 			p.closeSinks()
 			return nil, err
 		}
@@ -124,7 +122,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		info, err := runner.Run(runCtx, records)
+		info, err := runner.Run(ctx, records)
 		done <- outcome{info, err}
 	}()
 
@@ -136,7 +134,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	stop := func(err error) {
 		if stopped == nil && !spec.KeepGoing {
 			stopped = fmt.Errorf("stopped sending: %w", err)
-			stopRun(stopped)
+			runner.Stop(stopped)
 		}
 	}
 loop:
@@ -164,10 +162,6 @@ loop:
 	}
 	out := <-done
 	info := out.info
-	if ctx.Err() == nil {
-		// Our own stop is not the user's interrupt.
-		info.Interrupted = false
-	}
 	if spec.Progress != nil {
 		spec.Progress.finish()
 	}

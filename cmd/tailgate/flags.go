@@ -143,6 +143,7 @@ type loadFlags struct {
 	requests     int
 	warmup       string
 	timeout      time.Duration
+	grace        time.Duration
 	maxInFlight  int
 	seed         uint64
 	maxErrorRate float64
@@ -158,10 +159,23 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&l.duration, "duration", 30*time.Second, "run length (without --stages), e.g. 30s or 5m")
 	fs.IntVar(&l.requests, "requests", 0, "stop after this many requests (0: no limit)")
 	fs.StringVar(&l.warmup, "warmup", "", "warm-up left out of the figures: a count (20) or a duration (10s)")
-	fs.DurationVar(&l.timeout, "timeout", 2*time.Minute, "per-request timeout")
-	fs.IntVar(&l.maxInFlight, "max-inflight", 10000, "open loop: cap on requests in flight; late requests count their wait")
+	fs.DurationVar(&l.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout")
+	registerGrace(fs, &l.grace)
+	fs.IntVar(&l.maxInFlight, "max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight; late requests count their wait")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed for arrivals and prompt sampling")
 	registerMaxErrorRate(fs, &l.maxErrorRate)
+}
+
+func registerGrace(fs *pflag.FlagSet, v *time.Duration) {
+	fs.DurationVar(v, "grace", loadgen.DefaultGrace, "after the schedule ends, how long requests in flight may finish; those still running are cut_at_end (0: cut at once)")
+}
+
+// graceOption maps the flag (0: none) to loadgen.Options.Grace (0: default).
+func graceOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func registerMaxErrorRate(fs *pflag.FlagSet, v *float64) {
@@ -170,7 +184,7 @@ func registerMaxErrorRate(fs *pflag.FlagSet, v *float64) {
 
 func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, error) {
 	o := loadgen.Options{Arrival: l.arrival, Burstiness: l.burstiness, Seed: l.seed, Trace: trace,
-		MaxInFlight: l.maxInFlight, Requests: l.requests, Timeout: l.timeout}
+		MaxInFlight: l.maxInFlight, Requests: l.requests, Timeout: l.timeout, Grace: graceOption(l.grace)}
 	// Closed loop: --concurrency, or stages written as concurrencies
 	// ("c8@30s,c32@1m").
 	o.Closed = l.concurrency > 0 || strings.HasPrefix(strings.TrimSpace(l.stages), "c")

@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
@@ -33,7 +34,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	by := fs.String("by", "", "with --record: who tested it")
 	note := fs.String("note", "", "with --record: what was seen")
 	timeout := fs.Duration("timeout", 2*time.Minute, "per-request timeout")
-	maxInFlight := fs.Int("max-inflight", 10000, "open loop: cap on requests in flight")
+	maxInFlight := fs.Int("max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight")
+	var grace time.Duration
+	registerGrace(fs, &grace)
 	var maxErr float64
 	registerMaxErrorRate(fs, &maxErr)
 	force := fs.Bool("force", false, "run into an --out directory that already holds results")
@@ -93,7 +96,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
-		Timeout: *timeout, MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
+		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
 		GPUs: gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {
 			info, err := client.Server(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,6 +65,12 @@ const (
 	errorEvent     = `data: {"error": {"message": "simulated engine failure (fault error_in_stream)", "type": "InternalServerError", "param": null, "code": 500}}` + "\n\n"
 )
 
+// The finish chunks of an answer that ended at an end-of-sequence token.
+var (
+	chatFinishStop  = strings.Replace(chatFinish, `"length"`, `"stop"`, 1)
+	complFinishStop = strings.Replace(complFinish, `"length"`, `"stop"`, 1)
+)
+
 // responder writes one request's response and records its truth. It is
 // used by one goroutine, the request's handler.
 type responder struct {
@@ -74,11 +81,14 @@ type responder struct {
 	rec *truthRec
 
 	chat, stream, includeUsage, contUsage bool
+	chunkedOK                             bool // HTTP/1.1: a body without Content-Length is chunked
 	fault                                 FaultKind
 	faultFor                              time.Duration
 
 	prompt, max int
-	mid         int // content chunks before mid-stream faults fire
+	content     int  // tokens to send: max, or max−1 when the last is an unsent EOS
+	eos         bool // the answer ends at an EOS token (Config.EOSNotStreamed)
+	mid         int  // content chunks before mid-stream faults fire
 
 	base   []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
 	open   []byte // base + chatOpen/complOpen
@@ -93,10 +103,15 @@ type responder struct {
 
 func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truthRec, req *parsedRequest, seqNo int64, id string) *responder {
 	rs := &responder{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), rec: rec,
-		chat: req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
+		chunkedOK: r.ProtoAtLeast(1, 1),
+		chat:      req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
 		fault: req.fault, faultFor: req.faultFor, prompt: req.promptTokens, max: req.maxTokens,
-		arrived: req.arrived}
-	nchunks := (rs.max + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
+		arrived: req.arrived, eos: s.cfg.EOSNotStreamed}
+	rs.content = rs.max
+	if rs.eos {
+		rs.content--
+	}
+	nchunks := (rs.content + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
 	rs.mid = nchunks / 2
 	object, prefix := "chat.completion.chunk", "chatcmpl-"
 	if !rs.chat {
@@ -268,6 +283,7 @@ func (rs *responder) chunk(n int) bool {
 		rs.last = now
 		return true
 	}
+	// With an unsent EOS the finish comes in its own chunk, a step later.
 	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk
 	b := append(rs.buf[:0], rs.open...)
 	b = append(b, rs.s.text.text(rs.sent, n)...)
@@ -310,6 +326,24 @@ func (rs *responder) chunk(n int) bool {
 	return true
 }
 
+// completionTokens is usage completion_tokens once the answer is complete:
+// what was sent, and the EOS token that was not.
+func (rs *responder) completionTokens() int {
+	if rs.eos {
+		return rs.sent + 1
+	}
+	return rs.sent
+}
+
+// finishReason is "stop" for an answer that ended at its EOS token, else
+// "length" (max_tokens reached).
+func (rs *responder) finishReason() string {
+	if rs.eos {
+		return "stop"
+	}
+	return "length"
+}
+
 // finish ends a complete response: finish chunk, usage, [DONE] for streams;
 // the whole JSON body otherwise.
 func (rs *responder) finish() {
@@ -318,28 +352,38 @@ func (rs *responder) finish() {
 		m.e2e.Observe(time.Since(rs.arrived).Seconds())
 		m.successLen.Inc()
 	}()
+	completion := rs.completionTokens()
+	rs.rec.update(func(t *Truth) {
+		t.CompletionTokens = completion
+		t.FinishReason = rs.finishReason()
+	})
 	if !rs.stream {
 		rs.finishJSON()
 		return
 	}
 	b := rs.buf[:0]
-	if !rs.s.cfg.FinishWithLastChunk {
+	if !rs.s.cfg.FinishWithLastChunk || rs.eos {
 		b = append(b, rs.base...)
-		if rs.chat {
+		switch {
+		case rs.chat && rs.eos:
+			b = append(b, chatFinishStop...)
+		case rs.chat:
 			b = append(b, chatFinish...)
-		} else {
+		case rs.eos:
+			b = append(b, complFinishStop...)
+		default:
 			b = append(b, complFinish...)
 		}
 		if rs.contUsage {
 			b = append(b, ',')
-			b = rs.appendUsage(b, rs.sent)
+			b = rs.appendUsage(b, completion)
 		}
 		b = append(b, eventEnd...)
 	}
 	if rs.includeUsage {
 		b = append(b, rs.base...)
 		b = append(b, `,"choices":[],`...)
-		b = rs.appendUsage(b, rs.sent)
+		b = rs.appendUsage(b, completion)
 		b = append(b, eventEnd...)
 	}
 	b = append(b, doneEvent...)
@@ -363,8 +407,10 @@ func (rs *responder) finishJSON() {
 	} else {
 		b = append(b, '"')
 	}
-	b = append(b, `,"logprobs":null,"finish_reason":"length","stop_reason":null}],`...)
-	b = rs.appendUsage(b, rs.sent)
+	b = append(b, `,"logprobs":null,"finish_reason":"`...)
+	b = append(b, rs.finishReason()...)
+	b = append(b, `","stop_reason":null}],`...)
+	b = rs.appendUsage(b, rs.completionTokens())
 	b = append(b, '}', '\n')
 	rs.buf = b
 	h := rs.w.Header()
@@ -379,6 +425,30 @@ func (rs *responder) finishJSON() {
 		t.OutputTokens = rs.sent
 	})
 	rs.ended = true
+}
+
+// closeConn closes the connection once the response's last byte is out,
+// without having said Connection: close, as llama-server does after every
+// streamed response. The server's own chunked terminator is written first
+// (a hijacked response gets none), so the response is complete and only the
+// next request on the connection fails. Without a hijackable connection
+// (HTTP/2, a recorder) it does nothing.
+func (rs *responder) closeConn() {
+	if !rs.flush() {
+		return
+	}
+	chunked := rs.chunkedOK && rs.w.Header().Get("Content-Length") == ""
+	conn, brw, err := rs.rc.Hijack()
+	if err != nil {
+		return
+	}
+	if chunked {
+		brw.WriteString("0\r\n\r\n")
+		brw.Flush()
+	}
+	conn.Close()
+	now := time.Now()
+	rs.rec.update(func(t *Truth) { t.ClosedConn = now })
 }
 
 // cancelled notes a request that ended because the client went away or the

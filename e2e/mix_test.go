@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 func runMix(t *testing.T, c loadgen.Client, mix *prompts.Mix, opts loadgen.Options) []*loadgen.Record {
@@ -59,11 +60,7 @@ func TestTraceReplaySendsOnTimestamps(t *testing.T) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL, cfg.TruthLimit = time.Millisecond, 0, -1
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := simtest.Start(t, cfg)
 	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,11 @@ type Config struct {
 
 	// CloseAfter closes connections after responses (see CloseMode).
 	CloseAfter CloseMode
+	// CloseDelay is how long after the response's last byte the close
+	// comes. A client that sends its next request on the connection within
+	// it has written the request before it sees the close, so that request
+	// fails every time (with 0 only when it races the FIN).
+	CloseDelay time.Duration
 	// Metrics is the /metrics flavour; empty means MetricsVLLM.
 	Metrics MetricsFlavor
 	// MetricsFromLoop answers /metrics from the engine loop, as llama.cpp
@@ -296,7 +301,7 @@ func (c Config) validate() error {
 	for name, v := range map[string]time.Duration{"prefill base": c.PrefillBase,
 		"prefill per token": c.PrefillPerToken, "decode base": c.DecodeBase,
 		"decode per seq": c.DecodePerSeq, "fixed TTFT": c.FixedTTFT, "fixed ITL": c.FixedITL,
-		"jitter": c.Jitter, "stall for": c.StallFor, "stall at": c.StallAt} {
+		"jitter": c.Jitter, "stall for": c.StallFor, "stall at": c.StallAt, "close delay": c.CloseDelay} {
 		if v < 0 {
 			bad("sim: %s %v: must not be negative", name, v)
 		}

@@ -128,7 +128,10 @@
 //     with Keep-Alive: timeout=5, max=100, as llama-server does; a client
 //     that reuses the idle connection gets EOF or a reset on its next
 //     request. CloseAfterAll does it after non-streamed answers too. The
-//     close is recorded in Truth.ClosedConn.
+//     close is recorded in Truth.ClosedConn. Config.CloseDelay (--close-delay)
+//     holds the close back after the last byte, so a client that reuses
+//     the connection within it always fails rather than only when it races
+//     the FIN.
 //   - Config.Metrics (--metrics) MetricsLlamaCpp: /metrics is llama-server's
 //     exposition, byte for byte in form (testdata/llamacpp-metrics.txt): the
 //     twelve unlabelled llamacpp:* series (prompt and predicted token and

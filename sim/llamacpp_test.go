@@ -42,7 +42,7 @@ func TestCloseAfterResponse(t *testing.T) {
 		{CloseAfterAll, true, true},
 		{CloseNever, true, false},
 	} {
-		t.Run(fmt.Sprintf("%s/stream=%v", tc.mode, tc.stream), func(t *testing.T) {
+		t.Run(fmt.Sprintf("close=%q/stream=%v", tc.mode, tc.stream), func(t *testing.T) {
 			cfg := fixedCfg(time.Millisecond, time.Millisecond)
 			cfg.CloseAfter = tc.mode
 			r := startSim(t, cfg)
@@ -483,5 +483,41 @@ func TestModeConfigValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to say %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// TestCloseDelay: with the close held back, a Go client that sends its next
+// request at once reuses the doomed connection and that request fails, every
+// time; the kept-alive control does not fail.
+func TestCloseDelay(t *testing.T) {
+	for _, mode := range []CloseMode{CloseAfterStream, CloseNever} {
+		t.Run(fmt.Sprintf("close=%q", mode), func(t *testing.T) {
+			cfg := fixedCfg(time.Millisecond, time.Millisecond)
+			// Far longer than the client takes to send its next request,
+			// even on a loaded machine.
+			cfg.CloseAfter, cfg.CloseDelay = mode, 200*time.Millisecond
+			r := startSim(t, cfg)
+			c := testClient(t)
+			failed := 0
+			const n = 6
+			for i := 0; i < n; i++ {
+				res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hi", 2, true, false), nil)
+				if res.err != nil {
+					failed++
+					if msg := res.err.Error(); !strings.Contains(msg, "closed") && !strings.Contains(msg, "reset") && !strings.Contains(msg, "EOF") {
+						t.Errorf("request %d: %v, want a closed or reset connection", i, res.err)
+					}
+				}
+			}
+			// After a failure the transport dials afresh, so at most every
+			// other request can fail.
+			want := 0
+			if mode != CloseNever {
+				want = n / 2
+			}
+			if failed != want {
+				t.Errorf("%d of %d requests failed, want %d", failed, n, want)
+			}
+		})
 	}
 }

@@ -446,6 +446,14 @@ func (rs *responder) closeConn() {
 		brw.WriteString("0\r\n\r\n")
 		brw.Flush()
 	}
+	if d := rs.s.cfg.CloseDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-rs.s.quit:
+			t.Stop()
+		}
+	}
 	conn.Close()
 	now := time.Now()
 	rs.rec.update(func(t *Truth) { t.ClosedConn = now })

@@ -53,6 +53,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "fixed mode: spread every delay uniformly by ± this much")
 	fs.StringVar(&cfg.Profile, "profile", "", `behave like a real server: "llamacpp" turns on --close-after stream, --metrics llamacpp, --metrics-from-loop, --http-threads slots+2 and --eos-not-streamed (a --close-after, --metrics or --http-threads given wins)`)
 	fs.StringVar(&closeAfter, "close-after", "none", `close the TCP connection, without Connection: close, after each "stream"ed response or after "all" responses (llama.cpp closes after streams); "none" keeps it alive`)
+	fs.DurationVar(&cfg.CloseDelay, "close-delay", 0, "with --close-after, close this long after the response's last byte (a client reusing the connection within it always fails)")
 	fs.StringVar(&metrics, "metrics", "", `/metrics flavour: "vllm" (vllm:* and DCGM series, the default) or "llamacpp" (llama-server's twelve llamacpp:* series, no histograms)`)
 	fs.BoolVar(&cfg.MetricsFromLoop, "metrics-from-loop", false, "answer /metrics from the engine loop, after the step in progress (llama.cpp), so scrapes are late under load")
 	fs.IntVar(&cfg.HTTPThreads, "http-threads", 0, "handle at most this many requests at once, others wait for a free thread (llama.cpp's --threads-http); 0: no limit")

@@ -70,10 +70,25 @@ const (
 	MetricsLlamaCpp MetricsFlavor = "llamacpp"
 )
 
+// Dialect selects the shape of streamed chunks.
+type Dialect string
+
+const (
+	// DialectVLLM streams vLLM's chunks (see doc.go): a role-only first
+	// chunk, "id" first, usage only with stream_options.include_usage.
+	DialectVLLM Dialect = "vllm"
+	// DialectLlamaCpp streams llama-server's: no role chunk, "choices"
+	// first and "system_fingerprint", a finish chunk with an empty delta
+	// that carries usage and a timings object even without stream_options
+	// (with include_usage they come in a "choices":[] chunk instead).
+	DialectLlamaCpp Dialect = "llamacpp"
+)
+
 // ProfileLlamaCpp is the Config.Profile that behaves like llama.cpp's
 // llama-server where it differs from vLLM: CloseAfterStream, the llamacpp
-// metrics answered from the engine loop by Slots+2 HTTP threads, and an
-// end-of-sequence token that is counted but not streamed.
+// metrics answered from the engine loop by Slots+2 HTTP threads, an
+// end-of-sequence token that is counted but not streamed, and llama-server's
+// stream dialect.
 const ProfileLlamaCpp = "llamacpp"
 
 // Profiles lists the values Config.Profile accepts besides "".
@@ -123,8 +138,8 @@ type Config struct {
 	// Profile, when set, turns on a real server's behaviours at once
 	// (before defaults are filled): ProfileLlamaCpp sets CloseAfter to
 	// CloseAfterStream and Metrics to MetricsLlamaCpp where they are empty,
-	// HTTPThreads to Slots+2 where it is 0, and MetricsFromLoop and
-	// EOSNotStreamed.
+	// Dialect to DialectLlamaCpp where they are empty, HTTPThreads to
+	// Slots+2 where it is 0, and MetricsFromLoop and EOSNotStreamed.
 	Profile string
 
 	// CloseAfter closes connections after responses (see CloseMode).
@@ -136,6 +151,9 @@ type Config struct {
 	CloseDelay time.Duration
 	// Metrics is the /metrics flavour; empty means MetricsVLLM.
 	Metrics MetricsFlavor
+	// Dialect is the shape of streamed chunks; empty means DialectVLLM.
+	// Non-streamed answers have vLLM's shape in either.
+	Dialect Dialect
 	// MetricsFromLoop answers /metrics from the engine loop, as llama.cpp
 	// does: a scrape waits for the step in progress to end (ModeBatch;
 	// in ModeFixed it waits until no request is in flight, the nearest
@@ -225,6 +243,9 @@ func (c Config) withDefaults() Config {
 		if c.Metrics == "" {
 			c.Metrics = MetricsLlamaCpp
 		}
+		if c.Dialect == "" {
+			c.Dialect = DialectLlamaCpp
+		}
 		if c.HTTPThreads == 0 {
 			slots := c.Slots
 			if slots == 0 {
@@ -237,6 +258,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Metrics == "" {
 		c.Metrics = MetricsVLLM
+	}
+	if c.Dialect == "" {
+		c.Dialect = DialectVLLM
 	}
 	if c.Model == "" {
 		c.Model = d.Model
@@ -318,6 +342,11 @@ func (c Config) validate() error {
 	case MetricsVLLM, MetricsLlamaCpp:
 	default:
 		bad("sim: metrics flavour %q: want %q or %q", c.Metrics, MetricsVLLM, MetricsLlamaCpp)
+	}
+	switch c.Dialect {
+	case DialectVLLM, DialectLlamaCpp:
+	default:
+		bad("sim: dialect %q: want %q or %q", c.Dialect, DialectVLLM, DialectLlamaCpp)
 	}
 	if c.HTTPThreads < 0 {
 		bad("sim: HTTP threads %d: must not be negative", c.HTTPThreads)

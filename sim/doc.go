@@ -153,12 +153,21 @@
 //     chunk (its own, even with FinishWithLastChunk) says "stop", and usage
 //     completion_tokens is streamed + 1. Truth.CompletionTokens and
 //     Truth.FinishReason record it.
+//   - Config.Dialect (--dialect) DialectLlamaCpp: streams shaped like
+//     llama-server's, key for key as in testdata/llamacpp-chat-stream.txt:
+//     no role chunk, "choices" first, system_fingerprint, and a finish chunk
+//     with an empty delta that carries usage and a timings object
+//     (prompt_n, prompt_ms from admission to the first chunk, predicted_n,
+//     predicted_ms from there to the finish, per-token and per-second
+//     figures) even without stream_options; with include_usage they come
+//     in a "choices":[] chunk instead, as newer builds send them.
 //   - the ignore_stream and html_200 faults above.
 //
 // Config.Profile (--profile) ProfileLlamaCpp turns the llama.cpp ones on
-// together: CloseAfterStream, MetricsLlamaCpp, MetricsFromLoop, HTTPThreads
-// Slots+2 (llama-server's default) and EOSNotStreamed; a CloseAfter,
-// Metrics or HTTPThreads set explicitly wins.
+// together: CloseAfterStream, MetricsLlamaCpp, DialectLlamaCpp,
+// MetricsFromLoop, HTTPThreads Slots+2 (llama-server's default) and
+// EOSNotStreamed; a CloseAfter, Metrics, Dialect or HTTPThreads set
+// explicitly wins.
 //
 // # Truth
 //

@@ -434,7 +434,7 @@ func TestProfileLlamaCpp(t *testing.T) {
 	}
 	got := s.Config()
 	s.Close()
-	if got.CloseAfter != CloseAfterStream || got.Metrics != MetricsLlamaCpp || got.HTTPThreads != 6 ||
+	if got.CloseAfter != CloseAfterStream || got.Metrics != MetricsLlamaCpp || got.HTTPThreads != 6 || got.Dialect != DialectLlamaCpp ||
 		!got.MetricsFromLoop || !got.EOSNotStreamed {
 		t.Errorf("profile config %+v", got)
 	}
@@ -476,6 +476,8 @@ func TestModeConfigValidation(t *testing.T) {
 		{Config{CloseAfter: "sometimes"}, `close after "sometimes"`},
 		{Config{Metrics: "tgi"}, `metrics flavour "tgi"`},
 		{Config{HTTPThreads: -1}, "HTTP threads -1"},
+		{Config{Dialect: "tgi"}, `dialect "tgi"`},
+		{Config{CloseDelay: -time.Second}, "close delay -1s"},
 		{Config{PromptOverheadTokens: -2}, "prompt overhead tokens -2"},
 		{Config{Tokenizer: "gpt2"}, `unknown tokenizer "gpt2"`},
 	} {
@@ -519,5 +521,132 @@ func TestCloseDelay(t *testing.T) {
 				t.Errorf("%d of %d requests failed, want %d", failed, n, want)
 			}
 		})
+	}
+}
+
+// keyPath lists every object key of a JSON document in document order, with
+// its path ("choices.delta.content"), so two documents of the same shape
+// give the same list whatever their values.
+func keyPath(t *testing.T, doc string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(doc))
+	var out []string
+	next := func() json.Token {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%v in %s", err, doc)
+		}
+		return tok
+	}
+	var walk func(prefix string)
+	walk = func(prefix string) {
+		switch next() {
+		case json.Delim('{'):
+			for dec.More() {
+				path := prefix + next().(string)
+				out = append(out, path)
+				walk(path + ".")
+			}
+			next() // }
+		case json.Delim('['):
+			for dec.More() {
+				walk(prefix)
+			}
+			next() // ]
+		}
+	}
+	walk("")
+	return out
+}
+
+func captureEvents(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/llamacpp-chat-stream.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			evs = append(evs, d)
+		}
+	}
+	return evs
+}
+
+// TestLlamaCppDialect: the stream has llama-server's shape, key for key in
+// the captured order: no role chunk, content chunks, a finish chunk with an
+// empty delta carrying usage and timings without stream_options, [DONE].
+// With include_usage, usage and timings move to a "choices":[] chunk, as
+// newer llama-server builds send them.
+func TestLlamaCppDialect(t *testing.T) {
+	capture := captureEvents(t)
+	if len(capture) != 6 {
+		t.Fatalf("capture has %d events", len(capture))
+	}
+	cfg := fastBatch()
+	cfg.Dialect = DialectLlamaCpp
+	r := startSim(t, cfg)
+	c := testClient(t)
+	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hello there", 4, true, false),
+		map[string]string{"X-Request-Id": "shape"})
+	if res.err != nil || res.readErr != nil || res.status != 200 {
+		t.Fatalf("%v %v %d", res.err, res.readErr, res.status)
+	}
+	if len(res.events) != len(capture) {
+		t.Fatalf("%d events, the capture has %d:\n%v", len(res.events), len(capture), res.events)
+	}
+	for i := range capture {
+		if capture[i] == "[DONE]" || res.events[i].data == "[DONE]" {
+			if capture[i] != res.events[i].data {
+				t.Errorf("event %d: %q, capture %q", i, res.events[i].data, capture[i])
+			}
+			continue
+		}
+		got, want := keyPath(t, res.events[i].data), keyPath(t, capture[i])
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("event %d keys\n got %v\nwant %v\n(%s)", i, got, want, res.events[i].data)
+		}
+	}
+	var fin struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+			PromptTokens     int `json:"prompt_tokens"`
+		}
+		Timings struct {
+			PromptN      int     `json:"prompt_n"`
+			PredictedN   int     `json:"predicted_n"`
+			PredictedMs  float64 `json:"predicted_ms"`
+			PredictedPer float64 `json:"predicted_per_token_ms"`
+		}
+	}
+	if err := json.Unmarshal([]byte(res.events[4].data), &fin); err != nil {
+		t.Fatal(err)
+	}
+	// Predicted time runs from the first content chunk to the finish.
+	waitIdle(t, r.Server)
+	tr := truthByID(t, r.Server, "shape")
+	span := float64(tr.Chunks[3].At.Sub(tr.Chunks[0].At)) / float64(time.Millisecond)
+	if fin.Choices[0].FinishReason != "length" || fin.Usage.CompletionTokens != 4 || fin.Usage.PromptTokens != 2 ||
+		fin.Timings.PromptN != 2 || fin.Timings.PredictedN != 4 ||
+		fin.Timings.PredictedMs < span || fin.Timings.PredictedMs > span+50 ||
+		math.Abs(fin.Timings.PredictedPer-fin.Timings.PredictedMs/4) > 1e-9 {
+		t.Errorf("finish chunk (first to last chunk %.3f ms) %s", span, res.events[4].data)
+	}
+
+	res = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hello there", 4, true, true), nil)
+	if n := len(res.events); n != 7 {
+		t.Fatalf("with include_usage: %d events, want 4 content, finish, usage, [DONE]", n)
+	}
+	finKeys := strings.Join(keyPath(t, res.events[4].data), " ")
+	if strings.Contains(finKeys, "usage") || strings.Contains(finKeys, "timings") {
+		t.Errorf("finish chunk with include_usage carries usage: %s", res.events[4].data)
+	}
+	u := parseChunk(t, res.events[5].data)
+	if len(u.Choices) != 0 || u.Usage == nil || u.Usage.CompletionTokens != 4 || !strings.Contains(res.events[5].data, `"timings":{"prompt_n":2,`) {
+		t.Errorf("usage chunk %s", res.events[5].data)
 	}
 }

@@ -657,6 +657,7 @@ func (s *Server) runBatch(rs *responder) {
 		if !admitted && avail > 0 {
 			admitted = true
 			at := s.epoch.Add(time.Duration(q.admittedAt.Load() - 1))
+			rs.admitted = at
 			rs.rec.update(func(t *Truth) { t.Admitted = at })
 		}
 		limit := min(avail, rs.content) // an EOS token is produced, not sent
@@ -703,6 +704,7 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 		s.fixedKV.Add(-kv)
 		s.fixedRunning.Add(-1)
 	}()
+	rs.admitted = now
 	rs.rec.update(func(t *Truth) { t.Admitted = now })
 	s.metrics.queueTime.Observe(now.Sub(rs.arrived).Seconds())
 	s.metrics.promptTokens.Add(float64(rs.prompt))

@@ -65,6 +65,17 @@ const (
 	errorEvent     = `data: {"error": {"message": "simulated engine failure (fault error_in_stream)", "type": "InternalServerError", "param": null, "code": 500}}` + "\n\n"
 )
 
+// llama-server's chunk pieces (DialectLlamaCpp): "choices" first, then the
+// tail (created, id, model, system_fingerprint, object).
+const (
+	llamaChatOpen   = `data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"`
+	llamaChatClose  = `"}}]`
+	llamaComplOpen  = `data: {"choices":[{"text":"`
+	llamaComplClose = `","index":0,"logprobs":null,"finish_reason":null}]`
+	llamaUsageOpen  = `data: {"choices":[]`
+	llamaFinger     = "b0-unknown" // a llama.cpp build without version info, as in the capture
+)
+
 // The finish chunks of an answer that ended at an end-of-sequence token.
 var (
 	chatFinishStop  = strings.Replace(chatFinish, `"length"`, `"stop"`, 1)
@@ -90,6 +101,8 @@ type responder struct {
 	eos         bool // the answer ends at an EOS token (Config.EOSNotStreamed)
 	mid         int  // content chunks before mid-stream faults fire
 
+	llama  bool   // DialectLlamaCpp stream
+	tail   []byte // llama: `,"created":…,"id":"…","model":"…","system_fingerprint":"…","object":"…"`
 	base   []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
 	open   []byte // base + chatOpen/complOpen
 	buf    []byte
@@ -97,6 +110,7 @@ type responder struct {
 	chunks int // content chunks sent
 
 	arrived, admitted, last time.Time
+	firstAt                 time.Time // first content chunk flushed
 	midDone                 bool
 	ended                   bool // finish sent or the stream was ended by a fault
 }
@@ -139,6 +153,26 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truth
 	open := chatOpen
 	if !rs.chat {
 		open = complOpen
+	}
+	if rs.stream && s.cfg.Dialect == DialectLlamaCpp {
+		rs.llama = true
+		t := make([]byte, 0, 128+len(id)+len(s.modelJSON))
+		t = append(t, `,"created":`...)
+		t = strconv.AppendInt(t, time.Now().Unix(), 10)
+		t = append(t, `,"id":`...)
+		t = appendJSONString(t, prefix+id)
+		t = append(t, `,"model":`...)
+		t = append(t, s.modelJSON...)
+		t = append(t, `,"system_fingerprint":"`+llamaFinger+`","object":"`...)
+		t = append(t, object...)
+		rs.tail = append(t, '"')
+		open = llamaChatOpen
+		if !rs.chat {
+			open = llamaComplOpen
+		}
+		rs.open = append(make([]byte, 0, len(open)), open...)
+		rs.buf = make([]byte, 0, len(rs.open)+len(rs.tail)+512)
+		return rs
 	}
 	rs.open = append(append(make([]byte, 0, len(b)+len(open)), b...), open...)
 	rs.buf = make([]byte, 0, len(rs.open)+256)
@@ -189,7 +223,7 @@ func (rs *responder) start() bool {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	rs.w.WriteHeader(http.StatusOK)
-	if rs.chat {
+	if rs.chat && !rs.llama { // llama-server sends no role chunk
 		b := append(rs.buf[:0], rs.base...)
 		b = append(b, chatRole...)
 		b = append(b, eventEnd...)
@@ -284,10 +318,16 @@ func (rs *responder) chunk(n int) bool {
 		return true
 	}
 	// With an unsent EOS the finish comes in its own chunk, a step later.
-	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk
+	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk && !rs.llama
 	b := append(rs.buf[:0], rs.open...)
 	b = append(b, rs.s.text.text(rs.sent, n)...)
 	switch {
+	case rs.llama && rs.chat:
+		b = append(b, llamaChatClose...)
+		b = append(b, rs.tail...)
+	case rs.llama:
+		b = append(b, llamaComplClose...)
+		b = append(b, rs.tail...)
 	case last && rs.chat:
 		b = append(b, chatCloseLast...)
 	case last:
@@ -297,7 +337,7 @@ func (rs *responder) chunk(n int) bool {
 	default:
 		b = append(b, complClose...)
 	}
-	if rs.contUsage {
+	if rs.contUsage && !rs.llama {
 		b = append(b, ',')
 		b = rs.appendUsage(b, rs.sent+n)
 	}
@@ -317,6 +357,9 @@ func (rs *responder) chunk(n int) bool {
 		m.itl.Observe(now.Sub(rs.last).Seconds() / float64(n))
 	}
 	rs.rec.chunk(now, n)
+	if rs.sent == 0 {
+		rs.firstAt = now
+	}
 	rs.sent += n
 	rs.chunks++
 	rs.last = now
@@ -361,6 +404,10 @@ func (rs *responder) finish() {
 		rs.finishJSON()
 		return
 	}
+	if rs.llama {
+		rs.finishLlama(completion)
+		return
+	}
 	b := rs.buf[:0]
 	if !rs.s.cfg.FinishWithLastChunk || rs.eos {
 		b = append(b, rs.base...)
@@ -391,6 +438,76 @@ func (rs *responder) finish() {
 	rs.w.Write(b)
 	rs.flush()
 	rs.ended = true
+}
+
+// finishLlama ends a llama-server stream: a finish chunk with an empty
+// delta, then usage and timings, on that chunk or (include_usage) on a
+// "choices":[] chunk of their own, then [DONE].
+func (rs *responder) finishLlama(completion int) {
+	b := append(rs.buf[:0], `data: {"choices":[{"finish_reason":"`...)
+	b = append(b, rs.finishReason()...)
+	if rs.chat {
+		b = append(b, `","index":0,"delta":{}}]`...)
+	} else {
+		b = append(b, `","index":0,"text":"","logprobs":null}]`...)
+	}
+	b = append(b, rs.tail...)
+	if rs.includeUsage {
+		b = append(b, eventEnd...)
+		b = append(b, llamaUsageOpen...)
+		b = append(b, rs.tail...)
+	}
+	b = append(b, `,"usage":{"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt+completion), 10)
+	b = append(b, `},"timings":`...)
+	b = rs.appendTimings(b, completion, time.Now())
+	b = append(b, eventEnd...)
+	b = append(b, doneEvent...)
+	rs.buf = b
+	rs.w.Write(b)
+	rs.flush()
+	rs.ended = true
+}
+
+// appendTimings appends llama-server's timings object: prompt time from
+// admission to the first token, predicted time from there to now.
+func (rs *responder) appendTimings(b []byte, completion int, now time.Time) []byte {
+	first := rs.firstAt
+	if first.IsZero() {
+		first = now
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	promptMs, predMs := ms(first.Sub(rs.admitted)), ms(now.Sub(first))
+	per := func(n int, ms float64) (perTokenMs, perSecond float64) {
+		if n > 0 {
+			perTokenMs = ms / float64(n)
+		}
+		if ms > 0 {
+			perSecond = 1000 * float64(n) / ms
+		}
+		return
+	}
+	ppt, pps := per(rs.prompt, promptMs)
+	dpt, dps := per(completion, predMs)
+	f := func(b []byte, key string, v float64) []byte {
+		b = append(b, key...)
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	b = append(b, `{"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = f(b, `,"prompt_ms":`, promptMs)
+	b = f(b, `,"prompt_per_token_ms":`, ppt)
+	b = f(b, `,"prompt_per_second":`, pps)
+	b = append(b, `,"predicted_n":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = f(b, `,"predicted_ms":`, predMs)
+	b = f(b, `,"predicted_per_token_ms":`, dpt)
+	b = f(b, `,"predicted_per_second":`, dps)
+	return append(b, '}')
 }
 
 func (rs *responder) finishJSON() {

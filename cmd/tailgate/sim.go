@@ -29,6 +29,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		readyFile   string
 		closeAfter  string
 		metrics     string
+		dialect     string
 	)
 	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -51,10 +52,11 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.FixedTTFT, "fixed-ttft", 0, "fixed mode: time to the first content chunk")
 	fs.DurationVar(&cfg.FixedITL, "fixed-itl", 0, "fixed mode: time between content chunks")
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "fixed mode: spread every delay uniformly by ± this much")
-	fs.StringVar(&cfg.Profile, "profile", "", `behave like a real server: "llamacpp" turns on --close-after stream, --metrics llamacpp, --metrics-from-loop, --http-threads slots+2 and --eos-not-streamed (a --close-after, --metrics or --http-threads given wins)`)
+	fs.StringVar(&cfg.Profile, "profile", "", `behave like a real server: "llamacpp" turns on --close-after stream, --metrics llamacpp, --dialect llamacpp, --metrics-from-loop, --http-threads slots+2 and --eos-not-streamed (a --close-after, --metrics, --dialect or --http-threads given wins)`)
 	fs.StringVar(&closeAfter, "close-after", "none", `close the TCP connection, without Connection: close, after each "stream"ed response or after "all" responses (llama.cpp closes after streams); "none" keeps it alive`)
 	fs.DurationVar(&cfg.CloseDelay, "close-delay", 0, "with --close-after, close this long after the response's last byte (a client reusing the connection within it always fails)")
 	fs.StringVar(&metrics, "metrics", "", `/metrics flavour: "vllm" (vllm:* and DCGM series, the default) or "llamacpp" (llama-server's twelve llamacpp:* series, no histograms)`)
+	fs.StringVar(&dialect, "dialect", "", `stream chunk shape: "vllm" (the default) or "llamacpp" (no role chunk, usage and timings on the finish chunk)`)
 	fs.BoolVar(&cfg.MetricsFromLoop, "metrics-from-loop", false, "answer /metrics from the engine loop, after the step in progress (llama.cpp), so scrapes are late under load")
 	fs.IntVar(&cfg.HTTPThreads, "http-threads", 0, "handle at most this many requests at once, others wait for a free thread (llama.cpp's --threads-http); 0: no limit")
 	fs.BoolVar(&cfg.EOSNotStreamed, "eos-not-streamed", false, `end answers at an EOS token that is counted in usage but not streamed: finish_reason "stop", completion_tokens = streamed + 1 (llama.cpp)`)
@@ -83,6 +85,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Mode = sim.Mode(mode)
 	cfg.Metrics = sim.MetricsFlavor(metrics)
+	cfg.Dialect = sim.Dialect(dialect)
 	if closeAfter != "none" {
 		cfg.CloseAfter = sim.CloseMode(closeAfter)
 	}

@@ -430,7 +430,7 @@ type FaultRule struct {
 
 func (r FaultRule) validate() error {
 	if !r.Kind.valid() {
-		return fmt.Errorf("unknown fault kind %q (want one of %s)", r.Kind, kindList())
+		return fmt.Errorf("unknown fault kind %q (want one of %s)", r.Kind, FaultKindList())
 	}
 	if r.Rate < 0 || r.Rate > 1 {
 		return fmt.Errorf("%s: rate %v: want a probability in [0, 1]", r.Kind, r.Rate)
@@ -441,7 +441,9 @@ func (r FaultRule) validate() error {
 	return nil
 }
 
-func kindList() string {
+// FaultKindList names every fault kind, comma-separated, for messages and
+// help text.
+func FaultKindList() string {
 	s := make([]string, len(FaultKinds))
 	for i, k := range FaultKinds {
 		s[i] = string(k)
@@ -487,7 +489,7 @@ func parseFaultHeader(v string) (FaultKind, time.Duration, error) {
 		return FaultNone, 0, nil
 	}
 	if !k.valid() {
-		return "", 0, fmt.Errorf("X-Sim-Fault %q: unknown fault kind (want one of %s, or none)", v, kindList())
+		return "", 0, fmt.Errorf("X-Sim-Fault %q: unknown fault kind (want one of %s, or none)", v, FaultKindList())
 	}
 	if !hasDur {
 		return k, 0, nil

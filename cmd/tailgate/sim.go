@@ -62,7 +62,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.EOSNotStreamed, "eos-not-streamed", false, `end answers at an EOS token that is counted in usage but not streamed: finish_reason "stop", completion_tokens = streamed + 1 (llama.cpp)`)
 	fs.StringVar(&cfg.Tokenizer, "tokenizer", "", fmt.Sprintf("count prompt tokens with this vocabulary (%s, or %s for one per 4 bytes); default %s, as mixes size prompts", strings.Join(prompts.Encodings(), ", "), sim.TokenizerBytes4, prompts.DefaultEncoding))
 	fs.IntVar(&cfg.PromptOverheadTokens, "prompt-overhead-tokens", 0, "add this many tokens to every text prompt's count, as a chat template does (a mix's template_tokens)")
-	fs.StringArrayVar(&faults, "fault", nil, "inject KIND=RATE into requests (repeatable); RATE is a probability (0.05) or 1/N for every N-th; kinds: "+faultKindList())
+	fs.StringArrayVar(&faults, "fault", nil, "inject KIND=RATE into requests (repeatable); RATE is a probability (0.05) or 1/N for every N-th; kinds: "+sim.FaultKindList())
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for fault and jitter decisions")
 	fs.DurationVar(&cfg.StallFor, "stall-for", cfg.StallFor, "length of the stall and stall_mid faults and of the --stall-at freeze")
 	fs.DurationVar(&cfg.StallAt, "stall-at", 0, "freeze the whole server for --stall-for once, this long after the first request")
@@ -128,15 +128,6 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "tailgate sim: shutting down\n")
 	return exitOK
-}
-
-// faultKindList names every fault kind, for the --fault help.
-func faultKindList() string {
-	s := make([]string, len(sim.FaultKinds))
-	for i, k := range sim.FaultKinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address

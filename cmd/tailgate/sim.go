@@ -117,6 +117,9 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.Profile != "" {
 		desc += ", profile " + c.Profile
 	}
+	if modes := simModes(c); modes != "" {
+		desc += "; " + modes
+	}
 	fmt.Fprintf(stdout, "tailgate sim %s: serving %q on %s (%s mode: %s)\n", sim.Version, c.Model, run.URL, c.Mode, desc)
 	if readyFile != "" {
 		if err := atomicWriteString(readyFile, run.URL+"\n"); err != nil {
@@ -128,6 +131,34 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "tailgate sim: shutting down\n")
 	return exitOK
+}
+
+// simModes names the real-server behaviours c turns on, for the start-up line.
+func simModes(c sim.Config) string {
+	var m []string
+	if c.CloseAfter != sim.CloseNever {
+		m = append(m, "closes the connection after "+map[sim.CloseMode]string{sim.CloseAfterStream: "streamed", sim.CloseAfterAll: "all"}[c.CloseAfter]+" responses")
+	}
+	if c.Metrics != sim.MetricsVLLM {
+		m = append(m, string(c.Metrics)+" metrics")
+	}
+	if c.MetricsFromLoop {
+		m = append(m, "metrics from the engine loop")
+	}
+	if c.HTTPThreads > 0 {
+		m = append(m, fmt.Sprintf("%d HTTP threads", c.HTTPThreads))
+	}
+	if c.Dialect != sim.DialectVLLM {
+		m = append(m, string(c.Dialect)+" stream dialect")
+	}
+	if c.EOSNotStreamed {
+		m = append(m, "EOS not streamed")
+	}
+	m = append(m, "prompt tokens by "+c.Tokenizer)
+	if c.PromptOverheadTokens > 0 {
+		m = append(m, fmt.Sprintf("+%d per prompt", c.PromptOverheadTokens))
+	}
+	return strings.Join(m, ", ")
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address

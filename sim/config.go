@@ -152,7 +152,9 @@ type Config struct {
 	// Metrics is the /metrics flavour; empty means MetricsVLLM.
 	Metrics MetricsFlavor
 	// Dialect is the shape of streamed chunks; empty means DialectVLLM.
-	// Non-streamed answers have vLLM's shape in either.
+	// Non-streamed answers have vLLM's shape in either; DialectLlamaCpp
+	// ignores FinishWithLastChunk and continuous_usage_stats, which
+	// llama-server does not have.
 	Dialect Dialect
 	// MetricsFromLoop answers /metrics from the engine loop, as llama.cpp
 	// does: a scrape waits for the step in progress to end (ModeBatch;

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 const tokensPerRequest = 256
@@ -30,12 +31,7 @@ func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) re
 	b.Helper()
 	url := os.Getenv("TAILGATE_BENCH_TARGET")
 	if url == "" {
-		srv, err := sim.Start(cfg, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer srv.Close()
-		url = srv.URL
+		url = simtest.Start(b, cfg).URL
 	}
 	c, err := openai.New(openai.Config{BaseURL: url, Model: "sim", MaxTokens: maxTokens})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // run drives the real runner and OpenAI client against srv and returns
@@ -74,11 +75,7 @@ func TestAccuracyAgainstServerTruth(t *testing.T) {
 			cfg := sim.DefaultConfig()
 			cfg.FixedTTFT, cfg.FixedITL, cfg.Jitter = 60*time.Millisecond, 20*time.Millisecond, 15*time.Millisecond
 			cfg.TruthLimit = tc.requests + 10
-			srv, err := sim.Start(cfg, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
+			srv := simtest.Start(t, cfg)
 			// The first request of each worker opens its connection; those
 			// are warm-up, so the comparison is of measurement, not of TCP
 			// connection setup (which the server cannot see).

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 func runMix(t *testing.T, c loadgen.Client, mix *prompts.Mix, opts loadgen.Options) []*loadgen.Record {
@@ -59,11 +60,7 @@ func TestTraceReplaySendsOnTimestamps(t *testing.T) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL, cfg.TruthLimit = time.Millisecond, 0, -1
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := simtest.Start(t, cfg)
 	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -182,5 +179,41 @@ classes:
 		if s.Turns[k].Count != want {
 			t.Errorf("ttft_by_turn_ms[%s] count %d, want %d", k, s.Turns[k].Count, want)
 		}
+	}
+}
+
+// The simulator's prompt_tokens equal what the mix asked for, request by
+// request, for every class of the production mix (chat dataset, RAG with a
+// shared prefix, synthetic long generation, ShareGPT sessions): both count
+// with the mix's tokenizer. (The simulator once counted one token per 4
+// bytes: 54% above the request.)
+func TestSimulatorPromptTokensMatchMix(t *testing.T) {
+	mix, err := prompts.LoadMix("../testdata/mixes/production.yaml", prompts.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.TruthLimit = time.Millisecond, -1
+	srv := simtest.Start(t, cfg)
+	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	recs := runMix(t, c, mix, loadgen.Options{Closed: true, Requests: 80,
+		Stages: []loadgen.Stage{{Concurrency: 16, Duration: time.Minute}}})
+	classes := map[string]int{}
+	for _, r := range recs {
+		if !r.OK() {
+			t.Fatalf("%s failed: %s %s", r.ID, r.ErrorKind, r.Error)
+		}
+		classes[r.Class]++
+		if r.InputTokens != r.RequestedInputTokens {
+			t.Errorf("%s (%s): server counted %d prompt tokens, the mix asked for %d", r.ID, r.Class, r.InputTokens, r.RequestedInputTokens)
+		}
+	}
+	t.Logf("%d requests by class: %v", len(recs), classes)
+	if len(classes) < 3 {
+		t.Errorf("classes %v: want most of the mix's four", classes)
 	}
 }

@@ -7,22 +7,18 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // stallServer serves fixed 20 ms responses (TTFT 10 ms, 2 tokens 10 ms
 // apart) and freezes everything for 2 s, 3 s into the run.
-func stallServer(t *testing.T) *sim.Running {
+func stallServer(t *testing.T) *simtest.Server {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 10*time.Millisecond, 10*time.Millisecond
 	cfg.StallAt, cfg.StallFor = 3*time.Second, 2*time.Second
 	cfg.TruthLimit = 2000
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return simtest.Start(t, cfg)
 }
 
 // p99E2E is the p99 E2E that tailgate reports: summary.json's figure,

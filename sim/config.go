@@ -26,13 +26,15 @@ const (
 	ModeFixed Mode = "fixed"
 )
 
-// TokenCounter returns the number of tokens in a prompt text. The default is
-// EstimateTokens; a real tokenizer can be plugged in here.
+// TokenCounter returns the number of tokens in a prompt text.
 type TokenCounter func(text string) int
 
-// EstimateTokens is the default TokenCounter: one token per 4 bytes of text,
-// rounded up, at least 1. For chat requests the text is the messages'
-// contents joined with newlines (as prompts.Prompt.Completion joins them).
+// TokenizerBytes4 is the Config.Tokenizer that counts with EstimateTokens.
+const TokenizerBytes4 = "bytes4"
+
+// EstimateTokens counts one token per 4 bytes of text, rounded up, at least
+// 1. Mixes' synthetic words average over 6 bytes a token, so this counts
+// them about half as many tokens again as a mix asked for.
 func EstimateTokens(text string) int {
 	n := (len(text) + 3) / 4
 	if n < 1 {
@@ -40,6 +42,59 @@ func EstimateTokens(text string) int {
 	}
 	return n
 }
+
+// CloseMode says after which responses the server closes the connection.
+type CloseMode string
+
+const (
+	// CloseNever keeps connections alive (HTTP/1.1 keep-alive), as vLLM does.
+	CloseNever CloseMode = ""
+	// CloseAfterStream closes the TCP connection once a streamed response's
+	// last byte is out, without a Connection: close header, as llama.cpp's
+	// llama-server does: a client that reuses the idle connection fails on
+	// its next request.
+	CloseAfterStream CloseMode = "stream"
+	// CloseAfterAll does the same after every completion response, streamed
+	// or not.
+	CloseAfterAll CloseMode = "all"
+)
+
+// MetricsFlavor selects the names /metrics serves.
+type MetricsFlavor string
+
+const (
+	// MetricsVLLM serves vllm:* series (queue-time histogram included) and
+	// the simulated GPU's DCGM_FI_DEV_* series.
+	MetricsVLLM MetricsFlavor = "vllm"
+	// MetricsLlamaCpp serves exactly the twelve unlabelled llamacpp:* series
+	// of llama-server --metrics (names, types and help text as captured):
+	// no histogram, so no server-side queue delay, and no GPU series.
+	MetricsLlamaCpp MetricsFlavor = "llamacpp"
+)
+
+// Dialect selects the shape of streamed chunks.
+type Dialect string
+
+const (
+	// DialectVLLM streams vLLM's chunks (see doc.go): a role-only first
+	// chunk, "id" first, usage only with stream_options.include_usage.
+	DialectVLLM Dialect = "vllm"
+	// DialectLlamaCpp streams llama-server's: no role chunk, "choices"
+	// first and "system_fingerprint", a finish chunk with an empty delta
+	// that carries usage and a timings object even without stream_options
+	// (with include_usage they come in a "choices":[] chunk instead).
+	DialectLlamaCpp Dialect = "llamacpp"
+)
+
+// ProfileLlamaCpp is the Config.Profile that behaves like llama.cpp's
+// llama-server where it differs from vLLM: CloseAfterStream, the llamacpp
+// metrics answered from the engine loop by Slots+2 HTTP threads, an
+// end-of-sequence token that is counted but not streamed, and llama-server's
+// stream dialect.
+const ProfileLlamaCpp = "llamacpp"
+
+// Profiles lists the values Config.Profile accepts besides "".
+var Profiles = []string{ProfileLlamaCpp}
 
 // Config describes the simulated engine. Start from DefaultConfig. In New,
 // zero counts and names (Model, Slots, KVTokens, MaxBatchTokens,
@@ -75,6 +130,44 @@ type Config struct {
 	// FinishWithLastChunk puts finish_reason on the last content chunk, as
 	// vLLM does, instead of sending a separate empty-delta finish chunk.
 	FinishWithLastChunk bool
+	// EOSNotStreamed ends every answer at an end-of-sequence token that is
+	// generated and counted but never sent, as llama.cpp does: the last of
+	// the max_tokens tokens is the EOS, so max_tokens−1 are streamed,
+	// finish_reason is "stop" and usage completion_tokens is one more than
+	// the tokens streamed.
+	EOSNotStreamed bool
+
+	// Profile, when set, turns on a real server's behaviours at once
+	// (before defaults are filled): ProfileLlamaCpp sets CloseAfter to
+	// CloseAfterStream and Metrics to MetricsLlamaCpp where they are empty,
+	// Dialect to DialectLlamaCpp where they are empty, HTTPThreads to
+	// Slots+2 where it is 0, and MetricsFromLoop and EOSNotStreamed.
+	Profile string
+
+	// CloseAfter closes connections after responses (see CloseMode).
+	CloseAfter CloseMode
+	// CloseDelay is how long after the response's last byte the close
+	// comes. A client that sends its next request on the connection within
+	// it has written the request before it sees the close, so that request
+	// fails every time (with 0 only when it races the FIN).
+	CloseDelay time.Duration
+	// Metrics is the /metrics flavour; empty means MetricsVLLM.
+	Metrics MetricsFlavor
+	// Dialect is the shape of streamed chunks; empty means DialectVLLM.
+	// Non-streamed answers have vLLM's shape in either; DialectLlamaCpp
+	// ignores FinishWithLastChunk and continuous_usage_stats, which
+	// llama-server does not have.
+	Dialect Dialect
+	// MetricsFromLoop answers /metrics from the engine loop, as llama.cpp
+	// does: a scrape waits for the step in progress to end (ModeBatch;
+	// in ModeFixed it waits until no request is in flight, the nearest
+	// there is to a free loop), so under load scrapes are late.
+	MetricsFromLoop bool
+	// HTTPThreads, when > 0, is how many requests (of any path) are handled
+	// at once, as llama.cpp's HTTP thread pool; the others wait for a free
+	// thread before being read. A stream holds its thread to its end, so
+	// with every thread streaming a scrape waits for a stream to finish.
+	HTTPThreads int
 
 	// Fixed-delay mode (ModeFixed).
 	FixedTTFT time.Duration // arrival → first content chunk
@@ -83,8 +176,17 @@ type Config struct {
 	// (clamped at 0), seeded from Seed and the request's arrival number.
 	Jitter time.Duration
 
-	// TokenCounter counts prompt tokens; nil means EstimateTokens.
+	// Tokenizer names the offline vocabulary that counts prompt tokens (one
+	// of prompts.Encodings(), or TokenizerBytes4 for one token per 4 bytes);
+	// empty means prompts.DefaultEncoding, the one mixes size prompts with
+	// by default, so a mix asking for N input tokens gets prompt_tokens N.
+	Tokenizer string
+	// TokenCounter, when set, counts prompt tokens instead of Tokenizer.
 	TokenCounter TokenCounter
+	// PromptOverheadTokens is added to every request's prompt_tokens, as a
+	// chat template's role markers and BOS add tokens on a real server
+	// (a mix's template_tokens takes the same number off its text).
+	PromptOverheadTokens int
 
 	// Faults are applied to requests without an X-Sim-Fault header, first
 	// matching rule wins. Decisions depend only on Seed and the request's
@@ -138,6 +240,32 @@ func DefaultConfig() Config {
 // the mode.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.Profile == ProfileLlamaCpp {
+		if c.CloseAfter == CloseNever {
+			c.CloseAfter = CloseAfterStream
+		}
+		if c.Metrics == "" {
+			c.Metrics = MetricsLlamaCpp
+		}
+		if c.Dialect == "" {
+			c.Dialect = DialectLlamaCpp
+		}
+		if c.HTTPThreads == 0 {
+			slots := c.Slots
+			if slots == 0 {
+				slots = d.Slots
+			}
+			c.HTTPThreads = slots + 2 // llama-server's default --threads-http
+		}
+		c.MetricsFromLoop = true
+		c.EOSNotStreamed = true
+	}
+	if c.Metrics == "" {
+		c.Metrics = MetricsVLLM
+	}
+	if c.Dialect == "" {
+		c.Dialect = DialectVLLM
+	}
 	if c.Model == "" {
 		c.Model = d.Model
 	}
@@ -180,9 +308,6 @@ func (c Config) withDefaults() Config {
 			c.Mode = ModeFixed
 		}
 	}
-	if c.TokenCounter == nil {
-		c.TokenCounter = EstimateTokens
-	}
 	return c
 }
 
@@ -204,10 +329,34 @@ func (c Config) validate() error {
 	for name, v := range map[string]time.Duration{"prefill base": c.PrefillBase,
 		"prefill per token": c.PrefillPerToken, "decode base": c.DecodeBase,
 		"decode per seq": c.DecodePerSeq, "fixed TTFT": c.FixedTTFT, "fixed ITL": c.FixedITL,
-		"jitter": c.Jitter, "stall for": c.StallFor, "stall at": c.StallAt} {
+		"jitter": c.Jitter, "stall for": c.StallFor, "stall at": c.StallAt, "close delay": c.CloseDelay} {
 		if v < 0 {
 			bad("sim: %s %v: must not be negative", name, v)
 		}
+	}
+	if c.Profile != "" && c.Profile != ProfileLlamaCpp {
+		bad("sim: profile %q: want %q or none", c.Profile, ProfileLlamaCpp)
+	}
+	switch c.CloseAfter {
+	case CloseNever, CloseAfterStream, CloseAfterAll:
+	default:
+		bad("sim: close after %q: want %q, %q or none", c.CloseAfter, CloseAfterStream, CloseAfterAll)
+	}
+	switch c.Metrics {
+	case MetricsVLLM, MetricsLlamaCpp:
+	default:
+		bad("sim: metrics flavour %q: want %q or %q", c.Metrics, MetricsVLLM, MetricsLlamaCpp)
+	}
+	switch c.Dialect {
+	case DialectVLLM, DialectLlamaCpp:
+	default:
+		bad("sim: dialect %q: want %q or %q", c.Dialect, DialectVLLM, DialectLlamaCpp)
+	}
+	if c.HTTPThreads < 0 {
+		bad("sim: HTTP threads %d: must not be negative", c.HTTPThreads)
+	}
+	if c.PromptOverheadTokens < 0 {
+		bad("sim: prompt overhead tokens %d: must not be negative", c.PromptOverheadTokens)
 	}
 	if c.TruthLimit < -1 {
 		bad("sim: truth limit %d: want -1 (off), 0 (default) or a count", c.TruthLimit)
@@ -252,11 +401,18 @@ const (
 	// FaultHang never answers; the handler returns when the client gives up
 	// or the server closes.
 	FaultHang FaultKind = "hang"
+	// FaultIgnoreStream answers a streaming request as if stream were
+	// false: one application/json body once the whole answer is generated,
+	// as servers and proxies that ignore "stream" do.
+	FaultIgnoreStream FaultKind = "ignore_stream"
+	// FaultHTML200 answers at once with 200 and a text/html page, as a
+	// login-wall proxy in front of the API does.
+	FaultHTML200 FaultKind = "html_200"
 )
 
 // FaultKinds lists every fault kind.
 var FaultKinds = []FaultKind{FaultStall, FaultStallMid, FaultHTTP429, FaultHTTP503,
-	FaultTruncate, FaultMalformed, FaultErrorInStream, FaultHang}
+	FaultTruncate, FaultMalformed, FaultErrorInStream, FaultHang, FaultIgnoreStream, FaultHTML200}
 
 func (k FaultKind) valid() bool {
 	for _, v := range FaultKinds {
@@ -278,7 +434,7 @@ type FaultRule struct {
 
 func (r FaultRule) validate() error {
 	if !r.Kind.valid() {
-		return fmt.Errorf("unknown fault kind %q (want one of %s)", r.Kind, kindList())
+		return fmt.Errorf("unknown fault kind %q (want one of %s)", r.Kind, FaultKindList())
 	}
 	if r.Rate < 0 || r.Rate > 1 {
 		return fmt.Errorf("%s: rate %v: want a probability in [0, 1]", r.Kind, r.Rate)
@@ -289,7 +445,9 @@ func (r FaultRule) validate() error {
 	return nil
 }
 
-func kindList() string {
+// FaultKindList names every fault kind, comma-separated, for messages and
+// help text.
+func FaultKindList() string {
 	s := make([]string, len(FaultKinds))
 	for i, k := range FaultKinds {
 		s[i] = string(k)
@@ -335,7 +493,7 @@ func parseFaultHeader(v string) (FaultKind, time.Duration, error) {
 		return FaultNone, 0, nil
 	}
 	if !k.valid() {
-		return "", 0, fmt.Errorf("X-Sim-Fault %q: unknown fault kind (want one of %s, or none)", v, kindList())
+		return "", 0, fmt.Errorf("X-Sim-Fault %q: unknown fault kind (want one of %s, or none)", v, FaultKindList())
 	}
 	if !hasDur {
 		return k, 0, nil

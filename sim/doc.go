@@ -30,12 +30,18 @@
 // the whole answer is generated.
 //
 // The answer has exactly max_completion_tokens (else max_tokens, else
-// Config.DefaultMaxTokens) tokens, so finish_reason is always "length". Its
-// text cycles through 16 common English words that are one token each in
-// the usual BPE vocabularies (" the", " of", " and", …). Prompt tokens are
-// counted by Config.TokenCounter, by default EstimateTokens: one token per
-// 4 bytes, rounded up, at least one; a chat prompt is the messages'
-// contents joined by newlines; token-id prompts are counted exactly.
+// Config.DefaultMaxTokens) tokens, so finish_reason is "length" (but see
+// EOSNotStreamed below). Its text cycles through 16 common English words
+// that are one token each in the usual BPE vocabularies (" the", " of",
+// " and", …). Prompt tokens are counted the way package prompts sizes
+// prompts: with the offline tokenizer Config.Tokenizer (default
+// prompts.DefaultEncoding, cl100k_base), each chat message's content on its
+// own and summed, so a mix asking for N input tokens gets prompt_tokens N.
+// A real chat template adds role markers and BOS: Config.PromptOverheadTokens
+// (--prompt-overhead-tokens) adds that constant to every text prompt, as a
+// mix's template_tokens takes it off the text. Token-id prompts are counted
+// exactly. (Before, one token per 4 bytes was the default, which counts the
+// mixes' words, 6.1 bytes a token, 54% high; TokenizerBytes4 keeps it.)
 //
 // # Engine model (ModeBatch)
 //
@@ -99,14 +105,69 @@
 // Config.Faults rule (every N-th arrival, or with a probability decided by
 // hashing Seed and the arrival number, so a run is reproducible whatever the
 // concurrency). The kinds are the FaultKind constants: stall, stall_mid,
-// http_429, http_503, truncate, malformed, error_in_stream, hang. Mid-stream
-// faults fire after half of the content chunks, rounded down.
+// http_429, http_503, truncate, malformed, error_in_stream, hang,
+// ignore_stream (a streaming request answered with one JSON body, as by a
+// server that ignores "stream") and html_200 (200 with a text/html login
+// page, as from a proxy). Mid-stream faults fire after half of the content
+// chunks, rounded down.
 //
 // StallAll(d), or Config.StallAt and StallFor, freezes the whole server:
 // nothing is admitted, produced or sent for d, and work in progress when
 // the stall began (an engine step, a fixed-mode delay) ends d later, as
 // under a GC pause or a failover. Requests arriving meanwhile are accepted
 // by the kernel but get nothing, not even headers, until it ends.
+//
+// # Real servers' behaviours
+//
+// Real servers behave worse than vLLM-shaped defaults; each behaviour we
+// have met has a mode, tested on the wire:
+//
+//   - Config.CloseAfter (--close-after): CloseAfterStream closes the TCP
+//     connection once a streamed response's last byte (the chunked
+//     terminator included) is out, without a Connection: close header and
+//     with Keep-Alive: timeout=5, max=100, as llama-server does; a client
+//     that reuses the idle connection gets EOF or a reset on its next
+//     request. CloseAfterAll does it after non-streamed answers too. The
+//     close is recorded in Truth.ClosedConn. Config.CloseDelay (--close-delay)
+//     holds the close back after the last byte, so a client that reuses
+//     the connection within it always fails rather than only when it races
+//     the FIN.
+//   - Config.Metrics (--metrics) MetricsLlamaCpp: /metrics is llama-server's
+//     exposition, byte for byte in form (testdata/llamacpp-metrics.txt): the
+//     twelve unlabelled llamacpp:* series (prompt and predicted token and
+//     seconds counters, n_decode_total, n_busy_slots_per_decode, throughput
+//     gauges reset by every scrape, kv_cache_usage_ratio, kv_cache_tokens,
+//     requests_processing = running, requests_deferred = waiting), values
+//     printed to 6 significant digits as C++ prints a double. No histogram,
+//     so no server-side queue delay, and no DCGM series. In ModeFixed each
+//     produced chunk counts as one decode.
+//   - Config.MetricsFromLoop (--metrics-from-loop): a scrape is answered by
+//     the engine between steps, so it waits for the step in progress (in
+//     ModeFixed, until no request is in flight). Config.HTTPThreads
+//     (--http-threads) caps the requests handled at once, as llama-server's
+//     HTTP thread pool: with every thread streaming, a scrape waits for a
+//     stream to end. Under load, scrapes are late or time out.
+//   - Config.EOSNotStreamed (--eos-not-streamed): the last of the answer's
+//     tokens is an end-of-sequence token, generated (it takes its step) and
+//     counted but never sent: max_tokens−1 tokens are streamed, the finish
+//     chunk (its own, even with FinishWithLastChunk) says "stop", and usage
+//     completion_tokens is streamed + 1. Truth.CompletionTokens and
+//     Truth.FinishReason record it.
+//   - Config.Dialect (--dialect) DialectLlamaCpp: streams shaped like
+//     llama-server's, key for key as in testdata/llamacpp-chat-stream.txt:
+//     no role chunk, "choices" first, system_fingerprint, and a finish chunk
+//     with an empty delta that carries usage and a timings object
+//     (prompt_n, prompt_ms from admission to the first chunk, predicted_n,
+//     predicted_ms from there to the finish, per-token and per-second
+//     figures) even without stream_options; with include_usage they come
+//     in a "choices":[] chunk instead, as newer builds send them.
+//   - the ignore_stream and html_200 faults above.
+//
+// Config.Profile (--profile) ProfileLlamaCpp turns the llama.cpp ones on
+// together: CloseAfterStream, MetricsLlamaCpp, DialectLlamaCpp,
+// MetricsFromLoop, HTTPThreads Slots+2 (llama-server's default) and
+// EOSNotStreamed; a CloseAfter, Metrics, Dialect or HTTPThreads set
+// explicitly wins.
 //
 // # Truth
 //
@@ -122,5 +183,6 @@
 // (hanging ones too) and waits for their handlers, so tests leak no
 // goroutines. A cancelled client request frees its slot and KV before the
 // next step. Start serves a Server on a loopback listener and returns its
-// URL.
+// URL; tests in other packages use simtest.Start, which also closes it at
+// the test's end.
 package sim

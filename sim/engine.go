@@ -57,6 +57,7 @@ type engine struct {
 	mu      sync.Mutex
 	inbox   []*seq
 	cancels []*seq
+	scrapes []chan struct{} // MetricsFromLoop: closed when the loop is between steps
 	wake    chan struct{}
 
 	// scheduler-owned
@@ -98,12 +99,28 @@ func (e *engine) poke() {
 	}
 }
 
-// drain moves submitted sequences to the queue and applies cancellations.
+// loopFree returns a channel closed when the scheduler is next between
+// steps: at once when idle, else when the step in progress ends. llama.cpp
+// answers /metrics from its inference loop in the same way.
+func (e *engine) loopFree() <-chan struct{} {
+	ch := make(chan struct{})
+	e.mu.Lock()
+	e.scrapes = append(e.scrapes, ch)
+	e.mu.Unlock()
+	e.poke()
+	return ch
+}
+
+// drain moves submitted sequences to the queue, applies cancellations and
+// lets waiting scrapes go.
 func (e *engine) drain() {
 	e.mu.Lock()
-	inbox, cancels := e.inbox, e.cancels
-	e.inbox, e.cancels = nil, nil
+	inbox, cancels, scrapes := e.inbox, e.cancels, e.scrapes
+	e.inbox, e.cancels, e.scrapes = nil, nil, nil
 	e.mu.Unlock()
+	for _, ch := range scrapes {
+		close(ch)
+	}
 	for _, q := range inbox {
 		if q.state == stNew {
 			q.state = stWaiting
@@ -223,10 +240,12 @@ func (e *engine) run() {
 			continue
 		}
 
-		dur := e.cfg.DecodeBase + time.Duration(active)*e.cfg.DecodePerSeq
+		decode := e.cfg.DecodeBase + time.Duration(active)*e.cfg.DecodePerSeq
+		var prefillDur time.Duration
 		if admitted > 0 {
-			dur += e.cfg.PrefillBase + time.Duration(prefill)*e.cfg.PrefillPerToken
+			prefillDur = e.cfg.PrefillBase + time.Duration(prefill)*e.cfg.PrefillPerToken
 		}
+		dur := decode + prefillDur
 		// Back-to-back steps start where the previous one ended, so timer
 		// lateness does not slow the simulated GPU down.
 		start := now
@@ -239,7 +258,8 @@ func (e *engine) run() {
 		}
 		lastEnd = end
 		e.busy.add(dur)
-		e.emit(end)
+		generated := e.emit(end)
+		e.metrics.llama.add(prefill, prefillDur, generated, decode, 1, active)
 		e.publish()
 	}
 }
@@ -256,9 +276,8 @@ func (e *engine) after(d time.Duration) <-chan time.Time {
 
 // emit ends a step: every running, unpaused sequence gets TokensPerChunk
 // more tokens (fewer for the last), and finished ones leave the batch.
-func (e *engine) emit(now time.Time) {
+func (e *engine) emit(now time.Time) (generated int) {
 	kept := e.running[:0]
-	generated := 0
 	for _, q := range e.running {
 		if q.resumeAt.After(now) {
 			kept = append(kept, q)
@@ -285,4 +304,5 @@ func (e *engine) emit(now time.Time) {
 	}
 	e.running = kept
 	e.metrics.genTokens.Add(float64(generated))
+	return generated
 }

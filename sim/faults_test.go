@@ -304,6 +304,7 @@ func TestGateShift(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	cfg := fastBatch()
 	cfg.Model = "metric-model"
+	cfg.Tokenizer = TokenizerBytes4 // 40 bytes: 10 tokens
 	r := startSim(t, cfg)
 	c := testClient(t)
 	m := scrape(t, c, r.URL)

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,6 +31,8 @@ type metrics struct {
 	genTokens    prometheus.Counter
 	successLen   prometheus.Counter
 	successAbort prometheus.Counter
+
+	llama *llamaStats // MetricsLlamaCpp only
 }
 
 // state is what the gauges read at scrape time.
@@ -42,6 +46,9 @@ func newMetrics(cfg Config, st state, busy *busyMeter) *metrics {
 	reg := prometheus.NewRegistry()
 	lbl := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
 	m := &metrics{reg: reg}
+	if cfg.Metrics == MetricsLlamaCpp {
+		m.llama = &llamaStats{st: st, kvTokens: cfg.KVTokens}
+	}
 	hist := func(name, help string, b []float64) prometheus.Histogram {
 		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b, ConstLabels: lbl})
 		reg.MustRegister(h)
@@ -149,4 +156,93 @@ func (b *busyMeter) utilization(now time.Time) float64 {
 	u = max(0, min(1, u))
 	b.lastAt, b.lastTotal, b.lastUtil = now, tot, u
 	return u
+}
+
+// llamaStats holds what llama-server's /metrics reports (MetricsLlamaCpp),
+// fed by the engine step by step. A nil *llamaStats records nothing, so the
+// vLLM flavour pays no lock per step.
+type llamaStats struct {
+	st       state
+	kvTokens int
+
+	mu                      sync.Mutex
+	promptTokens, predicted int64
+	promptSec, predictedSec float64
+	decodes, busySlots      int64
+	// since the previous scrape: llama.cpp resets its throughput gauges
+	// at every scrape
+	bucketPrompt, bucketPredicted       int64
+	bucketPromptSec, bucketPredictedSec float64
+}
+
+// add records decodes engine steps (llama_decode calls) that processed
+// promptTokens in promptDur and predicted tokens in predictedDur, with
+// busySlots sequences in the batch summed over those steps.
+func (l *llamaStats) add(promptTokens int, promptDur time.Duration, predicted int, predictedDur time.Duration, decodes, busySlots int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.promptTokens += int64(promptTokens)
+	l.bucketPrompt += int64(promptTokens)
+	l.promptSec += promptDur.Seconds()
+	l.bucketPromptSec += promptDur.Seconds()
+	l.predicted += int64(predicted)
+	l.bucketPredicted += int64(predicted)
+	l.predictedSec += predictedDur.Seconds()
+	l.bucketPredictedSec += predictedDur.Seconds()
+	l.decodes += int64(decodes)
+	l.busySlots += int64(busySlots)
+	l.mu.Unlock()
+}
+
+// llamaSeries is one series of llama-server's exposition, in its order,
+// with its help text and type as llama.cpp prints them.
+type llamaSeries struct {
+	name, typ, help string
+	value           float64
+}
+
+// serve writes the exposition the way llama-server does: twelve unlabelled
+// series, values printed as C++ streams print a double (6 significant
+// digits, so large counters are rounded, as on the real server).
+func (l *llamaStats) serve(w http.ResponseWriter, _ *http.Request) {
+	ratio := func(n int64, sec float64) float64 {
+		if sec <= 0 {
+			return 0
+		}
+		return float64(n) / sec
+	}
+	l.mu.Lock()
+	perDecode := 0.0
+	if l.decodes > 0 {
+		perDecode = float64(l.busySlots) / float64(l.decodes)
+	}
+	series := []llamaSeries{
+		{"prompt_tokens_total", "counter", "Number of prompt tokens processed.", float64(l.promptTokens)},
+		{"prompt_seconds_total", "counter", "Prompt process time", l.promptSec},
+		{"tokens_predicted_total", "counter", "Number of generation tokens processed.", float64(l.predicted)},
+		{"tokens_predicted_seconds_total", "counter", "Predict process time", l.predictedSec},
+		{"n_decode_total", "counter", "Total number of llama_decode() calls", float64(l.decodes)},
+		{"n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call", perDecode},
+		{"prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.", ratio(l.bucketPrompt, l.bucketPromptSec)},
+		{"predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.", ratio(l.bucketPredicted, l.bucketPredictedSec)},
+	}
+	l.bucketPrompt, l.bucketPredicted, l.bucketPromptSec, l.bucketPredictedSec = 0, 0, 0, 0
+	l.mu.Unlock()
+	kv := min(l.st.kvUsedTokens(), l.kvTokens)
+	series = append(series,
+		llamaSeries{"kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.", float64(kv) / float64(l.kvTokens)},
+		llamaSeries{"kv_cache_tokens", "gauge", "KV-cache tokens.", float64(kv)},
+		llamaSeries{"requests_processing", "gauge", "Number of requests processing.", float64(l.st.running())},
+		llamaSeries{"requests_deferred", "gauge", "Number of requests deferred.", float64(l.st.waiting())},
+	)
+	b := make([]byte, 0, 2048)
+	for _, m := range series {
+		b = append(b, "# HELP llamacpp:"+m.name+" "+m.help+"\n# TYPE llamacpp:"+m.name+" "+m.typ+"\nllamacpp:"+m.name+" "...)
+		b = strconv.AppendFloat(b, m.value, 'g', 6, 64)
+		b = append(b, '\n')
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	w.Write(b)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tailgate-llm/tailgate/prompts"
 )
 
 // maxBodyBytes bounds a request body.
@@ -57,6 +59,13 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.TokenCounter == nil {
+		count, name, err := tokenCounter(cfg.Tokenizer)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TokenCounter, cfg.Tokenizer = count, name
+	}
 	now := time.Now()
 	s := &Server{
 		cfg:       cfg,
@@ -82,6 +91,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// tokenCounter resolves Config.Tokenizer.
+func tokenCounter(name string) (TokenCounter, string, error) {
+	if name == TokenizerBytes4 {
+		return EstimateTokens, name, nil
+	}
+	if name == "" {
+		name = prompts.DefaultEncoding
+	}
+	tok, err := prompts.NewTokenizer(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("sim: %v (or %s)", err, TokenizerBytes4)
+	}
+	return tok.Count, name, nil
 }
 
 // Config returns the configuration in effect (defaults filled in).
@@ -248,8 +272,31 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	var exposition http.Handler = promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	if s.cfg.Metrics == MetricsLlamaCpp {
+		exposition = http.HandlerFunc(s.metrics.llama.serve)
+	}
+	if s.cfg.MetricsFromLoop {
+		exposition = s.fromLoop(exposition)
+	}
+	mux.Handle("GET /metrics", exposition)
+	var threads chan struct{}
+	if s.cfg.HTTPThreads > 0 {
+		threads = make(chan struct{}, s.cfg.HTTPThreads)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if threads != nil {
+			// Like llama.cpp's HTTP thread pool: the request is not read
+			// until a thread is free.
+			select {
+			case threads <- struct{}{}:
+				defer func() { <-threads }()
+			case <-r.Context().Done():
+				return
+			case <-s.quit:
+				return
+			}
+		}
 		h := w.Header()
 		h["Server"] = serverHeader
 		h["X-Sim-Version"] = versionHeader
@@ -382,18 +429,17 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 		if len(req.Messages) == 0 {
 			return nil, badRequest("messages: at least one message is required")
 		}
-		var b strings.Builder
+		// Each message on its own, as prompts sizes a system prefix and a
+		// body apart; the template's markers are PromptOverheadTokens.
+		n := 0
 		for i, m := range req.Messages {
 			text, err := contentText(m.Content)
 			if err != nil {
 				return nil, badRequest("messages[%d]: %v", i, err)
 			}
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(text)
+			n += s.cfg.TokenCounter(text)
 		}
-		p.promptTokens = s.cfg.TokenCounter(b.String())
+		p.promptTokens = n + s.cfg.PromptOverheadTokens
 	} else {
 		n, err := s.promptTokens(req.Prompt)
 		if err != nil {
@@ -418,8 +464,9 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 	return p, nil
 }
 
-// promptTokens counts a completions prompt: a string, a one-element array
-// of strings, or token ids (counted exactly).
+// promptTokens counts a completions prompt: a string or a one-element array
+// of strings (plus PromptOverheadTokens), or token ids (counted exactly, as
+// given).
 func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	if len(raw) == 0 || string(raw) == "null" {
@@ -427,14 +474,14 @@ func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return s.cfg.TokenCounter(str), nil
+		return s.cfg.TokenCounter(str) + s.cfg.PromptOverheadTokens, nil
 	}
 	var strs []string
 	if json.Unmarshal(raw, &strs) == nil {
 		if len(strs) != 1 {
 			return 0, badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
 		}
-		return s.cfg.TokenCounter(strs[0]), nil
+		return s.cfg.TokenCounter(strs[0]) + s.cfg.PromptOverheadTokens, nil
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
@@ -456,6 +503,10 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		id = "sim-" + strconv.FormatInt(seqNo, 10)
 	}
 	w.Header().Set("X-Request-Id", id)
+	if s.cfg.CloseAfter != CloseNever {
+		// What llama-server says before it closes the connection anyway.
+		w.Header().Set("Keep-Alive", "timeout=5, max=100")
+	}
 	rec := s.truth.begin(Truth{ID: id, Seq: seqNo, Path: r.URL.Path, Arrived: arrived}, 0)
 	defer func() { s.truth.finish(rec, time.Now()) }()
 	ctx := r.Context()
@@ -494,6 +545,9 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		return
 	}
 	req.fault, req.faultFor, req.arrived = fault, faultFor, arrived
+	if fault == FaultIgnoreStream {
+		req.stream, req.includeUsage, req.contUsage = false, false, false
+	}
 	nchunks := (req.maxTokens + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
 	if !req.stream {
 		nchunks = 0
@@ -521,6 +575,13 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		rec.update(func(t *Truth) { t.Outcome = "fault" })
 		s.writeError(w, rec, http.StatusServiceUnavailable, "ServiceUnavailableError", "simulated overload (fault http_503)")
 		return
+	case FaultHTML200:
+		rec.update(func(t *Truth) { t.Outcome = "fault"; t.Status = http.StatusOK; t.Headers = time.Now() })
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(htmlPage)))
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, htmlPage)
+		return
 	case FaultHang:
 		rec.update(func(t *Truth) { t.Outcome = "fault" })
 		select {
@@ -540,7 +601,35 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	} else {
 		s.runFixed(rs, seqNo)
 	}
+	if rs.ended && (s.cfg.CloseAfter == CloseAfterAll || s.cfg.CloseAfter == CloseAfterStream && rs.stream) {
+		rs.closeConn()
+	}
 }
+
+// fromLoop delays h until the inference loop is free (MetricsFromLoop): in
+// ModeBatch the end of the step in progress, in ModeFixed the moment no
+// request is in flight.
+func (s *Server) fromLoop(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.eng != nil {
+			select {
+			case <-s.eng.loopFree():
+			case <-r.Context().Done():
+				return
+			case <-s.quit:
+			}
+		} else if s.WaitIdle(r.Context()) != nil {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// htmlPage is what a login-wall proxy answers in place of the API.
+const htmlPage = `<!DOCTYPE html>
+<html><head><title>Sign in</title></head>
+<body><h1>Sign in to continue</h1><form method="post" action="/login"><input name="user"><input name="password" type="password"></form></body></html>
+`
 
 // runBatch feeds the request through the engine and streams what it emits.
 func (s *Server) runBatch(rs *responder) {
@@ -568,18 +657,20 @@ func (s *Server) runBatch(rs *responder) {
 		if !admitted && avail > 0 {
 			admitted = true
 			at := s.epoch.Add(time.Duration(q.admittedAt.Load() - 1))
+			rs.admitted = at
 			rs.rec.update(func(t *Truth) { t.Admitted = at })
 		}
-		for rs.sent < avail {
+		limit := min(avail, rs.content) // an EOS token is produced, not sent
+		for rs.sent < limit {
 			if !rs.beforeChunk() {
 				return
 			}
-			if !rs.chunk(min(s.cfg.TokensPerChunk, avail-rs.sent)) {
+			if !rs.chunk(min(s.cfg.TokensPerChunk, limit-rs.sent)) {
 				rs.cancelled()
 				return
 			}
 		}
-		if rs.sent >= rs.max {
+		if avail >= rs.max {
 			break
 		}
 		select {
@@ -613,6 +704,7 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 		s.fixedKV.Add(-kv)
 		s.fixedRunning.Add(-1)
 	}()
+	rs.admitted = now
 	rs.rec.update(func(t *Truth) { t.Admitted = now })
 	s.metrics.queueTime.Observe(now.Sub(rs.arrived).Seconds())
 	s.metrics.promptTokens.Add(float64(rs.prompt))
@@ -636,7 +728,8 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 	paused := false
 	tpc := s.cfg.TokensPerChunk
 	gen := s.metrics.genTokens
-	for rs.sent < rs.max {
+	prev := now
+	for produced := 0; produced < rs.max; {
 		if rs.fault == FaultStallMid && !paused && rs.chunks >= rs.mid {
 			paused = true
 			due = due.Add(rs.faultFor)
@@ -646,15 +739,28 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 			rs.cancelled()
 			return
 		}
-		if !rs.beforeChunk() {
-			return
-		}
-		n := min(tpc, rs.max-rs.sent)
-		if !rs.chunk(n) {
-			rs.cancelled()
-			return
+		n := min(tpc, rs.max-produced)
+		produced += n
+		if send := min(n, rs.content-rs.sent); send > 0 { // an EOS token is not sent
+			if !rs.beforeChunk() {
+				return
+			}
+			if !rs.chunk(send) {
+				rs.cancelled()
+				return
+			}
 		}
 		gen.Add(float64(n))
+		// One "decode" per produced chunk: the first carries the prompt's
+		// time, as a prefill would.
+		took := eff.Sub(prev)
+		if produced == n {
+			s.metrics.llama.add(rs.prompt, took, 0, 0, 0, 0)
+			s.metrics.llama.add(0, 0, n, 0, 1, int(s.fixedRunning.Load()))
+		} else {
+			s.metrics.llama.add(0, 0, n, took, 1, int(s.fixedRunning.Load()))
+		}
+		prev = eff
 		due = eff.Add(jit(s.cfg.FixedITL))
 	}
 	rs.finish()

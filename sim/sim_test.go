@@ -17,6 +17,7 @@ func TestChatStreamShape(t *testing.T) {
 			cfg.Mode = mode
 			cfg.TokensPerChunk = 2
 			cfg.Model = "shape-model"
+			cfg.Tokenizer = TokenizerBytes4
 			r := startSim(t, cfg)
 			c := testClient(t)
 			prompt := strings.Repeat("x", 37) // 10 tokens at 4 bytes/token

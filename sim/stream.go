@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,6 +65,23 @@ const (
 	errorEvent     = `data: {"error": {"message": "simulated engine failure (fault error_in_stream)", "type": "InternalServerError", "param": null, "code": 500}}` + "\n\n"
 )
 
+// llama-server's chunk pieces (DialectLlamaCpp): "choices" first, then the
+// tail (created, id, model, system_fingerprint, object).
+const (
+	llamaChatOpen   = `data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"`
+	llamaChatClose  = `"}}]`
+	llamaComplOpen  = `data: {"choices":[{"text":"`
+	llamaComplClose = `","index":0,"logprobs":null,"finish_reason":null}]`
+	llamaUsageOpen  = `data: {"choices":[]`
+	llamaFinger     = "b0-unknown" // a llama.cpp build without version info, as in the capture
+)
+
+// The finish chunks of an answer that ended at an end-of-sequence token.
+var (
+	chatFinishStop  = strings.Replace(chatFinish, `"length"`, `"stop"`, 1)
+	complFinishStop = strings.Replace(complFinish, `"length"`, `"stop"`, 1)
+)
+
 // responder writes one request's response and records its truth. It is
 // used by one goroutine, the request's handler.
 type responder struct {
@@ -74,12 +92,17 @@ type responder struct {
 	rec *truthRec
 
 	chat, stream, includeUsage, contUsage bool
+	chunkedOK                             bool // HTTP/1.1: a body without Content-Length is chunked
 	fault                                 FaultKind
 	faultFor                              time.Duration
 
 	prompt, max int
-	mid         int // content chunks before mid-stream faults fire
+	content     int  // tokens to send: max, or max−1 when the last is an unsent EOS
+	eos         bool // the answer ends at an EOS token (Config.EOSNotStreamed)
+	mid         int  // content chunks before mid-stream faults fire
 
+	llama  bool   // DialectLlamaCpp stream
+	tail   []byte // llama: `,"created":…,"id":"…","model":"…","system_fingerprint":"…","object":"…"`
 	base   []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
 	open   []byte // base + chatOpen/complOpen
 	buf    []byte
@@ -87,16 +110,22 @@ type responder struct {
 	chunks int // content chunks sent
 
 	arrived, admitted, last time.Time
+	firstAt                 time.Time // first content chunk flushed
 	midDone                 bool
 	ended                   bool // finish sent or the stream was ended by a fault
 }
 
 func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truthRec, req *parsedRequest, seqNo int64, id string) *responder {
 	rs := &responder{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), rec: rec,
-		chat: req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
+		chunkedOK: r.ProtoAtLeast(1, 1),
+		chat:      req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
 		fault: req.fault, faultFor: req.faultFor, prompt: req.promptTokens, max: req.maxTokens,
-		arrived: req.arrived}
-	nchunks := (rs.max + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
+		arrived: req.arrived, eos: s.cfg.EOSNotStreamed}
+	rs.content = rs.max
+	if rs.eos {
+		rs.content--
+	}
+	nchunks := (rs.content + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
 	rs.mid = nchunks / 2
 	object, prefix := "chat.completion.chunk", "chatcmpl-"
 	if !rs.chat {
@@ -124,6 +153,26 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truth
 	open := chatOpen
 	if !rs.chat {
 		open = complOpen
+	}
+	if rs.stream && s.cfg.Dialect == DialectLlamaCpp {
+		rs.llama = true
+		t := make([]byte, 0, 128+len(id)+len(s.modelJSON))
+		t = append(t, `,"created":`...)
+		t = strconv.AppendInt(t, time.Now().Unix(), 10)
+		t = append(t, `,"id":`...)
+		t = appendJSONString(t, prefix+id)
+		t = append(t, `,"model":`...)
+		t = append(t, s.modelJSON...)
+		t = append(t, `,"system_fingerprint":"`+llamaFinger+`","object":"`...)
+		t = append(t, object...)
+		rs.tail = append(t, '"')
+		open = llamaChatOpen
+		if !rs.chat {
+			open = llamaComplOpen
+		}
+		rs.open = append(make([]byte, 0, len(open)), open...)
+		rs.buf = make([]byte, 0, len(rs.open)+len(rs.tail)+512)
+		return rs
 	}
 	rs.open = append(append(make([]byte, 0, len(b)+len(open)), b...), open...)
 	rs.buf = make([]byte, 0, len(rs.open)+256)
@@ -174,7 +223,7 @@ func (rs *responder) start() bool {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	rs.w.WriteHeader(http.StatusOK)
-	if rs.chat {
+	if rs.chat && !rs.llama { // llama-server sends no role chunk
 		b := append(rs.buf[:0], rs.base...)
 		b = append(b, chatRole...)
 		b = append(b, eventEnd...)
@@ -268,10 +317,17 @@ func (rs *responder) chunk(n int) bool {
 		rs.last = now
 		return true
 	}
-	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk
+	// With an unsent EOS the finish comes in its own chunk, a step later.
+	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk && !rs.llama
 	b := append(rs.buf[:0], rs.open...)
 	b = append(b, rs.s.text.text(rs.sent, n)...)
 	switch {
+	case rs.llama && rs.chat:
+		b = append(b, llamaChatClose...)
+		b = append(b, rs.tail...)
+	case rs.llama:
+		b = append(b, llamaComplClose...)
+		b = append(b, rs.tail...)
 	case last && rs.chat:
 		b = append(b, chatCloseLast...)
 	case last:
@@ -281,7 +337,7 @@ func (rs *responder) chunk(n int) bool {
 	default:
 		b = append(b, complClose...)
 	}
-	if rs.contUsage {
+	if rs.contUsage && !rs.llama {
 		b = append(b, ',')
 		b = rs.appendUsage(b, rs.sent+n)
 	}
@@ -301,6 +357,9 @@ func (rs *responder) chunk(n int) bool {
 		m.itl.Observe(now.Sub(rs.last).Seconds() / float64(n))
 	}
 	rs.rec.chunk(now, n)
+	if rs.sent == 0 {
+		rs.firstAt = now
+	}
 	rs.sent += n
 	rs.chunks++
 	rs.last = now
@@ -308,6 +367,24 @@ func (rs *responder) chunk(n int) bool {
 		rs.ended = true
 	}
 	return true
+}
+
+// completionTokens is usage completion_tokens once the answer is complete:
+// what was sent, and the EOS token that was not.
+func (rs *responder) completionTokens() int {
+	if rs.eos {
+		return rs.sent + 1
+	}
+	return rs.sent
+}
+
+// finishReason is "stop" for an answer that ended at its EOS token, else
+// "length" (max_tokens reached).
+func (rs *responder) finishReason() string {
+	if rs.eos {
+		return "stop"
+	}
+	return "length"
 }
 
 // finish ends a complete response: finish chunk, usage, [DONE] for streams;
@@ -318,28 +395,42 @@ func (rs *responder) finish() {
 		m.e2e.Observe(time.Since(rs.arrived).Seconds())
 		m.successLen.Inc()
 	}()
+	completion := rs.completionTokens()
+	rs.rec.update(func(t *Truth) {
+		t.CompletionTokens = completion
+		t.FinishReason = rs.finishReason()
+	})
 	if !rs.stream {
 		rs.finishJSON()
 		return
 	}
+	if rs.llama {
+		rs.finishLlama(completion)
+		return
+	}
 	b := rs.buf[:0]
-	if !rs.s.cfg.FinishWithLastChunk {
+	if !rs.s.cfg.FinishWithLastChunk || rs.eos {
 		b = append(b, rs.base...)
-		if rs.chat {
+		switch {
+		case rs.chat && rs.eos:
+			b = append(b, chatFinishStop...)
+		case rs.chat:
 			b = append(b, chatFinish...)
-		} else {
+		case rs.eos:
+			b = append(b, complFinishStop...)
+		default:
 			b = append(b, complFinish...)
 		}
 		if rs.contUsage {
 			b = append(b, ',')
-			b = rs.appendUsage(b, rs.sent)
+			b = rs.appendUsage(b, completion)
 		}
 		b = append(b, eventEnd...)
 	}
 	if rs.includeUsage {
 		b = append(b, rs.base...)
 		b = append(b, `,"choices":[],`...)
-		b = rs.appendUsage(b, rs.sent)
+		b = rs.appendUsage(b, completion)
 		b = append(b, eventEnd...)
 	}
 	b = append(b, doneEvent...)
@@ -347,6 +438,76 @@ func (rs *responder) finish() {
 	rs.w.Write(b)
 	rs.flush()
 	rs.ended = true
+}
+
+// finishLlama ends a llama-server stream: a finish chunk with an empty
+// delta, then usage and timings, on that chunk or (include_usage) on a
+// "choices":[] chunk of their own, then [DONE].
+func (rs *responder) finishLlama(completion int) {
+	b := append(rs.buf[:0], `data: {"choices":[{"finish_reason":"`...)
+	b = append(b, rs.finishReason()...)
+	if rs.chat {
+		b = append(b, `","index":0,"delta":{}}]`...)
+	} else {
+		b = append(b, `","index":0,"text":"","logprobs":null}]`...)
+	}
+	b = append(b, rs.tail...)
+	if rs.includeUsage {
+		b = append(b, eventEnd...)
+		b = append(b, llamaUsageOpen...)
+		b = append(b, rs.tail...)
+	}
+	b = append(b, `,"usage":{"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt+completion), 10)
+	b = append(b, `},"timings":`...)
+	b = rs.appendTimings(b, completion, time.Now())
+	b = append(b, eventEnd...)
+	b = append(b, doneEvent...)
+	rs.buf = b
+	rs.w.Write(b)
+	rs.flush()
+	rs.ended = true
+}
+
+// appendTimings appends llama-server's timings object: prompt time from
+// admission to the first token, predicted time from there to now.
+func (rs *responder) appendTimings(b []byte, completion int, now time.Time) []byte {
+	first := rs.firstAt
+	if first.IsZero() {
+		first = now
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	promptMs, predMs := ms(first.Sub(rs.admitted)), ms(now.Sub(first))
+	per := func(n int, ms float64) (perTokenMs, perSecond float64) {
+		if n > 0 {
+			perTokenMs = ms / float64(n)
+		}
+		if ms > 0 {
+			perSecond = 1000 * float64(n) / ms
+		}
+		return
+	}
+	ppt, pps := per(rs.prompt, promptMs)
+	dpt, dps := per(completion, predMs)
+	f := func(b []byte, key string, v float64) []byte {
+		b = append(b, key...)
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	b = append(b, `{"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(rs.prompt), 10)
+	b = f(b, `,"prompt_ms":`, promptMs)
+	b = f(b, `,"prompt_per_token_ms":`, ppt)
+	b = f(b, `,"prompt_per_second":`, pps)
+	b = append(b, `,"predicted_n":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = f(b, `,"predicted_ms":`, predMs)
+	b = f(b, `,"predicted_per_token_ms":`, dpt)
+	b = f(b, `,"predicted_per_second":`, dps)
+	return append(b, '}')
 }
 
 func (rs *responder) finishJSON() {
@@ -363,8 +524,10 @@ func (rs *responder) finishJSON() {
 	} else {
 		b = append(b, '"')
 	}
-	b = append(b, `,"logprobs":null,"finish_reason":"length","stop_reason":null}],`...)
-	b = rs.appendUsage(b, rs.sent)
+	b = append(b, `,"logprobs":null,"finish_reason":"`...)
+	b = append(b, rs.finishReason()...)
+	b = append(b, `","stop_reason":null}],`...)
+	b = rs.appendUsage(b, rs.completionTokens())
 	b = append(b, '}', '\n')
 	rs.buf = b
 	h := rs.w.Header()
@@ -379,6 +542,38 @@ func (rs *responder) finishJSON() {
 		t.OutputTokens = rs.sent
 	})
 	rs.ended = true
+}
+
+// closeConn closes the connection once the response's last byte is out,
+// without having said Connection: close, as llama-server does after every
+// streamed response. The server's own chunked terminator is written first
+// (a hijacked response gets none), so the response is complete and only the
+// next request on the connection fails. Without a hijackable connection
+// (HTTP/2, a recorder) it does nothing.
+func (rs *responder) closeConn() {
+	if !rs.flush() {
+		return
+	}
+	chunked := rs.chunkedOK && rs.w.Header().Get("Content-Length") == ""
+	conn, brw, err := rs.rc.Hijack()
+	if err != nil {
+		return
+	}
+	if chunked {
+		brw.WriteString("0\r\n\r\n")
+		brw.Flush()
+	}
+	if d := rs.s.cfg.CloseDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-rs.s.quit:
+			t.Stop()
+		}
+	}
+	conn.Close()
+	now := time.Now()
+	rs.rec.update(func(t *Truth) { t.ClosedConn = now })
 }
 
 // cancelled notes a request that ended because the client went away or the

@@ -21,6 +21,11 @@ type Truth struct {
 	PromptTokens int
 	MaxTokens    int
 	OutputTokens int // content tokens actually sent
+	// CompletionTokens is the usage completion_tokens of a complete answer:
+	// OutputTokens, plus the unsent EOS token with Config.EOSNotStreamed.
+	CompletionTokens int
+	// FinishReason of a complete answer: "length", or "stop" at an EOS.
+	FinishReason string
 
 	Arrived time.Time // handler entered, before the body was read
 	// Headers is when the response headers (and, for chat streams, the
@@ -36,6 +41,9 @@ type Truth struct {
 	// End is when the handler finished ([DONE] flushed, error sent, abort,
 	// or cancellation seen); zero while the request is in flight.
 	End time.Time
+	// ClosedConn is when the server closed the connection after this
+	// response (Config.CloseAfter); zero if it kept it open.
+	ClosedConn time.Time
 	// Outcome is "ok", "cancelled" (client went away or server closed),
 	// "fault" (an injected fault ended or spoiled it) or "error" (bad request).
 	Outcome string

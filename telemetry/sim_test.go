@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // TestAgainstSimulatorAboveCapacity runs more concurrent requests than the
@@ -22,11 +23,7 @@ func TestAgainstSimulatorAboveCapacity(t *testing.T) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Slots = 2
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := simtest.Start(t, cfg)
 
 	var c collector
 	r := Start(context.Background(), Config{

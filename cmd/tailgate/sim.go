@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -25,6 +27,9 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mode        string
 		faults      []string
 		readyFile   string
+		closeAfter  string
+		metrics     string
+		dialect     string
 	)
 	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -47,13 +52,23 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.FixedTTFT, "fixed-ttft", 0, "fixed mode: time to the first content chunk")
 	fs.DurationVar(&cfg.FixedITL, "fixed-itl", 0, "fixed mode: time between content chunks")
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "fixed mode: spread every delay uniformly by ± this much")
-	fs.StringArrayVar(&faults, "fault", nil, "inject KIND=RATE into requests (repeatable); RATE is a probability (0.05) or 1/N for every N-th; kinds: stall, stall_mid, http_429, http_503, truncate, malformed, error_in_stream, hang")
+	fs.StringVar(&cfg.Profile, "profile", "", `behave like a real server: "llamacpp" turns on --close-after stream, --metrics llamacpp, --dialect llamacpp, --metrics-from-loop, --http-threads slots+2 and --eos-not-streamed (a --close-after, --metrics, --dialect or --http-threads given wins)`)
+	fs.StringVar(&closeAfter, "close-after", "none", `close the TCP connection, without Connection: close, after each "stream"ed response or after "all" responses (llama.cpp closes after streams); "none" keeps it alive`)
+	fs.DurationVar(&cfg.CloseDelay, "close-delay", 0, "with --close-after, close this long after the response's last byte (a client reusing the connection within it always fails)")
+	fs.StringVar(&metrics, "metrics", "", `/metrics flavour: "vllm" (vllm:* and DCGM series, the default) or "llamacpp" (llama-server's twelve llamacpp:* series, no histograms)`)
+	fs.StringVar(&dialect, "dialect", "", `stream chunk shape: "vllm" (the default) or "llamacpp" (no role chunk, usage and timings on the finish chunk)`)
+	fs.BoolVar(&cfg.MetricsFromLoop, "metrics-from-loop", false, "answer /metrics from the engine loop, after the step in progress (llama.cpp), so scrapes are late under load")
+	fs.IntVar(&cfg.HTTPThreads, "http-threads", 0, "handle at most this many requests at once, others wait for a free thread (llama.cpp's --threads-http); 0: no limit")
+	fs.BoolVar(&cfg.EOSNotStreamed, "eos-not-streamed", false, `end answers at an EOS token that is counted in usage but not streamed: finish_reason "stop", completion_tokens = streamed + 1 (llama.cpp)`)
+	fs.StringVar(&cfg.Tokenizer, "tokenizer", "", fmt.Sprintf("count prompt tokens with this vocabulary (%s, or %s for one per 4 bytes); default %s, as mixes size prompts", strings.Join(prompts.Encodings(), ", "), sim.TokenizerBytes4, prompts.DefaultEncoding))
+	fs.IntVar(&cfg.PromptOverheadTokens, "prompt-overhead-tokens", 0, "add this many tokens to every text prompt's count, as a chat template does (a mix's template_tokens)")
+	fs.StringArrayVar(&faults, "fault", nil, "inject KIND=RATE into requests (repeatable); RATE is a probability (0.05) or 1/N for every N-th; kinds: "+sim.FaultKindList())
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for fault and jitter decisions")
 	fs.DurationVar(&cfg.StallFor, "stall-for", cfg.StallFor, "length of the stall and stall_mid faults and of the --stall-at freeze")
 	fs.DurationVar(&cfg.StallAt, "stall-at", 0, "freeze the whole server for --stall-for once, this long after the first request")
 	fs.StringVar(&readyFile, "ready-file", "", "write the listening URL to this file once listening (removed on exit)")
 	printUsage := func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: tailgate sim [flags]\n\nServe a simulated OpenAI-compatible LLM endpoint (vLLM-shaped streams, /metrics,\nfault injection) until interrupted.\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(w, "Usage: tailgate sim [flags]\n\nServe a simulated OpenAI-compatible LLM endpoint (vLLM-shaped streams, /metrics,\nfault injection, and modes for real servers' behaviours: --profile llamacpp) until\ninterrupted.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -69,6 +84,11 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Mode = sim.Mode(mode)
+	cfg.Metrics = sim.MetricsFlavor(metrics)
+	cfg.Dialect = sim.Dialect(dialect)
+	if closeAfter != "none" {
+		cfg.CloseAfter = sim.CloseMode(closeAfter)
+	}
 	for _, f := range faults {
 		r, err := sim.ParseFaultRule(f)
 		if err != nil {
@@ -94,6 +114,12 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.Mode == sim.ModeFixed {
 		desc = fmt.Sprintf("TTFT %v, ITL %v, jitter %v", c.FixedTTFT, c.FixedITL, c.Jitter)
 	}
+	if c.Profile != "" {
+		desc += ", profile " + c.Profile
+	}
+	if modes := simModes(c); modes != "" {
+		desc += "; " + modes
+	}
 	fmt.Fprintf(stdout, "tailgate sim %s: serving %q on %s (%s mode: %s)\n", sim.Version, c.Model, run.URL, c.Mode, desc)
 	if readyFile != "" {
 		if err := atomicWriteString(readyFile, run.URL+"\n"); err != nil {
@@ -105,6 +131,34 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "tailgate sim: shutting down\n")
 	return exitOK
+}
+
+// simModes names the real-server behaviours c turns on, for the start-up line.
+func simModes(c sim.Config) string {
+	var m []string
+	if c.CloseAfter != sim.CloseNever {
+		m = append(m, "closes the connection after "+map[sim.CloseMode]string{sim.CloseAfterStream: "streamed", sim.CloseAfterAll: "all"}[c.CloseAfter]+" responses")
+	}
+	if c.Metrics != sim.MetricsVLLM {
+		m = append(m, string(c.Metrics)+" metrics")
+	}
+	if c.MetricsFromLoop {
+		m = append(m, "metrics from the engine loop")
+	}
+	if c.HTTPThreads > 0 {
+		m = append(m, fmt.Sprintf("%d HTTP threads", c.HTTPThreads))
+	}
+	if c.Dialect != sim.DialectVLLM {
+		m = append(m, string(c.Dialect)+" stream dialect")
+	}
+	if c.EOSNotStreamed {
+		m = append(m, "EOS not streamed")
+	}
+	m = append(m, "prompt tokens by "+c.Tokenizer)
+	if c.PromptOverheadTokens > 0 {
+		m = append(m, fmt.Sprintf("+%d per prompt", c.PromptOverheadTokens))
+	}
+	return strings.Join(m, ", ")
 }
 
 // checkLoopback returns an error unless addr's host is a loopback address

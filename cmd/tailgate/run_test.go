@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // TestMain lets tests run the real binary: the test executable re-runs
@@ -26,16 +27,6 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(m.Run())
-}
-
-func startSim(t *testing.T, cfg sim.Config) *sim.Running {
-	t.Helper()
-	srv, err := sim.Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
 }
 
 func readSummary(t *testing.T, dir string) *results.Summary {
@@ -90,7 +81,7 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 7}, {Kind: sim.FaultHTTP503, Every: 11},
 		{Kind: sim.FaultTruncate, Every: 13}, {Kind: sim.FaultMalformed, Every: 17},
 		{Kind: sim.FaultErrorInStream, Every: 19}, {Kind: sim.FaultHang, Every: 23}, {Kind: sim.FaultStallMid, Every: 29}}
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "100", "--arrival", "constant",
 		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1")
@@ -175,7 +166,7 @@ func TestRunUsageErrors(t *testing.T) {
 func TestRunInterruptKeepsResults(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 50*time.Millisecond, 100*time.Millisecond
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--target", srv.URL, "--model", "m", "--rate", "40",
 		"--duration", "60s", "--max-tokens", "20", "--out", dir)
@@ -218,7 +209,7 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 2}, {Kind: sim.FaultErrorInStream, Every: 3}}
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	t.Setenv("OPENAI_API_KEY", "sk-live-key-0123456789")
 	target := strings.Replace(srv.URL, "http://", "http://admin:hunter2hunter2@", 1) + "/v1"
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // Every command says what was wrong with a flag and where to look, on
@@ -90,11 +91,11 @@ func TestRunNothingMeasuredIsUsageError(t *testing.T) {
 	}
 }
 
-func fastSim(t *testing.T, faults ...sim.FaultRule) *sim.Running {
+func fastSim(t *testing.T, faults ...sim.FaultRule) *simtest.Server {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
 	cfg.Faults = faults
-	return startSim(t, cfg)
+	return simtest.Start(t, cfg)
 }
 
 // A run whose requests mostly fail is invalid (exit 3) and says so, and its
@@ -366,7 +367,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 // summary.json keeps every key the pre-pipeline release wrote, with its
 // JSON type (the fixed tailgate.summary/v1 contract: add, never rename).
 func TestSummaryContract(t *testing.T) {
-	srv := startSim(t, sim.DefaultConfig())
+	srv := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
 	if code, _, stderr := runCmd(t, "--target", srv.URL, "--rate", "20", "--duration", "1s", "--max-tokens", "4", "--out", dir); code != exitOK {
 		t.Fatalf("exit %d %s", code, stderr)

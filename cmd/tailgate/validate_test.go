@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 const vSLO = `kind: SLO
@@ -45,11 +46,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
-	srv, err := sim.Start(sim.DefaultConfig(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := simtest.Start(t, sim.DefaultConfig())
 
 	// Lenient ITL, manual stage pending: exit 1; recorded as passed: exit 0.
 	plan := writePlan(t, srv.URL, "1s", true)

@@ -7,7 +7,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Histogram bounds (DESIGN.md): microseconds, 1 µs to 1 h, 3 significant
+// Histogram bounds, fixed for every summary: microseconds, 1 µs to 1 h, 3 significant
 // digits. Every histogram shares them so any two merge exactly.
 const (
 	histMinMicros = 1
@@ -138,7 +138,9 @@ func (g *Group) add(r *Record, good bool) {
 	}
 	g.seen = true
 	if !r.OK() {
-		g.Errors++
+		if r.ErrorKind.Counted() { // cut_at_end: the generator's cut, not a failure
+			g.Errors++
+		}
 		g.ErrorsByKind[string(r.ErrorKind)]++
 		return
 	}

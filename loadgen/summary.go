@@ -147,13 +147,8 @@ type SummaryMeta struct {
 // summarize builds one population's blocks; sched is its scheduled window
 // in seconds (0: unknown).
 func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, Tokens) {
-	c := Counts{Sent: g.Sent, OK: g.OK, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind,
+	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind,
 		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)]}
-	for k, n := range g.ErrorsByKind {
-		if ErrorKind(k).Counted() {
-			c.Errors += n
-		}
-	}
 	var t Throughput
 	if w := (g.last - g.first).Seconds(); w > 0 {
 		t = Throughput{RequestsPerS: float64(g.OK) / w, OutputTokensPerS: float64(g.OutputTokens) / w,

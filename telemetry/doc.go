@@ -42,6 +42,15 @@
 //	tokens        vllm:{prompt,generation}_tokens   sglang:{prompt,generation}_tokens   sums of tgi_request_input_length and        —
 //	              _total                            _total                              tgi_request_generated_tokens
 //
+// llama.cpp's llama-server (--metrics) is read from llamacpp:requests_processing
+// (running), llamacpp:requests_deferred (waiting), llamacpp:kv_cache_usage_ratio,
+// llamacpp:prompt_tokens_total (evaluated prompt tokens: prompt-cache hits are
+// not counted) and llamacpp:tokens_predicted_total. It has no histograms, so
+// there is no server queue delay: the Snapshot, Delta (Histogram.Missing)
+// and Summary say so (QueueDelayUnavailable = NoQueueLlamaCPP), and a
+// queue_delay objective is NO_DATA with that reason. Triton's mean-only
+// queue time gives NoQueueMeanOnly likewise.
+//
 // Label sets (model_name, engine, dp_rank, model/version) are combined:
 // request counts, token counters and histograms are summed, KV usage is
 // averaged; histograms whose bucket layouts differ are summed over the

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -89,6 +90,10 @@ type Histogram struct {
 	// Sum is the sum of the observations, in seconds.
 	Sum   float64 `json:"sum_s"`
 	Count uint64  `json:"count"`
+	// Missing, set only by Delta, says why there are no buckets to judge
+	// a queue_delay objective on (one of the NoQueue… reasons): the
+	// objective is NO_DATA with this reason.
+	Missing string `json:"missing,omitempty"`
 }
 
 // QueueDelay is the histogram of the time requests waited in the server's
@@ -183,17 +188,22 @@ func (h Histogram) Sub(earlier Histogram) (d Histogram, reset bool) {
 }
 
 // Delta is the queue delay observed between snapshots a and b (b taken
-// later) of one Run. Without queue-delay telemetry in b it is empty (Count
-// 0, no buckets). Snapshots are reset-corrected already; should b still be
+// later) of one Run. Without queue-delay buckets in b (none exposed, or
+// Triton's mean only) Missing says why, and the histogram is empty or
+// mean-only. Snapshots are reset-corrected already; should b still be
 // below a (snapshots of different runs), Delta returns b's histogram.
 func Delta(a, b Snapshot) QueueDelay {
-	if b.QueueDelay == nil {
-		return QueueDelay{}
+	var d QueueDelay
+	switch {
+	case b.QueueDelay == nil:
+	case a.QueueDelay == nil:
+		d = b.QueueDelay.clone()
+	default:
+		d, _ = b.QueueDelay.Sub(*a.QueueDelay)
 	}
-	if a.QueueDelay == nil {
-		return b.QueueDelay.clone()
+	if d.MeanOnly() {
+		d.Missing = cmp.Or(b.QueueDelayUnavailable, NoQueueNotExposed)
 	}
-	d, _ := b.QueueDelay.Sub(*a.QueueDelay)
 	return d
 }
 

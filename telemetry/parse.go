@@ -25,6 +25,8 @@ const (
 	FamilySGLang  Family = "sglang"
 	FamilyTGI     Family = "tgi"
 	FamilyTriton  Family = "triton"
+	// FamilyLlamaCPP is llama.cpp's llama-server (started with --metrics).
+	FamilyLlamaCPP Family = "llamacpp"
 	// FamilyDCGM is an endpoint with only dcgm-exporter GPU metrics.
 	FamilyDCGM Family = "dcgm-exporter"
 )
@@ -56,6 +58,10 @@ type ServerSample struct {
 	QueueDelay *Histogram `json:"queue_delay,omitempty"`
 	TTFT       *Histogram `json:"ttft,omitempty"`
 	E2E        *Histogram `json:"e2e,omitempty"`
+	// QueueDelayUnavailable says why a known server gives no queue-delay
+	// buckets (one of the NoQueue… reasons); empty when it does, or when
+	// the endpoint is not a known server.
+	QueueDelayUnavailable string `json:"queue_delay_unavailable,omitempty"`
 	// GPUs are GPU gauges found on the endpoint (dcgm-exporter's DCGM_FI_*,
 	// Triton's nv_gpu_*).
 	GPUs []EndpointGPU `json:"gpus,omitempty"`
@@ -88,14 +94,26 @@ type EndpointGPU struct {
 	TemperatureC     *float64 `json:"temperature_c,omitempty"`
 }
 
+// Reasons a queue_delay objective has no data (ServerSample,
+// Snapshot and Summary QueueDelayUnavailable; Histogram.Missing).
+const (
+	NoQueueLlamaCPP   = "llama.cpp exposes no queue-time histogram"
+	NoQueueMeanOnly   = "Triton exposes queue time only as a cumulative counter: a mean, no buckets"
+	NoQueueNoEndpoint = "no server /metrics endpoint was scraped"
+	NoQueueNoScrape   = "no scrape of the server's /metrics succeeded"
+	NoQueueNotExposed = "no scraped endpoint exposes a known queue-delay histogram"
+)
+
 // Metric names, first found wins. vLLM, SGLang and TGI names come before
 // Triton's so that Triton's vLLM backend is read from its richer vllm:*
 // metrics.
 var (
-	runningNames = []string{"vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"}
+	runningNames = []string{"vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size",
+		"llamacpp:requests_processing"}
 	waitingNames = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size",
-		"nv_inference_pending_request_count"}
-	kvNames = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
+		"llamacpp:requests_deferred", "nv_inference_pending_request_count"}
+	kvNames = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage",
+		"llamacpp:kv_cache_usage_ratio"}
 
 	queueNames = []string{"vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration"}
 	ttftNames  = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
@@ -103,9 +121,12 @@ var (
 
 	// Counters: prometheus_client's text format names them with _total;
 	// OpenMetrics-style exposition may not.
-	promptNames = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens", "sglang:prompt_tokens_total", "sglang:prompt_tokens"}
-	genNames    = []string{"vllm:generation_tokens_total", "vllm:generation_tokens",
-		"sglang:generation_tokens_total", "sglang:generation_tokens"}
+	// llama.cpp's prompt_tokens_total counts evaluated prompt tokens only:
+	// prompt-cache hits are not in it.
+	promptNames = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens", "sglang:prompt_tokens_total", "sglang:prompt_tokens",
+		"llamacpp:prompt_tokens_total"}
+	genNames = []string{"vllm:generation_tokens_total", "vllm:generation_tokens",
+		"sglang:generation_tokens_total", "sglang:generation_tokens", "llamacpp:tokens_predicted_total"}
 )
 
 // ParseExposition reads Prometheus text exposition (format 0.0.4; metric
@@ -148,6 +169,12 @@ func normalise(fams map[string]*dto.MetricFamily) *ServerSample {
 	if s.QueueDelay == nil {
 		s.QueueDelay = tritonMean(fams, "nv_inference_queue_duration_us")
 	}
+	switch {
+	case s.QueueDelay != nil && s.QueueDelay.MeanOnly():
+		s.QueueDelayUnavailable = NoQueueMeanOnly
+	case s.QueueDelay == nil && strings.Contains(string(s.Family), string(FamilyLlamaCPP)):
+		s.QueueDelayUnavailable = NoQueueLlamaCPP
+	}
 	s.TTFT = firstHistogram(fams, ttftNames, 1)
 	if s.TTFT == nil {
 		s.TTFT = histogramOf(fams, "nv_inference_first_response_histogram_ms", 1e-3)
@@ -161,9 +188,11 @@ func normalise(fams map[string]*dto.MetricFamily) *ServerSample {
 }
 
 func detectFamily(fams map[string]*dto.MetricFamily) Family {
-	var triton, vllm, sglang, tgi, dcgm bool
+	var triton, vllm, sglang, tgi, llamacpp, dcgm bool
 	for name := range fams {
 		switch {
+		case strings.HasPrefix(name, "llamacpp:"):
+			llamacpp = true
 		case strings.HasPrefix(name, "vllm:"):
 			vllm = true
 		case strings.HasPrefix(name, "sglang:"):
@@ -181,7 +210,7 @@ func detectFamily(fams map[string]*dto.MetricFamily) Family {
 	for _, f := range []struct {
 		on bool
 		f  Family
-	}{{triton, FamilyTriton}, {vllm, FamilyVLLM}, {sglang, FamilySGLang}, {tgi, FamilyTGI}} {
+	}{{triton, FamilyTriton}, {vllm, FamilyVLLM}, {sglang, FamilySGLang}, {tgi, FamilyTGI}, {llamacpp, FamilyLlamaCPP}} {
 		if f.on {
 			parts = append(parts, string(f.f))
 		}

@@ -323,3 +323,33 @@ func TestSampleJSONStableKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLlamaCPP reads llama.cpp's llama-server /metrics: the capture
+// as served (idle, all zero) and the same text with load on it.
+func TestParseLlamaCPP(t *testing.T) {
+	idle := parseFile(t, "llamacpp-idle.prom")
+	if idle.Family != FamilyLlamaCPP {
+		t.Errorf("idle family %q", idle.Family)
+	}
+	wantVal(t, "idle running", idle.Running, 0)
+	wantVal(t, "idle waiting", idle.Waiting, 0)
+	wantVal(t, "idle kv", idle.KVUsage, 0)
+
+	s := parseFile(t, "llamacpp.prom")
+	if s.Family != FamilyLlamaCPP {
+		t.Errorf("family %q", s.Family)
+	}
+	wantVal(t, "running", s.Running, 4)
+	wantVal(t, "waiting", s.Waiting, 3)
+	wantVal(t, "kv_usage", s.KVUsage, 0.4375)
+	wantVal(t, "prompt tokens", s.PromptTokens, 6886)
+	wantVal(t, "generation tokens", s.GenerationTokens, 3469)
+	wantNil(t, "queue delay", s.QueueDelay)
+	wantNil(t, "ttft", s.TTFT)
+	wantNil(t, "e2e", s.E2E)
+	for _, x := range []*ServerSample{idle, s} {
+		if x.QueueDelayUnavailable != NoQueueLlamaCPP {
+			t.Errorf("queue delay unavailable %q, want %q", x.QueueDelayUnavailable, NoQueueLlamaCPP)
+		}
+	}
+}

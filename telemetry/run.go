@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type Snapshot struct {
 	// PromptTokens and GenerationTokens are nil until a source exposes them.
 	PromptTokens     *float64 `json:"prompt_tokens,omitempty"`
 	GenerationTokens *float64 `json:"generation_tokens,omitempty"`
+	// QueueDelayUnavailable says why QueueDelay is nil or mean-only (one
+	// of the NoQueue… reasons), so a queue_delay objective is NO_DATA with
+	// that reason; empty when QueueDelay has buckets.
+	QueueDelayUnavailable string `json:"queue_delay_unavailable,omitempty"`
 }
 
 // Run samples the serving side in the background until Stop.
@@ -90,6 +95,8 @@ type source struct {
 
 	// Guarded by Run.mu.
 	family          Family
+	queueMissing    string // the last answer's QueueDelayUnavailable
+	answered        bool   // some scrape succeeded
 	scrapes, errors int
 	queue, ttft     histAcc
 	e2e             histAcc
@@ -202,7 +209,33 @@ func (r *Run) snapshotLocked() Snapshot {
 		s.PromptTokens = addCounter(s.PromptTokens, &src.prompt)
 		s.GenerationTokens = addCounter(s.GenerationTokens, &src.gen)
 	}
+	s.QueueDelayUnavailable = r.queueMissingLocked(s.QueueDelay)
 	return s
+}
+
+// queueMissingLocked says why q (the summed queue delay) cannot be judged,
+// "" when it has buckets.
+func (r *Run) queueMissingLocked(q *Histogram) string {
+	if q != nil && !q.MeanOnly() {
+		return ""
+	}
+	var why []string
+	answered := false
+	for _, src := range r.sources {
+		answered = answered || src.answered
+		if src.queueMissing != "" && !slices.Contains(why, src.queueMissing) {
+			why = append(why, src.queueMissing)
+		}
+	}
+	switch {
+	case len(why) > 0:
+		return strings.Join(why, "; ")
+	case len(r.sources) == 0:
+		return NoQueueNoEndpoint
+	case !answered:
+		return NoQueueNoScrape
+	}
+	return NoQueueNotExposed
 }
 
 // Stop ends sampling after one final round and returns the Summary. It may
@@ -302,7 +335,10 @@ func (r *Run) round(ctx context.Context) {
 			smp.Errors = append(smp.Errors, src.name+": "+o.err.Error())
 		}
 		if s := o.sample; s != nil {
-			src.family = s.Family
+			src.family, src.answered = s.Family, true
+			if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
+				src.queueMissing = s.QueueDelayUnavailable
+			}
 			for j := range s.GPUs {
 				s.GPUs[j].Source = src.name
 			}

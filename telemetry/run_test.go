@@ -416,3 +416,47 @@ func TestSlowSinkSkipsWholeTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueDelayUnavailableReasons checks that a Run says why there is no
+// queue-delay histogram to judge, in the Snapshot, Delta and Summary.
+func TestQueueDelayUnavailableReasons(t *testing.T) {
+	llama, _ := serveFile(t, "llamacpp.prom")
+	triton, _ := serveFile(t, "triton.prom")
+	vllm, _ := serveFile(t, "vllm.prom")
+	dcgm, _ := serveFile(t, "dcgm.prom")
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for _, c := range []struct {
+		name    string
+		urls    []string
+		want    string
+		buckets bool
+	}{
+		{"llama.cpp", []string{llama.URL}, NoQueueLlamaCPP, false},
+		{"triton", []string{triton.URL}, NoQueueMeanOnly, false},
+		{"dcgm only", []string{dcgm.URL}, NoQueueNotExposed, false},
+		{"unreachable", []string{down.URL}, NoQueueNoScrape, false},
+		{"none", nil, NoQueueNoEndpoint, false},
+		{"vllm", []string{vllm.URL}, "", true},
+		{"llama.cpp beside vllm", []string{llama.URL, vllm.URL}, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sc []ScrapeConfig
+			for _, u := range c.urls {
+				sc = append(sc, ScrapeConfig{URL: u})
+			}
+			r := Start(context.Background(), Config{Scrapes: sc, Interval: time.Hour}, nil)
+			a := r.Snapshot()
+			b := r.Snapshot()
+			sum := r.Stop()
+			d := Delta(a, b)
+			if b.QueueDelayUnavailable != c.want || d.Missing != c.want || sum.QueueDelayUnavailable != c.want {
+				t.Errorf("reasons: snapshot %q delta %q summary %q, want %q", b.QueueDelayUnavailable, d.Missing,
+					sum.QueueDelayUnavailable, c.want)
+			}
+			if got := !d.MeanOnly(); got != c.buckets {
+				t.Errorf("delta has buckets %v, want %v", got, c.buckets)
+			}
+		})
+	}
+}

@@ -40,8 +40,11 @@ type Summary struct {
 	// the run; ServerTTFT and ServerE2E likewise for the server's own
 	// latency histograms (which start at the server, not at the client).
 	QueueDelay *HistogramSummary `json:"queue_delay,omitempty"`
-	ServerTTFT *HistogramSummary `json:"server_ttft,omitempty"`
-	ServerE2E  *HistogramSummary `json:"server_e2e,omitempty"`
+	// QueueDelayUnavailable says why QueueDelay is absent or mean-only
+	// (one of the NoQueue… reasons).
+	QueueDelayUnavailable string            `json:"queue_delay_unavailable,omitempty"`
+	ServerTTFT            *HistogramSummary `json:"server_ttft,omitempty"`
+	ServerE2E             *HistogramSummary `json:"server_e2e,omitempty"`
 	// PromptTokens and GenerationTokens are the server counters' increase
 	// over the run.
 	PromptTokens     *float64 `json:"prompt_tokens,omitempty"`
@@ -300,6 +303,7 @@ func (r *Run) summaryLocked() Summary {
 	sum.Family = string(mergeFamilies(fams))
 	snap := r.snapshotLocked()
 	sum.QueueDelay = SummariseHistogram(snap.QueueDelay)
+	sum.QueueDelayUnavailable = snap.QueueDelayUnavailable
 	sum.ServerTTFT = SummariseHistogram(snap.TTFT)
 	sum.ServerE2E = SummariseHistogram(snap.E2E)
 	sum.PromptTokens, sum.GenerationTokens = snap.PromptTokens, snap.GenerationTokens

@@ -116,7 +116,7 @@ func (t *telemetryRun) stop() (telemetry.Summary, map[string]*telemetry.Histogra
 	qd := map[string]*telemetry.Histogram{}
 	for i := 0; i+1 < len(snaps); i++ {
 		d := telemetry.Delta(snaps[i], snaps[i+1])
-		if len(d.Buckets) > 0 || d.Count > 0 {
+		if len(d.Buckets) > 0 || d.Count > 0 || d.Missing != "" {
 			qd[t.points[i].stage] = &d
 		}
 	}

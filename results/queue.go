@@ -11,10 +11,18 @@ import (
 )
 
 // QueueTelemetry converts a server queue-delay histogram (its increase over
-// a stage) into the SLO judge's input; nil when the server exposed none.
+// a stage) into the SLO judge's input: nil without telemetry, and no
+// buckets but the reason when the server exposes none (llama.cpp, Triton's
+// mean-only counters), so queue_delay objectives are NO_DATA with it.
 func QueueTelemetry(h *telemetry.Histogram) *slo.QueueTelemetry {
-	if h == nil || len(h.Buckets) == 0 || h.MeanOnly() {
+	if h == nil {
 		return nil
+	}
+	if len(h.Buckets) == 0 || h.MeanOnly() {
+		if h.Missing == "" {
+			return nil
+		}
+		return &slo.QueueTelemetry{Source: h.Source, Missing: h.Missing}
 	}
 	q := &slo.QueueTelemetry{Source: h.Source}
 	for _, b := range h.Buckets {
@@ -42,6 +50,7 @@ type queueFileJSON map[string]queueJSON
 type queueJSON struct {
 	Source  string            `json:"source"`
 	Buckets []queueBucketJSON `json:"buckets"`
+	Missing string            `json:"missing,omitempty"` // why there are no buckets
 }
 
 type queueBucketJSON struct {
@@ -53,7 +62,7 @@ type queueBucketJSON struct {
 func (d Dir) WriteQueueDelay(byStage map[string]*slo.QueueTelemetry) error {
 	out := queueFileJSON{}
 	for st, q := range byStage {
-		j := queueJSON{Source: q.Source}
+		j := queueJSON{Source: q.Source, Missing: q.Missing, Buckets: []queueBucketJSON{}}
 		for _, b := range q.Buckets {
 			var le *float64
 			if b.Le != slo.InfBound {
@@ -86,7 +95,7 @@ func (d Dir) ReadQueueDelay(stages []string) (map[string]*slo.QueueTelemetry, er
 	}
 	out := map[string]*slo.QueueTelemetry{}
 	for st, j := range in {
-		q := &slo.QueueTelemetry{Source: j.Source}
+		q := &slo.QueueTelemetry{Source: j.Source, Missing: j.Missing}
 		for _, b := range j.Buckets {
 			le := slo.InfBound
 			if b.LeSeconds != nil {

@@ -442,3 +442,27 @@ func TestSummaryContract(t *testing.T) {
 		t.Errorf("summary.json lost %q", line)
 	}
 }
+
+// llama.cpp's /metrics is understood (running, deferred, KV) and has no
+// queue histogram: queue_delay is NO_DATA with that reason, in run --slo
+// and again in check.
+func TestLlamaCppMetrics(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Profile, cfg.Slots = sim.ProfileLlamaCpp, 4
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, 2*time.Millisecond
+	srv := simtest.Start(t, cfg)
+	dir := t.TempDir()
+	_, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--concurrency", "4", "--duration", "1500ms",
+		"--max-tokens", "8", "--telemetry-interval", "200ms", "--slo", "../../testdata/slo/chat.yaml", "--out", dir, "--max-error-rate", "1")
+	s := readSummary(t, dir)
+	if s.Telemetry == nil || s.Telemetry.Family != "llamacpp" || s.Telemetry.Running == nil {
+		t.Fatalf("telemetry %+v\n%s", s.Telemetry, stderr)
+	}
+	if !strings.Contains(stdout, "llama.cpp") || !strings.Contains(stdout, "NO_DATA") {
+		t.Errorf("queue_delay not NO_DATA with llama.cpp's reason:\n%s", stdout)
+	}
+	_, cout, _ := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", dir)
+	if !strings.Contains(cout, "llama.cpp") {
+		t.Errorf("check lost the reason:\n%s", cout)
+	}
+}

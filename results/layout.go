@@ -1,7 +1,6 @@
 package results
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,14 +65,3 @@ func (e *WriteError) Error() string {
 }
 
 func (e *WriteError) Unwrap() error { return e.Err }
-
-func writeErr(path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var we *WriteError
-	if errors.As(err, &we) {
-		return err
-	}
-	return &WriteError{Path: path, Err: err}
-}

@@ -53,7 +53,6 @@ func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) re
 	done := make(chan struct{})
 	go func() {
 		for rec := range out {
-			rec.Finalize()
 			res.metrics.Add(rec)
 			finished.Add(1)
 		}

@@ -34,7 +34,6 @@ func run(t *testing.T, ctx context.Context, url string, opts loadgen.Options, ma
 	go func() {
 		var recs []*loadgen.Record
 		for rec := range out {
-			rec.Finalize()
 			recs = append(recs, rec)
 		}
 		done <- recs

@@ -27,7 +27,6 @@ func runMix(t *testing.T, c loadgen.Client, mix *prompts.Mix, opts loadgen.Optio
 	done := make(chan struct{})
 	go func() {
 		for rec := range out {
-			rec.Finalize()
 			recs = append(recs, rec)
 		}
 		close(done)

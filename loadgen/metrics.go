@@ -25,6 +25,7 @@ type Group struct {
 	Hist map[string]*hdrhistogram.Histogram
 
 	Sent, OK, Errors, Dropped int64
+	Retries                   int64 // re-sends on a fresh connection (Record.Retries)
 	ErrorsByKind              map[string]int64
 	InputTokens, OutputTokens int64
 	RequestedInputTokens      int64
@@ -130,6 +131,7 @@ func (g *Group) add(r *Record, good bool) {
 		return
 	}
 	g.Sent++
+	g.Retries += int64(r.Retries)
 	if !g.seen || r.Intended < g.first {
 		g.first = r.Intended
 	}

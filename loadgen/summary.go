@@ -62,6 +62,10 @@ type Counts struct {
 	Errors       int64            `json:"errors"`
 	Dropped      int64            `json:"dropped"`
 	CutAtEnd     int64            `json:"cut_at_end"` // not in Errors: the generator cut them (see Options.Grace)
+	// Retries counts requests sent again on a fresh connection after a
+	// reused idle one failed before any response byte (the latency still
+	// counts from the intended start).
+	Retries int64 `json:"retries"`
 	Warmup       int64            `json:"warmup,omitempty"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 }
@@ -147,7 +151,7 @@ type SummaryMeta struct {
 // summarize builds one population's blocks; sched is its scheduled window
 // in seconds (0: unknown).
 func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, Tokens) {
-	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, ErrorsByKind: g.ErrorsByKind,
+	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries, ErrorsByKind: g.ErrorsByKind,
 		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)]}
 	var t Throughput
 	if w := (g.last - g.first).Seconds(); w > 0 {

@@ -57,15 +57,15 @@ func HistOf(h *hdrhistogram.Histogram) Hist {
 
 // Counts is the requests block.
 type Counts struct {
-	Sent         int64            `json:"sent"`
-	OK           int64            `json:"ok"`
-	Errors       int64            `json:"errors"`
-	Dropped      int64            `json:"dropped"`
-	CutAtEnd     int64            `json:"cut_at_end"` // not in Errors: the generator cut them (see Options.Grace)
+	Sent     int64 `json:"sent"`
+	OK       int64 `json:"ok"`
+	Errors   int64 `json:"errors"`
+	Dropped  int64 `json:"dropped"`
+	CutAtEnd int64 `json:"cut_at_end"` // not in Errors: the generator cut them (see Options.Grace)
 	// Retries counts requests sent again on a fresh connection after a
 	// reused idle one failed before any response byte (the latency still
 	// counts from the intended start).
-	Retries int64 `json:"retries"`
+	Retries      int64            `json:"retries"`
 	Warmup       int64            `json:"warmup,omitempty"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 }

@@ -293,4 +293,3 @@ func (p *pipe) warnings(res *Result) []string {
 	}
 	return w
 }
-

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -59,8 +60,8 @@ func (t *targetFlags) client(keepText bool) (*openai.Client, error) {
 	}
 	t.apiKey = key
 	return openai.New(openai.Config{BaseURL: t.target, API: t.api, Model: t.model, Stream: openai.Bool(t.stream),
-		MaxTokens: t.maxTokens, APIKey: key, HeaderLines: t.headers,
-		Insecure: t.insecure, CAFile: t.caFile, KeepText: keepText})
+		MaxTokens: t.maxTokens, Transport: transport.Config{APIKey: key, Headers: t.headers,
+			Insecure: t.insecure, CAFile: t.caFile}})
 }
 
 // loadFlags describe the schedule.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +109,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	env.Server = evidence.ProbeServer(probeCtx, &http.Client{}, tf.target, tf.auth())
+	server := client.DescribeServer(probeCtx)
+	env.Server = &server
 	cancel()
 	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
 	if err != nil {

@@ -2,14 +2,10 @@ package evidence
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/tailgate-llm/tailgate/internal/redact"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // EnvironmentFile is where the fingerprint goes in an evidence directory.
@@ -65,13 +64,11 @@ type Host struct {
 	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
 }
 
-// Server is what the target reported: its model list and version headers.
-type Server struct {
-	URL     string            `json:"url"`
-	Models  []string          `json:"models,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Error   string            `json:"error,omitempty"`
-}
+// Server is what the target reported about itself (URL redacted, models,
+// version headers, or why it said nothing): the protocol client's
+// loadgen.ServerDescriber fills it with the run's own transport, so
+// --ca-file, --insecure and --header apply.
+type Server = loadgen.ServerInfo
 
 // GPU is one accelerator.
 type GPU struct {
@@ -187,60 +184,6 @@ func GPUsFromProc() []GPU {
 		out = append(out, g)
 	}
 	return out
-}
-
-func redactURL(s string) string { return redact.URL(s) }
-
-// ProbeServer asks an OpenAI-compatible server for its model list
-// (GET base/v1/models) and keeps its version headers (Server, and any
-// header naming a version). Failure is recorded in Server.Error, not
-// returned: evidence is best effort.
-func ProbeServer(ctx context.Context, c *http.Client, base string, header http.Header) *Server {
-	s := &Server{URL: redactURL(base)}
-	u := strings.TrimRight(base, "/")
-	if !strings.HasSuffix(u, "/v1") {
-		u += "/v1"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/models", nil)
-	if err != nil {
-		s.Error = err.Error()
-		return s
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		s.Error = err.Error()
-		return s
-	}
-	defer resp.Body.Close()
-	for k, v := range resp.Header {
-		lk := strings.ToLower(k)
-		if lk == "server" || strings.Contains(lk, "version") {
-			if s.Headers == nil {
-				s.Headers = map[string]string{}
-			}
-			s.Headers[k] = strings.Join(v, ", ")
-		}
-	}
-	if resp.StatusCode != http.StatusOK {
-		s.Error = "GET /v1/models: " + resp.Status
-		return s
-	}
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
-		s.Error = "GET /v1/models: " + err.Error()
-		return s
-	}
-	for _, m := range body.Data {
-		s.Models = append(s.Models, m.ID)
-	}
-	return s
 }
 
 // CopyInput copies src byte for byte to dir/inputs/NAME (NAME is src's

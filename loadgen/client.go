@@ -21,3 +21,37 @@ type ClientFunc func(ctx context.Context, p *prompts.Prompt, rec *Record)
 
 // Do calls f.
 func (f ClientFunc) Do(ctx context.Context, p *prompts.Prompt, rec *Record) { f(ctx, p, rec) }
+
+// The optional interfaces below are found on a Client by type assertion;
+// a protocol implements those its wire format allows.
+
+// ModelDiscoverer is a Client that can ask its server which model to use,
+// for runs that name none. SetModel is called before the first Do; it is
+// not synchronised with requests in flight.
+type ModelDiscoverer interface {
+	DiscoverModel(ctx context.Context) (string, error)
+	SetModel(model string)
+}
+
+// Preflighter is a Client that can check, within seconds, that its target
+// answers and serves the model, before a run commits to its schedule. The
+// error names the target (redacted) and the model.
+type Preflighter interface {
+	Preflight(ctx context.Context) error
+}
+
+// ServerDescriber is a Client that can say what its server reports about
+// itself, for the evidence pack's environment.json. It never fails: what
+// went wrong is in ServerInfo.Error.
+type ServerDescriber interface {
+	DescribeServer(ctx context.Context) ServerInfo
+}
+
+// ServerInfo is what a server reports about itself, as environment.json's
+// "server" block. Nothing in it carries a credential.
+type ServerInfo struct {
+	URL     string            `json:"url"` // redacted: no user info, query masked
+	Models  []string          `json:"models,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"` // Server and version-bearing headers, lower-case names
+	Error   string            `json:"error,omitempty"`   // why the rest is missing, scrubbed
+}

@@ -35,6 +35,9 @@ type Spec struct {
 	// MaxErrorRate is the share of sent requests that may fail before the
 	// run is invalid (0: DefaultMaxErrorRate; negative: no limit).
 	MaxErrorRate float64
+	// SelfCheckWarns makes a self-check that found the generator distorting
+	// the figures a warning only, not a reason the run is invalid.
+	SelfCheckWarns bool
 	// KeepGoing keeps sending after a sink fails. By default the first
 	// failure stops the run: its results on disk would be incomplete.
 	KeepGoing bool

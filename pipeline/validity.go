@@ -27,7 +27,7 @@ func validity(res *Result, spec Spec) results.Validity {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%.1f%% of requests failed (%d of %d), above the %.1f%% limit (--max-error-rate)",
 			100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent, 100*limit))
 	}
-	if sc := res.Summary.SelfCheck; sc.Distorted {
+	if sc := res.Summary.SelfCheck; sc.Distorted && !spec.SelfCheckWarns {
 		for _, r := range sc.Reasons {
 			v.Reasons = append(v.Reasons, "the load generator distorted the figures: "+r)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -97,8 +97,8 @@ func (t *targetFlags) client() (*openai.Client, error) {
 	}
 	t.apiKey = key
 	return openai.New(openai.Config{BaseURL: t.target, API: t.api, Model: t.model, Stream: openai.Bool(t.stream),
-		MaxTokens: t.maxTokens, APIKey: key, HeaderLines: t.headers,
-		Insecure: t.insecure, CAFile: t.caFile, KeepText: true})
+		MaxTokens: t.maxTokens, Transport: transport.Config{APIKey: key, Headers: t.headers,
+			Insecure: t.insecure, CAFile: t.caFile}})
 }
 
 // discoverModel asks the server for its model when --model is not given.
@@ -115,20 +115,13 @@ func (t *targetFlags) discoverModel(ctx context.Context, c *openai.Client) error
 	return nil
 }
 
-// preflight checks, within ctx, that the target answers and serves the
-// model (discovering it when --model is not given).
+// preflight checks that the target answers and serves the model
+// (discovering it when --model is not given), within seconds.
 func (t *targetFlags) preflight(ctx context.Context, c *openai.Client) error {
-	info, err := c.Server(ctx)
-	if err != nil {
-		return fmt.Errorf("%s does not answer: %s", redact.URL(t.target), redact.Text(err.Error(), t.apiKey))
-	}
 	if t.model == "" {
 		return t.discoverModel(ctx, c)
 	}
-	if len(info.Models) > 0 && !slices.Contains(info.Models, t.model) {
-		return fmt.Errorf("model %q is not served by %s (it lists %s)", t.model, redact.URL(t.target), strings.Join(info.Models, ", "))
-	}
-	return nil
+	return c.Preflight(ctx)
 }
 
 // loadFlags describe the schedule.
@@ -147,6 +140,7 @@ type loadFlags struct {
 	maxInFlight  int
 	seed         uint64
 	maxErrorRate float64
+	selfCheck    string
 }
 
 func (l *loadFlags) register(fs *pflag.FlagSet) {
@@ -164,6 +158,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.maxInFlight, "max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight; late requests count their wait")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed for arrivals and prompt sampling")
 	registerMaxErrorRate(fs, &l.maxErrorRate)
+	fs.StringVar(&l.selfCheck, "self-check", "fail", "when the generator's own lateness or CPU distorted the figures: fail (run invalid, exit 3) or warn")
 }
 
 func registerGrace(fs *pflag.FlagSet, v *time.Duration) {
@@ -193,6 +188,9 @@ func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, err
 	}
 	if l.rate < 0 || l.concurrency < 0 {
 		return o, fmt.Errorf("--rate and --concurrency must not be negative")
+	}
+	if l.selfCheck != "fail" && l.selfCheck != "warn" {
+		return o, fmt.Errorf("--self-check %q: want fail or warn", l.selfCheck)
 	}
 	if l.maxErrorRate < 0 || l.maxErrorRate > 1 {
 		return o, fmt.Errorf("--max-error-rate %v: want a share from 0 to 1", l.maxErrorRate)

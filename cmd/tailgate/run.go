@@ -97,7 +97,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg,
-		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate),
+		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if spec != nil {
 		ps.Goodput = spec.GoodputFunc()

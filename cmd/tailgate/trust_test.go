@@ -93,7 +93,9 @@ func TestRunNothingMeasuredIsUsageError(t *testing.T) {
 
 func fastSim(t *testing.T, faults ...sim.FaultRule) *simtest.Server {
 	cfg := sim.DefaultConfig()
-	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
+	// TTFT 30 ms: the self-check's lateness limit (5% of TTFT p50) is then
+	// 1.5 ms, above what a loaded two-core test machine adds.
+	cfg.FixedTTFT, cfg.FixedITL = 30*time.Millisecond, time.Millisecond
 	cfg.Faults = faults
 	return simtest.Start(t, cfg)
 }
@@ -464,5 +466,21 @@ func TestLlamaCppMetrics(t *testing.T) {
 	_, cout, _ := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", dir)
 	if !strings.Contains(cout, "llama.cpp") {
 		t.Errorf("check lost the reason:\n%s", cout)
+	}
+}
+
+// A generator that cannot keep its schedule (one request in flight at a
+// time, 200 due per second) distorted what it measured: exit 3, unless
+// --self-check=warn.
+func TestSelfCheckFails(t *testing.T) {
+	srv := fastSim(t)
+	args := []string{"--target", srv.URL, "--model", "m", "--rate", "200", "--arrival", "constant", "--duration", "1s",
+		"--max-inflight", "1", "--max-tokens", "2", "--metrics-url", "off", "--grace", "0"}
+	code, _, stderr := runCmd(t, append(args, "--self-check", "fail")...)
+	if code != exitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
+		t.Errorf("exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1")...); code != exitOK {
+		t.Errorf("--self-check warn: exit %d %s", code, stderr)
 	}
 }

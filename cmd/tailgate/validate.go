@@ -99,12 +99,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
 		GPUs: gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {
-			info, err := client.Server(ctx)
-			s := &evidence.Server{URL: redact.URL(tf.target), Models: info.Models, Headers: info.Headers}
-			if err != nil {
-				s.Error = redact.Text(err.Error(), tf.apiKey)
-			}
-			return s
+			info := client.DescribeServer(ctx)
+			return &info
 		},
 		Preflight: func(ctx context.Context) error { return tf.preflight(ctx, client) },
 	}

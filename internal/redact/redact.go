@@ -41,11 +41,18 @@ func URL(s string) string {
 // Text replaces every URL in free text (an error message) with its
 // redacted form, and every literal secret given.
 func Text(s string, secrets ...string) string {
+	// URLs first: a password masked in place would leave a URL that no
+	// longer parses, and it would be masked whole.
+	s = urls(s)
 	for _, k := range secrets {
 		if k != "" {
 			s = strings.ReplaceAll(s, k, Mask)
 		}
 	}
+	return s
+}
+
+func urls(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}

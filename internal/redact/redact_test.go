@@ -32,6 +32,12 @@ func TestText(t *testing.T) {
 	if !strings.Contains(got, "http://127.0.0.1:9/v1/models?") || !strings.Contains(got, "dial tcp: refused") {
 		t.Errorf("Text lost the message: %q", got)
 	}
+	// A URL's password also given as a literal secret: the URL keeps its
+	// host and path rather than being masked whole.
+	in = `GET http://user:pw-SECRET@127.0.0.1:9/v1/models: refused`
+	if got, want := Text(in, "pw-SECRET"), `GET http://127.0.0.1:9/v1/models: refused`; got != want {
+		t.Errorf("Text(%q) = %q, want %q", in, got, want)
+	}
 }
 
 func TestArgs(t *testing.T) {

@@ -8,17 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
-
-var _ loadgen.Client = (*Client)(nil)
 
 const (
 	// maxErrorBodyBytes is how much of an HTTP error body is read for its
@@ -58,9 +56,10 @@ func putScanner(s *Scanner) {
 }
 
 // Do sends p and fills rec; see the package documentation for what each
-// instant means. It always calls rec.Finalize before returning.
+// instant means. It leaves rec.Finalize to the runner. The answer's text is
+// kept in rec.Text only when p has a FollowUp (the next turn is built from
+// it).
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
-	defer rec.Finalize()
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
@@ -76,16 +75,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	// touching the caller's.
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := c.http.NewRequest(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		rec.Sent = rec.Now()
 		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building request: "+err.Error())
+		c.fail(rec, loadgen.ErrProtocol, "building request: "+transport.Unwrap(err).Error())
 		return
-	}
-	req.Header = c.header.Clone()
-	if c.host != "" {
-		req.Host = c.host
 	}
 	id := p.ID
 	if id == "" {
@@ -93,11 +88,14 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	}
 	req.Header.Set("X-Request-Id", id)
 
+	// Sent is the first send, even when the transport re-sends on a fresh
+	// connection (rec.Retries): schedule lag is the generator's lateness.
 	rec.Sent = rec.Now()
-	resp, err := c.http.Do(req)
+	resp, retries, err := c.http.Do(req)
+	rec.Retries += retries
 	if err != nil {
 		rec.End = rec.Now()
-		kind, msg := transportError(ctx, err, "before the response")
+		kind, msg := transport.Classify(ctx, err, "before the response")
 		c.fail(rec, kind, msg)
 		return
 	}
@@ -107,20 +105,42 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		c.httpError(rec, resp)
 		return
 	}
-	// An explicit Content-Type wins over what was asked for: some
-	// servers ignore "stream" one way or the other.
-	streamed := c.stream
-	switch ct := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))); {
-	case strings.HasPrefix(ct, "application/json"):
-		streamed = false
-	case strings.HasPrefix(ct, "text/event-stream"):
-		streamed = true
+	keepText := p.FollowUp != nil
+	// The Content-Type wins over what was asked for: some servers ignore
+	// "stream" one way or the other. Without one, trust the request.
+	ct := resp.Header.Get("Content-Type")
+	switch mediaType(ct) {
+	case "text/event-stream":
+		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
+	case "application/json":
+		c.readWhole(ctx, resp.Body, rec, keepText)
+	case "":
+		if c.stream {
+			c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
+		} else {
+			c.readWhole(ctx, resp.Body, rec, keepText)
+		}
+	default:
+		// An HTML error page from a proxy or a login wall: say what came,
+		// rather than call it a truncated stream.
+		rec.End = rec.Now()
+		want := "an event stream"
+		if !c.stream {
+			want = "JSON"
+		}
+		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
 	}
-	if streamed {
-		c.readStream(ctx, cancel, resp.Body, rec, maxTokens)
-	} else {
-		c.readWhole(ctx, resp.Body, rec)
+}
+
+// mediaType is the lower-case media type of a Content-Type value, without
+// parameters; "+json" suffixes count as JSON.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if strings.HasSuffix(mt, "+json") {
+		return "application/json"
 	}
+	return mt
 }
 
 // requestBody builds the JSON body. Prompt.Params may override anything
@@ -282,7 +302,7 @@ func (s *stream) streamError(data []byte) {
 	s.msg = "error event in stream: " + quoteSnippet(data)
 }
 
-func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int) {
+func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool) {
 	sc := getScanner(body)
 	defer putScanner(sc)
 	if rec.Chunks == nil {
@@ -292,10 +312,10 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 		}
 		rec.Chunks = make([]loadgen.Chunk, 0, n)
 	}
-	s := stream{rec: rec, keepText: c.keepText}
+	s := stream{rec: rec, keepText: keepText}
 	s.run(sc)
 	rec.End = rec.Now()
-	if c.keepText {
+	if keepText {
 		rec.Text = string(s.text)
 	}
 	switch {
@@ -308,7 +328,7 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("after %d events: %v", s.events, err))
 			return
 		}
-		kind, msg := transportError(ctx, err, fmt.Sprintf("after %d events and %d chunks", s.events, len(rec.Chunks)))
+		kind, msg := transport.Classify(ctx, err, fmt.Sprintf("after %d events and %d chunks", s.events, len(rec.Chunks)))
 		if kind == loadgen.ErrConnect {
 			kind = loadgen.ErrStreamTruncated // the response had begun
 		}
@@ -334,11 +354,15 @@ func drain(sc *Scanner, cancel context.CancelFunc) {
 	_, _ = io.CopyN(io.Discard, sc.r, maxDrainBytes)
 }
 
-func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record) {
+// readWhole reads a non-streamed answer: asked for (--stream=false) or a
+// server that ignored "stream". Either way the record is Unstreamed: its
+// one chunk at the end gives TTFT = E2E and no inter-token gaps.
+func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record, keepText bool) {
+	rec.Unstreamed = true
 	b, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
 	rec.End = rec.Now()
 	if err != nil {
-		kind, msg := transportError(ctx, err, "reading the response body")
+		kind, msg := transport.Classify(ctx, err, "reading the response body")
 		if kind == loadgen.ErrConnect {
 			kind = loadgen.ErrStreamTruncated
 		}
@@ -350,7 +374,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 		return
 	}
 	var ev event
-	text, err := decodeEvent(b, &ev, nil, c.keepText)
+	text, err := decodeEvent(b, &ev, nil, keepText)
 	if err != nil {
 		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
 		return
@@ -368,7 +392,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	}
 	rec.FinishReason = ev.finish
 	applyUsage(rec, &ev)
-	if c.keepText {
+	if keepText {
 		rec.Text = string(text)
 	}
 }
@@ -376,15 +400,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 func (c *Client) httpError(rec *loadgen.Record, resp *http.Response) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 	rec.End = rec.Now()
-	kind := loadgen.ErrProtocol
-	switch code := resp.StatusCode; {
-	case code == http.StatusTooManyRequests:
-		kind = loadgen.ErrRateLimited
-	case code >= 400 && code < 500:
-		kind = loadgen.ErrClient
-	case code >= 500 && code < 600:
-		kind = loadgen.ErrServer
-	}
+	kind := transport.StatusKind(resp.StatusCode)
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
 	if detail := errorBodyMessage(b); detail != "" {
 		msg += ": " + detail
@@ -465,30 +481,9 @@ func describeError(msg, code string) string {
 	return msg + " (code " + truncate(code, 40) + ")"
 }
 
-// transportError classifies an error from the HTTP client or the body.
-func transportError(ctx context.Context, err error, where string) (loadgen.ErrorKind, string) {
-	switch cerr := ctx.Err(); {
-	case errors.Is(cerr, context.DeadlineExceeded):
-		return loadgen.ErrTimeout, "request deadline exceeded " + where
-	case cerr != nil:
-		return loadgen.ErrCancelled, "cancelled (run stopped) " + where
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // drop "Post <url>:", which the summary knows already
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return loadgen.ErrTimeout, "timed out " + where + ": " + err.Error()
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return loadgen.ErrConnect, "connection closed " + where
-	}
-	return loadgen.ErrConnect, where + ": " + err.Error()
-}
-
 // fail records an error, scrubbed of every credential the client holds.
 func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.scrub(msg)
+	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // quoteSnippet shows the start of a payload, for error messages.

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -27,6 +29,11 @@ import (
 const testTimeout = 5 * time.Second
 
 var testPrompt = &prompts.Prompt{ID: "p-1", Messages: []prompts.Message{{Role: "user", Content: "Say hi"}}}
+
+// sessionPrompt is a turn of a multi-turn session: its answer text is kept
+// for the next turn.
+var sessionPrompt = &prompts.Prompt{ID: "s-1", Messages: testPrompt.Messages, Session: "s", Turn: 1,
+	FollowUp: func(string) *prompts.Prompt { return nil }}
 
 func newClient(t *testing.T, cfg Config) *Client {
 	t.Helper()
@@ -46,6 +53,7 @@ func do(t *testing.T, c *Client, p *prompts.Prompt) *loadgen.Record {
 	rec := loadgen.NewRecord(time.Now())
 	rec.Seq = 42
 	c.Do(ctx, p, rec)
+	rec.Finalize() // as the runner does, once
 	return rec
 }
 
@@ -236,9 +244,8 @@ func TestRequest(t *testing.T) {
 	}
 
 	c := newClient(t, Config{
-		BaseURL: srv.URL + "/v1/", Model: "llama", MaxTokens: 64, APIKey: " sk-test \n",
-		Headers:     map[string]string{"X-Tenant": "a"},
-		HeaderLines: []string{"X-Trace: on", "X-Api-Key: secret-value-123"},
+		BaseURL: srv.URL + "/v1/", Model: "llama", MaxTokens: 64, Transport: transport.Config{APIKey: " sk-test \n",
+			Headers: []string{"X-Tenant: a", "X-Trace: on", "X-Api-Key: secret-value-123"}},
 	})
 	rec := do(t, c, &prompts.Prompt{ID: "req-7", Text: "hello <b>&</b>", MaxTokens: 5,
 		Params: map[string]any{"temperature": 0.5, "ignore_eos": true, "stream": false, "messages": "x"}})
@@ -311,9 +318,9 @@ func TestNewErrors(t *testing.T) {
 		{Config{BaseURL: "http://user:hunter2@/x"}, "no host"},
 		{Config{BaseURL: "http://h", API: "kserve"}, `api "kserve"`},
 		{Config{BaseURL: "http://h", MaxTokens: -1}, "must not be negative"},
-		{Config{BaseURL: "http://h", HeaderLines: []string{"X-Ok: 1", "Authorization Bearer hunter2"}}, "header line 2"},
-		{Config{BaseURL: "http://h", HeaderLines: []string{"Bad Name: v"}}, "not a valid header name"},
-		{Config{BaseURL: "http://h", CAFile: "/nonexistent/ca.pem"}, "/nonexistent/ca.pem"},
+		{Config{BaseURL: "http://h", Transport: transport.Config{Headers: []string{"X-Ok: 1", "Authorization Bearer hunter2"}}}, "header line 2"},
+		{Config{BaseURL: "http://h", Transport: transport.Config{Headers: []string{"Bad Name: v"}}}, "not a valid header name"},
+		{Config{BaseURL: "http://h", Transport: transport.Config{CAFile: "/nonexistent/ca.pem"}}, "/nonexistent/ca.pem"},
 	} {
 		_, err := New(tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -456,7 +463,7 @@ func TestAPIKeyNeverInError(t *testing.T) {
 			key, r.Header.Get("Authorization"))
 	}))
 	defer srv.Close()
-	rec := do(t, newClient(t, Config{BaseURL: srv.URL, APIKey: key}), testPrompt)
+	rec := do(t, newClient(t, Config{BaseURL: srv.URL, Transport: transport.Config{APIKey: key}}), testPrompt)
 	if !sawKey.Load() {
 		t.Fatal("server did not receive the key as a bearer token")
 	}
@@ -466,12 +473,12 @@ func TestAPIKeyNeverInError(t *testing.T) {
 	if strings.Contains(rec.Error, key) || strings.Contains(rec.Error, "0123456789") {
 		t.Fatalf("Error shows the key: %q", rec.Error)
 	}
-	if !strings.Contains(rec.Error, "[redacted]") {
+	if !strings.Contains(rec.Error, redact.Mask) {
 		t.Errorf("Error %q: want the echo redacted", rec.Error)
 	}
 	// In-stream errors are scrubbed the same way.
 	srv2 := sseServer(t, []byte(`data: {"error":{"message":"bad key `+key+`"}}`+"\n\n"), false)
-	rec = do(t, newClient(t, Config{BaseURL: srv2.URL, APIKey: key}), testPrompt)
+	rec = do(t, newClient(t, Config{BaseURL: srv2.URL, Transport: transport.Config{APIKey: key}}), testPrompt)
 	if rec.ErrorKind != loadgen.ErrStreamError || strings.Contains(rec.Error, key) {
 		t.Fatalf("kind %q, Error %q", rec.ErrorKind, rec.Error)
 	}
@@ -697,8 +704,8 @@ func TestNonStreaming(t *testing.T) {
 		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello\nthere","reasoning_content":"hm"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":12,"total_tokens":19}}`)
 	}))
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL, Stream: Bool(false), KeepText: true})
-	rec := do(t, c, testPrompt)
+	c := newClient(t, Config{BaseURL: srv.URL, Stream: Bool(false)})
+	rec := do(t, c, sessionPrompt)
 	if !rec.OK() {
 		t.Fatalf("%s %s", rec.ErrorKind, rec.Error)
 	}
@@ -711,37 +718,91 @@ func TestNonStreaming(t *testing.T) {
 	if rec.InputTokens != 7 || rec.OutputTokens != 12 || rec.FinishReason != "stop" || rec.Text != "Hello\nthere" {
 		t.Errorf("in %d out %d finish %q text %q", rec.InputTokens, rec.OutputTokens, rec.FinishReason, rec.Text)
 	}
+	if !rec.Unstreamed {
+		t.Error("a --stream=false answer is not marked Unstreamed")
+	}
 	if rec.End-rec.Sent < 30*time.Millisecond {
 		t.Errorf("End-Sent = %v, want ≥ the server's 30ms", rec.End-rec.Sent)
 	}
 
-	// A server that ignores "stream": true and answers in JSON.
+	// A server that ignores "stream": true and answers in JSON: a
+	// complete answer, but not a stream, and the record says so.
 	c = newClient(t, Config{BaseURL: srv.URL})
-	if rec := do(t, c, testPrompt); !rec.OK() || len(rec.Chunks) != 1 || rec.OutputTokens != 12 {
-		t.Errorf("JSON answer to a stream request: %s %s, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
+	rec = do(t, c, testPrompt)
+	if !rec.OK() || len(rec.Chunks) != 1 || rec.OutputTokens != 12 || !rec.Unstreamed {
+		t.Errorf("JSON answer to a stream request: %s %s, %d chunks, unstreamed %v", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.Unstreamed)
+	}
+	n := 0
+	rec.EachICL(func(time.Duration) { n++ })
+	rec.EachITL(func(time.Duration, int) { n++ })
+	if n != 0 {
+		t.Errorf("%d inter-chunk samples from a JSON body", n)
 	}
 	// And one that streams although "stream": false was sent.
 	sse := sseServer(t, readVector(t, "trtllm_r1.txt"), true)
 	c = newClient(t, Config{BaseURL: sse.URL, Stream: Bool(false)})
-	if rec := do(t, c, testPrompt); !rec.OK() || len(rec.Chunks) != 2 || rec.OutputTokens != 2 {
-		t.Errorf("SSE answer to a non-stream request: %s %s, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
+	if rec := do(t, c, testPrompt); !rec.OK() || len(rec.Chunks) != 2 || rec.OutputTokens != 2 || rec.Unstreamed {
+		t.Errorf("SSE answer to a non-stream request: %s %s, %d chunks, unstreamed %v", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.Unstreamed)
+	}
+	rec = do(t, newClient(t, Config{BaseURL: sse.URL}), testPrompt)
+	if rec.Unstreamed {
+		t.Error("a stream marked Unstreamed")
 	}
 }
 
+// A 200 whose body is neither an event stream nor JSON (a proxy's HTML
+// page, a login wall) is a protocol error naming the content type, not a
+// truncated stream.
+func TestWrongContentType(t *testing.T) {
+	for _, tt := range []struct {
+		ct     string
+		stream bool
+		want   string
+	}{
+		{"text/html; charset=utf-8", true, `HTTP 200 with Content-Type "text/html; charset=utf-8", not an event stream`},
+		{"text/plain", true, `Content-Type "text/plain", not an event stream`},
+		{"text/html", false, `Content-Type "text/html", not JSON`},
+	} {
+		t.Run(tt.ct, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ct)
+				_, _ = io.WriteString(w, "<html><body>Sign in</body></html>\n")
+			}))
+			defer srv.Close()
+			rec := do(t, newClient(t, Config{BaseURL: srv.URL, Stream: Bool(tt.stream)}), testPrompt)
+			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, tt.want) || rec.Status != 200 {
+				t.Fatalf("kind %q status %d Error %q, want %q", rec.ErrorKind, rec.Status, rec.Error, tt.want)
+			}
+			checkInstants(t, rec)
+		})
+	}
+	// "+json" media types are JSON.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.api+json")
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	if rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt); !rec.OK() || !rec.Unstreamed {
+		t.Errorf("+json answer: %s %s, unstreamed %v", rec.ErrorKind, rec.Error, rec.Unstreamed)
+	}
+}
+
+// Answer text is kept only for a prompt whose session builds its next
+// turn from it.
 func TestKeepText(t *testing.T) {
 	srv := sseServer(t, readVector(t, "vllm_v5_reasoning.txt"), true)
-	rec := do(t, newClient(t, Config{BaseURL: srv.URL, KeepText: true}), testPrompt)
+	rec := do(t, newClient(t, Config{BaseURL: srv.URL}), sessionPrompt)
 	if rec.Text != " done." { // the answer, not the reasoning
 		t.Errorf("Text %q", rec.Text)
 	}
 	srv = sseServer(t, append(readVector(t, "vllm_v2.txt"), done...), false)
-	rec = do(t, newClient(t, Config{BaseURL: srv.URL, KeepText: true}), testPrompt)
+	rec = do(t, newClient(t, Config{BaseURL: srv.URL}), sessionPrompt)
 	if rec.Text != "我是阿里云开发的一款" {
 		t.Errorf("Text %q", rec.Text)
 	}
 	rec = do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
 	if rec.Text != "" {
-		t.Errorf("Text kept without KeepText: %q", rec.Text)
+		t.Errorf("Text kept for a prompt without FollowUp: %q", rec.Text)
 	}
 }
 
@@ -761,8 +822,8 @@ func TestTLS(t *testing.T) {
 		cfg  Config
 		kind loadgen.ErrorKind
 	}{
-		{"CA file", Config{BaseURL: srv.URL, CAFile: caFile}, loadgen.ErrNone},
-		{"insecure", Config{BaseURL: srv.URL, Insecure: true}, loadgen.ErrNone},
+		{"CA file", Config{BaseURL: srv.URL, Transport: transport.Config{CAFile: caFile}}, loadgen.ErrNone},
+		{"insecure", Config{BaseURL: srv.URL, Transport: transport.Config{Insecure: true}}, loadgen.ErrNone},
 		{"untrusted", Config{BaseURL: srv.URL}, loadgen.ErrConnect},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -777,7 +838,7 @@ func TestTLS(t *testing.T) {
 	}
 	notPEM := filepath.Join(t.TempDir(), "x.pem")
 	_ = os.WriteFile(notPEM, []byte("not a certificate"), 0o600)
-	if _, err := New(Config{BaseURL: srv.URL, CAFile: notPEM}); err == nil || !strings.Contains(err.Error(), "no PEM") {
+	if _, err := New(Config{BaseURL: srv.URL, Transport: transport.Config{CAFile: notPEM}}); err == nil || !strings.Contains(err.Error(), "no PEM") {
 		t.Errorf("New with a non-PEM CA file: %v", err)
 	}
 }
@@ -786,14 +847,14 @@ func TestTLS(t *testing.T) {
 // pooled readers, and every record must be complete and its own.
 func TestConcurrentStreams(t *testing.T) {
 	srv := sseServer(t, readVector(t, "sglang_s3.txt"), true)
-	c := newClient(t, Config{BaseURL: srv.URL, KeepText: true})
+	c := newClient(t, Config{BaseURL: srv.URL})
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for i := 0; i < 64; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := do(t, c, testPrompt)
+			rec := do(t, c, sessionPrompt)
 			if !rec.OK() || len(rec.Chunks) != 2 || rec.OutputTokens != 4 || rec.Text != "Hi there" {
 				errs <- fmt.Sprintf("%s %s, %d chunks, %d tokens, %q", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.OutputTokens, rec.Text)
 			}

@@ -34,6 +34,7 @@ func ExampleClient_Do() {
 	defer cancel()
 	rec := loadgen.NewRecord(time.Now())
 	c.Do(ctx, &prompts.Prompt{Text: "Say hello"}, rec)
+	rec.Finalize() // the runner does this once for every record
 
 	fmt.Println("ok:", rec.OK(), "chunks:", len(rec.Chunks), "finish:", rec.FinishReason)
 	fmt.Println("tokens in/out:", rec.InputTokens, rec.OutputTokens, "from", rec.TokenSource)

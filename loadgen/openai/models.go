@@ -7,63 +7,80 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
-// ServerInfo is what the server says about itself: the models it lists at
-// /v1/models and its version-bearing response headers (Server, and any
-// header whose name mentions "version"). It goes into the evidence pack.
-type ServerInfo struct {
-	Models  []string          `json:"models"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
+// Side requests (the model list) are bounded so that a target that does
+// not answer fails a preflight within seconds, not at the run's end.
+const (
+	PreflightTimeout = 10 * time.Second
+	describeTimeout  = 5 * time.Second
+	maxModelsBytes   = 1 << 20
+)
 
 // modelsURL is the /v1/models URL beside the completions endpoint.
 func (c *Client) modelsURL() string {
 	for _, ep := range []string{"/chat/completions", "/completions"} {
 		if i := strings.LastIndex(c.url, ep); i >= 0 {
-			return c.url[:i] + "/models"
+			return c.url[:i] + "/models" + c.url[i+len(ep):] // keep a query string
 		}
 	}
 	return c.url
 }
 
-// Server fetches /v1/models with the client's headers (the API key
-// included). It fails with a message naming the URL, never the key.
-func (c *Client) Server(ctx context.Context) (ServerInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
+// modelsError is a failed GET /v1/models; status is 0 when no answer came.
+type modelsError struct {
+	status int
+	msg    string
+}
+
+func (e *modelsError) Error() string { return e.msg }
+
+// models fetches /v1/models with the client's headers (the API key
+// included) and keeps the server's version-bearing headers (Server, and
+// any whose name mentions "version"). Errors name the URL redacted and
+// are scrubbed of every credential.
+func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 	u := c.modelsURL()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	info := loadgen.ServerInfo{URL: c.safeURL}
+	where := "GET " + c.http.Scrub(u)
+	req, err := c.http.NewRequest(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return ServerInfo{}, fmt.Errorf("GET %s: %v", u, err)
+		return info, &modelsError{msg: where + ": " + c.http.Scrub(transport.Unwrap(err).Error())}
 	}
-	req.Header = c.header.Clone()
 	req.Header.Set("Accept", "application/json")
 	req.Header.Del("Content-Type")
-	if c.host != "" {
-		req.Host = c.host
-	}
-	resp, err := c.http.Do(req)
+	resp, _, err := c.http.Do(req)
 	if err != nil {
-		return ServerInfo{}, fmt.Errorf("GET %s: %s", u, c.scrub(errText(err)))
+		_, msg := transport.Classify(ctx, err, "before the response")
+		return info, &modelsError{msg: where + ": " + c.http.Scrub(msg)}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return ServerInfo{}, fmt.Errorf("GET %s: reading body: %s", u, c.scrub(err.Error()))
-	}
-	info := ServerInfo{Headers: map[string]string{}}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes))
 	for name, vals := range resp.Header {
 		ln := strings.ToLower(name)
 		if ln == "server" || strings.Contains(ln, "version") {
-			info.Headers[ln] = c.scrub(strings.Join(vals, ", "))
+			if info.Headers == nil {
+				info.Headers = map[string]string{}
+			}
+			info.Headers[ln] = c.http.Scrub(strings.Join(vals, ", "))
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return info, fmt.Errorf("GET %s: HTTP %d", u, resp.StatusCode)
+		msg := fmt.Sprintf("%s: HTTP %d", where, resp.StatusCode)
+		if detail := errorBodyMessage(body); detail != "" {
+			msg += ": " + detail
+		}
+		return info, &modelsError{status: resp.StatusCode, msg: c.http.Scrub(msg)}
+	}
+	if err != nil {
+		return info, &modelsError{status: resp.StatusCode, msg: where + ": reading body: " + c.http.Scrub(err.Error())}
 	}
 	var list struct {
 		Data []struct {
@@ -71,7 +88,7 @@ func (c *Client) Server(ctx context.Context) (ServerInfo, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return info, fmt.Errorf("GET %s: not a model list: %v", u, err)
+		return info, &modelsError{status: resp.StatusCode, msg: fmt.Sprintf("%s: not a model list: %v", where, err)}
 	}
 	for _, m := range list.Data {
 		if m.ID != "" {
@@ -82,15 +99,65 @@ func (c *Client) Server(ctx context.Context) (ServerInfo, error) {
 	return info, nil
 }
 
-// DiscoverModel returns the first model the server lists, for runs that
-// name none.
-func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
-	info, err := c.Server(ctx)
+// DescribeServer reports the models the server lists and its version
+// headers, for environment.json. Failure is in ServerInfo.Error.
+func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	info, err := c.models(ctx)
 	if err != nil {
-		return "", err
+		info.Error = err.Error()
+	}
+	return info
+}
+
+// Preflight checks within PreflightTimeout that the target answers and,
+// when it lists its models, that the configured model is one of them. A
+// server without /v1/models (404, 405, 501) passes: it answers, and
+// nothing more can be checked without a request to the model.
+func (c *Client) Preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	info, err := c.models(ctx)
+	var me *modelsError
+	switch {
+	case err == nil:
+	case errors.As(err, &me) && (me.status == http.StatusNotFound || me.status == http.StatusMethodNotAllowed || me.status == http.StatusNotImplemented):
+		return nil
+	case errors.As(err, &me) && (me.status == http.StatusUnauthorized || me.status == http.StatusForbidden):
+		return fmt.Errorf("target %s refuses the credentials (check the API key and headers): %v", c.safeURL, err)
+	default:
+		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
+	}
+	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) {
+		return nil
+	}
+	return fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models))
+}
+
+func listModels(m []string) string {
+	const show = 5
+	q := make([]string, 0, show)
+	for i, s := range m {
+		if i == show {
+			return strings.Join(q, ", ") + fmt.Sprintf(" and %d more", len(m)-show)
+		}
+		q = append(q, fmt.Sprintf("%q", s))
+	}
+	return strings.Join(q, ", ")
+}
+
+// DiscoverModel returns the first model the server lists (in sorted
+// order), for runs that name none.
+func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	info, err := c.models(ctx)
+	if err != nil {
+		return "", fmt.Errorf("discovering the model: %v", err)
 	}
 	if len(info.Models) == 0 {
-		return "", errors.New("the server lists no models at " + c.modelsURL())
+		return "", errors.New("discovering the model: the server lists no models at " + c.http.Scrub(c.modelsURL()))
 	}
 	return info.Models[0], nil
 }
@@ -98,19 +165,3 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 // SetModel sets the model sent in requests (after DiscoverModel). Call it
 // before the first Do: it is not synchronised with requests in flight.
 func (c *Client) SetModel(m string) { c.model = m }
-
-func errText(err error) string {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && ue.Unwrap() != nil {
-		return ue.Unwrap().Error()
-	}
-	return err.Error()
-}
-
-// scrub removes every known secret from s.
-func (c *Client) scrub(s string) string {
-	for _, k := range c.secrets {
-		s = strings.ReplaceAll(s, k, "[redacted]")
-	}
-	return s
-}

@@ -18,10 +18,10 @@ import (
 )
 
 // parseBody runs the stream reader over an in-memory body, as Do does
-// once the response headers are in.
+// once the response headers are in, keeping the text.
 func parseBody(c *Client, r io.Reader) *loadgen.Record {
 	rec := loadgen.NewRecord(time.Now())
-	c.readStream(context.Background(), func() {}, r, rec, 0)
+	c.readStream(context.Background(), func() {}, r, rec, 0, true)
 	rec.Finalize()
 	return rec
 }
@@ -35,7 +35,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":3}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"))
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1", KeepText: true})
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func BenchmarkParseStream(b *testing.B) {
 		b.Run(fmt.Sprintf("keepText=%v", keep), func(b *testing.B) {
 			const tokens = 1000
 			body := vllmStream(tokens)
-			c, err := New(Config{BaseURL: "http://127.0.0.1:1", KeepText: keep})
+			c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func BenchmarkParseStream(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				r.Reset(body)
 				rec := loadgen.NewRecord(time.Now())
-				c.readStream(context.Background(), func() {}, r, rec, tokens)
+				c.readStream(context.Background(), func() {}, r, rec, tokens, keep)
 				if len(rec.Chunks) != tokens || rec.ErrorKind != loadgen.ErrNone {
 					b.Fatalf("%d chunks, %s %s", len(rec.Chunks), rec.ErrorKind, rec.Error)
 				}

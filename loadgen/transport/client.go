@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+)
+
+// ClosingAfter is how many requests in a row must fail on reused
+// connections before a Client stops reusing connections to its target.
+// One such failure can be a server's idle timeout racing a send; three in
+// a row, with no reused connection working in between, is a server that
+// closes every connection after its response (llama.cpp does, without
+// saying "Connection: close").
+const ClosingAfter = 3
+
+// Client sends HTTP requests to one target with Config's transport and
+// headers. It is safe for concurrent use.
+type Client struct {
+	headers HeaderSet
+	secrets []string
+	pooled  *http.Client // keep-alive
+	fresh   *http.Client // a new connection for every request
+	warn    func(string)
+
+	closing        atomic.Bool  // stopped reusing connections
+	reusedFailures atomic.Int32 // consecutive failures on reused connections
+	warnOnce       sync.Once
+}
+
+// NewClient builds a Client for c. defaults are the protocol's own headers
+// (see HeaderSet); extraSecrets are more values to scrub (a URL password);
+// warn, if not nil, is called once with a notice a user should see (the
+// server closes every connection).
+func (c Config) NewClient(defaults http.Header, warn func(string), extraSecrets ...string) (*Client, error) {
+	hs, err := c.HeaderSet(defaults)
+	if err != nil {
+		return nil, err
+	}
+	cl := &Client{headers: hs, warn: warn}
+	cl.secrets = append(append(cl.secrets, hs.Secrets...), extraSecrets...)
+	if rt := c.RoundTripper; rt != nil {
+		cl.pooled = &http.Client{Transport: rt}
+		cl.fresh = cl.pooled
+		return cl, nil
+	}
+	t, err := c.Transport()
+	if err != nil {
+		return nil, err
+	}
+	ft := t.Clone()
+	ft.DisableKeepAlives = true
+	cl.pooled, cl.fresh = &http.Client{Transport: t}, &http.Client{Transport: ft}
+	return cl, nil
+}
+
+// NewRequest makes a request carrying the Config's headers (cloned, so the
+// caller may add its own) and Host. A body given as *bytes.Reader,
+// *bytes.Buffer or *strings.Reader can be re-sent by Do.
+func (cl *Client) NewRequest(ctx context.Context, method, url string, body interface {
+	Read([]byte) (int, error)
+}) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = cl.headers.Header.Clone()
+	if cl.headers.Host != "" {
+		req.Host = cl.headers.Host
+	}
+	return req, nil
+}
+
+// Do sends req. When it fails on a reused keep-alive connection before any
+// response byte came back, and neither req's context is done nor its body
+// unreplayable, Do sends it once more on a fresh connection and reports
+// retries = 1: the server had closed that idle connection, most likely
+// without reading the request. The caller keeps its first send instant as
+// the request's Sent (schedule lag is the generator's lateness, not the
+// retry's); the retry's cost shows in TTFT and E2E, which count from the
+// intended start. After ClosingAfter such failures in a row, every later
+// request goes on a fresh connection and warn is called once.
+func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err error) {
+	if cl.closing.Load() {
+		resp, err = cl.fresh.Do(req)
+		return resp, 0, err
+	}
+	var reused, answered atomic.Bool
+	trace := &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
+	}
+	resp, err = cl.pooled.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err == nil {
+		if reused.Load() {
+			cl.reusedFailures.Store(0)
+		}
+		return resp, 0, nil
+	}
+	if !reused.Load() || answered.Load() || req.Context().Err() != nil || (req.Body != nil && req.GetBody == nil) {
+		return nil, 0, err
+	}
+	if cl.reusedFailures.Add(1) >= ClosingAfter && cl.closing.CompareAndSwap(false, true) {
+		cl.pooled.CloseIdleConnections()
+		cl.warnOnce.Do(func() {
+			if cl.warn != nil {
+				cl.warn("the server closed " + strconv.Itoa(ClosingAfter) + " reused connections in a row before answering " +
+					"(it closes every connection after its response, without \"Connection: close\"); " +
+					"no longer reusing connections: connection setup now counts in every TTFT")
+			}
+		})
+	}
+	again := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, 0, err
+		}
+	}
+	resp, err = cl.fresh.Do(again)
+	return resp, 1, err
+}
+
+// Closing reports whether the client has stopped reusing connections.
+func (cl *Client) Closing() bool { return cl.closing.Load() }
+
+// Scrub removes every credential the client holds from s, and the user
+// info and query string of every URL in it.
+func (cl *Client) Scrub(s string) string { return redact.Text(s, cl.secrets...) }
+
+// Secrets are the literal values Scrub removes.
+func (cl *Client) Secrets() []string { return cl.secrets }
+
+// CloseIdleConnections closes kept-alive connections, e.g. between runs.
+func (cl *Client) CloseIdleConnections() {
+	cl.pooled.CloseIdleConnections()
+	cl.fresh.CloseIdleConnections()
+}

@@ -1,0 +1,57 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// StatusKind classifies a non-2xx HTTP status; the status itself stays in
+// Record.Status.
+func StatusKind(code int) loadgen.ErrorKind {
+	switch {
+	case code == http.StatusTooManyRequests:
+		return loadgen.ErrRateLimited
+	case code >= 400 && code < 500:
+		return loadgen.ErrClient
+	case code >= 500 && code < 600:
+		return loadgen.ErrServer
+	}
+	return loadgen.ErrProtocol // 1xx/3xx where an answer was due
+}
+
+// Classify names a failure of the transport or of reading a body: the
+// context's end first (timeout, cancelled), then the error's own deadline,
+// then a closed or broken connection (connect). where says at what point,
+// "before the response" or "after 3 events". The text is not scrubbed:
+// pass it through Client.Scrub.
+func Classify(ctx context.Context, err error, where string) (loadgen.ErrorKind, string) {
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.DeadlineExceeded):
+		return loadgen.ErrTimeout, "request deadline exceeded " + where
+	case cerr != nil:
+		return loadgen.ErrCancelled, "cancelled (run stopped) " + where
+	}
+	err = Unwrap(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return loadgen.ErrTimeout, "timed out " + where + ": " + err.Error()
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return loadgen.ErrConnect, "connection closed " + where
+	}
+	return loadgen.ErrConnect, where + ": " + err.Error()
+}
+
+// Unwrap drops net/http's "Post <url>:" wrapper, which repeats the URL
+// (and any password in it) that the caller knows already.
+func Unwrap(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,174 @@
+// Package transport is what every HTTP protocol client shares: the tuned
+// connection pool (TLS, CA bundle, proxies), the header set, the retry of a
+// request that a server's silently closed keep-alive connection lost, how a
+// failure maps to a loadgen.ErrorKind, and the scrubbing of credentials
+// from every error text. A protocol package (loadgen/openai, later a gRPC
+// one) owns only its wire format.
+package transport
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+)
+
+// Defaults for the tuned transport.
+const (
+	DefaultDialTimeout = 10 * time.Second
+	// DefaultMaxIdleConnsPerHost keeps a connection per concurrent stream
+	// alive between requests, so reconnects do not land inside TTFT.
+	DefaultMaxIdleConnsPerHost = 16384
+)
+
+// Config is how to reach a target, whatever its protocol. The zero value
+// is a plain-HTTP client with proxies from the environment.
+type Config struct {
+	// Insecure skips TLS certificate verification.
+	Insecure bool
+	// CAFile is a PEM bundle trusted besides the system roots.
+	CAFile string
+	// Headers are extra request headers as "Name: value" lines (the form
+	// of a repeated --header flag). They override the protocol's defaults
+	// and the API key's Authorization. A "Host" line sets the request's
+	// Host. Values that look like credentials are scrubbed from errors.
+	Headers []string
+	// APIKey is sent as "Authorization: Bearer <key>". It is never
+	// printed: every error text a client makes is scrubbed of it.
+	APIKey string
+	// DialTimeout bounds connection setup (dial and TLS handshake);
+	// 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// MaxConnsPerHost caps connections to the target; 0 means no cap, so
+	// every concurrent stream gets its own HTTP/1.1 connection.
+	MaxConnsPerHost int
+	// Proxy chooses a proxy per request; nil means the environment's
+	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
+	// RoundTripper, when set, replaces the tuned transport; Insecure,
+	// CAFile, DialTimeout, MaxConnsPerHost and Proxy are then ignored.
+	// Retries on a fresh connection use it too.
+	RoundTripper http.RoundTripper
+}
+
+// Transport builds the tuned *http.Transport for c.
+func (c Config) Transport() (*http.Transport, error) {
+	dialTimeout := c.DialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	tlsCfg := &tls.Config{InsecureSkipVerify: c.Insecure}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err) // *PathError names the file
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificates found", c.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	proxy := c.Proxy
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	return &http.Transport{
+		Proxy: proxy,
+		DialContext: (&net.Dialer{
+			Timeout:   dialTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSClientConfig:     tlsCfg,
+		TLSHandshakeTimeout: dialTimeout,
+		// HTTP/1.1 only: one stream per connection, so one slow stream's
+		// flow-control window cannot delay another's tokens.
+		ForceAttemptHTTP2:   false,
+		MaxIdleConns:        0, // no global cap; the per-host cap rules
+		MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
+		MaxConnsPerHost:     c.MaxConnsPerHost,
+		IdleConnTimeout:     90 * time.Second,
+		// A gzip reader would hold tokens back until it has a block.
+		DisableCompression: true,
+		ReadBufferSize:     16 << 10,
+	}, nil
+}
+
+// HeaderSet is a Config's headers made ready to send.
+type HeaderSet struct {
+	Header http.Header // clone it per request
+	Host   string      // from a "Host" line: net/http takes it from Request.Host
+	// Secrets are the credential values to scrub from error text: the API
+	// key, Authorization credentials, values of credential-like headers.
+	Secrets []string
+}
+
+// HeaderSet layers the headers: defaults (the protocol's Content-Type,
+// Accept, User-Agent), then the API key's Authorization, then c.Headers.
+// Errors name the line by number, never its text, which may be a secret.
+func (c Config) HeaderSet(defaults http.Header) (HeaderSet, error) {
+	hs := HeaderSet{Header: defaults.Clone()}
+	if hs.Header == nil {
+		hs.Header = http.Header{}
+	}
+	if k := strings.TrimSpace(c.APIKey); k != "" {
+		hs.Header.Set("Authorization", "Bearer "+k)
+		hs.Secrets = append(hs.Secrets, k)
+	}
+	for i, line := range c.Headers {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			return HeaderSet{}, fmt.Errorf("header line %d: want \"Name: value\"", i+1)
+		}
+		if err := hs.add(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
+			return HeaderSet{}, fmt.Errorf("header line %d: %v", i+1, err)
+		}
+	}
+	return hs, nil
+}
+
+func (hs *HeaderSet) add(name, value string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+		return errors.New("not a valid header name")
+	}
+	if strings.ContainsAny(value, "\r\n") {
+		return errors.New("value contains a line break")
+	}
+	if strings.EqualFold(name, "Host") {
+		hs.Host = value
+		return nil
+	}
+	hs.Header.Set(name, value)
+	if strings.EqualFold(name, "Authorization") {
+		if _, cred, ok := strings.Cut(value, " "); ok && len(cred) >= 4 {
+			hs.Secrets = append(hs.Secrets, cred)
+		}
+	}
+	if len(value) >= 8 && redact.SecretName(name) {
+		hs.Secrets = append(hs.Secrets, value)
+	}
+	return nil
+}
+
+// URLSecrets returns the password in u's user info, for the scrub list:
+// net/http sends it as basic auth and some errors quote it bare.
+func URLSecrets(u *url.URL) []string {
+	if u == nil || u.User == nil {
+		return nil
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		return []string{p}
+	}
+	return nil
+}

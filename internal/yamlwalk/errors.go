@@ -75,3 +75,6 @@ func (es Errors) Unwrap() []error {
 func (es Errors) sortByLine() {
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
 }
+
+// Sort orders es by line, keeping the order of errors on one line.
+func (es Errors) Sort() { es.sortByLine() }

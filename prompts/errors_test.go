@@ -17,8 +17,9 @@ func TestBadInput(t *testing.T) {
 		files map[string]string
 		want  string // the message, with the directory removed
 	}{
+		// The unclosed { is on line 3 (the YAML library says line 2).
 		{"bad yaml", "kind: Mix\nclasses: [\n  {name: a\n", nil,
-			"mix.yaml:2: bad YAML: did not find expected ',' or '}'"},
+			"mix.yaml:3: bad YAML: did not find expected ',' or '}'"},
 		{"tab indent", "kind: Mix\nclasses:\n\t- name: a\n", nil,
 			"mix.yaml:3: bad YAML: found character that cannot start any token"},
 		{"empty file", "", nil, "mix.yaml: empty file"},
@@ -47,7 +48,7 @@ func TestBadInput(t *testing.T) {
 		{"lognormal mean zero", "kind: Mix\nclasses:\n  - name: a\n" + synth + "    max_tokens: {dist: lognormal, mean: 0, stddev: 1, min: 1}\n", nil,
 			"mix.yaml:5: classes[0].max_tokens.mean: must be positive for a lognormal"},
 		{"think time not a duration", "kind: Mix\nclasses:\n  - name: a\n" + synth + "    sessions: {turns: 2, think_time: 2}\n", nil,
-			`mix.yaml:5: classes[0].sessions.think_time: "2" is not a duration (want e.g. 2s, 150ms)`},
+			`mix.yaml:5: classes[0].sessions.think_time: "2" is not a duration (want e.g. 150ms, 2s, 5m, 30d)`},
 		{"synthetic sessions without turns", "kind: Mix\nclasses:\n  - name: a\n" + synth + "    sessions: {think_time: 2s}\n", nil,
 			"mix.yaml:5: classes[0].sessions.turns missing"},
 		{"source type unknown", "kind: Mix\nclasses:\n  - name: a\n    source: {type: csv, path: x.csv}\n", nil,

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // ynode is a YAML node with the file it came from and its field path
@@ -47,19 +47,12 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// parseYAML reads one YAML document into a node, turning the parser's
-// errors into *Error with the line it names.
+// parseYAML reads one YAML document into a node; a syntax error is an
+// *Error at the line at fault.
 func parseYAML(file string, data []byte) (ynode, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := err.Error()
-		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return ynode{}, errAt(file, line, "", "bad YAML: %s", m[2])
-		}
-		return ynode{}, errAt(file, 0, "", "bad YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+		return ynode{}, yamlwalk.SyntaxError(file, data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return ynode{}, errAt(file, 0, "", "empty file")
@@ -224,15 +217,15 @@ func (x ynode) bool() (bool, error) {
 	return s == "true" || s == "True" || s == "TRUE", nil
 }
 
-// duration reads a Go duration string such as "2s" or "150ms".
+// duration reads a duration in the one dialect of yamlwalk.ParseDuration.
 func (x ynode) duration() (time.Duration, error) {
 	s, err := x.scalar()
 	if err != nil {
 		return 0, err
 	}
-	d, perr := time.ParseDuration(s)
+	d, perr := yamlwalk.ParseDuration(s)
 	if perr != nil {
-		return 0, x.errf("%q is not a duration (want e.g. 2s, 150ms)", s)
+		return 0, x.errf("%v", perr)
 	}
 	return d, nil
 }

@@ -18,7 +18,7 @@ func FuzzParseSpec(f *testing.F) {
 				t.Fatalf("error %T %v is not Errors", err, err)
 			}
 			for _, e := range es {
-				if e.File != "f.yaml" || e.Msg == "" {
+				if e.File != "f.yaml" || e.Err == nil {
 					t.Fatalf("bad error %+v", e)
 				}
 			}

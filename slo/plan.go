@@ -148,7 +148,7 @@ func LoadPlan(path string) (*Plan, error) {
 		if errors.As(err, &es) {
 			return nil, err
 		}
-		return nil, &Error{File: path, Line: p.sloLine, Field: "slo", Msg: err.Error()}
+		return nil, &Error{File: path, Line: p.sloLine, Field: "slo", Err: err}
 	}
 	if err := p.Check(spec); err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func LoadPlan(path string) (*Plan, error) {
 func (p *Plan) Check(spec *Spec) error {
 	var errs Errors
 	add := func(line int, field, format string, a ...any) {
-		errs = append(errs, &Error{File: p.File, Line: line, Field: field, Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, &Error{File: p.File, Line: line, Field: field, Err: fmt.Errorf(format, a...)})
 	}
 	for i, s := range p.Stages {
 		for j, o := range s.Objectives {
@@ -176,7 +176,7 @@ func (p *Plan) Check(spec *Spec) error {
 			if w.Objective != string(ManualResult) {
 				if _, ok := spec.Objective(w.Objective); !ok {
 					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".objective",
-						Msg: fmt.Sprintf("%q is not an objective of %s", w.Objective, spec.File)})
+						Err: fmt.Errorf("%q is not an objective of %s", w.Objective, spec.File)})
 				}
 			}
 			if w.Stage != "" {
@@ -184,10 +184,10 @@ func (p *Plan) Check(spec *Spec) error {
 				switch {
 				case !ok:
 					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".stage",
-						Msg: fmt.Sprintf("%q is not a stage of %s", w.Stage, p.File)})
+						Err: fmt.Errorf("%q is not a stage of %s", w.Stage, p.File)})
 				case w.Objective == string(ManualResult) && !st.Manual:
 					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".stage",
-						Msg: fmt.Sprintf("%q is not a manual stage", w.Stage)})
+						Err: fmt.Errorf("%q is not a manual stage", w.Stage)})
 				}
 			}
 		}
@@ -195,6 +195,7 @@ func (p *Plan) Check(spec *Spec) error {
 	check(p.File, p.Waivers, "waivers")
 	check(spec.File, spec.Waivers, "waivers")
 	if len(errs) > 0 {
+		errs.Sort()
 		return errs
 	}
 	return nil
@@ -209,6 +210,7 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 	}
 	p := d.plan(root)
 	if len(d.errs) > 0 {
+		d.errs.Sort()
 		return nil, d.errs
 	}
 	return p, nil

@@ -263,6 +263,7 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 	}
 	s := d.spec(root)
 	if len(d.errs) > 0 {
+		d.errs.Sort()
 		return nil, d.errs
 	}
 	return s, nil

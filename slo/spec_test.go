@@ -157,15 +157,17 @@ func TestSpecWarnsWithoutErrorRate(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"500ms": 500 * ms1, "30d": 30 * 24 * time.Hour, "4w": 28 * 24 * time.Hour, "1h30m": 90 * time.Minute, "250us": 250 * time.Microsecond} {
-		if got, err := ParseDuration(in); err != nil || got != want {
-			t.Errorf("%s = %v, %v", in, got, err)
-		}
+// Errors come sorted by line, whatever order the fields are read in
+// (goodput is read before objectives), and a YAML syntax error names the
+// line at fault.
+func TestParseSpecErrorsSortedByLine(t *testing.T) {
+	_, err := ParseSpec("s.yaml", []byte("kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: ttft, threshold: 1x, target: 1}\ngoodput: {ttft: soon}\n"))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 || es[0].Line != 5 || es[1].Line != 6 {
+		t.Fatalf("want errors on lines 5 then 6, got %v", err)
 	}
-	for _, bad := range []string{"5O0ms", "d", "1.5d", "-3d", ""} {
-		if _, err := ParseDuration(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
+	_, err = ParseSpec("s.yaml", []byte("kind: SLO\nname: x\nobjectives:\n  - name: a\n    metric: ttft\n   threshold: 1s\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "s.yaml:6: bad YAML: ") {
+		t.Fatalf("want a syntax error at line 6, got %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // decoder walks a yaml.Node tree, collecting errors with their lines.
@@ -23,23 +25,16 @@ const (
 	maxErrors = 50
 )
 
-var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-
 // parseDocument decodes data into its root mapping node, or records why not.
 func (d *decoder) parseDocument(data []byte) *yaml.Node {
 	d.budget = maxNodes
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg, line := err.Error(), 0
-		if m := yamlLine.FindStringSubmatch(firstLine(msg)); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: "not valid YAML: " + msg})
+		d.errs = append(d.errs, yamlwalk.SyntaxError(d.file, data, err))
 		return nil
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		d.errs = append(d.errs, &Error{File: d.file, Msg: "empty document"})
+		d.errs = append(d.errs, yamlwalk.Errorf(d.file, 0, "", "empty document"))
 		return nil
 	}
 	root := d.resolve(doc.Content[0])
@@ -50,11 +45,6 @@ func (d *decoder) parseDocument(data []byte) *yaml.Node {
 	return root
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	if len(d.errs) >= maxErrors {
 		return
@@ -63,7 +53,7 @@ func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	if n != nil {
 		line = n.Line
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, yamlwalk.Errorf(d.file, line, field, format, args...))
 }
 
 // resolve follows aliases and spends the visit budget.
@@ -219,13 +209,9 @@ func (f *fields) duration(key string) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	d, err := ParseDuration(v.Value)
+	d, err := yamlwalk.ParseDuration(v.Value)
 	if err != nil {
-		f.d.errorf(v, join(f.path, key), "%q is not a duration (e.g. 500ms, 1.5s, 2m, 30d)", v.Value)
-		return 0, false
-	}
-	if d < 0 {
-		f.d.errorf(v, join(f.path, key), "%q is negative", v.Value)
+		f.d.errorf(v, join(f.path, key), "%v", err)
 		return 0, false
 	}
 	return d, true
@@ -331,20 +317,4 @@ func (f *fields) names(key string) []string {
 		out = append(out, it.Value)
 	}
 	return out
-}
-
-// ParseDuration reads Go durations ("500ms", "1.5s", "250us", "1h30m") and
-// whole days or weeks ("30d", "4w") for SLO windows.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			v, err := strconv.ParseUint(n, 10, 16)
-			if err != nil {
-				return 0, fmt.Errorf("%q is not a duration", s)
-			}
-			return time.Duration(v) * unit, nil
-		}
-	}
-	return time.ParseDuration(s)
 }

@@ -216,7 +216,14 @@ func (r *Record) Finalize() {
 	case r.TokenSource == TokensFromUsage && r.OutputTokens >= len(r.Chunks):
 		// Spread the total: every chunk gets the floor, the remainder goes to
 		// the earliest chunks (the first usually carries a held-back piece).
-		per, rem := r.OutputTokens/len(r.Chunks), r.OutputTokens%len(r.Chunks)
+		streamed := r.OutputTokens
+		if r.FinishReason == "stop" && streamed == len(r.Chunks)+1 {
+			// The end-of-sequence token: counted in usage (llama.cpp, vLLM)
+			// but never streamed, so it belongs to no chunk. OutputTokens
+			// keeps it: its decode step is inside E2E, so TPOT counts it.
+			streamed = len(r.Chunks)
+		}
+		per, rem := streamed/len(r.Chunks), streamed%len(r.Chunks)
 		for i := range r.Chunks {
 			r.Chunks[i].Tokens = per
 			if i < rem {

@@ -132,6 +132,13 @@ func TestVectors(t *testing.T) {
 			tokenSource: loadgen.TokensFromUsage, chunkSource: loadgen.ChunkTokensSpread},
 		{file: "llamacpp_l1.txt", chunkTokens: []int{22}, finish: "stop", inputTokens: 28, outputTokens: 22,
 			tokenSource: loadgen.TokensFromUsage, chunkSource: loadgen.ChunkTokensSpread},
+		// Captured from llama.cpp: four tokens, stopped at the length limit.
+		{file: "llamacpp_capture_chat.txt", chunkTokens: []int{1, 1, 1, 1}, finish: "length", inputTokens: 29, outputTokens: 4,
+			tokenSource: loadgen.TokensFromUsage, chunkSource: loadgen.ChunkTokensSpread},
+		// Stopped at end-of-sequence: usage counts the unstreamed EOS token,
+		// which goes to no chunk (the first would get 2).
+		{file: "llamacpp_capture_chat_eos.txt", chunkTokens: []int{1, 1, 1, 1}, finish: "stop", inputTokens: 29, outputTokens: 5,
+			tokenSource: loadgen.TokensFromUsage, chunkSource: loadgen.ChunkTokensSpread},
 		// Reasoning only, timings.predicted_n 8 → 9 gives exact counts.
 		{file: "llamacpp_l2_reasoning.txt", kind: loadgen.ErrStreamTruncated, chunkTokens: []int{8, 1}, firstAnswer: -1,
 			outputTokens: 9, tokenSource: loadgen.TokensFromChunks, chunkSource: loadgen.ChunkTokensServer},

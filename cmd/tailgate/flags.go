@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -34,7 +35,7 @@ type targetFlags struct {
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.target, "target", "http://127.0.0.1:8000", "base URL of the OpenAI-compatible server")
-	fs.StringVar(&t.api, "api", "openai-chat", "protocol: openai-chat or openai-completions")
+	fs.StringVar(&t.api, "api", "openai-chat", "protocol: "+strings.Join(protocol.Names(), ", "))
 	fs.StringVar(&t.model, "model", "", "model name (default: the first one the server lists at /v1/models)")
 	fs.IntVar(&t.maxTokens, "max-tokens", 128, "max output tokens when the prompt does not set them")
 	fs.BoolVar(&t.stream, "stream", true, "stream responses (SSE); --stream=false for single responses")
@@ -86,8 +87,9 @@ func (t *targetFlags) auth() http.Header {
 	return h
 }
 
-// client builds the protocol client for the target.
-func (t *targetFlags) client() (*openai.Client, error) {
+// client builds the protocol client for the target; warn gets once-only
+// notices (a server that closes every connection).
+func (t *targetFlags) client(warn func(string)) (protocol.Client, error) {
 	if err := checkTarget(t.target); err != nil {
 		return nil, err
 	}
@@ -96,13 +98,13 @@ func (t *targetFlags) client() (*openai.Client, error) {
 		return nil, err
 	}
 	t.apiKey = key
-	return openai.New(openai.Config{BaseURL: t.target, API: t.api, Model: t.model, Stream: openai.Bool(t.stream),
-		MaxTokens: t.maxTokens, Transport: transport.Config{APIKey: key, Headers: t.headers,
+	return protocol.New(protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
+		MaxTokens: t.maxTokens, Warn: warn, Transport: transport.Config{APIKey: key, Headers: t.headers,
 			Insecure: t.insecure, CAFile: t.caFile}})
 }
 
 // discoverModel asks the server for its model when --model is not given.
-func (t *targetFlags) discoverModel(ctx context.Context, c *openai.Client) error {
+func (t *targetFlags) discoverModel(ctx context.Context, c protocol.Client) error {
 	if t.model != "" {
 		return nil
 	}
@@ -117,7 +119,7 @@ func (t *targetFlags) discoverModel(ctx context.Context, c *openai.Client) error
 
 // preflight checks that the target answers and serves the model
 // (discovering it when --model is not given), within seconds.
-func (t *targetFlags) preflight(ctx context.Context, c *openai.Client) error {
+func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
 	if t.model == "" {
 		return t.discoverModel(ctx, c)
 	}

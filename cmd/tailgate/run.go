@@ -85,7 +85,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		src = mix.Source(mix.Seed())
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
-	client, err := tf.client()
+	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	client, err := tf.client()
+	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,66 @@
+// Package protocol maps --api names to protocol clients, so a new protocol
+// (KServe gRPC next) is one package under loadgen/ and one row here.
+package protocol
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+)
+
+// Target is one endpoint, whatever its protocol.
+type Target struct {
+	URL, API, Model string
+	// MaxTokens is sent when a prompt sets none; 0 sends none.
+	MaxTokens int
+	// Stream asks for a streamed answer.
+	Stream    bool
+	Transport transport.Config
+	// Warn, if not nil, gets once-only notices for the user (a server that
+	// closes every connection). It may be called from any goroutine.
+	Warn func(msg string)
+}
+
+// Client is what every protocol client offers besides sending requests:
+// the model discovery, preflight and server description that run and
+// validate use.
+type Client interface {
+	loadgen.Client
+	loadgen.ModelDiscoverer
+	loadgen.Preflighter
+	loadgen.ServerDescriber
+}
+
+// constructors is the table: one row per --api name.
+var constructors = map[string]func(Target) (Client, error){
+	openai.APIChat:        newOpenAI,
+	openai.APICompletions: newOpenAI,
+}
+
+func newOpenAI(t Target) (Client, error) {
+	return openai.New(openai.Config{BaseURL: t.URL, API: t.API, Model: t.Model, Stream: openai.Bool(t.Stream),
+		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
+}
+
+// New builds the client for t.API.
+func New(t Target) (Client, error) {
+	mk, ok := constructors[t.API]
+	if !ok {
+		return nil, fmt.Errorf("--api %q: want one of %s", t.API, strings.Join(Names(), ", "))
+	}
+	return mk(t)
+}
+
+// Names lists the --api names, sorted.
+func Names() []string {
+	n := make([]string, 0, len(constructors))
+	for k := range constructors {
+		n = append(n, k)
+	}
+	slices.Sort(n)
+	return n
+}

@@ -42,7 +42,7 @@ demo: build
 # `tailgate sim`), then the stream parser and the simulator on their own.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/
-	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP' -benchmem -count 1 ./loadgen/openai/
+	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP|DecodeEvent' -benchmem -count 1 ./loadgen/openai/
 	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
 
 # Short fuzzing of every parser (FUZZTIME each).

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -223,4 +224,64 @@ func BenchmarkDoHTTP(b *testing.B) {
 			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
+}
+
+// typedChunk is what a client written the plain way would decode a chunk
+// into with encoding/json: the baseline BenchmarkDecodeEvent reports the
+// fast path against.
+type typedChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string `json:"content"`
+			Reasoning        *string `json:"reasoning"`
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// BenchmarkDecodeEvent decodes one vLLM content chunk three ways: the fast
+// path (what the client uses), the encoding/json reference that judges it
+// (generic maps), and a typed-struct encoding/json decode, the baseline a
+// plain client would have. Report fast as a ratio of typed, measured in
+// the same run.
+func BenchmarkDecodeEvent(b *testing.B) {
+	events := bytes.Split(vllmStream(1), []byte("\n\n"))
+	data := bytes.TrimPrefix(events[1], []byte("data: "))
+	var ev event
+	var text []byte
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			ev.reset()
+			var err error
+			if text, err = decodeEvent(data, &ev, text[:0], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			ev.reset()
+			var err error
+			if text, err = decodeSlow(data, &ev, text[:0], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("typed", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var c typedChunk
+			if err := json.Unmarshal(data, &c); err != nil || len(c.Choices) != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -139,41 +139,30 @@ func (r *Record) FirstToken() time.Duration {
 	return r.Chunks[0].At
 }
 
+// The figures of one record, by the metric table's rules (metric.go): every
+// instant truncated to the microsecond first, as requests.jsonl stores it,
+// so a live record and its saved copy measure the same. Unlike the
+// table's Samples they do not ask whether the record succeeded.
+
 // TTFT is intended start → first token; ok is false without a token.
-func (r *Record) TTFT() (d time.Duration, ok bool) {
-	if len(r.Chunks) == 0 {
-		return 0, false
-	}
-	return r.Chunks[0].At - r.Intended, true
-}
+func (r *Record) TTFT() (d time.Duration, ok bool) { return ttftOf(r) }
 
 // TTFAT is intended start → first answer token (reasoning models).
-func (r *Record) TTFAT() (d time.Duration, ok bool) {
-	if r.FirstAnswer == 0 {
-		return 0, false
-	}
-	return r.FirstAnswer - r.Intended, true
-}
+func (r *Record) TTFAT() (d time.Duration, ok bool) { return ttfatOf(r) }
 
 // E2E is intended start → end of response.
-func (r *Record) E2E() time.Duration { return r.End - r.Intended }
+func (r *Record) E2E() time.Duration { d, _ := e2eOf(r); return d }
 
 // ScheduleLag is actual send − intended start.
-func (r *Record) ScheduleLag() time.Duration { return r.Sent - r.Intended }
+func (r *Record) ScheduleLag() time.Duration { return ScheduleLagOf(r) }
 
 // TPOT is (E2E − TTFT) / (output tokens − 1), defined for ≥ 2 tokens.
-func (r *Record) TPOT() (d time.Duration, ok bool) {
-	ttft, ok := r.TTFT()
-	if !ok || r.OutputTokens < 2 {
-		return 0, false
-	}
-	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true
-}
+func (r *Record) TPOT() (d time.Duration, ok bool) { return tpotOf(r) }
 
 // EachICL calls f with every gap between consecutive content chunks.
 func (r *Record) EachICL(f func(gap time.Duration)) {
-	for i := 1; i < len(r.Chunks); i++ {
-		f(r.Chunks[i].At - r.Chunks[i-1].At)
+	for s := (Samples{m: FindLatencyMetric(MetricICL), r: r}); s.Next(); {
+		f(s.Value())
 	}
 }
 
@@ -181,12 +170,8 @@ func (r *Record) EachICL(f func(gap time.Duration)) {
 // gap divided by the tokens the chunk carries, to be counted tokens times.
 // Call Finalize first so every chunk has a token count.
 func (r *Record) EachITL(f func(perToken time.Duration, tokens int)) {
-	for i := 1; i < len(r.Chunks); i++ {
-		n := r.Chunks[i].Tokens
-		if n <= 0 {
-			continue
-		}
-		f((r.Chunks[i].At-r.Chunks[i-1].At)/time.Duration(n), n)
+	for s := (Samples{m: FindLatencyMetric(MetricITL), r: r}); s.Next(); {
+		f(s.Value(), s.Weight())
 	}
 }
 

@@ -176,6 +176,9 @@ func telemetryLine(t *telemetry.Summary) string {
 	if t.ScrapeErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d scrape errors", t.ScrapeErrors))
 	}
+	if t.LateScrapes > 0 {
+		parts = append(parts, fmt.Sprintf("%d late scrapes (answered after their interval)", t.LateScrapes))
+	}
 	return strings.Join(parts, "  ")
 }
 

@@ -15,6 +15,7 @@ type sampleJSON struct {
 	Server *ServerSample `json:"server,omitempty"`
 	GPUs   []GPUStat     `json:"gpus,omitempty"`
 	Errors []string      `json:"errors,omitempty"`
+	Late   []string      `json:"late,omitempty"`
 }
 
 // MarshalJSON writes one telemetry.jsonl line:
@@ -26,7 +27,7 @@ type sampleJSON struct {
 // only ever added to.
 func (s Sample) MarshalJSON() ([]byte, error) {
 	return json.Marshal(sampleJSON{At: s.At, T: math.Round(s.Elapsed.Seconds()*1e6) / 1e6,
-		Server: s.Server, GPUs: s.GPUs, Errors: s.Errors})
+		Server: s.Server, GPUs: s.GPUs, Errors: s.Errors, Late: s.Late})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (Elapsed to the microsecond).
@@ -36,7 +37,7 @@ func (s *Sample) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*s = Sample{At: v.At, Elapsed: time.Duration(math.Round(v.T*1e6)) * time.Microsecond,
-		Server: v.Server, GPUs: v.GPUs, Errors: v.Errors}
+		Server: v.Server, GPUs: v.GPUs, Errors: v.Errors, Late: v.Late}
 	return nil
 }
 

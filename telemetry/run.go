@@ -42,6 +42,10 @@ type Sample struct {
 	// "http://h:8000/metrics: timed out after 900ms". They never carry
 	// headers or the URL's user info or query.
 	Errors []string
+	// Late are sources whose scrape had not answered when the round
+	// closed; it runs on and counts when it answers (a late scrape) or
+	// fails at its timeout.
+	Late []string
 }
 
 // Snapshot is what a Run has counted since each source's first successful
@@ -91,13 +95,23 @@ type Run struct {
 // source is one scrape endpoint and what has been counted from it.
 type source struct {
 	scraper
-	busy atomic.Bool
+	// wait is how long a round waits for this source's answer. A scrape
+	// may run on past it, up to scraper.timeout; its answer is then taken
+	// in a later round as a late scrape (llama.cpp answers /metrics from
+	// its inference loop: under load it answers late, not never), and the
+	// rounds keep their cadence meanwhile.
+	wait time.Duration
+	// answer holds the outcome of a scrape that outlived its round; late
+	// is set while one does. Both are touched by the round loop only.
+	answer chan outcome
+	late   bool
 
 	// Guarded by Run.mu.
 	family          Family
 	queueMissing    string // the last answer's QueueDelayUnavailable
 	answered        bool   // some scrape succeeded
 	scrapes, errors int
+	lates           int // answered, but after their round closed
 	queue, ttft     histAcc
 	e2e             histAcc
 	prompt, gen     counterAcc
@@ -139,7 +153,8 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 		if timeout <= 0 || timeout >= interval {
 			timeout = def
 		}
-		r.sources = append(r.sources, &source{scraper: scraper{cfg: sc, name: sourceName(sc.URL, i), timeout: timeout, client: client}})
+		r.sources = append(r.sources, &source{scraper: scraper{cfg: sc, name: sourceName(sc.URL, i),
+			timeout: max(timeout, lateTimeout(interval)), client: client}, wait: timeout, answer: make(chan outcome, 1)})
 	}
 	r.st.init()
 	go r.loop(ctx)
@@ -148,7 +163,7 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 
 func (r *Run) loop(ctx context.Context) {
 	defer close(r.done)
-	final := func() { r.round(context.WithoutCancel(ctx)) }
+	final := func() { r.roundFinal(context.WithoutCancel(ctx), true) }
 	if ctx.Err() != nil {
 		final()
 		return
@@ -251,6 +266,40 @@ func (r *Run) Stop() Summary {
 	return r.summary
 }
 
+// observe counts one answer's cumulative series. Called with Run.mu held.
+func (src *source) observe(s *ServerSample) {
+	src.family, src.answered = s.Family, true
+	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
+		src.queueMissing = s.QueueDelayUnavailable
+	}
+	src.queue.observe(s.QueueDelay)
+	src.ttft.observe(s.TTFT)
+	src.e2e.observe(s.E2E)
+	src.prompt.observe(s.PromptTokens)
+	src.gen.observe(s.GenerationTokens)
+}
+
+// lateTimeout is how long one scrape may take in all, answering late.
+func lateTimeout(interval time.Duration) time.Duration { return max(10*time.Second, 5*interval) }
+
+// roundBox takes a round's answers while the round is open; an answer
+// after it closed goes to its source's answer channel instead.
+type roundBox struct {
+	mu   sync.Mutex
+	open bool
+	ch   chan outcome
+}
+
+func (b *roundBox) deliver(src *source, o outcome) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open {
+		b.ch <- o // buffered for every source
+		return
+	}
+	src.answer <- o
+}
+
 // outcome is one source's answer in a round.
 type outcome struct {
 	i      int
@@ -261,23 +310,36 @@ type outcome struct {
 // round scrapes every source and the GPU sampler concurrently, waits at
 // most until the longest timeout (plus a little) has passed, updates the
 // counts and calls the sink.
-func (r *Run) round(ctx context.Context) {
+func (r *Run) round(ctx context.Context) { r.roundFinal(ctx, false) }
+
+// roundFinal is one round; in the final one a scrape still unanswered
+// fails.
+func (r *Run) roundFinal(ctx context.Context, final bool) {
 	at := time.Now()
 	results := make([]*outcome, len(r.sources))
-	ch := make(chan outcome, len(r.sources))
+	lateAnswers := make([]*outcome, len(r.sources))
+	started := make([]bool, len(r.sources))
+	box := &roundBox{open: true, ch: make(chan outcome, len(r.sources))}
 	pending := 0
 	wait := r.gpuTimeout
 	for i, src := range r.sources {
-		wait = max(wait, src.timeout)
-		if !src.busy.CompareAndSwap(false, true) {
-			results[i] = &outcome{i: i, err: errors.New("previous scrape still running")}
-			continue
+		wait = max(wait, src.wait)
+		if src.late {
+			// An earlier round's scrape outlived it: take its answer if it
+			// came, else let it run on (not failed until its timeout).
+			select {
+			case o := <-src.answer:
+				src.late = false
+				lateAnswers[i] = &o
+			default:
+				continue
+			}
 		}
+		started[i] = true
 		pending++
 		go func() {
 			s, err := src.scrape(ctx)
-			src.busy.Store(false)
-			ch <- outcome{i: i, sample: s, err: err}
+			box.deliver(src, outcome{i: i, sample: s, err: err})
 		}()
 	}
 	type gpuOutcome struct {
@@ -304,7 +366,7 @@ func (r *Run) round(ctx context.Context) {
 	defer deadline.Stop()
 	for pending > 0 {
 		select {
-		case o := <-ch:
+		case o := <-box.ch:
 			results[o.i] = &o
 			pending--
 		case g := <-gpuCh:
@@ -315,6 +377,13 @@ func (r *Run) round(ctx context.Context) {
 			pending = 0
 		}
 	}
+	box.mu.Lock()
+	box.open = false
+	for len(box.ch) > 0 { // answered just before the close
+		o := <-box.ch
+		results[o.i] = &o
+	}
+	box.mu.Unlock()
 	if gpuCh != nil {
 		gpuErr = fmt.Errorf("no answer within %v", r.gpuTimeout)
 	}
@@ -324,29 +393,50 @@ func (r *Run) round(ctx context.Context) {
 	var names []string
 	r.mu.Lock()
 	for i, src := range r.sources {
+		if lo := lateAnswers[i]; lo != nil {
+			// Counters and histograms are cumulative: a late answer's are
+			// as good as a timely one's. Its gauges are stale: not merged
+			// into this round's sample.
+			src.scrapes++
+			if lo.err != nil {
+				src.errors++
+				r.st.errors++
+				smp.Errors = append(smp.Errors, src.name+": "+lo.err.Error())
+			} else if s := lo.sample; s != nil {
+				src.lates++
+				r.st.lateScrapes++
+				src.observe(s)
+			}
+		}
 		o := results[i]
 		if o == nil {
-			o = &outcome{err: fmt.Errorf("no answer within %v", src.timeout)}
+			if started[i] {
+				src.late = true
+			}
+			if final {
+				src.scrapes++
+				src.errors++
+				r.st.errors++
+				smp.Errors = append(smp.Errors, fmt.Sprintf("%s: no answer by the end of sampling", src.name))
+			} else {
+				smp.Late = append(smp.Late, fmt.Sprintf("%s: no answer within %v yet", src.name, src.wait))
+			}
+			continue
 		}
 		src.scrapes++
 		if o.err != nil {
+			// A scrape that did not parse whole is a failed scrape: half
+			// a histogram would look like a counter reset.
 			src.errors++
 			r.st.errors++
 			smp.Errors = append(smp.Errors, src.name+": "+o.err.Error())
+			continue
 		}
 		if s := o.sample; s != nil {
-			src.family, src.answered = s.Family, true
-			if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
-				src.queueMissing = s.QueueDelayUnavailable
-			}
 			for j := range s.GPUs {
 				s.GPUs[j].Source = src.name
 			}
-			src.queue.observe(s.QueueDelay)
-			src.ttft.observe(s.TTFT)
-			src.e2e.observe(s.E2E)
-			src.prompt.observe(s.PromptTokens)
-			src.gen.observe(s.GenerationTokens)
+			src.observe(s)
 			parts = append(parts, s)
 			names = append(names, src.name)
 		}

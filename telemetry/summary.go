@@ -22,8 +22,12 @@ type Summary struct {
 	Samples    int     `json:"samples"`
 	// ScrapeErrors counts failed scrapes and GPU reads (every source, every
 	// round); Errors lists the first distinct messages.
-	ScrapeErrors int      `json:"scrape_errors"`
-	Errors       []string `json:"errors,omitempty"`
+	ScrapeErrors int `json:"scrape_errors"`
+	// LateScrapes counts scrapes answered after their round had closed
+	// (taken in a later round: counters and histograms count, gauges not):
+	// a server that answers /metrics from its busy inference loop.
+	LateScrapes int      `json:"late_scrapes"`
+	Errors      []string `json:"errors,omitempty"`
 	// MissedIntervals counts ticks skipped because a round (or the sink)
 	// overran the interval.
 	MissedIntervals int `json:"missed_intervals"`
@@ -67,6 +71,7 @@ type SourceSummary struct {
 	Family  string `json:"family"`
 	Scrapes int    `json:"scrapes"`
 	Errors  int    `json:"errors"`
+	Late    int    `json:"late"`
 }
 
 // Stats summarises one gauge over the samples that had it: N samples,
@@ -161,6 +166,7 @@ func msOrNil(s float64) *float64 {
 // (a float64 per series per sample) so p95 is exact.
 type stats struct {
 	samples, errors       int
+	lateScrapes           int
 	gpuSamples, gpuErrors int
 	missed                int
 	running, waiting, kv  []float64
@@ -270,6 +276,7 @@ func (r *Run) summaryLocked() Summary {
 		IntervalMs:      float64(r.interval) / float64(time.Millisecond),
 		Samples:         st.samples,
 		ScrapeErrors:    st.errors,
+		LateScrapes:     st.lateScrapes,
 		Errors:          slices.Clone(st.firstErrors),
 		MissedIntervals: st.missed,
 		Running:         summarise(st.running),
@@ -294,7 +301,7 @@ func (r *Run) summaryLocked() Summary {
 			f = FamilyUnknown
 		}
 		fams = append(fams, f)
-		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors})
+		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors, Late: src.lates})
 		sum.CounterResets += src.queue.resets + src.ttft.resets + src.e2e.resets + src.prompt.resets + src.gen.resets
 	}
 	if r.gpu != nil {

@@ -484,3 +484,27 @@ func TestSelfCheckFails(t *testing.T) {
 		t.Errorf("--self-check warn: exit %d %s", code, stderr)
 	}
 }
+
+// A server that ignores "stream" (one JSON body) is named in a warning and
+// gives no ITL; a 200 text/html page is a protocol error naming its
+// content type, not a truncated stream.
+func TestServerIgnoringStreamAndHTML(t *testing.T) {
+	srv := fastSim(t, sim.FaultRule{Kind: sim.FaultIgnoreStream, Every: 1})
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "20", "--duration", "500ms", "--max-tokens", "8", "--out", dir)
+	if code != exitOK || !strings.Contains(stdout, `the server ignored "stream"`) {
+		t.Errorf("ignore_stream: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, dir)
+	if s.LatencyMs["itl"].Count != 0 || s.LatencyMs["ttft"].Count == 0 {
+		t.Errorf("itl %+v ttft %+v: an unstreamed answer has a TTFT and no ITL", s.LatencyMs["itl"], s.LatencyMs["ttft"])
+	}
+	html := fastSim(t, sim.FaultRule{Kind: sim.FaultHTML200, Every: 1})
+	dir = t.TempDir()
+	runCmd(t, "--target", html.URL, "--model", "m", "--rate", "20", "--duration", "300ms", "--max-tokens", "8", "--out", dir)
+	s = readSummary(t, dir)
+	b, _ := os.ReadFile(filepath.Join(dir, results.RecordsFile))
+	if s.Requests.ErrorsByKind["protocol"] == 0 || s.Requests.ErrorsByKind["stream_truncated"] != 0 || !strings.Contains(string(b), "text/html") {
+		t.Errorf("html_200: %v\n%.300s", s.Requests.ErrorsByKind, b)
+	}
+}

@@ -208,14 +208,16 @@ func TestCheckRejudgesRunDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, results.QueueDelayFile)); err != nil {
 		t.Fatalf("run wrote no %s: %v", results.QueueDelayFile, err)
 	}
-	code, stdout, stderr := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", dir)
+	// A fixed --at: the header names the judging time.
+	at := "--at=2026-12-01T00:00:00Z"
+	code, stdout, stderr := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", at, dir)
 	if strings.Contains(stdout, "queue-p99  main    -      NO_DATA") || !strings.Contains(stdout, "queue-p99") {
 		t.Errorf("queue delay not judged (exit %d):\n%s\n%s", code, stdout, stderr)
 	}
 	// A directory written before queue_delay.json: the summary's histogram
 	// serves its one stage.
 	os.Remove(filepath.Join(dir, results.QueueDelayFile))
-	_, stdout2, _ := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", dir)
+	_, stdout2, _ := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", at, dir)
 	if stdout2 != stdout {
 		t.Errorf("judged differently from summary.json's histogram:\n%s\nvs\n%s", stdout2, stdout)
 	}

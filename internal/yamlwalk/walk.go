@@ -44,6 +44,11 @@ func (d *Doc) File() string { return d.file }
 // Failed reports whether any error was recorded.
 func (d *Doc) Failed() bool { return len(d.errs) > 0 }
 
+// Count is the number of errors recorded so far, those past the shown
+// limit included: a reader compares counts to tell whether one part of the
+// file (an item of a list) was read without error.
+func (d *Doc) Count() int { return len(d.errs) + d.extra }
+
 // Add records e.
 func (d *Doc) Add(e *Error) { d.add(e) }
 
@@ -118,6 +123,10 @@ func (x Node) Errorf(format string, args ...any) {
 	x.d.add(Errorf(x.d.file, x.Line(), x.path, format, args...))
 }
 
+// Pos is where the node is, for errors found after the walk (a file the
+// node names cannot be opened).
+func (x Node) Pos() Pos { return Pos{File: x.d.file, Line: x.Line(), Field: x.path} }
+
 // Missing records "path missing" at the node's line.
 func (x Node) Missing() {
 	x.d.add(&Error{File: x.d.file, Line: x.Line(), Field: x.path, Err: ErrMissing})
@@ -161,6 +170,12 @@ func (x Node) Describe() string {
 	}
 	return "something else"
 }
+
+// IsMap reports whether the node is a mapping.
+func (x Node) IsMap() bool { return x.n != nil && x.n.Kind == yaml.MappingNode }
+
+// IsList reports whether the node is a sequence.
+func (x Node) IsList() bool { return x.n != nil && x.n.Kind == yaml.SequenceNode }
 
 // IsScalar reports whether the node is a non-null scalar.
 func (x Node) IsScalar() bool {
@@ -337,6 +352,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Only records an unknown field for each key not among known, for a
+// mapping whose fields depend on one of its values (a source's type); it
+// reports whether every key is known.
+func (m Map) Only(known ...string) bool {
+	ok := true
+	for _, k := range m.keys {
+		if !contains(known, k) {
+			m.x.d.add(Errorf(m.x.d.file, m.key[k].Line, Join(m.x.path, k), "unknown field (want one of %s)", strings.Join(known, ", ")))
+			ok = false
+		}
+	}
+	return ok
 }
 
 // Node is the mapping itself.

@@ -2,6 +2,7 @@ package prompts
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,26 +185,24 @@ func TestErrorFormat(t *testing.T) {
 	}
 }
 
-// A mix file with two independent mistakes reports both, each an *Error
-// with its line, in one error.
+// A mix file with two independent mistakes reports both through LoadMix,
+// each an *Error with its line.
 func TestMixReportsEveryMistake(t *testing.T) {
-	data := "kind: Mix\nclasses:\n  - name: a\n    weight: -2\n    source: {type: synthetic, input_tokens: 10}\n" +
-		"  - name: b\n    source: {type: synthetic, input_tokens: 10}\n    sessions: {turns: 2, think_time: soon}\n"
-	_, err := parseMix("mix.yaml", []byte(data), LoadOptions{})
-	want := "mix.yaml:4: classes[0].weight: must not be negative\n" +
-		`mix.yaml:8: classes[1].sessions.think_time: "soon" is not a duration (want e.g. 150ms, 2s, 5m, 30d)`
-	if err == nil || err.Error() != want {
-		t.Fatalf("got\n%v\nwant\n%s", err, want)
-	}
-	var es Errors
-	if !errors.As(err, &es) || len(es) != 2 {
-		t.Fatalf("%T %v: want two errors", err, err)
-	}
-	for i, line := range []int{4, 8} {
-		var e *Error
-		if !errors.As(es[i], &e) || e.File != "mix.yaml" || e.Line != line {
-			t.Errorf("error %d: %v, want line %d", i, es[i], line)
+	dir := writeFiles(t, map[string]string{"mix.yaml": "kind: Mix\nclasses:\n  - name: a\n    weight: -2\n" +
+		"    source: {type: synthetic, input_tokens: 10}\n  - name: b\n    source: {type: synthetic, input_tokens: 10}\n" +
+		"    sessions: {turns: 2, think_time: soon}\n"})
+	_, err := LoadMix(filepath.Join(dir, "mix.yaml"), LoadOptions{})
+	var lines []int
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, member := range j.Unwrap() {
+			if e := (*Error)(nil); errors.As(member, &e) {
+				lines = append(lines, e.Line)
+			}
 		}
+	}
+	if fmt.Sprint(lines) != "[4 8]" || !strings.Contains(err.Error(), "classes[0].weight: must not be negative\n") ||
+		!strings.HasSuffix(err.Error(), `classes[1].sessions.think_time: "soon" is not a duration (want e.g. 150ms, 2s, 5m, 30d)`) {
+		t.Fatalf("got lines %v of\n%v", lines, err)
 	}
 }
 

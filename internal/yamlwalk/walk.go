@@ -118,8 +118,13 @@ func (x Node) Line() int {
 // Yaml is the underlying node (nil when absent), for decoding into Go values.
 func (x Node) Yaml() *yaml.Node { return x.n }
 
-// Errorf records an error at the node.
+// Errorf records an error at the node; none once the visit budget is spent
+// and the node is absent (cut off by the budget, or a field of a mapping
+// read only in part).
 func (x Node) Errorf(format string, args ...any) {
+	if x.exhausted() {
+		return
+	}
 	x.d.add(Errorf(x.d.file, x.Line(), x.path, format, args...))
 }
 
@@ -129,6 +134,9 @@ func (x Node) Pos() Pos { return Pos{File: x.d.file, Line: x.Line(), Field: x.pa
 
 // Missing records "path missing" at the node's line.
 func (x Node) Missing() {
+	if x.exhausted() {
+		return
+	}
 	x.d.add(&Error{File: x.d.file, Line: x.Line(), Field: x.path, Err: ErrMissing})
 }
 
@@ -183,15 +191,13 @@ func (x Node) IsScalar() bool {
 }
 
 // exhausted: after the visit budget is spent, absent nodes are not
-// reported again one by one.
+// reported one by one.
 func (x Node) exhausted() bool { return x.n == nil && x.d.budget < 0 }
 
 // List reads a sequence.
 func (x Node) List() ([]Node, bool) {
 	if x.n == nil || x.n.Kind != yaml.SequenceNode {
-		if !x.exhausted() {
-			x.Errorf("want a list, got %s", x.Describe())
-		}
+		x.Errorf("want a list, got %s", x.Describe())
 		return nil, false
 	}
 	out := make([]Node, len(x.n.Content))
@@ -205,9 +211,7 @@ func (x Node) List() ([]Node, bool) {
 // Text reads any non-null scalar as text (5 reads "5").
 func (x Node) Text() (string, bool) {
 	if !x.IsScalar() {
-		if !x.exhausted() {
-			x.Errorf("want a single value, got %s", x.Describe())
-		}
+		x.Errorf("want a single value, got %s", x.Describe())
 		return "", false
 	}
 	return x.n.Value, true
@@ -314,9 +318,7 @@ type Map struct {
 func (x Node) Map(known ...string) (Map, bool) {
 	m := Map{x: x, key: map[string]*yaml.Node{}, val: map[string]*yaml.Node{}}
 	if x.n == nil || x.n.Kind != yaml.MappingNode {
-		if !x.exhausted() {
-			x.Errorf("want a mapping (key: value), got %s", x.Describe())
-		}
+		x.Errorf("want a mapping (key: value), got %s", x.Describe())
 		return m, false
 	}
 	ok := true

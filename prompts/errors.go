@@ -20,8 +20,8 @@ var ErrMissing = yamlwalk.ErrMissing
 // tailgate's input files, shared with the slo package.
 type Error = yamlwalk.Error
 
-// Errors is every problem LoadMix found in a mix file, sorted by line;
-// errors.As finds each *Error in it.
+// Errors is every problem LoadMix found in a mix file, sorted by line, one
+// *Error each: errors.As gets the Errors, or the first *Error.
 type Errors = yamlwalk.Errors
 
 // errAt builds an *Error.

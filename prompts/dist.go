@@ -3,10 +3,11 @@ package prompts
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Distribution kinds for lengths and think times.
@@ -213,45 +214,48 @@ func (d dist) nominalMean() float64 {
 	return d.mean
 }
 
-// parseDist reads a distribution: a bare value is fixed; a mapping names
-// dist and its parameters. minDefault is the least value allowed for
-// tokens (1 for lengths).
-func parseDist(x ynode, u unit, minDefault float64) (dist, error) {
+// dist reads a distribution: a bare value is fixed; a mapping names dist
+// and its parameters. minDefault is the least value allowed for tokens (1
+// for lengths).
+func (r mixReader) dist(x yamlwalk.Node, u unit, minDefault float64) (dist, bool) {
 	lo, hi := u.bounds(minDefault)
 	// num reads one parameter: a duration, a whole number of tokens, or
 	// (for mean and stddev) any number of tokens.
-	num := func(n ynode, whole bool) (float64, error) {
+	num := func(n yamlwalk.Node, whole bool) (float64, bool) {
 		if u == unitDuration {
-			d, err := n.duration()
-			return float64(d), err
+			d, ok := n.Duration()
+			return float64(d), ok
 		}
 		if !whole {
-			return n.float()
+			return n.Float()
 		}
-		v, err := n.int(int64(lo), int64(hi))
-		return float64(v), err
+		v, ok := n.Int(int64(lo), int64(hi))
+		return float64(v), ok
 	}
-	if x.n != nil && x.n.Kind == yaml.ScalarNode {
-		v, err := num(x, true)
-		if err != nil {
-			return dist{}, err
+	if x.IsScalar() {
+		v, ok := num(x, true)
+		if !ok {
+			return dist{}, false
 		}
 		if v < lo || v > hi {
-			return dist{}, x.errf("%s is out of range [%s, %s]", x.n.Value, u.format(lo), u.format(hi))
+			x.Errorf("%s is out of range [%s, %s]", x.Yaml().Value, u.format(lo), u.format(hi))
+			return dist{}, false
 		}
-		return fixedDist(v, u), nil
+		return fixedDist(v, u), true
 	}
-	m, err := x.mapping()
-	if err != nil {
-		return dist{}, x.errf("want a number or a distribution {dist: ..., ...}, got %s", kindName(x.n))
+	if !x.IsMap() {
+		x.Errorf("want a number or a distribution {dist: ..., ...}, got %s", x.Describe())
+		return dist{}, false
 	}
-	kn, err := m.require("dist")
-	if err != nil {
-		return dist{}, err
+	start := r.doc.Count()
+	m, _ := x.Map()
+	kn, ok := m.Require("dist")
+	if !ok {
+		return dist{}, false
 	}
-	kind, err := kn.str()
-	if err != nil {
-		return dist{}, err
+	kind, ok := kn.Str()
+	if !ok {
+		return dist{}, false
 	}
 	d := dist{kind: kind, unit: u, min: lo, max: hi}
 	var allowed, required []string
@@ -263,55 +267,51 @@ func parseDist(x ynode, u unit, minDefault float64) (dist, error) {
 	case DistNormal, DistLognormal:
 		allowed, required = []string{"dist", "mean", "stddev", "min", "max"}, []string{"mean", "stddev"}
 	default:
-		return dist{}, kn.errf("unknown distribution %q (want fixed, uniform, normal or lognormal)", kind)
+		kn.Errorf("unknown distribution %q (want fixed, uniform, normal or lognormal)", kind)
+		return dist{}, false
 	}
-	if err := m.only(allowed...); err != nil {
-		return dist{}, err
-	}
+	m.Only(allowed...)
 	for _, k := range required {
-		if _, err := m.require(k); err != nil {
-			return dist{}, err
-		}
-	}
-	set := func(key string, dst *float64, allowNeg bool) error {
-		n, ok := m.get(key)
-		if !ok {
-			return nil
-		}
-		v, err := num(n, !allowNeg)
-		if err != nil {
-			return err
-		}
-		if !allowNeg && v < lo {
-			return n.errf("%s is below %s", n.n.Value, u.format(lo))
-		}
-		*dst = v
-		return nil
+		m.Require(k)
 	}
 	for _, f := range []struct {
 		key      string
 		dst      *float64
 		allowNeg bool
 	}{{"value", &d.value, false}, {"mean", &d.mean, true}, {"stddev", &d.stddev, true}, {"min", &d.min, false}, {"max", &d.max, false}} {
-		if err := set(f.key, f.dst, f.allowNeg); err != nil {
-			return dist{}, err
+		n, ok := m.Get(f.key)
+		if !ok || !slices.Contains(allowed, f.key) {
+			continue
 		}
+		v, ok := num(n, !f.allowNeg)
+		if !ok {
+			continue
+		}
+		if !f.allowNeg && v < lo {
+			n.Errorf("%s is below %s", n.Yaml().Value, u.format(lo))
+			continue
+		}
+		*f.dst = v
+	}
+	if r.doc.Count() != start {
+		// The checks below need every parameter.
+		return dist{}, false
 	}
 	switch kind {
 	case DistFixed:
 		d.min, d.max = d.value, d.value
 	case DistNormal, DistLognormal:
-		sn, _ := m.get("stddev")
+		sn, _ := m.Get("stddev")
 		if d.stddev < 0 {
-			return dist{}, sn.errf("must not be negative")
+			sn.Errorf("must not be negative")
 		}
 		if d.stddev > hi {
-			return dist{}, sn.errf("is larger than the widest range %s", u.format(hi))
+			sn.Errorf("is larger than the widest range %s", u.format(hi))
 		}
 		if kind == DistLognormal {
-			mn, _ := m.get("mean")
+			mn, _ := m.Get("mean")
 			if d.mean <= 0 {
-				return dist{}, mn.errf("must be positive for a lognormal")
+				mn.Errorf("must be positive for a lognormal")
 			}
 			cv := d.stddev / d.mean
 			s2 := plog(1 + float64(cv*cv))
@@ -320,17 +320,16 @@ func parseDist(x ynode, u unit, minDefault float64) (dist, error) {
 		}
 	}
 	if d.min > d.max {
-		n, _ := m.get("max")
-		if n.n == nil {
-			n, _ = m.get("min")
+		n, _ := m.Get("max")
+		if !n.Valid() {
+			n, _ = m.Get("min")
 		}
-		return dist{}, n.errf("max %s is below min %s", u.format(d.max), u.format(d.min))
-	}
-	if kind == DistNormal || kind == DistLognormal {
+		n.Errorf("max %s is below min %s", u.format(d.max), u.format(d.min))
+	} else if (kind == DistNormal || kind == DistLognormal) && r.doc.Count() == start {
 		if d.mean < d.min || d.mean > d.max {
-			mn, _ := m.get("mean")
-			return dist{}, mn.errf("mean %s is outside [min, max]", u.format(d.mean))
+			mn, _ := m.Get("mean")
+			mn.Errorf("mean %s is outside [min, max]", u.format(d.mean))
 		}
 	}
-	return d, nil
+	return d, r.doc.Count() == start
 }

@@ -5,19 +5,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // distFrom parses a distribution from YAML text, as a mix file would.
 func distFrom(t *testing.T, text string, u unit) dist {
 	t.Helper()
-	root, err := parseYAML("t.yaml", []byte("x: "+text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := root.mapping()
-	x, _ := m.get("x")
-	d, err := parseDist(x, u, 1)
-	if err != nil {
+	doc, root := yamlwalk.Parse("t.yaml", []byte("x: "+text))
+	m, _ := root.Map()
+	x, _ := m.Get("x")
+	d, _ := mixReader{doc: doc}.dist(x, u, 1)
+	if err := doc.Err(); err != nil {
 		t.Fatalf("%s: %v", text, err)
 	}
 	return d

@@ -161,8 +161,10 @@
 // bad input is an *Error naming file, line and field, such as
 // "mix.yaml:12: classes[2].weight: must not be negative",
 // "trace.csv:57: column GeneratedTokens missing" or
-// "prompts.jsonl:3: not JSON: ...". Unknown fields are errors, so typos
-// do not pass silently.
+// "prompts.jsonl:3: not JSON: ...". A mix file's problems come all at
+// once, sorted by line, as Errors (one *Error a line; errors.As finds
+// them); a data file's first problem ends its reading. Unknown fields are
+// errors, so typos do not pass silently.
 //
 // # Cost
 //

@@ -2,9 +2,12 @@ package prompts
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Every malformed input fails at load, before any prompt is drawn, with an
@@ -27,7 +30,7 @@ func TestBadInput(t *testing.T) {
 		{"kind missing", "classes: []\n", nil, "mix.yaml:1: kind missing"},
 		{"wrong kind", "kind: SLO\nclasses: []\n", nil, `mix.yaml:1: kind: want kind: Mix, got "SLO"`},
 		{"unknown top field", "kind: Mix\nsead: 1\nclasses: []\n", nil,
-			"mix.yaml:2: sead: unknown field (want one of kind, apiVersion, name, description, seed, tokenizer, template_tokens, time_scale, classes)"},
+			"mix.yaml:2: sead: unknown field (want one of kind, apiVersion, name, description, seed, tokenizer, template_tokens, time_scale, classes)\nmix.yaml:3: classes: no classes"},
 		{"no classes", "kind: Mix\nclasses: []\n", nil, "mix.yaml:2: classes: no classes"},
 		{"weights sum to zero", "kind: Mix\nclasses:\n  - name: a\n    weight: 0\n" + synth + "  - name: b\n    weight: 0\n" + synth, nil,
 			"mix.yaml:3: classes: class weights sum to 0; want a positive sum"},
@@ -63,17 +66,17 @@ func TestBadInput(t *testing.T) {
 			`mix.yaml:5: classes[1].name: duplicate class name "a"`},
 		{"bad class name", "kind: Mix\nclasses:\n  - name: a b\n" + synth, nil,
 			`mix.yaml:3: classes[0].name: "a b": use letters, digits, '_', '-' and '.' only`},
-		{"duplicate key", "kind: Mix\nkind: Mix\nclasses: []\n", nil, "mix.yaml:2: kind: duplicate key"},
+		{"duplicate key", "kind: Mix\nkind: Mix\nclasses: []\n", nil, "mix.yaml:2: kind: duplicate key (first on line 1)\nmix.yaml:3: classes: no classes"},
 		{"reserved param", "kind: Mix\nclasses:\n  - name: a\n" + synth + "    params: {max_tokens: 5}\n", nil,
 			"mix.yaml:5: classes[0].params.max_tokens: not a parameter: set max_tokens on the class; messages, prompt and stream come from the source and client"},
 		{"unknown tokenizer", "kind: Mix\ntokenizer: llama\nclasses: []\n", nil,
-			`mix.yaml:2: tokenizer: unknown tokenizer "llama" (want one of cl100k_base, o200k_base, p50k_base, r50k_base)`},
+			"mix.yaml:2: tokenizer: unknown tokenizer \"llama\" (want one of cl100k_base, o200k_base, p50k_base, r50k_base)\nmix.yaml:3: classes: no classes"},
 		{"trace with weight", "kind: Mix\nclasses:\n  - name: t\n    weight: 2\n    source: {type: azure, path: t.csv}\n", nil,
 			"mix.yaml:4: classes[0].weight: trace classes take no weight: the trace's timestamps set the arrivals"},
 		{"trace mixed with weighted", "kind: Mix\nclasses:\n  - name: a\n" + synth + "  - name: t\n    source: {type: azure, path: t.csv}\n", nil,
 			"mix.yaml:6: classes[1].source: cannot mix trace classes (azure, burstgpt, mooncake) with weighted classes in one mix"},
 		{"bad time scale", "kind: Mix\ntime_scale: 0\nclasses: []\n", nil,
-			"mix.yaml:2: time_scale: 0: want a number in (0, 1e6]"},
+			"mix.yaml:2: time_scale: 0: want a number in (0, 1e6]\nmix.yaml:3: classes: no classes"},
 		{"both prefix forms", "kind: Mix\nclasses:\n  - name: a\n    source:\n      type: synthetic\n      input_tokens: 5\n      shared_prefix: {tokens: 9, prompts_per_prefix: 2, prefixes: 3}\n", nil,
 			"mix.yaml:7: classes[0].source.shared_prefix.prefixes: give prompts_per_prefix or prefixes, not both"},
 
@@ -179,5 +182,42 @@ func TestErrorFormat(t *testing.T) {
 	}
 	if !errors.Is(&Error{Err: ErrMissing}, ErrMissing) {
 		t.Error("errors.Is(ErrMissing)")
+	}
+}
+
+// A mix file with two independent mistakes reports both through LoadMix,
+// each an *Error with its line.
+func TestMixReportsEveryMistake(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"mix.yaml": "kind: Mix\nclasses:\n  - name: a\n    weight: -2\n" +
+		"    source: {type: synthetic, input_tokens: 10}\n  - name: b\n    source: {type: synthetic, input_tokens: 10}\n" +
+		"    sessions: {turns: 2, think_time: soon}\n"})
+	_, err := LoadMix(filepath.Join(dir, "mix.yaml"), LoadOptions{})
+	var lines []int
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, member := range j.Unwrap() {
+			if e := (*Error)(nil); errors.As(member, &e) {
+				lines = append(lines, e.Line)
+			}
+		}
+	}
+	if fmt.Sprint(lines) != "[4 8]" || !strings.Contains(err.Error(), "classes[0].weight: must not be negative\n") ||
+		!strings.HasSuffix(err.Error(), `classes[1].sessions.think_time: "soon" is not a duration (want e.g. 150ms, 2s, 5m, 30d)`) {
+		t.Fatalf("got lines %v of\n%v", lines, err)
+	}
+}
+
+// Mix files read durations in the one dialect of tailgate's files
+// (yamlwalk.ParseDuration), the same as SLO and plan files.
+func TestMixDurationDialect(t *testing.T) {
+	for _, s := range []string{"500ms", "1.5s", "250us", "1h30m", "30d", "4w", "5O0ms", "1.5d", "-1s", "2", "d", "99999999w"} {
+		data := "kind: Mix\nclasses:\n  - name: t\n    source: {type: azure, path: t.csv, from: " + s + "}\n"
+		m, err := parseMix("mix.yaml", []byte(data), LoadOptions{})
+		want, werr := yamlwalk.ParseDuration(s)
+		switch {
+		case werr != nil && (err == nil || !strings.HasSuffix(err.Error(), "classes[0].source.from: "+werr.Error())):
+			t.Errorf("from: %s: got %v, want %v", s, err, werr)
+		case werr == nil && (err != nil || m.classes[0].from != want):
+			t.Errorf("from: %s: got %v, want %v", s, err, want)
+		}
 	}
 }

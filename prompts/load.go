@@ -30,7 +30,7 @@ func (m *Mix) load(dir string) error {
 		case SourceSynthetic:
 			needCorpus = true
 			if c.sess != nil && c.sess.turns.max*c.input.max > tokenLimit {
-				return c.srcNode.errf("sessions of up to %v turns of up to %v tokens exceed %d tokens of history", c.sess.turns.max, c.input.max, tokenLimit)
+				return c.srcNode.Errorf("sessions of up to %v turns of up to %v tokens exceed %d tokens of history", c.sess.turns.max, c.input.max, tokenLimit)
 			}
 		case SourceJSONL, SourceShareGPT:
 			err = m.loadDataset(c)
@@ -72,7 +72,7 @@ func (m *Mix) load(dir string) error {
 func (c *class) readFile(parse func(r io.Reader) error) error {
 	f, err := os.Open(c.path)
 	if err != nil {
-		return c.pathNode.errf("%v", err)
+		return c.pathNode.Errorf("%v", err)
 	}
 	defer f.Close()
 	h := sha256.New()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Source types of a class.
@@ -80,7 +82,7 @@ type class struct {
 	// multi-turn
 	sess *sessionSpec
 
-	pathNode, srcNode ynode // for errors found while loading
+	pathNode, srcNode yamlwalk.Pos // for errors found while loading
 }
 
 // prefixSpec is the shared-prefix option of a synthetic class: a system
@@ -118,9 +120,10 @@ type item struct {
 	params    map[string]any
 }
 
-// LoadMix reads and validates a mix file and everything it references.
-// Every problem is reported as an *Error naming file, line and field,
-// before any prompt is drawn.
+// LoadMix reads and validates a mix file and everything it references,
+// before any prompt is drawn. Every problem in the mix file is reported at
+// once, as Errors of *Error values naming file, line and field; the data
+// files are read only when the mix file has none.
 func LoadMix(path string, opts LoadOptions) (*Mix, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -158,7 +161,7 @@ func LoadPromptsFile(path string, opts LoadOptions) (*Mix, error) {
 	name := className(path)
 	c := &class{
 		name: name, key: fnv64(name), weight: 1, srcType: typ, path: path, order: OrderShuffle,
-		pathNode: ynode{file: path}, srcNode: ynode{file: path},
+		pathNode: yamlwalk.Pos{File: path}, srcNode: yamlwalk.Pos{File: path},
 	}
 	if typ == SourceMooncake {
 		c.blockTokens = 512

@@ -1,8 +1,14 @@
 package prompts
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Mix file fields.
@@ -23,392 +29,396 @@ var (
 )
 
 // parseMix reads a mix file's YAML into a Mix whose classes are not yet
-// loaded.
+// loaded. The error lists every problem in the file, each an *Error.
 func parseMix(file string, data []byte, opts LoadOptions) (*Mix, error) {
-	root, err := parseYAML(file, data)
-	if err != nil {
+	doc, root := yamlwalk.Parse(file, data)
+	r := mixReader{doc: doc}
+	m := r.mix(root, opts)
+	if err := doc.Err(); err != nil {
 		return nil, err
 	}
-	top, err := root.mapping()
-	if err != nil {
-		return nil, err
+	return m, nil
+}
+
+// mixReader reads one mix file, recording every problem in doc. Its
+// methods return what they read and whether it was read without error.
+type mixReader struct{ doc *yamlwalk.Doc }
+
+func (r mixReader) mix(root yamlwalk.Node, opts LoadOptions) *Mix {
+	if !root.Valid() {
+		return nil
 	}
-	if err := top.only(mixFields...); err != nil {
-		return nil, err
+	top, _ := root.Map()
+	if !root.IsMap() {
+		return nil
 	}
-	kn, err := top.require("kind")
-	if err != nil {
-		return nil, err
+	kn, ok := top.Require("kind")
+	if !ok {
+		return nil
 	}
-	if k, err := kn.str(); err != nil || k != "Mix" {
-		return nil, kn.errf("want kind: Mix, got %s", kindName(kn.n))
+	if !kn.IsScalar() || kn.Yaml().Tag != "!!str" || kn.Yaml().Value != "Mix" {
+		// Not a mix: its other fields would only add noise.
+		kn.Errorf("want kind: Mix, got %s", kn.Describe())
+		return nil
 	}
+	top.Only(mixFields...)
+	file := r.doc.File()
 	m := &Mix{file: file, name: className(file), timeScale: 1}
-	if n, ok := top.get("apiVersion"); ok {
-		if _, err := n.str(); err != nil {
-			return nil, err
+	if n, ok := top.Get("apiVersion"); ok {
+		n.Str()
+	}
+	if n, ok := top.Get("name"); ok {
+		if s, ok := n.Str(); ok {
+			m.name = s
 		}
 	}
-	if n, ok := top.get("name"); ok {
-		if m.name, err = n.str(); err != nil {
-			return nil, err
-		}
+	if n, ok := top.Get("description"); ok {
+		m.description, _ = n.Str()
 	}
-	if n, ok := top.get("description"); ok {
-		if m.description, err = n.str(); err != nil {
-			return nil, err
-		}
-	}
-	if n, ok := top.get("seed"); ok {
-		if m.seed, err = n.int(math.MinInt64, math.MaxInt64); err != nil {
-			return nil, err
-		}
+	if n, ok := top.Get("seed"); ok {
+		m.seed, _ = n.Int(math.MinInt64, math.MaxInt64)
 	}
 	if opts.Seed != 0 {
 		m.seed = opts.Seed
 	}
 	m.tok = opts.Tokenizer
-	if n, ok := top.get("tokenizer"); ok {
-		name, err := n.str()
-		if err != nil {
-			return nil, err
-		}
-		if m.tok, err = NewTokenizer(name); err != nil {
-			return nil, n.errf("%v", err)
+	if n, ok := top.Get("tokenizer"); ok {
+		if name, ok := n.Str(); ok {
+			tok, err := NewTokenizer(name)
+			if err != nil {
+				n.Errorf("%v", err)
+			}
+			m.tok = tok
 		}
 	}
 	if m.tok == nil {
+		var err error
 		if m.tok, err = NewTokenizer(DefaultEncoding); err != nil {
-			return nil, root.errf("%v", err)
+			root.Errorf("%v", err)
 		}
 	} else if err := checkTokenizer(m.tok); err != nil {
-		return nil, &Error{File: file, Field: "tokenizer", Err: err}
+		r.doc.Add(&Error{File: file, Field: "tokenizer", Err: err})
 	}
-	if n, ok := top.get("template_tokens"); ok {
-		v, err := n.int(0, 4096)
-		if err != nil {
-			return nil, err
-		}
+	if n, ok := top.Get("template_tokens"); ok {
+		v, _ := n.Int(0, 4096)
 		m.templateTokens = int(v)
 	}
-	if n, ok := top.get("time_scale"); ok {
-		if m.timeScale, err = n.float(); err != nil {
-			return nil, err
-		}
-		if err := checkTimeScale(m.timeScale); err != nil {
-			return nil, n.errf("%v", err)
+	if n, ok := top.Get("time_scale"); ok {
+		if v, ok := n.Float(); ok {
+			if err := checkTimeScale(v); err != nil {
+				n.Errorf("%v", err)
+			}
+			m.timeScale = v
 		}
 	}
 	if opts.TimeScale != 0 {
 		if err := checkTimeScale(opts.TimeScale); err != nil {
-			return nil, &Error{File: file, Field: "time scale", Err: err}
+			r.doc.Add(&Error{File: file, Field: "time scale", Err: err})
 		}
 		m.timeScale = opts.TimeScale
 	}
-	cn, err := top.require("classes")
-	if err != nil {
-		return nil, err
+	cn, ok := top.Require("classes")
+	if !ok {
+		return m
 	}
-	list, err := cn.seq()
-	if err != nil {
-		return nil, err
+	list, ok := cn.List()
+	if !ok {
+		return m
 	}
 	if len(list) == 0 {
-		return nil, cn.errf("no classes")
+		cn.Errorf("no classes")
+		return m
 	}
 	names := map[string]bool{}
-	for i, x := range list {
-		c, err := parseClass(x)
-		if err != nil {
-			return nil, err
+	allRead := true
+	for _, x := range list {
+		c, ok := r.class(x, names)
+		if !ok {
+			allRead = false
+			continue
 		}
-		if names[c.name] {
-			n, _ := x.mapping()
-			nn, _ := n.get("name")
-			return nil, nn.errf("duplicate class name %q", c.name)
-		}
-		names[c.name] = true
-		if i == 0 {
+		if len(m.classes) == 0 {
 			m.trace = isTraceType(c.srcType)
 		} else if m.trace != isTraceType(c.srcType) {
-			return nil, c.srcNode.errf("cannot mix trace classes (azure, burstgpt, mooncake) with weighted classes in one mix")
+			r.doc.Add(c.srcNode.Errorf("cannot mix trace classes (azure, burstgpt, mooncake) with weighted classes in one mix"))
+			allRead = false
+			continue
 		}
 		m.classes = append(m.classes, c)
 	}
-	if !m.trace {
+	if allRead && !m.trace {
 		total := 0.0
 		for _, c := range m.classes {
 			total += c.weight
 		}
 		if !(total > 0) || math.IsInf(total, 0) {
-			return nil, cn.errf("class weights sum to %v; want a positive sum", total)
+			cn.Errorf("class weights sum to %v; want a positive sum", total)
 		}
 	}
-	return m, nil
+	return m
 }
 
-func parseClass(x ynode) (*class, error) {
-	f, err := x.mapping()
-	if err != nil {
-		return nil, err
+// class reads one class; names are the class names read so far.
+func (r mixReader) class(x yamlwalk.Node, names map[string]bool) (*class, bool) {
+	start := r.doc.Count()
+	f, _ := x.Map(classFields...)
+	if !x.IsMap() {
+		return nil, false
 	}
-	if err := f.only(classFields...); err != nil {
-		return nil, err
-	}
-	c := &class{line: x.line(), weight: 1, order: OrderShuffle}
-	nn, err := f.require("name")
-	if err != nil {
-		return nil, err
-	}
-	if c.name, err = nn.str(); err != nil {
-		return nil, err
-	}
-	if c.name == "" || len(c.name) > 64 {
-		return nil, nn.errf("want 1 to 64 characters")
-	}
-	for i := 0; i < len(c.name); i++ {
-		if !nameByte(c.name[i]) {
-			return nil, nn.errf("%q: use letters, digits, '_', '-' and '.' only", c.name)
+	c := &class{line: x.Line(), weight: 1, order: OrderShuffle}
+	if nn, ok := f.Require("name"); ok {
+		if s, ok := nn.Str(); ok {
+			c.name = s
+			switch {
+			case s == "" || len(s) > 64:
+				nn.Errorf("want 1 to 64 characters")
+			case !validClassName(s):
+				nn.Errorf("%q: use letters, digits, '_', '-' and '.' only", s)
+			case names[s]:
+				nn.Errorf("duplicate class name %q", s)
+			}
+			names[s] = true
 		}
 	}
 	c.key = fnv64(c.name)
 
-	sn, err := f.require("source")
-	if err != nil {
-		return nil, err
-	}
-	if err := parseSource(c, sn); err != nil {
-		return nil, err
+	if sn, ok := f.Require("source"); ok {
+		r.source(c, sn)
 	}
 	trace := isTraceType(c.srcType)
 
-	if n, ok := f.get("weight"); ok {
+	if n, ok := f.Get("weight"); ok {
 		if trace {
-			return nil, n.errf("trace classes take no weight: the trace's timestamps set the arrivals")
-		}
-		if c.weight, err = n.float(); err != nil {
-			return nil, err
-		}
-		if c.weight < 0 {
-			return nil, n.errf("must not be negative")
-		}
-		if c.weight > 1e12 {
-			return nil, n.errf("too large (at most 1e12)")
-		}
-	}
-	if n, ok := f.get("max_tokens"); ok {
-		if trace {
-			return nil, n.errf("trace classes take output lengths from the trace")
-		}
-		d, err := parseDist(n, unitTokens, 1)
-		if err != nil {
-			return nil, err
-		}
-		c.maxTokens = &d
-	}
-	if n, ok := f.get("params"); ok {
-		if c.params, err = n.anyMap(); err != nil {
-			return nil, err
-		}
-		pm, _ := n.mapping()
-		for _, k := range reservedParams {
-			if pn, ok := pm.get(k); ok {
-				return nil, pn.errf("not a parameter: set max_tokens on the class; messages, prompt and stream come from the source and client")
+			n.Errorf("trace classes take no weight: the trace's timestamps set the arrivals")
+		} else if w, ok := n.Float(); ok {
+			switch {
+			case w < 0:
+				n.Errorf("must not be negative")
+			case w > 1e12:
+				n.Errorf("too large (at most 1e12)")
 			}
+			c.weight = w
 		}
 	}
-	if n, ok := f.get("sessions"); ok {
+	if n, ok := f.Get("max_tokens"); ok {
 		if trace {
-			return nil, n.errf("trace classes cannot be sessions")
-		}
-		if c.sess, err = parseSessions(n, c.srcType); err != nil {
-			return nil, err
+			n.Errorf("trace classes take output lengths from the trace")
+		} else if d, ok := r.dist(n, unitTokens, 1); ok {
+			c.maxTokens = &d
 		}
 	}
-	return c, nil
+	if n, ok := f.Get("params"); ok {
+		c.params = r.params(n)
+	}
+	if n, ok := f.Get("sessions"); ok {
+		if trace {
+			n.Errorf("trace classes cannot be sessions")
+		} else {
+			c.sess = r.sessions(n, c.srcType)
+		}
+	}
+	return c, r.doc.Count() == start
 }
 
-func parseSource(c *class, x ynode) error {
-	c.srcNode = x
-	f, err := x.mapping()
-	if err != nil {
-		return err
+func validClassName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
+			return false
+		}
 	}
-	tn, err := f.require("type")
-	if err != nil {
-		return err
+	return true
+}
+
+func (r mixReader) source(c *class, x yamlwalk.Node) {
+	c.srcNode = x.Pos()
+	f, _ := x.Map()
+	if !x.IsMap() {
+		return
 	}
-	if c.srcType, err = tn.str(); err != nil {
-		return err
+	tn, ok := f.Require("type")
+	if !ok {
+		return
+	}
+	if c.srcType, ok = tn.Str(); !ok {
+		return
 	}
 	allowed, ok := sourceFields[c.srcType]
 	if !ok {
-		return tn.errf("unknown source type %q (want jsonl, sharegpt, synthetic, azure, burstgpt or mooncake)", c.srcType)
+		// The other fields depend on the type.
+		tn.Errorf("unknown source type %q (want jsonl, sharegpt, synthetic, azure, burstgpt or mooncake)", c.srcType)
+		return
 	}
-	if err := f.only(allowed...); err != nil {
-		return err
-	}
+	f.Only(allowed...)
 	if c.srcType != SourceSynthetic {
-		pn, err := f.require("path")
-		if err != nil {
-			return err
+		if pn, ok := f.Require("path"); ok {
+			if c.path, ok = pn.Str(); ok && c.path == "" {
+				pn.Errorf("empty")
+			}
+			c.pathNode = pn.Pos()
 		}
-		if c.path, err = pn.str(); err != nil {
-			return err
-		}
-		if c.path == "" {
-			return pn.errf("empty")
-		}
-		c.pathNode = pn
 	}
-	if n, ok := f.get("limit"); ok {
-		v, err := n.int(1, math.MaxInt32)
-		if err != nil {
-			return err
-		}
+	if n, ok := f.Get("limit"); ok {
+		v, _ := n.Int(1, math.MaxInt32)
 		c.limit = int(v)
 	}
-	if n, ok := f.get("order"); ok {
-		if c.order, err = n.str(); err != nil {
-			return err
-		}
-		switch c.order {
-		case OrderShuffle, OrderSequential, OrderRandom:
-		default:
-			return n.errf("unknown order %q (want shuffle, sequential or random)", c.order)
+	if n, ok := f.Get("order"); ok {
+		if c.order, ok = n.Str(); ok {
+			switch c.order {
+			case OrderShuffle, OrderSequential, OrderRandom:
+			default:
+				n.Errorf("unknown order %q (want shuffle, sequential or random)", c.order)
+			}
 		}
 	}
 	for _, w := range []struct {
 		key string
 		dst *time.Duration
 	}{{"from", &c.from}, {"until", &c.until}} {
-		if n, ok := f.get(w.key); ok {
-			if *w.dst, err = n.duration(); err != nil {
-				return err
-			}
-			if *w.dst < 0 {
-				return n.errf("must not be negative")
-			}
+		if n, ok := f.Get(w.key); ok {
+			*w.dst, _ = n.Duration()
 		}
 	}
 	if c.until != 0 && c.until <= c.from {
-		n, _ := f.get("until")
-		return n.errf("until %v is not after from %v", c.until, c.from)
+		n, _ := f.Get("until")
+		n.Errorf("until %v is not after from %v", c.until, c.from)
 	}
-	if n, ok := f.get("model"); ok {
-		if c.model, err = n.str(); err != nil {
-			return err
-		}
+	if n, ok := f.Get("model"); ok {
+		c.model, _ = n.Str()
 	}
 	if c.srcType == SourceMooncake {
 		c.blockTokens = 512
-		if n, ok := f.get("block_tokens"); ok {
-			v, err := n.int(1, 1<<16)
-			if err != nil {
-				return err
+		if n, ok := f.Get("block_tokens"); ok {
+			if v, ok := n.Int(1, 1<<16); ok {
+				c.blockTokens = int(v)
 			}
-			c.blockTokens = int(v)
 		}
 	}
 	if c.srcType == SourceSynthetic {
-		in, err := f.require("input_tokens")
-		if err != nil {
-			return err
+		if in, ok := f.Require("input_tokens"); ok {
+			c.input, _ = r.dist(in, unitTokens, 1)
 		}
-		if c.input, err = parseDist(in, unitTokens, 1); err != nil {
-			return err
+		if n, ok := f.Get("shared_prefix"); ok {
+			c.prefix = r.prefix(n)
 		}
-		if n, ok := f.get("shared_prefix"); ok {
-			if c.prefix, err = parsePrefix(n); err != nil {
+	}
+}
+
+func (r mixReader) prefix(x yamlwalk.Node) *prefixSpec {
+	f, _ := x.Map("tokens", "prompts_per_prefix", "prefixes")
+	if !x.IsMap() {
+		return nil
+	}
+	p := &prefixSpec{}
+	if tn, ok := f.Require("tokens"); ok {
+		v, _ := tn.Int(1, tokenLimit/2)
+		p.tokens = int(v)
+	}
+	pp, hasPer := f.Get("prompts_per_prefix")
+	px, hasFixed := f.Get("prefixes")
+	switch {
+	case hasPer && hasFixed:
+		px.Errorf("give prompts_per_prefix or prefixes, not both")
+	case hasPer:
+		v, _ := pp.Int(1, math.MaxInt32)
+		p.perPrefix = int(v)
+	case hasFixed:
+		if v, ok := px.Int(1, 1<<16); ok {
+			if v*int64(p.tokens) > 1<<22 {
+				px.Errorf("%d prefixes of %d tokens is too much text to hold (at most 2^22 tokens)", v, p.tokens)
+			}
+			p.prefixes = int(v)
+		}
+	default:
+		pp.Missing()
+	}
+	return p
+}
+
+func (r mixReader) sessions(x yamlwalk.Node, srcType string) *sessionSpec {
+	f, _ := x.Map(sessionFields...)
+	if !x.IsMap() {
+		return nil
+	}
+	s := &sessionSpec{think: fixedDist(0, unitDuration)}
+	if n, ok := f.Get("turns"); ok {
+		if srcType != SourceSynthetic {
+			n.Errorf("turns come from the conversations of a %s source; use max_turns to cap them", srcType)
+		} else if d, ok := r.dist(n, unitTokens, 1); ok {
+			if d.max > 1024 {
+				n.Errorf("at most 1024 turns")
+			}
+			s.turns = &d
+		}
+	} else if srcType == SourceSynthetic {
+		n.Missing()
+	}
+	if n, ok := f.Get("max_turns"); ok {
+		if srcType == SourceSynthetic {
+			n.Errorf("synthetic sessions take turns, not max_turns")
+		} else {
+			v, _ := n.Int(1, 1024)
+			s.maxTurns = int(v)
+		}
+	}
+	if n, ok := f.Get("think_time"); ok {
+		if d, ok := r.dist(n, unitDuration, 0); ok {
+			s.think = d
+		}
+	}
+	return s
+}
+
+// params reads a class's request parameters.
+func (r mixReader) params(x yamlwalk.Node) map[string]any {
+	pm, ok := x.Map()
+	if !ok {
+		return nil
+	}
+	for _, k := range reservedParams {
+		if pn, ok := pm.Get(k); ok {
+			pn.Errorf("not a parameter: set max_tokens on the class; messages, prompt and stream come from the source and client")
+		}
+	}
+	var m map[string]any
+	if err := x.Yaml().Decode(&m); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			x.Errorf("%s", te.Errors[0])
+		} else {
+			x.Errorf("%v", err)
+		}
+		return nil
+	}
+	if err := checkJSONable(m); err != nil {
+		x.Errorf("%v", err)
+		return nil
+	}
+	return m
+}
+
+// checkJSONable rejects values encoding/json cannot write (YAML allows
+// non-string keys and timestamps).
+func checkJSONable(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if err := checkJSONable(e); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := checkJSONable(e); err != nil {
 				return err
 			}
 		}
+	case nil, string, bool, int, int64, uint64, float64:
+	case float32:
+	default:
+		return fmt.Errorf("unsupported value %v (%T)", v, v)
+	}
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return fmt.Errorf("not a finite number")
 	}
 	return nil
-}
-
-func parsePrefix(x ynode) (*prefixSpec, error) {
-	f, err := x.mapping()
-	if err != nil {
-		return nil, err
-	}
-	if err := f.only("tokens", "prompts_per_prefix", "prefixes"); err != nil {
-		return nil, err
-	}
-	p := &prefixSpec{}
-	tn, err := f.require("tokens")
-	if err != nil {
-		return nil, err
-	}
-	v, err := tn.int(1, tokenLimit/2)
-	if err != nil {
-		return nil, err
-	}
-	p.tokens = int(v)
-	pp, hasPer := f.get("prompts_per_prefix")
-	px, hasFixed := f.get("prefixes")
-	switch {
-	case hasPer && hasFixed:
-		return nil, px.errf("give prompts_per_prefix or prefixes, not both")
-	case hasPer:
-		v, err := pp.int(1, math.MaxInt32)
-		if err != nil {
-			return nil, err
-		}
-		p.perPrefix = int(v)
-	case hasFixed:
-		v, err := px.int(1, 1<<16)
-		if err != nil {
-			return nil, err
-		}
-		if v*int64(p.tokens) > 1<<22 {
-			return nil, px.errf("%d prefixes of %d tokens is too much text to hold (at most 2^22 tokens)", v, p.tokens)
-		}
-		p.prefixes = int(v)
-	default:
-		return nil, missingAt(x.file, x.line(), x.path+".prompts_per_prefix")
-	}
-	return p, nil
-}
-
-func parseSessions(x ynode, srcType string) (*sessionSpec, error) {
-	f, err := x.mapping()
-	if err != nil {
-		return nil, err
-	}
-	if err := f.only(sessionFields...); err != nil {
-		return nil, err
-	}
-	s := &sessionSpec{think: fixedDist(0, unitDuration)}
-	if n, ok := f.get("turns"); ok {
-		if srcType != SourceSynthetic {
-			return nil, n.errf("turns come from the conversations of a %s source; use max_turns to cap them", srcType)
-		}
-		d, err := parseDist(n, unitTokens, 1)
-		if err != nil {
-			return nil, err
-		}
-		if d.max > 1024 {
-			return nil, n.errf("at most 1024 turns")
-		}
-		s.turns = &d
-	} else if srcType == SourceSynthetic {
-		return nil, missingAt(x.file, x.line(), x.path+".turns")
-	}
-	if n, ok := f.get("max_turns"); ok {
-		if srcType == SourceSynthetic {
-			return nil, n.errf("synthetic sessions take turns, not max_turns")
-		}
-		v, err := n.int(1, 1024)
-		if err != nil {
-			return nil, err
-		}
-		s.maxTurns = int(v)
-	}
-	if n, ok := f.get("think_time"); ok {
-		if s.think, err = parseDist(n, unitDuration, 0); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Plan is an acceptance plan (kind: Plan): what to test, against which SLO
@@ -167,7 +167,7 @@ func (p *Plan) Check(spec *Spec) error {
 	for i, s := range p.Stages {
 		for j, o := range s.Objectives {
 			if _, ok := spec.Objective(o); !ok {
-				add(s.Line, index(index("stages", i)+".objectives", j), "%q is not an objective of %s", o, spec.File)
+				add(s.Line, yamlwalk.Index(yamlwalk.Index("stages", i)+".objectives", j), "%q is not an objective of %s", o, spec.File)
 			}
 		}
 	}
@@ -175,7 +175,7 @@ func (p *Plan) Check(spec *Spec) error {
 		for i, w := range ws {
 			if w.Objective != string(ManualResult) {
 				if _, ok := spec.Objective(w.Objective); !ok {
-					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".objective",
+					errs = append(errs, &Error{File: file, Line: w.Line, Field: yamlwalk.Index(key, i) + ".objective",
 						Err: fmt.Errorf("%q is not an objective of %s", w.Objective, spec.File)})
 				}
 			}
@@ -183,10 +183,10 @@ func (p *Plan) Check(spec *Spec) error {
 				st, ok := p.Stage(w.Stage)
 				switch {
 				case !ok:
-					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".stage",
+					errs = append(errs, &Error{File: file, Line: w.Line, Field: yamlwalk.Index(key, i) + ".stage",
 						Err: fmt.Errorf("%q is not a stage of %s", w.Stage, p.File)})
 				case w.Objective == string(ManualResult) && !st.Manual:
-					errs = append(errs, &Error{File: file, Line: w.Line, Field: index(key, i) + ".stage",
+					errs = append(errs, &Error{File: file, Line: w.Line, Field: yamlwalk.Index(key, i) + ".stage",
 						Err: fmt.Errorf("%q is not a manual stage", w.Stage)})
 				}
 			}
@@ -203,186 +203,179 @@ func (p *Plan) Check(spec *Spec) error {
 
 // ParsePlan parses a plan file's bytes; it does not read the SLO file.
 func ParsePlan(file string, data []byte) (*Plan, error) {
-	d := &decoder{file: file}
-	root := d.parseDocument(data)
-	if root == nil {
-		return nil, d.errs
-	}
-	p := d.plan(root)
-	if len(d.errs) > 0 {
-		d.errs.Sort()
-		return nil, d.errs
+	doc, root := yamlwalk.Parse(file, data)
+	p := reader{doc}.plan(root)
+	if err := doc.Err(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func (d *decoder) plan(root *yaml.Node) *Plan {
-	f := d.mapping(root, "", "apiVersion", "kind", "name", "description", "target", "api", "model",
+func (r reader) plan(root yamlwalk.Node) *Plan {
+	f, ok := r.top(root, "Plan", "name", "description", "target", "api", "model",
 		"slo", "mix", "seed", "validity", "stages", "waivers")
-	d.header(f, "Plan")
-	p := &Plan{File: d.file, Validity: DefaultValidity}
-	if f.require("name") {
-		p.Name = f.name("name")
+	if !ok {
+		return nil
 	}
-	p.Description = f.str("description")
-	if f.require("target") {
-		p.Target = f.str("target")
-		if u, err := url.Parse(p.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "grpc") || u.Host == "" {
-			d.errorf(f.line("target"), "target", "%q is not a URL (http://host:port, https://…, grpc://…)", p.Target)
+	p := &Plan{File: r.doc.File(), Validity: DefaultValidity}
+	p.Name = required(f, "name", name)
+	p.Description = optional(f, "description", text)
+	if n, ok := f.Require("target"); ok {
+		var ok bool
+		if p.Target, ok = n.Text(); ok {
+			if u, err := url.Parse(p.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "grpc") || u.Host == "" {
+				f.Errorf("target", "%q is not a URL (http://host:port, https://…, grpc://…)", p.Target)
+			}
 		}
 	}
-	p.API = f.str("api")
-	if f.require("model") {
-		p.Model = f.str("model")
+	p.API = optional(f, "api", text)
+	p.Model = required(f, "model", text)
+	p.SLOPath = required(f, "slo", text)
+	p.sloLine = f.KeyLine("slo")
+	p.MixPath = required(f, "mix", text)
+	if n, ok := f.Get("seed"); ok {
+		seed, _ := whole(n)
+		p.Seed = uint64(seed)
 	}
-	if f.require("slo") {
-		p.SLOPath = f.str("slo")
-		p.sloLine = f.line("slo").Line
-	}
-	if f.require("mix") {
-		p.MixPath = f.str("mix")
-	}
-	if f.has("seed") {
-		n, _ := f.integer("seed")
-		p.Seed = uint64(n)
-	}
-	if f.has("validity") {
-		p.Validity = d.validity(f.vals["validity"])
-	}
-	items := f.list("stages")
-	if f.require("stages") && len(items) == 0 && f.has("stages") {
-		d.errorf(f.line("stages"), "stages", "empty: a plan needs at least one stage")
+	if n, ok := f.Get("validity"); ok {
+		p.Validity = r.validity(n)
 	}
 	seen := map[string]int{}
-	for i, n := range items {
-		s, ok := d.stage(n, index("stages", i))
+	for i, n := range items(f, "stages", "a plan needs at least one stage") {
+		s, ok := r.stage(n)
 		if !ok {
 			continue
 		}
 		if first, dup := seen[s.Name]; dup {
-			d.errorf(n, index("stages", i)+".name", "%q is already the name of stages[%d]", s.Name, first)
+			r.duplicateName(n, "stages", s.Name, first)
 			continue
 		}
 		seen[s.Name] = i
 		p.Stages = append(p.Stages, s)
 	}
-	p.Waivers = d.waivers(f, "waivers")
+	p.Waivers = r.waivers(f)
 	return p
 }
 
-func (d *decoder) validity(n *yaml.Node) Validity {
-	f := d.mapping(n, "validity", "max_error_rate", "max_dropped", "max_schedule_lag", "max_client_cpu")
+func (r reader) validity(n yamlwalk.Node) Validity {
+	f, _ := n.Map("max_error_rate", "max_dropped", "max_schedule_lag", "max_client_cpu")
 	v := DefaultValidity
 	for _, b := range []struct {
 		key string
 		dst *Decimal
 	}{{"max_error_rate", &v.MaxErrorRate}, {"max_dropped", &v.MaxDropped}, {"max_client_cpu", &v.MaxClientCPU}} {
-		if f.has(b.key) {
-			if x, ok := f.decimal(b.key); ok {
+		if n, ok := f.Get(b.key); ok {
+			if x, ok := decimal(n); ok {
 				if x.CmpRatio(1, 1) < 0 {
-					d.errorf(f.line(b.key), join("validity", b.key), "%s is above 100%%", x)
+					f.Errorf(b.key, "%s is above 100%%", x)
 				}
 				*b.dst = x
 			}
 		}
 	}
-	if f.has("max_schedule_lag") {
-		if x, ok := f.duration("max_schedule_lag"); ok {
+	if n, ok := f.Get("max_schedule_lag"); ok {
+		if x, ok := n.Duration(); ok {
 			v.MaxScheduleLag = x
 		}
 	}
 	return v
 }
 
-func (d *decoder) stage(n *yaml.Node, path string) (Stage, bool) {
-	f := d.mapping(n, path, "name", "description", "rate", "concurrency", "duration", "warmup",
+func (r reader) stage(n yamlwalk.Node) (Stage, bool) {
+	start := r.doc.Count()
+	f, _ := n.Map("name", "description", "rate", "concurrency", "duration", "warmup",
 		"arrival", "burstiness", "objectives", "manual")
-	s := Stage{Line: f.node.Line}
-	errs := len(d.errs)
-	if f.require("name") {
-		s.Name = f.name("name")
+	s := Stage{Line: n.Line()}
+	if !n.IsMap() {
+		return s, false
 	}
-	s.Description = f.str("description")
-	if f.has("manual") {
-		s.Manual = f.boolean("manual")
+	s.Name = required(f, "name", name)
+	s.Description = optional(f, "description", text)
+	if v, ok := f.Get("manual"); ok {
+		s.Manual, _ = v.Bool()
 	}
 	if s.Manual {
 		for _, k := range []string{"rate", "concurrency", "duration", "warmup", "arrival", "burstiness", "objectives"} {
-			if f.has(k) {
-				d.errorf(f.line(k), join(path, k), "a manual stage is not run: it takes only name, description and manual")
+			if f.Has(k) {
+				f.Errorf(k, "a manual stage is not run: it takes only name, description and manual")
 			}
 		}
-		return s, len(d.errs) == errs
+		return s, r.clean(start)
 	}
+	rate, hasRate := f.Get("rate")
+	conc, hasConc := f.Get("concurrency")
 	switch {
-	case f.has("rate") && f.has("concurrency"):
-		d.errorf(f.line("concurrency"), join(path, "concurrency"), "give rate (open loop) or concurrency (closed loop), not both")
-	case f.has("rate"):
-		if r, ok := f.float("rate"); ok {
-			if r <= 0 {
-				d.errorf(f.line("rate"), join(path, "rate"), "must be > 0 requests per second")
+	case hasRate && hasConc:
+		f.Errorf("concurrency", "give rate (open loop) or concurrency (closed loop), not both")
+	case hasRate:
+		if v, ok := decimal(rate); ok {
+			if v.Float() <= 0 {
+				f.Errorf("rate", "must be > 0 requests per second")
 			}
-			s.Rate = r
+			s.Rate = v.Float()
 		}
-	case f.has("concurrency"):
-		if c, ok := f.integer("concurrency"); ok {
+	case hasConc:
+		if c, ok := whole(conc); ok {
 			if c < 1 {
-				d.errorf(f.line("concurrency"), join(path, "concurrency"), "must be ≥ 1")
+				f.Errorf("concurrency", "must be ≥ 1")
 			}
 			s.Concurrency = c
 		}
 	default:
-		d.errorf(f.node, join(path, "rate"), "required: give rate (requests/s) or concurrency, or manual: true")
+		rate.Errorf("required: give rate (requests/s) or concurrency, or manual: true")
 	}
-	if f.require("duration") {
-		if v, ok := f.duration("duration"); ok {
-			if v <= 0 {
-				d.errorf(f.line("duration"), join(path, "duration"), "must be > 0")
+	if v, ok := f.Require("duration"); ok {
+		if d, ok := v.Duration(); ok {
+			if d <= 0 {
+				f.Errorf("duration", "must be > 0")
 			}
-			s.Duration = v
+			s.Duration = d
 		}
 	}
-	if f.has("warmup") {
-		if v, ok := f.duration("warmup"); ok {
-			if s.Duration > 0 && v >= s.Duration {
-				d.errorf(f.line("warmup"), join(path, "warmup"), "%s leaves nothing of the %s stage to measure", v, s.Duration)
+	if v, ok := f.Get("warmup"); ok {
+		if d, ok := v.Duration(); ok {
+			if s.Duration > 0 && d >= s.Duration {
+				f.Errorf("warmup", "%s leaves nothing of the %s stage to measure", d, s.Duration)
 			}
-			s.Warmup = v
+			s.Warmup = d
 		}
 	}
-	if f.has("arrival") {
-		s.Arrival = f.str("arrival")
+	if v, ok := f.Get("arrival"); ok {
+		s.Arrival = text(v)
 		switch s.Arrival {
 		case ArrivalConstant, ArrivalPoisson, ArrivalGamma:
 		default:
-			d.errorf(f.line("arrival"), join(path, "arrival"), "%q: want constant, poisson or gamma", s.Arrival)
+			f.Errorf("arrival", "%q: want constant, poisson or gamma", s.Arrival)
 		}
 		if s.Concurrency > 0 {
-			d.errorf(f.line("arrival"), join(path, "arrival"), "a closed-loop (concurrency) stage has no arrival process")
+			f.Errorf("arrival", "a closed-loop (concurrency) stage has no arrival process")
 		}
 	}
-	if f.has("burstiness") {
-		if b, ok := f.float("burstiness"); ok {
-			if b <= 0 {
-				d.errorf(f.line("burstiness"), join(path, "burstiness"), "must be > 0 (1 is Poisson, below 1 burstier)")
+	if v, ok := f.Get("burstiness"); ok {
+		if b, ok := decimal(v); ok {
+			if b.Float() <= 0 {
+				f.Errorf("burstiness", "must be > 0 (1 is Poisson, below 1 burstier)")
 			}
-			s.Burstiness = b
+			s.Burstiness = b.Float()
 		}
 		if s.Arrival != ArrivalGamma {
-			d.errorf(f.line("burstiness"), join(path, "burstiness"), "only gamma arrivals take burstiness: add arrival: gamma")
+			f.Errorf("burstiness", "only gamma arrivals take burstiness: add arrival: gamma")
 		}
 	} else if s.Arrival == ArrivalGamma {
 		s.Burstiness = 1
 	}
-	if f.has("objectives") {
-		if n := d.resolve(f.vals["objectives"]); n != nil && n.Kind == yaml.ScalarNode && n.Value == "all" {
+	if v, ok := f.Get("objectives"); ok {
+		if v.IsScalar() && v.Yaml().Value == "all" {
 			s.Objectives = nil
 		} else {
-			s.Objectives = append([]string{}, f.names("objectives")...)
+			s.Objectives = []string{}
+			for _, o := range names(v) {
+				s.Objectives = append(s.Objectives, o.Yaml().Value)
+			}
 			if len(s.Objectives) == 0 {
-				d.errorf(f.line("objectives"), join(path, "objectives"), "empty: list objective names, or write all")
+				f.Errorf("objectives", "empty: list objective names, or write all")
 			}
 		}
 	}
-	return s, len(d.errs) == errs
+	return s, r.clean(start)
 }

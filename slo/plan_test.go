@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestParsePlanErrors(t *testing.T) {
 	for _, c := range []struct{ name, stages, want string }{
 		{"rate and concurrency", "  - {name: a, rate: 1, concurrency: 2, duration: 1s}\n", "plan.yaml:8: stages[0].concurrency: give rate (open loop) or concurrency"},
 		{"no load", "  - {name: a, duration: 1s}\n", "plan.yaml:8: stages[0].rate: required"},
-		{"no duration", "  - {name: a, rate: 5}\n", "plan.yaml:8: stages[0].duration: required"},
+		{"no duration", "  - {name: a, rate: 5}\n", "plan.yaml:8: stages[0].duration missing"},
 		{"bad duration", "  - name: a\n    rate: 5\n    duration: 3 minutes\n", `plan.yaml:10: stages[0].duration: "3 minutes" is not a duration`},
 		{"warmup too long", "  - {name: a, rate: 5, duration: 10s, warmup: 10s}\n", "stages[0].warmup: 10s leaves nothing"},
 		{"bad arrival", "  - {name: a, rate: 5, duration: 10s, arrival: uniform}\n", `stages[0].arrival: "uniform": want constant, poisson or gamma`},
@@ -138,7 +139,25 @@ func TestLoadPlanCrossChecks(t *testing.T) {
 	}
 	write("broken.yaml", "kind: SLO\nname: x\n")
 	_, err = LoadPlan(write("p2.yaml", strings.Replace(demoPlan, "slo: slo.yaml", "slo: broken.yaml", 1)))
-	if err == nil || !strings.Contains(err.Error(), "broken.yaml:1: owner: required") {
+	if err == nil || !strings.Contains(err.Error(), "broken.yaml:1: owner missing") {
 		t.Fatalf("broken slo: %v", err)
+	}
+}
+
+// A plan with two independent mistakes, far apart, reports both with their
+// lines, each an *Error that errors.As finds.
+func TestParsePlanReportsEveryMistake(t *testing.T) {
+	data := "kind: Plan\nname: p\ntarget: 127.0.0.1:8000\nmodel: m\nslo: s.yaml\nmix: m.yaml\nstages:\n" +
+		"  - name: a\n    rate: 5\n    duration: 3 minutes\n"
+	_, err := ParsePlan("plan.yaml", []byte(data))
+	want := `plan.yaml:3: target: "127.0.0.1:8000" is not a URL (http://host:port, https://…, grpc://…)` + "\n" +
+		`plan.yaml:10: stages[0].duration: "3 minutes" is not a duration (want e.g. 150ms, 2s, 5m, 30d)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+	var es Errors
+	var e *Error
+	if !errors.As(err, &es) || len(es) != 2 || es[0].Line != 3 || es[1].Line != 10 || !errors.As(err, &e) || e != es[0] {
+		t.Fatalf("%T %v: want Errors of two *Error, on lines 3 and 10", err, err)
 	}
 }

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
@@ -256,82 +255,99 @@ func LoadSpec(path string) (*Spec, error) {
 // ParseSpec parses an SLO file's bytes; file names it in errors. The error,
 // if any, is an Errors listing every problem with its line and field.
 func ParseSpec(file string, data []byte) (*Spec, error) {
-	d := &decoder{file: file}
-	root := d.parseDocument(data)
-	if root == nil {
-		return nil, d.errs
-	}
-	s := d.spec(root)
-	if len(d.errs) > 0 {
-		d.errs.Sort()
-		return nil, d.errs
+	doc, root := yamlwalk.Parse(file, data)
+	s := reader{doc}.spec(root)
+	if err := doc.Err(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
 const apiVersion = "tailgate/v1"
 
-func (d *decoder) header(f *fields, kind string) {
-	if f.require("kind") {
-		if k := f.str("kind"); k != "" && k != kind {
-			v, _ := f.scalar("kind")
-			d.errorf(v, "kind", "%q: want %s", k, kind)
+// top reads the document's mapping and its kind and apiVersion; ok is
+// false when the document is not a mapping.
+func (r reader) top(root yamlwalk.Node, kind string, fields ...string) (m yamlwalk.Map, ok bool) {
+	if !root.Valid() {
+		return m, false
+	}
+	m, _ = root.Map(append([]string{"apiVersion", "kind"}, fields...)...)
+	if !root.IsMap() {
+		return m, false
+	}
+	if n, ok := m.Require("kind"); ok {
+		if k, ok := n.Text(); ok && k != kind {
+			n.Errorf("%q: want %s", k, kind)
 		}
 	}
-	if f.has("apiVersion") {
-		if v := f.str("apiVersion"); v != "" && v != apiVersion {
-			n, _ := f.scalar("apiVersion")
-			d.errorf(n, "apiVersion", "%q: want %s", v, apiVersion)
+	if n, ok := m.Get("apiVersion"); ok {
+		if v, ok := n.Text(); ok && v != apiVersion {
+			n.Errorf("%q: want %s", v, apiVersion)
 		}
 	}
+	return m, true
 }
 
-func (d *decoder) spec(root *yaml.Node) *Spec {
-	f := d.mapping(root, "", "apiVersion", "kind", "name", "owner", "description", "window",
-		"goodput", "objectives", "waivers")
-	d.header(f, "SLO")
-	s := &Spec{File: d.file, Window: DefaultWindow}
-	if f.require("name") {
-		s.Name = f.name("name")
+// items reads the list under key, which must hold at least one item.
+func items(m yamlwalk.Map, key, empty string) []yamlwalk.Node {
+	n, ok := m.Require(key)
+	if !ok {
+		return nil
 	}
-	if f.require("owner") {
-		s.Owner = f.str("owner")
+	list, ok := n.List()
+	if ok && len(list) == 0 {
+		m.Errorf(key, "empty: %s", empty)
 	}
-	s.Description = f.str("description")
-	if f.has("window") {
-		if w, ok := f.duration("window"); ok {
+	return list
+}
+
+// duplicateName records that item, of the list under key, repeats the
+// name of item first.
+func (r reader) duplicateName(item yamlwalk.Node, key, name string, first int) {
+	p := item.Pos()
+	p.Field = yamlwalk.Join(p.Field, "name")
+	r.doc.Add(p.Errorf("%q is already the name of %s", name, yamlwalk.Index(key, first)))
+}
+
+func (r reader) spec(root yamlwalk.Node) *Spec {
+	f, ok := r.top(root, "SLO", "name", "owner", "description", "window", "goodput", "objectives", "waivers")
+	if !ok {
+		return nil
+	}
+	s := &Spec{File: r.doc.File(), Window: DefaultWindow}
+	s.Name = required(f, "name", name)
+	s.Owner = required(f, "owner", text)
+	s.Description = optional(f, "description", text)
+	if n, ok := f.Get("window"); ok {
+		if w, ok := n.Duration(); ok {
 			if w < time.Hour {
-				n, _ := f.scalar("window")
-				d.errorf(n, "window", "%s is shorter than an hour: an SLO window is days or weeks", w)
+				n.Errorf("%s is shorter than an hour: an SLO window is days or weeks", w)
 			}
 			s.Window = w
 		}
 	}
-	if f.has("goodput") {
-		s.Goodput = d.constraints(f.vals["goodput"], "goodput")
-	}
-	items := f.list("objectives")
-	if f.require("objectives") && len(items) == 0 && f.has("objectives") {
-		d.errorf(f.line("objectives"), "objectives", "empty: an SLO needs at least one objective")
+	if n, ok := f.Get("goodput"); ok {
+		s.Goodput = r.constraints(n)
 	}
 	seen := map[string]int{}
-	for i, n := range items {
-		o, ok := d.objective(n, index("objectives", i), s)
+	for i, n := range items(f, "objectives", "an SLO needs at least one objective") {
+		o, ok := r.objective(n, s)
 		if !ok {
 			continue
 		}
 		if first, dup := seen[o.Name]; dup {
-			d.errorf(n, index("objectives", i)+".name", "%q is already the name of objectives[%d]", o.Name, first)
+			r.duplicateName(n, "objectives", o.Name, first)
 			continue
 		}
 		seen[o.Name] = i
 		s.Objectives = append(s.Objectives, o)
 	}
-	s.Waivers = d.waivers(f, "waivers")
+	s.Waivers = r.waivers(f)
 	for i, w := range s.Waivers {
 		if w.Objective != "" && w.Objective != string(ManualResult) {
 			if _, ok := seen[w.Objective]; !ok {
-				d.errorf(w.node, index("waivers", i)+".objective", "%q is not an objective of this SLO", w.Objective)
+				r.doc.Add(yamlwalk.Errorf(s.File, w.objectiveLine, yamlwalk.Index("waivers", i)+".objective",
+					"%q is not an objective of this SLO", w.Objective))
 			}
 		}
 	}
@@ -342,99 +358,95 @@ func (d *decoder) spec(root *yaml.Node) *Spec {
 	}
 	if hasLatency && !hasErrors {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: no error_rate objective: latency objectives count "+
-			"successful requests only, so failed requests would go unjudged", d.file))
+			"successful requests only, so failed requests would go unjudged", s.File))
 	}
 	return s
 }
 
-func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool) {
-	f := d.mapping(n, path, "name", "description", "metric", "class", "threshold", "target",
-		"error_kinds", "constraints")
-	o := Objective{Line: f.node.Line}
-	errs := len(d.errs)
-	if f.require("name") {
-		o.Name = f.name("name")
-	}
-	o.Description = f.str("description")
-	if f.has("class") {
-		o.Class = f.name("class")
-	}
-	if !f.require("metric") {
+func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
+	start := r.doc.Count()
+	f, _ := n.Map("name", "description", "metric", "class", "threshold", "target", "error_kinds", "constraints")
+	o := Objective{Line: n.Line()}
+	if !n.IsMap() {
 		return o, false
 	}
-	o.Metric = Metric(f.str("metric"))
+	o.Name = required(f, "name", name)
+	o.Description = optional(f, "description", text)
+	o.Class = optional(f, "class", name)
+	mv, ok := f.Require("metric")
+	if !ok {
+		return o, false
+	}
+	metric, ok := mv.Text()
+	if !ok {
+		return o, false
+	}
+	o.Metric = Metric(metric)
 	kind := o.Metric.Kind()
 	if kind == "" || kind == KindManual {
-		v, _ := f.scalar("metric")
-		d.errorf(v, join(path, "metric"), "%q is not a metric (known: %s)", string(o.Metric), metricList())
+		mv.Errorf("%q is not a metric (known: %s)", metric, metricList())
 		return o, false
 	}
-	if f.require("threshold") {
+	if v, ok := f.Require("threshold"); ok {
 		switch kind {
 		case KindLatency:
-			if t, ok := f.duration("threshold"); ok {
+			if t, ok := v.Duration(); ok {
 				if t == 0 {
-					v, _ := f.scalar("threshold")
-					d.errorf(v, join(path, "threshold"), "must be > 0")
+					v.Errorf("must be > 0")
 				}
 				o.Threshold = t
 			}
 		case KindRatio:
-			if l, ok := f.decimal("threshold"); ok {
+			if l, ok := decimal(v); ok {
 				if l.CmpRatio(1, 1) < 0 {
-					v, _ := f.scalar("threshold")
-					d.errorf(v, join(path, "threshold"), "%s is above 1 (100%%): a ratio is at most 1", l)
+					v.Errorf("%s is above 1 (100%%): a ratio is at most 1", l)
 				}
 				o.Limit = l
 			}
 		case KindFloor:
-			if l, ok := f.decimal("threshold"); ok {
-				o.Limit = l
-			}
+			o.Limit, _ = decimal(v)
 		}
 	}
 	if kind == KindLatency {
-		if f.require("target") {
-			if t, ok := f.decimal("target"); ok {
-				v, _ := f.scalar("target")
+		if v, ok := f.Require("target"); ok {
+			if t, ok := decimal(v); ok {
 				if t.IsZero() || t.CmpRatio(1, 1) < 0 {
-					d.errorf(v, join(path, "target"), "%s is not a fraction in (0, 1]: write 0.99 or 99%%", t)
+					v.Errorf("%s is not a fraction in (0, 1]: write 0.99 or 99%%", t)
 				}
 				o.Target = t
 			}
 		}
-	} else if f.has("target") {
-		d.errorf(f.line("target"), join(path, "target"), "only latency objectives have a target fraction; "+
-			"%s takes its bound in threshold", o.Metric)
+	} else if f.Has("target") {
+		f.Errorf("target", "only latency objectives have a target fraction; %s takes its bound in threshold", o.Metric)
 	}
-	if f.has("error_kinds") {
+	if v, ok := f.Get("error_kinds"); ok {
 		if o.Metric != ErrorRate {
-			d.errorf(f.line("error_kinds"), join(path, "error_kinds"), "only error_rate objectives take error_kinds")
+			f.Errorf("error_kinds", "only error_rate objectives take error_kinds")
 		}
-		for i, k := range f.names("error_kinds") {
-			kind, ok := loadgen.ParseErrorKind(k)
+		for _, k := range names(v) {
+			kind, ok := loadgen.ParseErrorKind(k.Yaml().Value)
 			if !ok {
-				d.errorf(f.line("error_kinds"), index(join(path, "error_kinds"), i), "%q is not an error kind (known: %s)", k, errorKindList())
+				k.Errorf("%q is not an error kind (known: %s)", k.Yaml().Value, errorKindList())
 				continue
 			}
 			o.ErrorKinds = append(o.ErrorKinds, kind)
 		}
 	}
-	if f.has("constraints") {
+	if v, ok := f.Get("constraints"); ok {
 		if o.Metric != GoodputPerS {
-			d.errorf(f.line("constraints"), join(path, "constraints"), "only goodput_per_s objectives take constraints")
+			f.Errorf("constraints", "only goodput_per_s objectives take constraints")
 		}
-		c := d.constraints(f.vals["constraints"], join(path, "constraints"))
+		c := r.constraints(v)
 		o.Constraints = &c
 	}
 	if o.Metric == GoodputPerS && o.Constraints == nil && s.Goodput.IsZero() {
-		d.errorf(f.line("metric"), join(path, "metric"), "goodput_per_s needs goodput constraints: "+
+		f.Errorf("metric", "goodput_per_s needs goodput constraints: "+
 			"give top-level goodput: {ttft: 500ms, tpot: 50ms} or this objective's constraints")
 	}
 	if o.Metric == QueueDelay && o.Class != "" {
-		d.errorf(f.line("class"), join(path, "class"), "queue_delay comes from server telemetry, which has no prompt classes")
+		f.Errorf("class", "queue_delay comes from server telemetry, which has no prompt classes")
 	}
-	return o, len(d.errs) == errs
+	return o, r.clean(start)
 }
 
 func errorKindList() string {
@@ -445,24 +457,25 @@ func errorKindList() string {
 	return strings.Join(s, ", ")
 }
 
-func (d *decoder) constraints(n *yaml.Node, path string) Constraints {
-	f := d.mapping(n, path, "ttft", "ttfat", "tpot", "e2e")
+func (r reader) constraints(n yamlwalk.Node) Constraints {
+	start := r.doc.Count()
+	f, _ := n.Map("ttft", "ttfat", "tpot", "e2e")
 	var c Constraints
 	for _, b := range []struct {
 		key string
 		dst *time.Duration
 	}{{"ttft", &c.TTFT}, {"ttfat", &c.TTFAT}, {"tpot", &c.TPOT}, {"e2e", &c.E2E}} {
-		if f.has(b.key) {
-			if v, ok := f.duration(b.key); ok {
-				if v == 0 {
-					d.errorf(f.line(b.key), join(path, b.key), "must be > 0")
+		if v, ok := f.Get(b.key); ok {
+			if d, ok := v.Duration(); ok {
+				if d == 0 {
+					f.Errorf(b.key, "must be > 0")
 				}
-				*b.dst = v
+				*b.dst = d
 			}
 		}
 	}
-	if c.IsZero() && f.node != nil && f.node.Kind == yaml.MappingNode && len(d.errs) == 0 {
-		d.errorf(f.node, path, "no constraint given (ttft, ttfat, tpot, e2e)")
+	if c.IsZero() && n.IsMap() && r.clean(start) {
+		n.Errorf("no constraint given (ttft, ttfat, tpot, e2e)")
 	}
 	return c
 }

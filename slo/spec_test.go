@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 const chatSLO = `
@@ -96,7 +98,7 @@ objectives:
 		{"unknown field", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - name: a\n    metric: ttft\n    treshold: 1s\n    target: 1\n",
 			`slo.yaml:7: objectives[0].treshold: unknown field`},
 		{"missing threshold", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - name: a\n    metric: ttft\n    target: 1\n",
-			`slo.yaml:5: objectives[0].threshold: required`},
+			`slo.yaml:5: objectives[0].threshold missing`},
 		{"unknown metric", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: latency, threshold: 1s}\n",
 			`slo.yaml:5: objectives[0].metric: "latency" is not a metric`},
 		{"target above 1", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: ttft, threshold: 1s, target: 101%}\n",
@@ -110,7 +112,7 @@ objectives:
 		{"wrong kind", "kind: Plan\nname: x\nowner: o\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n",
 			`slo.yaml:1: kind: "Plan": want SLO`},
 		{"no owner", "kind: SLO\nname: x\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n",
-			`slo.yaml:1: owner: required`},
+			`slo.yaml:1: owner missing`},
 		{"goodput without constraints", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: goodput_per_s, threshold: 1}\n",
 			`slo.yaml:5: objectives[0].metric: goodput_per_s needs goodput constraints`},
 		{"waiver of unknown objective", "kind: SLO\nname: x\nowner: o\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\nwaivers:\n  - {objective: b, owner: o, reason: r, expires: 2026-01-01}\n",
@@ -118,10 +120,10 @@ objectives:
 		{"waiver bad expiry", "kind: SLO\nname: x\nowner: o\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\nwaivers:\n  - objective: a\n    owner: o\n    reason: r\n    expires: next week\n",
 			`slo.yaml:9: waivers[0].expires: "next week" is not an RFC 3339 date`},
 		{"waiver without owner", "kind: SLO\nname: x\nowner: o\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\nwaivers:\n  - {objective: a, reason: r, expires: 2026-01-01}\n",
-			`slo.yaml:6: waivers[0].owner: required`},
+			`slo.yaml:6: waivers[0].owner missing`},
 		{"invalid yaml", "kind: SLO\nname: [x\n", `slo.yaml:`},
-		{"not a mapping", "- a\n- b\n", `slo.yaml:1: the document must be a mapping`},
-		{"empty", "", `slo.yaml: empty document`},
+		{"not a mapping", "- a\n- b\n", `slo.yaml:1: want a mapping (key: value), got a list`},
+		{"empty", "", `slo.yaml: empty file`},
 		{"threshold is a list", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - name: a\n    metric: ttft\n    threshold: [1s]\n    target: 1\n",
 			`slo.yaml:7: objectives[0].threshold: want a single value, got a list`},
 	}
@@ -169,5 +171,21 @@ func TestParseSpecErrorsSortedByLine(t *testing.T) {
 	_, err = ParseSpec("s.yaml", []byte("kind: SLO\nname: x\nobjectives:\n  - name: a\n    metric: ttft\n   threshold: 1s\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "s.yaml:6: bad YAML: ") {
 		t.Fatalf("want a syntax error at line 6, got %v", err)
+	}
+}
+
+// SLO files read durations in the one dialect of tailgate's files
+// (yamlwalk.ParseDuration), the same as mix files.
+func TestSpecDurationDialect(t *testing.T) {
+	for _, s := range []string{"500ms", "1.5s", "250us", "1h30m", "30d", "4w", "5O0ms", "1.5d", "-1s", "2", "d", "99999999w"} {
+		data := "kind: SLO\nname: x\nowner: o\ngoodput: {ttft: " + s + "}\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n"
+		spec, err := ParseSpec("slo.yaml", []byte(data))
+		want, werr := yamlwalk.ParseDuration(s)
+		switch {
+		case werr != nil && (err == nil || !strings.HasSuffix(err.Error(), "goodput.ttft: "+werr.Error())):
+			t.Errorf("ttft: %s: got %v, want %v", s, err, werr)
+		case werr == nil && (err != nil || spec.Goodput.TTFT != want):
+			t.Errorf("ttft: %s: got %v, want %v", s, err, want)
+		}
 	}
 }

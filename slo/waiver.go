@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 )
 
 // Waiver accepts a failing objective for a time: a person (Owner) says why
@@ -25,7 +25,7 @@ type Waiver struct {
 	File        string `json:"file,omitempty"`
 	Line        int    `json:"line,omitempty"`
 
-	node *yaml.Node
+	objectiveLine int // where the objective is named, for errors
 }
 
 // Expired reports whether the waiver no longer waives at now.
@@ -54,46 +54,50 @@ func ParseExpiry(s string) (time.Time, error) {
 	return t, nil
 }
 
-func (d *decoder) waivers(f *fields, key string) []Waiver {
+// waivers reads the waivers list of a spec or plan.
+func (r reader) waivers(f yamlwalk.Map) []Waiver {
+	n, ok := f.Get("waivers")
+	if !ok {
+		return nil
+	}
+	list, _ := n.List()
 	var out []Waiver
-	for i, n := range f.list(key) {
-		path := index(key, i)
-		wf := d.mapping(n, path, "objective", "stage", "class", "owner", "reason", "expires")
-		w := Waiver{File: d.file, Line: wf.node.Line, node: wf.node}
-		errs := len(d.errs)
-		if wf.require("objective") {
-			w.Objective = wf.name("objective")
-			w.node = wf.line("objective")
+	for _, it := range list {
+		start := r.doc.Count()
+		wf, _ := it.Map("objective", "stage", "class", "owner", "reason", "expires")
+		if !it.IsMap() {
+			continue
 		}
-		if wf.has("stage") {
-			w.Stage = wf.name("stage")
+		w := Waiver{File: r.doc.File(), Line: it.Line(), objectiveLine: it.Line()}
+		if v, ok := wf.Require("objective"); ok {
+			w.Objective = name(v)
+			w.objectiveLine = wf.KeyLine("objective")
 		}
-		if wf.has("class") {
-			w.Class = wf.name("class")
-		}
-		if wf.require("owner") {
-			if w.Owner = wf.str("owner"); w.Owner == "" {
-				d.errorf(wf.line("owner"), join(path, "owner"), "empty: a waiver names the person who owns it")
+		w.Stage = optional(wf, "stage", name)
+		w.Class = optional(wf, "class", name)
+		if v, ok := wf.Require("owner"); ok {
+			if w.Owner, ok = v.Text(); ok && w.Owner == "" {
+				v.Errorf("empty: a waiver names the person who owns it")
 			}
 		}
-		if wf.require("reason") {
-			if w.Reason = wf.str("reason"); w.Reason == "" {
-				d.errorf(wf.line("reason"), join(path, "reason"), "empty: a waiver says why")
+		if v, ok := wf.Require("reason"); ok {
+			if w.Reason, ok = v.Text(); ok && w.Reason == "" {
+				v.Errorf("empty: a waiver says why")
 			}
 		}
-		if wf.require("expires") {
-			if v, ok := wf.scalar("expires"); ok {
-				t, err := ParseExpiry(v.Value)
+		if v, ok := wf.Require("expires"); ok {
+			if w.ExpiresText, ok = v.Text(); ok {
+				t, err := ParseExpiry(w.ExpiresText)
 				if err != nil {
-					d.errorf(v, join(path, "expires"), "%v", err)
+					v.Errorf("%v", err)
 				}
-				w.Expires, w.ExpiresText = t, v.Value
+				w.Expires = t
 			}
 		}
-		if w.Objective == string(ManualResult) && w.Stage == "" {
-			d.errorf(wf.node, join(path, "stage"), "a waiver of a manual result names its stage")
+		if st, ok := wf.Get("stage"); !ok && w.Objective == string(ManualResult) {
+			st.Errorf("a waiver of a manual result names its stage")
 		}
-		if len(d.errs) == errs {
+		if r.clean(start) {
 			out = append(out, w)
 		}
 	}

@@ -51,6 +51,19 @@ func Errorf(file string, line int, field, format string, args ...any) *Error {
 	return &Error{File: file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
+// Pos is a place in a file: where a value was read, for an error found
+// after the walk.
+type Pos struct {
+	File  string
+	Line  int
+	Field string
+}
+
+// Errorf builds an *Error at p.
+func (p Pos) Errorf(format string, args ...any) *Error {
+	return Errorf(p.File, p.Line, p.Field, format, args...)
+}
+
 // Errors is every problem found in one file, sorted by line.
 type Errors []*Error
 

@@ -44,6 +44,11 @@ func (d *Doc) File() string { return d.file }
 // Failed reports whether any error was recorded.
 func (d *Doc) Failed() bool { return len(d.errs) > 0 }
 
+// Count is the number of errors recorded so far, those past the shown
+// limit included: a reader compares counts to tell whether one part of the
+// file (an item of a list) was read without error.
+func (d *Doc) Count() int { return len(d.errs) + d.extra }
+
 // Add records e.
 func (d *Doc) Add(e *Error) { d.add(e) }
 
@@ -113,13 +118,25 @@ func (x Node) Line() int {
 // Yaml is the underlying node (nil when absent), for decoding into Go values.
 func (x Node) Yaml() *yaml.Node { return x.n }
 
-// Errorf records an error at the node.
+// Errorf records an error at the node; none once the visit budget is spent
+// and the node is absent (cut off by the budget, or a field of a mapping
+// read only in part).
 func (x Node) Errorf(format string, args ...any) {
+	if x.exhausted() {
+		return
+	}
 	x.d.add(Errorf(x.d.file, x.Line(), x.path, format, args...))
 }
 
+// Pos is where the node is, for errors found after the walk (a file the
+// node names cannot be opened).
+func (x Node) Pos() Pos { return Pos{File: x.d.file, Line: x.Line(), Field: x.path} }
+
 // Missing records "path missing" at the node's line.
 func (x Node) Missing() {
+	if x.exhausted() {
+		return
+	}
 	x.d.add(&Error{File: x.d.file, Line: x.Line(), Field: x.path, Err: ErrMissing})
 }
 
@@ -162,21 +179,25 @@ func (x Node) Describe() string {
 	return "something else"
 }
 
+// IsMap reports whether the node is a mapping.
+func (x Node) IsMap() bool { return x.n != nil && x.n.Kind == yaml.MappingNode }
+
+// IsList reports whether the node is a sequence.
+func (x Node) IsList() bool { return x.n != nil && x.n.Kind == yaml.SequenceNode }
+
 // IsScalar reports whether the node is a non-null scalar.
 func (x Node) IsScalar() bool {
 	return x.n != nil && x.n.Kind == yaml.ScalarNode && x.n.Tag != "!!null"
 }
 
 // exhausted: after the visit budget is spent, absent nodes are not
-// reported again one by one.
+// reported one by one.
 func (x Node) exhausted() bool { return x.n == nil && x.d.budget < 0 }
 
 // List reads a sequence.
 func (x Node) List() ([]Node, bool) {
 	if x.n == nil || x.n.Kind != yaml.SequenceNode {
-		if !x.exhausted() {
-			x.Errorf("want a list, got %s", x.Describe())
-		}
+		x.Errorf("want a list, got %s", x.Describe())
 		return nil, false
 	}
 	out := make([]Node, len(x.n.Content))
@@ -190,9 +211,7 @@ func (x Node) List() ([]Node, bool) {
 // Text reads any non-null scalar as text (5 reads "5").
 func (x Node) Text() (string, bool) {
 	if !x.IsScalar() {
-		if !x.exhausted() {
-			x.Errorf("want a single value, got %s", x.Describe())
-		}
+		x.Errorf("want a single value, got %s", x.Describe())
 		return "", false
 	}
 	return x.n.Value, true
@@ -299,9 +318,7 @@ type Map struct {
 func (x Node) Map(known ...string) (Map, bool) {
 	m := Map{x: x, key: map[string]*yaml.Node{}, val: map[string]*yaml.Node{}}
 	if x.n == nil || x.n.Kind != yaml.MappingNode {
-		if !x.exhausted() {
-			x.Errorf("want a mapping (key: value), got %s", x.Describe())
-		}
+		x.Errorf("want a mapping (key: value), got %s", x.Describe())
 		return m, false
 	}
 	ok := true
@@ -337,6 +354,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Only records an unknown field for each key not among known, for a
+// mapping whose fields depend on one of its values (a source's type); it
+// reports whether every key is known.
+func (m Map) Only(known ...string) bool {
+	ok := true
+	for _, k := range m.keys {
+		if !contains(known, k) {
+			m.x.d.add(Errorf(m.x.d.file, m.key[k].Line, Join(m.x.path, k), "unknown field (want one of %s)", strings.Join(known, ", ")))
+			ok = false
+		}
+	}
+	return ok
 }
 
 // Node is the mapping itself.

@@ -135,3 +135,26 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// Only checks a mapping's keys after one of its values said which are
+// allowed; Pos locates a value for an error found after the walk.
+func TestWalkOnlyAndPos(t *testing.T) {
+	d, root := Parse("f.yaml", []byte("src:\n  type: a\n  path: x\n  size: 3\n"))
+	m, _ := root.Map("src")
+	src, _ := m.Get("src")
+	sm, _ := src.Map()
+	before := d.Count()
+	if !src.IsMap() || src.IsList() || !sm.Only("type", "path", "size") || d.Count() != before {
+		t.Fatal("Only with every key known recorded an error")
+	}
+	if sm.Only("type", "path") {
+		t.Fatal("Only missed size")
+	}
+	p, _ := sm.Get("path")
+	if e := p.Pos().Errorf("open %s: gone", "x"); e.Error() != "f.yaml:3: src.path: open x: gone" {
+		t.Fatalf("Pos: %v", e)
+	}
+	if err := d.Err(); err == nil || err.Error() != "f.yaml:4: src.size: unknown field (want one of type, path)" || d.Count() != 1 {
+		t.Fatalf("got %v (count %d)", err, d.Count())
+	}
+}

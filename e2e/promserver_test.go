@@ -42,9 +42,12 @@ func startPrometheus(t *testing.T, target string, ruleFiles []string, features .
 	t.Helper()
 	bin := needPrometheus(t)
 	dir := t.TempDir()
-	rules := ""
-	for _, f := range ruleFiles {
-		rules += "\n  - " + strconv.Quote(f)
+	rules := " []"
+	if len(ruleFiles) > 0 {
+		rules = ""
+		for _, f := range ruleFiles {
+			rules += "\n  - " + strconv.Quote(f)
+		}
 	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -56,9 +59,6 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, rules, target)
-	if rules == "" {
-		cfg = "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n" + cfg[len("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\nrule_files:"):]
-	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,10 +71,8 @@ scrape_configs:
 	ln.Close()
 	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn"}
-	if len(features) > 0 {
-		for _, f := range features {
-			args = append(args, "--enable-feature="+f)
-		}
+	for _, f := range features {
+		args = append(args, "--enable-feature="+f)
 	}
 	logPath := filepath.Join(dir, "prometheus.log")
 	logf, err := os.Create(logPath)
@@ -177,3 +175,4 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+

@@ -175,4 +175,3 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(500 * time.Millisecond)
 	}
 }
-

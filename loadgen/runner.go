@@ -61,6 +61,20 @@ type Options struct {
 	// Timeout still applies within the grace; a Grace at least Timeout
 	// lets every request run to its timeout.
 	Grace time.Duration
+	// Shard splits the schedule across processes (see Shard); the zero
+	// value runs all of it.
+	Shard Shard
+	// StartAt, if set, is the wall-clock instant the schedule starts (its
+	// epoch), so shards on several machines start together: Run waits
+	// for it. A run that begins after it keeps it as the epoch — requests
+	// already due go out at once, their lateness counted from their
+	// intended starts — and Info.LateStart says by how much.
+	StartAt time.Time
+	// Preconnect, if set, is called before the epoch (and before waiting
+	// for StartAt) to open the client's connections, saying how many it
+	// opened; the time it takes is reported apart (Info.PreconnectTime),
+	// never in a request's latency.
+	Preconnect func(ctx context.Context) (conns int, err error)
 }
 
 // OptionsError says which option makes a run impossible or pointless and
@@ -102,6 +116,9 @@ func (o Options) Validate() error {
 		return bad("warm-up", "must not be negative")
 	case o.Timeout < 0:
 		return bad("timeout", "%v is negative", o.Timeout)
+	}
+	if err := o.Shard.Validate(); err != nil {
+		return bad("shard", "%v", err)
 	}
 	total := TotalDuration(o.Stages)
 	if o.WarmupDuration >= total {
@@ -155,6 +172,20 @@ type Info struct {
 	// CPUUtilization is the process's CPU time over wall time × GOMAXPROCS
 	// during the run, 0–1: near 1, the load generator may be the bottleneck.
 	CPUUtilization float64
+	// Shard is the part of the schedule this run sent (zero: all).
+	Shard Shard
+	// LateStart is how long after Options.StartAt the run began (0: on
+	// time, or no StartAt).
+	LateStart time.Duration
+	// Preconnected says Options.Preconnect ran; PreconnectTime is how
+	// long it took, before the epoch, and PreconnectErr what failed (the
+	// run went on with cold connections).
+	Preconnected    bool
+	PreconnectConns int
+	PreconnectTime  time.Duration
+	PreconnectErr   error
+	// StartAt is Options.StartAt.
+	StartAt time.Time
 }
 
 // Runner sends a Source's prompts through a Client on a schedule. See the
@@ -165,11 +196,14 @@ type Runner struct {
 	opts   Options
 	grace  time.Duration
 
-	srcMu sync.Mutex // guards src and seq
+	srcMu sync.Mutex // guards src, seq and followUps
 	seq   int64
-	sent  atomic.Int64
-	drop  atomic.Int64
-	cut   atomic.Int64
+	// followUps counts a sharded run's session turns after the first
+	// (numbered from FollowUpSeqBase).
+	followUps int64
+	sent      atomic.Int64
+	drop      atomic.Int64
+	cut       atomic.Int64
 
 	// measuredFrom is the earliest intended start of a measured request
 	// (-1: none yet), for the scheduled window after a warm-up by count.
@@ -254,8 +288,19 @@ type run struct {
 // Stop they are cancelled at once.
 func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	defer close(out)
-	rn := &run{epoch: time.Now(), end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
-	info := Info{Started: rn.epoch, Grace: r.grace}
+	var info Info
+	info.Shard, info.StartAt = r.opts.Shard, r.opts.StartAt
+	if r.opts.Preconnect != nil {
+		t0 := time.Now()
+		info.PreconnectConns, info.PreconnectErr = r.opts.Preconnect(ctx)
+		info.Preconnected, info.PreconnectTime = true, time.Since(t0)
+	}
+	epoch, late, ok := r.waitStart(ctx)
+	if !ok {
+		epoch = time.Now()
+	}
+	rn := &run{epoch: epoch, end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
+	info.Started, info.Grace, info.LateStart = rn.epoch, r.grace, late
 	cpu0 := cpuTime()
 
 	send, stopSending := context.WithCancelCause(ctx)
@@ -285,7 +330,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 			}
 		}()
 	}
-	rn.cutTimer = time.AfterFunc(rn.end+r.grace, func() { rn.cancelReqs(errCutAtEnd) })
+	rn.cutTimer = time.AfterFunc(time.Until(rn.epoch.Add(rn.end+r.grace)), func() { rn.cancelReqs(errCutAtEnd) })
 	defer rn.cutTimer.Stop()
 
 	var err error
@@ -311,6 +356,30 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 		info.CPUUtilization = (cpuTime() - cpu0).Seconds() / (wall * float64(numCPU()))
 	}
 	return info, err
+}
+
+// waitStart waits for Options.StartAt and returns the epoch (with a
+// monotonic reading) and how late it began; ok is false when ctx ended or
+// Stop was called during the wait. Without StartAt the epoch is now.
+func (r *Runner) waitStart(ctx context.Context) (epoch time.Time, late time.Duration, ok bool) {
+	now := time.Now()
+	if r.opts.StartAt.IsZero() {
+		return now, 0, true
+	}
+	epoch = now.Add(r.opts.StartAt.Sub(now)) // StartAt on the monotonic clock
+	if wait := epoch.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return epoch, 0, false
+		case <-r.stopc:
+			return epoch, 0, false
+		}
+		return epoch, 0, true
+	}
+	return epoch, now.Sub(epoch), true
 }
 
 // endSending marks the schedule's end at offset at: the first call wins.
@@ -376,8 +445,32 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 func (r *Runner) nextSeq() int64 {
 	r.srcMu.Lock()
 	defer r.srcMu.Unlock()
+	if sh := r.opts.Shard; sh.Active() {
+		// Not from the source's numbering: when a turn is due depends on
+		// an answer, and every shard must number the source alike.
+		k := r.followUps
+		r.followUps++
+		return FollowUpSeqBase + k*int64(sh.Count) + int64(sh.Index)
+	}
 	r.seq++
 	return r.seq - 1
+}
+
+// capReached reports whether the request count (Options.Requests) is
+// spent before the request numbered seq: sharded, by global number (the
+// count is the whole schedule's), else by requests sent and dropped.
+func (r *Runner) capReached(seq int64, dropped bool) bool {
+	if r.opts.Requests <= 0 {
+		return false
+	}
+	if r.opts.Shard.Active() {
+		return seq >= int64(r.opts.Requests)
+	}
+	n := r.sent.Load()
+	if dropped {
+		n += r.drop.Load()
+	}
+	return n >= int64(r.opts.Requests)
 }
 
 // do sends one request and settles its record: End, the kind of a
@@ -488,16 +581,10 @@ func (r *Runner) openLoop(rn *run) (err error) {
 	}
 
 	for {
-		if r.opts.Requests > 0 && r.sent.Load() >= int64(r.opts.Requests) {
+		if r.capReached(r.peekSeq(), false) {
 			return nil
 		}
-		r.srcMu.Lock()
-		p, err := r.src.Next()
-		seq := r.seq
-		if err == nil {
-			r.seq++
-		}
-		r.srcMu.Unlock()
+		p, seq, err := r.draw()
 		if err == io.EOF {
 			return nil
 		}
@@ -517,6 +604,9 @@ func (r *Runner) openLoop(rn *run) (err error) {
 				natural = true
 				return nil
 			}
+		}
+		if !r.opts.Shard.Owns(seq) {
+			continue // another shard's: drawn only to keep the schedule whole
 		}
 		rec := r.newRecord(rn.epoch, p, seq, at)
 
@@ -581,33 +671,50 @@ func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
 		rec.Finalize()
 		r.drop.Add(1)
 		rn.out <- rec
-		if r.opts.Requests > 0 && r.sent.Load()+r.drop.Load() >= int64(r.opts.Requests) {
-			return
-		}
-		r.srcMu.Lock()
-		p, err := r.src.Next()
-		seq := r.seq
-		if err == nil {
-			r.seq++
-		}
-		r.srcMu.Unlock()
-		if err != nil {
-			return
-		}
-		var at time.Duration
-		if r.opts.Trace {
-			at = p.At
-		} else {
-			var ok bool
-			if at, ok = arr.Next(); !ok {
+		for rec = nil; rec == nil; {
+			if r.capReached(r.peekSeq(), true) {
 				return
 			}
+			p, seq, err := r.draw()
+			if err != nil {
+				return
+			}
+			var at time.Duration
+			if r.opts.Trace {
+				at = p.At
+			} else {
+				var ok bool
+				if at, ok = arr.Next(); !ok {
+					return
+				}
+			}
+			if at >= rn.end {
+				return
+			}
+			if r.opts.Shard.Owns(seq) {
+				rec = r.newRecord(rn.epoch, p, seq, at)
+			}
 		}
-		if at >= rn.end {
-			return
-		}
-		rec = r.newRecord(rn.epoch, p, seq, at)
 	}
+}
+
+// peekSeq is the sequence number the next prompt from the source gets.
+func (r *Runner) peekSeq() int64 {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	return r.seq
+}
+
+// draw takes the next prompt from the source and its sequence number.
+func (r *Runner) draw() (*prompts.Prompt, int64, error) {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	p, err := r.src.Next()
+	seq := r.seq
+	if err == nil {
+		r.seq++
+	}
+	return p, seq, err
 }
 
 func (r *Runner) closedLoop(rn *run) error {
@@ -616,11 +723,14 @@ func (r *Runner) closedLoop(rn *run) error {
 		maxC = max(maxC, s.Concurrency)
 	}
 	var budget atomic.Int64
-	budget.Store(int64(r.opts.Requests))
+	budget.Store(r.opts.Shard.Share(int64(r.opts.Requests)))
 	var workers sync.WaitGroup
 	var errOnce sync.Once
 	var srcErr error
 	for w := 0; w < maxC; w++ {
+		if !r.opts.Shard.Owns(int64(w)) {
+			continue // another shard's worker
+		}
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -651,20 +761,18 @@ func (r *Runner) closedLoop(rn *run) error {
 					return
 				}
 				p := pending
-				r.srcMu.Lock()
+				var seq int64
 				if p == nil {
 					var err error
-					if p, err = r.src.Next(); err != nil {
-						r.srcMu.Unlock()
+					if p, seq, err = r.drawOwned(); err != nil {
 						if err != io.EOF {
 							errOnce.Do(func() { srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
 						}
 						return
 					}
+				} else {
+					seq = r.nextSeq()
 				}
-				seq := r.seq
-				r.seq++
-				r.srcMu.Unlock()
 				if pending != nil && pending.Think > 0 && !sleep(rn.send, pending.Think, nil) {
 					return
 				}
@@ -681,6 +789,24 @@ func (r *Runner) closedLoop(rn *run) error {
 	}
 	workers.Wait()
 	return srcErr
+}
+
+// drawOwned takes the next prompt this shard owns from the source,
+// passing over the other shards'.
+func (r *Runner) drawOwned() (*prompts.Prompt, int64, error) {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	for {
+		p, err := r.src.Next()
+		if err != nil {
+			return nil, 0, err
+		}
+		seq := r.seq
+		r.seq++
+		if r.opts.Shard.Owns(seq) {
+			return p, seq, nil
+		}
+	}
 }
 
 // sleep waits d, false if ctx ends or stop is closed first.

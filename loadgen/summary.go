@@ -116,6 +116,47 @@ type RunInfo struct {
 	Stopped         string         `json:"stopped,omitempty"` // why the tool stopped the run early
 	GraceS          float64        `json:"grace_s"`
 	CPUUtilization  float64        `json:"cpu_utilization"`
+	// Shard is set when the run sent one shard of a split schedule.
+	Shard *ShardInfo `json:"shard,omitempty"`
+	// Merged is set on a result merged from shards (tailgate merge).
+	Merged *MergedInfo `json:"merged,omitempty"`
+	// Preconnect says whether connections were opened before the first
+	// intended start (--preconnect), and how long that took: set-up time
+	// kept apart from every request's latency.
+	Preconnect Preconnect `json:"preconnect"`
+}
+
+// ShardInfo is run.shard: which part of a split schedule a run sent.
+type ShardInfo struct {
+	Index   int     `json:"index"`
+	Count   int     `json:"count"`
+	StartAt string  `json:"start_at,omitempty"` // the shared start (--start-at), RFC 3339
+	LateByS float64 `json:"late_by_s"`          // how long after start_at the shard began
+}
+
+// MergedInfo is run.merged: the shards a merged result was made of.
+type MergedInfo struct {
+	Count  int           `json:"count"`
+	Shards []MergedShard `json:"shards"`
+}
+
+// MergedShard is one shard of a merged result.
+type MergedShard struct {
+	Index          int     `json:"index"`
+	Dir            string  `json:"dir"`
+	Started        string  `json:"started"`
+	LateByS        float64 `json:"late_by_s"`
+	CPUUtilization float64 `json:"cpu_utilization"`
+	Sent           int64   `json:"sent"`
+	Records        string  `json:"records,omitempty"` // the form its records were kept in
+}
+
+// Preconnect is run.preconnect.
+type Preconnect struct {
+	Used        bool    `json:"used"`
+	Connections int     `json:"connections,omitempty"`
+	SetupMs     float64 `json:"setup_ms,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // Tool names the tool.
@@ -212,6 +253,26 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 		Interrupted: info.Interrupted, GraceS: info.Grace.Seconds(), CPUUtilization: info.CPUUtilization}
 	if info.Stopped != nil {
 		s.Run.Stopped = info.Stopped.Error()
+	}
+	if info.Shard.Count > 0 {
+		s.Run.Shard = &ShardInfo{Index: info.Shard.Index, Count: info.Shard.Count, LateByS: info.LateStart.Seconds()}
+	}
+	if !info.StartAt.IsZero() {
+		if s.Run.Shard == nil {
+			s.Run.Shard = &ShardInfo{Count: 1, LateByS: info.LateStart.Seconds()}
+		}
+		s.Run.Shard.StartAt = info.StartAt.UTC().Format(time.RFC3339Nano)
+		if info.LateStart > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("started %v after --start-at %s: requests due meanwhile went out late, their lateness counted in their latency",
+				info.LateStart.Round(time.Microsecond), s.Run.Shard.StartAt))
+		}
+	}
+	if info.Preconnected {
+		s.Run.Preconnect = Preconnect{Used: true, Connections: info.PreconnectConns, SetupMs: float64(info.PreconnectTime.Microseconds()) / 1000}
+		if info.PreconnectErr != nil {
+			s.Run.Preconnect.Error = info.PreconnectErr.Error()
+			s.Warnings = append(s.Warnings, "--preconnect: "+info.PreconnectErr.Error()+" (the run went on; those connections were opened cold)")
+		}
 	}
 	s.SelfCheck = CheckSelf(m.All.Hist[MetricScheduleLag], m.All.Hist[MetricTTFT], m.All.Hist[MetricE2E], info.CPUUtilization)
 	s.Warnings = append(s.Warnings, s.SelfCheck.Reasons...)

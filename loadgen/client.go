@@ -40,6 +40,14 @@ type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
 
+// Preconnector is a Client that can open n connections to its target
+// before the first intended start (run --preconnect), so the first wave of
+// requests does not pay connection set-up inside its latency. It returns
+// how many connections it opened.
+type Preconnector interface {
+	Preconnect(ctx context.Context, n int) (int, error)
+}
+
 // ServerDescriber is a Client that can say what its server reports about
 // itself, for the evidence pack's environment.json. It never fails: what
 // went wrong is in ServerInfo.Error.

@@ -112,6 +112,15 @@ type Record struct {
 	// Text is the answer, kept only when the runner asks for it (multi-turn
 	// sessions need it for the next turn).
 	Text string
+	// Compact marks a record read back from a compact requests.jsonl
+	// (results.RecordsCompact): it kept the per-request figures and the
+	// first chunk, not every chunk instant, so it gives no ICL or ITL
+	// samples. ChunkCount is how many content chunks the stream had.
+	Compact    bool
+	ChunkCount int
+	// LastChunkAt is a compact record's last chunk instant (0 otherwise:
+	// a full record has it in Chunks).
+	LastChunkAt time.Duration
 
 	epoch time.Time
 }
@@ -259,12 +268,26 @@ type recordJSON struct {
 	FinishReason         string  `json:"finish_reason,omitempty"`
 	Unstreamed           bool    `json:"unstreamed,omitempty"`
 	Retries              int     `json:"retries,omitempty"`
+	// The compact form's: no chunk_us/chunk_tokens, their count and the
+	// last chunk's instant instead.
+	Compact     bool   `json:"compact,omitempty"`
+	Chunks      int    `json:"chunks,omitempty"`
+	LastChunkUs *int64 `json:"last_chunk_us,omitempty"`
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 // MarshalJSON writes the requests.jsonl form.
-func (r *Record) MarshalJSON() ([]byte, error) {
+func (r *Record) MarshalJSON() ([]byte, error) { return json.Marshal(r.jsonForm(false)) }
+
+// Compacted is r in the compact requests.jsonl form: every per-request
+// figure (TTFT, TTFAT, TPOT, E2E, schedule lag, tokens, status, error),
+// the first and last chunk instants and the chunk count, without the
+// instant of every chunk, which is most of a long stream's line. It
+// marshals with json.Marshal as any value does.
+func (r *Record) Compacted() any { return r.jsonForm(true) }
+
+func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
 		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
@@ -273,7 +296,24 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 		Status: r.Status, ErrorKind: string(r.ErrorKind), Error: r.Error, FinishReason: r.FinishReason,
 		Unstreamed: r.Unstreamed, Retries: r.Retries,
 	}
-	if len(r.Chunks) > 0 {
+	switch {
+	case compact || r.Compact:
+		j.Compact, j.Chunks = true, len(r.Chunks)
+		if r.Compact {
+			j.Chunks = r.ChunkCount
+		}
+		if len(r.Chunks) > 0 {
+			ft := us(r.Chunks[0].At)
+			j.FirstTokenUs = &ft
+		}
+		if len(r.Chunks) > 1 {
+			lt := us(r.Chunks[len(r.Chunks)-1].At)
+			j.LastChunkUs = &lt
+		} else if r.LastChunkAt > 0 {
+			lt := us(r.LastChunkAt)
+			j.LastChunkUs = &lt
+		}
+	case len(r.Chunks) > 0:
 		ft := us(r.Chunks[0].At)
 		j.FirstTokenUs = &ft
 		j.ChunkUs = make([]int64, len(r.Chunks))
@@ -287,7 +327,7 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 		fa := us(r.FirstAnswer)
 		j.FirstAnswerUs = &fa
 	}
-	return json.Marshal(&j)
+	return &j
 }
 
 // UnmarshalJSON reads the requests.jsonl form back, so saved runs can be
@@ -312,7 +352,18 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	if j.FirstAnswerUs != nil {
 		r.FirstAnswer = d(*j.FirstAnswerUs)
 	}
-	if len(j.ChunkUs) > 0 {
+	if j.Compact {
+		// The first chunk (TTFT) and, for gaps that need none, the last;
+		// no ICL or ITL samples come from a compact record.
+		r.Compact, r.ChunkCount = true, j.Chunks
+		if j.FirstTokenUs != nil {
+			r.Chunks = []Chunk{{At: d(*j.FirstTokenUs)}}
+		}
+		if j.LastChunkUs != nil {
+			r.LastChunkAt = d(*j.LastChunkUs)
+		}
+	} else if len(j.ChunkUs) > 0 {
+		r.ChunkCount = len(j.ChunkUs)
 		r.Chunks = make([]Chunk, len(j.ChunkUs))
 		for i, v := range j.ChunkUs {
 			r.Chunks[i].At = d(v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -41,6 +42,15 @@ type Spec struct {
 	// KeepGoing keeps sending after a sink fails. By default the first
 	// failure stops the run: its results on disk would be incomplete.
 	KeepGoing bool
+	// Records is the form requests.jsonl is kept in (default full; none
+	// writes no records) and RecordsCompression its compression (the file
+	// is then requests.jsonl.gz or .zst).
+	Records            results.RecordsForm
+	RecordsCompression results.Compression
+	// Identity names what the run sends beyond Meta (e.g. "mix": its
+	// hash), written to histograms.json: merge refuses shards whose
+	// identities differ.
+	Identity map[string]string
 }
 
 // DefaultMaxErrorRate is Spec.MaxErrorRate's default: above it the run
@@ -94,16 +104,28 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 		if err := spec.Out.Create(); err != nil {
 			return nil, err
 		}
-		rw, err := results.CreateRecords(spec.Out.Path(results.RecordsFile))
-		if err != nil {
-			return nil, err
+		var rw *results.RecordWriter
+		if spec.Records != results.RecordsNone {
+			form := spec.Records
+			if form == "" {
+				form = results.RecordsFull
+			}
+			name := results.RecordsFileName(spec.RecordsCompression)
+			if rw, err = results.CreateRecordWriter(spec.Out.Path(name), form, spec.RecordsCompression); err != nil {
+				return nil, err
+			}
 		}
 		hw, err := results.CreateHlog(spec.Out.Path(results.HlogFile), start)
 		if err != nil {
-			rw.Close()
+			if rw != nil {
+				rw.Close()
+			}
 			return nil, err
 		}
-		own = append(own, &recordsSink{w: rw}, &hlogSink{w: hw, m: metrics})
+		if rw != nil {
+			own = append(own, &recordsSink{w: rw})
+		}
+		own = append(own, &hlogSink{w: hw, m: metrics})
 	}
 	p := &pipe{metrics: metrics, streaming: spec.Streaming}
 	for _, s := range append(own, sinks...) {
@@ -193,6 +215,9 @@ loop:
 			if err := spec.Out.WriteQueueDelay(q); err != nil {
 				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
 			}
+		}
+		if err := writeHistograms(spec, res); err != nil {
+			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.HistogramsFile, Err: err})
 		}
 		if err := spec.Out.WriteSummary(res.Summary); err != nil {
 			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.SummaryFile, Err: err})
@@ -295,4 +320,37 @@ func (p *pipe) warnings(res *Result) []string {
 		w = append(w, fmt.Sprintf("the server ignored \"stream\": %d answers came as one body; they count for TTFT and E2E but give no ICL, ITL or TPOT", p.unstreamed))
 	}
 	return w
+}
+
+// writeHistograms saves the run's metrics whole (histograms.json), for
+// merging shards.
+func writeHistograms(spec Spec, res *Result) error {
+	st, err := res.Metrics.State()
+	if err != nil {
+		return &results.WriteError{Path: spec.Out.Path(results.HistogramsFile), Err: err}
+	}
+	form := spec.Records
+	if form == "" {
+		form = results.RecordsFull
+	}
+	h := &results.Histograms{Identity: Identity(spec), Info: res.Info.State(), Metrics: st, Records: form,
+		Streaming: spec.Streaming, MaxErrorRate: res.Summary.Validity.MaxErrorRate, SelfCheckWarns: spec.SelfCheckWarns,
+		Meta: results.HistogramsMeta{Version: spec.Meta.Version, Target: spec.Meta.Target, API: spec.Meta.API,
+			Model: spec.Meta.Model, Load: spec.Meta.Load}}
+	return spec.Out.WriteHistograms(h)
+}
+
+// Identity is what every shard of spec's schedule shares (see
+// results.Histograms.Identity): the load block key by key, target, API,
+// model, and spec.Identity.
+func Identity(spec Spec) map[string]string {
+	id := map[string]string{"target": spec.Meta.Target, "api": spec.Meta.API, "model": spec.Meta.Model,
+		"shards": strconv.Itoa(max(1, spec.Options.Shard.Count))}
+	for k, v := range spec.Meta.Load {
+		id["load."+k] = fmt.Sprint(v)
+	}
+	for k, v := range spec.Identity {
+		id[k] = v
+	}
+	return id
 }

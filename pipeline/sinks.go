@@ -7,8 +7,11 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// recordsSink appends every record to requests.jsonl as it arrives.
-type recordsSink struct{ w *results.RecordsWriter }
+// recordsSink appends every record to requests.jsonl as it arrives; each
+// second it flushes what a compressed file buffers.
+type recordsSink struct{ w *results.RecordWriter }
+
+func (s *recordsSink) Tick(time.Time, time.Time) error { return s.w.Flush() }
 
 func (s *recordsSink) Name() string                  { return s.w.Path() }
 func (s *recordsSink) Add(rec *loadgen.Record) error { return s.w.Write(rec) }

@@ -14,8 +14,16 @@ func validity(res *Result, spec Spec) results.Validity {
 	if limit == 0 {
 		limit = DefaultMaxErrorRate
 	}
+	return Validity(res.Summary, limit, spec.SelfCheckWarns, res.WriteErr())
+}
+
+// Validity judges a summary's figures by the run's rules: limit is the
+// error-rate limit applied (negative: none), selfCheckWarns makes a
+// distorting generator a warning only, writeErr is the first failure to
+// write results. Merge judges a merged result with it, as one run.
+func Validity(s *results.Summary, limit float64, selfCheckWarns bool, writeErr error) results.Validity {
 	v := results.Validity{MaxErrorRate: limit}
-	q := res.Summary.Requests
+	q := s.Requests
 	switch {
 	case q.Sent == 0 && q.Warmup == 0:
 		v.Reasons = append(v.Reasons, "no request was sent")
@@ -27,13 +35,13 @@ func validity(res *Result, spec Spec) results.Validity {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%.1f%% of requests failed (%d of %d), above the %.1f%% limit (--max-error-rate)",
 			100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent, 100*limit))
 	}
-	if sc := res.Summary.SelfCheck; sc.Distorted && !spec.SelfCheckWarns {
+	if sc := s.SelfCheck; sc.Distorted && !selfCheckWarns {
 		for _, r := range sc.Reasons {
 			v.Reasons = append(v.Reasons, "the load generator distorted the figures: "+r)
 		}
 	}
-	if err := res.WriteErr(); err != nil {
-		v.Reasons = append(v.Reasons, "results could not be written: "+err.Error())
+	if writeErr != nil {
+		v.Reasons = append(v.Reasons, "results could not be written: "+writeErr.Error())
 	}
 	v.Valid = len(v.Reasons) == 0
 	return v

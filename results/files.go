@@ -139,6 +139,18 @@ func (h *HlogWriter) WriteInterval(hists []*hdrhistogram.Histogram, from, to tim
 	return nil
 }
 
+// WriteHistogram writes one interval histogram as it is: its tag and its
+// own start and end times (a merge of several logs).
+func (h *HlogWriter) WriteHistogram(hist *hdrhistogram.Histogram) error {
+	if h.err != nil {
+		return h.err
+	}
+	if err := h.lw.OutputIntervalHistogram(hist); err != nil {
+		h.err = &WriteError{Path: h.path, Err: err}
+	}
+	return h.err
+}
+
 // CreateHlog creates (truncates) path and writes the log header.
 func CreateHlog(path string, start time.Time) (*HlogWriter, error) {
 	f, err := os.Create(path)

@@ -17,6 +17,10 @@ const (
 	VerdictFile    = "verdict.json"
 	JUnitFile      = "junit.xml"
 	ManualFile     = "manual.json"
+	// HistogramsFile holds the run's histograms and counters whole (every
+	// class and stage), with the shard and what it ran, for tailgate
+	// merge: HDR histograms merge losslessly.
+	HistogramsFile = "histograms.json"
 	// StagesDir holds one run directory per stage of an acceptance run.
 	StagesDir = "stages"
 )
@@ -33,7 +37,7 @@ func (d Dir) Stage(name string) Dir { return Dir(filepath.Join(string(d), Stages
 // HasResults reports whether d already holds a run's results (requests.jsonl
 // or summary.json), which a new run must not overwrite without --force.
 func (d Dir) HasResults() bool {
-	for _, f := range []string{RecordsFile, SummaryFile} {
+	for _, f := range append([]string{SummaryFile, HistogramsFile}, recordsNames...) {
 		if _, err := os.Stat(d.Path(f)); err == nil {
 			return true
 		}

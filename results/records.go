@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
@@ -22,30 +21,36 @@ type ReadStats struct {
 	TornLine int64 // its line number
 }
 
-// ReadRecords streams path's records to fn, one at a time, in file order;
+// ReadRecords streams path's records to fn, one at a time, in file order,
+// in every form a run writes: full or compact, plain, gzip or zstd (told
+// by the first bytes; a missing requests.jsonl is looked for as .zst and
+// .gz);
 // memory stays flat however long the run. A line that does not parse is an
 // error naming file and line, except a torn last line (see ReadStats). An
 // error from fn stops the read and is returned. fn must not keep the
 // record: the next line is decoded into it.
 func ReadRecords(path string, fn func(*loadgen.Record) error) (ReadStats, error) {
 	var st ReadStats
-	f, err := os.Open(path)
+	r, closeFn, err := openRecords(path)
 	if err != nil {
 		return st, err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	defer closeFn()
+	br := bufio.NewReaderSize(r, 1<<16)
 	var line int64
 	var rec loadgen.Record
 	for {
 		b, rerr := br.ReadBytes('\n')
+		// A compressed file cut short (killed, disk full) ends in a
+		// truncated block: its last line is torn as a plain file's is.
+		cut := errors.Is(rerr, io.ErrUnexpectedEOF)
 		if len(b) > 0 {
 			line++
 			complete := b[len(b)-1] == '\n'
 			b = bytes.TrimSpace(b)
 			if len(b) > 0 {
 				if err := json.Unmarshal(b, &rec); err != nil {
-					if !complete && errors.Is(rerr, io.EOF) {
+					if !complete && (errors.Is(rerr, io.EOF) || cut) {
 						st.TornTail, st.TornLine = true, line
 						return st, nil
 					}
@@ -58,10 +63,14 @@ func ReadRecords(path string, fn func(*loadgen.Record) error) (ReadStats, error)
 			}
 		}
 		if rerr != nil {
-			if errors.Is(rerr, io.EOF) {
+			switch {
+			case errors.Is(rerr, io.EOF):
+				return st, nil
+			case cut:
+				st.TornTail, st.TornLine = true, line+1
 				return st, nil
 			}
-			return st, fmt.Errorf("%s: %w", path, rerr)
+			return st, fmt.Errorf("%s: line %d: %w", path, line+1, rerr)
 		}
 	}
 }

@@ -26,9 +26,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var tf targetFlags
 	var lf loadFlags
 	var tel telemetryFlags
+	var sc scaleFlags
 	tf.register(fs)
 	lf.register(fs)
 	tel.register(fs)
+	sc.register(fs)
 	prompt := fs.String("prompt", "Write a short story about a lighthouse keeper.", "prompt text when no --mix or --prompts is given")
 	mixPath := fs.String("mix", "", "prompt mix file (kind: Mix): weighted classes, datasets, synthetic lengths, traces, sessions")
 	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON, or a trace")
@@ -99,6 +101,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg,
 		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
+	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
+		return usageErr("%v", err)
+	}
 	if spec != nil {
 		ps.Goodput = spec.GoodputFunc()
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/merge"
+	"github.com/tailgate-llm/tailgate/results"
+)
+
+func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
+	outDir := fs.String("out", "", "directory for the merged result (required)")
+	force := fs.Bool("force", false, "replace the results already in --out")
+	records := fs.String("records", "", "merged requests.jsonl form: full, compact or none (default: the shards')")
+	compress := fs.String("records-compress", "", "merged requests.jsonl compression: none, gzip or zstd (default: shard 0's)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tailgate merge --out DIR SHARD_DIR...\n\n"+
+			"Merges the results of the shards of one schedule (run --shard I/N) into one result under the same\n"+
+			"summary.json contract: HDR histograms merged losslessly from each shard's histograms.json, counters\n"+
+			"summed, records merged into one requests.jsonl (check judges it as a single run), latency.hlog\n"+
+			"intervals in time order, shard 0's telemetry. Refuses shards of different schedules (load, seed,\n"+
+			"target, model, mix) and a shard index given twice or missing, naming the directories.\n"+
+			"Exit 0 merged, 2 usage or refused, 3 the merged run is invalid or could not be written.\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *outDir == "" || fs.NArg() == 0 {
+		return usageErr("want --out DIR and the shards' directories\nRun 'tailgate help merge' for the flags.")
+	}
+	out := results.Dir(*outDir)
+	if out.HasResults() && !*force {
+		return usageErr("--out %s already holds results (--force to replace them)", out)
+	}
+	var dirs []results.Dir
+	for _, a := range fs.Args() {
+		if st, err := os.Stat(a); err != nil || !st.IsDir() {
+			return usageErr("%s: not a results directory", a)
+		}
+		if a == *outDir {
+			return usageErr("%s: is both a shard and --out", a)
+		}
+		dirs = append(dirs, results.Dir(a))
+	}
+	var opts merge.Options
+	opts.Version = version
+	if *records != "" {
+		f, err := results.ParseRecordsForm(*records)
+		if err != nil {
+			return usageErr("--records: %v", err)
+		}
+		opts.Records = f
+	}
+	if *compress != "" {
+		c, err := results.ParseCompression(*compress)
+		if err != nil {
+			return usageErr("--records-compress: %v", err)
+		}
+		opts.Compression = &c
+	}
+	res, err := merge.Merge(dirs, out, opts)
+	if err != nil {
+		var re *merge.RefusedError
+		if errors.As(err, &re) {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	exporters.WriteText(stdout, res.Summary)
+	for _, n := range res.Notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	fmt.Fprintf(stderr, "merged %d shards (%d records) into %s\n", len(dirs), res.Records, out)
+	if !res.Summary.Validity.Valid {
+		return invalidErr("RUN INVALID: %v", res.Summary.Validity.Reasons)
+	}
+	return nil
+}

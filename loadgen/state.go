@@ -1,0 +1,315 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// MetricsState is Metrics whole, in a form that outlives the process: every
+// group's counters and HDR histograms (compressed, base64, the HdrHistogram
+// V2 encoding), so shards run apart can be merged into exactly the metrics
+// one process would have gathered. Times are nanoseconds from the run's
+// epoch.
+type MetricsState struct {
+	All      GroupState            `json:"all"`
+	Classes  map[string]GroupState `json:"classes"`
+	Stages   map[string]GroupState `json:"stages"`
+	Warmup   int64                 `json:"warmup"`
+	TurnTTFT map[string]string     `json:"ttft_by_turn,omitempty"`
+}
+
+// GroupState is one Group.
+type GroupState struct {
+	Sent                 int64             `json:"sent"`
+	OK                   int64             `json:"ok"`
+	Errors               int64             `json:"errors"`
+	Dropped              int64             `json:"dropped"`
+	Retries              int64             `json:"retries"`
+	ErrorsByKind         map[string]int64  `json:"errors_by_kind"`
+	InputTokens          int64             `json:"input_tokens"`
+	OutputTokens         int64             `json:"output_tokens"`
+	RequestedInputTokens int64             `json:"requested_input_tokens"`
+	Good                 int64             `json:"good"`
+	TokenSources         map[string]int64  `json:"token_sources"`
+	ChunkTokenSources    map[string]int64  `json:"chunk_token_sources"`
+	FirstNs              int64             `json:"first_ns"`
+	LastNs               int64             `json:"last_ns"`
+	Seen                 bool              `json:"seen"`
+	Hist                 map[string]string `json:"hist"`
+}
+
+func encodeHist(h *hdrhistogram.Histogram) (string, error) {
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	return string(b), err
+}
+
+func decodeHist(s string) (*hdrhistogram.Histogram, error) {
+	h, err := hdrhistogram.Decode([]byte(s))
+	if err != nil {
+		return nil, err
+	}
+	// The decoder keeps the encoded bounds; re-home the counts into the
+	// standard bounds so every histogram merges with every other.
+	out := NewHistogram()
+	if dropped := out.Merge(h); dropped > 0 {
+		return nil, fmt.Errorf("%d values outside the histogram bounds", dropped)
+	}
+	return out, nil
+}
+
+func (g *Group) state() (GroupState, error) {
+	s := GroupState{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries,
+		ErrorsByKind: g.ErrorsByKind, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
+		RequestedInputTokens: g.RequestedInputTokens, Good: g.Good, TokenSources: g.TokenSources,
+		ChunkTokenSources: g.ChunkTokenSources, FirstNs: int64(g.first), LastNs: int64(g.last), Seen: g.seen,
+		Hist: map[string]string{}}
+	for n, h := range g.Hist {
+		e, err := encodeHist(h)
+		if err != nil {
+			return s, fmt.Errorf("%s: %v", n, err)
+		}
+		s.Hist[n] = e
+	}
+	return s, nil
+}
+
+func (s GroupState) group() (*Group, error) {
+	g := newGroup()
+	g.Sent, g.OK, g.Errors, g.Dropped, g.Retries = s.Sent, s.OK, s.Errors, s.Dropped, s.Retries
+	g.InputTokens, g.OutputTokens, g.RequestedInputTokens, g.Good = s.InputTokens, s.OutputTokens, s.RequestedInputTokens, s.Good
+	g.first, g.last, g.seen = time.Duration(s.FirstNs), time.Duration(s.LastNs), s.Seen
+	for k, v := range s.ErrorsByKind {
+		g.ErrorsByKind[k] = v
+	}
+	for k, v := range s.TokenSources {
+		g.TokenSources[k] = v
+	}
+	for k, v := range s.ChunkTokenSources {
+		g.ChunkTokenSources[k] = v
+	}
+	for n, e := range s.Hist {
+		h, err := decodeHist(e)
+		if err != nil {
+			return nil, fmt.Errorf("histogram %s: %v", n, err)
+		}
+		g.Hist[n] = h
+	}
+	return g, nil
+}
+
+// State is m whole (see MetricsState).
+func (m *Metrics) State() (*MetricsState, error) {
+	st := &MetricsState{Classes: map[string]GroupState{}, Stages: map[string]GroupState{}, Warmup: m.Warmup}
+	var err error
+	if st.All, err = m.All.state(); err != nil {
+		return nil, err
+	}
+	for n, g := range m.Classes {
+		if st.Classes[n], err = g.state(); err != nil {
+			return nil, fmt.Errorf("class %s: %v", n, err)
+		}
+	}
+	for n, g := range m.Stages {
+		if st.Stages[n], err = g.state(); err != nil {
+			return nil, fmt.Errorf("stage %s: %v", n, err)
+		}
+	}
+	for turn, h := range m.TurnTTFT {
+		if st.TurnTTFT == nil {
+			st.TurnTTFT = map[string]string{}
+		}
+		e, err := encodeHist(h)
+		if err != nil {
+			return nil, err
+		}
+		st.TurnTTFT[strconv.Itoa(turn)] = e
+	}
+	return st, nil
+}
+
+// Metrics rebuilds the metrics a State was taken of.
+func (st *MetricsState) Metrics() (*Metrics, error) {
+	m := NewMetrics()
+	var err error
+	if m.All, err = st.All.group(); err != nil {
+		return nil, err
+	}
+	for n, gs := range st.Classes {
+		if m.Classes[n], err = gs.group(); err != nil {
+			return nil, fmt.Errorf("class %s: %v", n, err)
+		}
+	}
+	for n, gs := range st.Stages {
+		if m.Stages[n], err = gs.group(); err != nil {
+			return nil, fmt.Errorf("stage %s: %v", n, err)
+		}
+	}
+	m.Warmup = st.Warmup
+	for k, e := range st.TurnTTFT {
+		turn, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("turn %q: not a number", k)
+		}
+		if m.TurnTTFT[turn], err = decodeHist(e); err != nil {
+			return nil, fmt.Errorf("turn %d: %v", turn, err)
+		}
+	}
+	return m, nil
+}
+
+// Merge adds o into m: counts summed, histograms merged (HDR merges are
+// exact: the result is the histogram of both populations), windows joined.
+// shift moves o's instants onto m's epoch (o's epoch − m's).
+func (m *Metrics) Merge(o *Metrics, shift time.Duration) {
+	m.All.merge(o.All, shift)
+	mergeGroups(m.Classes, o.Classes, shift)
+	mergeGroups(m.Stages, o.Stages, shift)
+	m.Warmup += o.Warmup
+	for turn, h := range o.TurnTTFT {
+		if mh, ok := m.TurnTTFT[turn]; ok {
+			mh.Merge(h)
+		} else {
+			nh := NewHistogram()
+			nh.Merge(h)
+			m.TurnTTFT[turn] = nh
+		}
+	}
+}
+
+func mergeGroups(into, from map[string]*Group, shift time.Duration) {
+	names := make([]string, 0, len(from))
+	for n := range from {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g, ok := into[n]
+		if !ok {
+			g = newGroup()
+			into[n] = g
+		}
+		g.merge(from[n], shift)
+	}
+}
+
+func (g *Group) merge(o *Group, shift time.Duration) {
+	g.Sent += o.Sent
+	g.OK += o.OK
+	g.Errors += o.Errors
+	g.Dropped += o.Dropped
+	g.Retries += o.Retries
+	g.InputTokens += o.InputTokens
+	g.OutputTokens += o.OutputTokens
+	g.RequestedInputTokens += o.RequestedInputTokens
+	g.Good += o.Good
+	for k, v := range o.ErrorsByKind {
+		g.ErrorsByKind[k] += v
+	}
+	for k, v := range o.TokenSources {
+		g.TokenSources[k] += v
+	}
+	for k, v := range o.ChunkTokenSources {
+		g.ChunkTokenSources[k] += v
+	}
+	for n, h := range o.Hist {
+		if gh, ok := g.Hist[n]; ok {
+			gh.Merge(h)
+		} else {
+			nh := NewHistogram()
+			nh.Merge(h)
+			g.Hist[n] = nh
+		}
+	}
+	if o.seen {
+		first, last := o.first+shift, o.last+shift
+		if !g.seen || first < g.first {
+			g.first = first
+		}
+		if !g.seen || last > g.last {
+			g.last = last
+		}
+		g.seen = true
+	}
+}
+
+// InfoState is Info in a form that outlives the process (histograms.json),
+// so a merge can rebuild each shard's run. Durations are nanoseconds.
+type InfoState struct {
+	Started          string           `json:"started"` // RFC 3339, nanoseconds
+	ElapsedNs        int64            `json:"elapsed_ns"`
+	Interrupted      bool             `json:"interrupted"`
+	Stopped          string           `json:"stopped,omitempty"`
+	Sent             int64            `json:"sent"`
+	Dropped          int64            `json:"dropped"`
+	CutAtEnd         int64            `json:"cut_at_end"`
+	GraceNs          int64            `json:"grace_ns"`
+	ScheduledFromNs  int64            `json:"scheduled_from_ns"`
+	ScheduledToNs    int64            `json:"scheduled_to_ns"`
+	StageScheduledNs map[string]int64 `json:"stage_scheduled_ns"`
+	CPUUtilization   float64          `json:"cpu_utilization"`
+	ShardIndex       int              `json:"shard_index"`
+	ShardCount       int              `json:"shard_count"`
+	LateStartNs      int64            `json:"late_start_ns"`
+	StartAt          string           `json:"start_at,omitempty"`
+	Preconnected     bool             `json:"preconnected,omitempty"`
+	PreconnectConns  int              `json:"preconnect_conns,omitempty"`
+	PreconnectNs     int64            `json:"preconnect_ns,omitempty"`
+	PreconnectErr    string           `json:"preconnect_error,omitempty"`
+}
+
+// State is i in its saved form.
+func (i Info) State() InfoState {
+	s := InfoState{Started: i.Started.UTC().Format(time.RFC3339Nano), ElapsedNs: int64(i.Elapsed), Interrupted: i.Interrupted,
+		Sent: i.Sent, Dropped: i.Dropped, CutAtEnd: i.CutAtEnd, GraceNs: int64(i.Grace),
+		ScheduledFromNs: int64(i.Scheduled.From), ScheduledToNs: int64(i.Scheduled.To), StageScheduledNs: map[string]int64{},
+		CPUUtilization: i.CPUUtilization, ShardIndex: i.Shard.Index, ShardCount: i.Shard.Count, LateStartNs: int64(i.LateStart),
+		Preconnected: i.Preconnected, PreconnectConns: i.PreconnectConns, PreconnectNs: int64(i.PreconnectTime)}
+	if i.Stopped != nil {
+		s.Stopped = i.Stopped.Error()
+	}
+	for k, v := range i.StageScheduled {
+		s.StageScheduledNs[k] = int64(v)
+	}
+	if !i.StartAt.IsZero() {
+		s.StartAt = i.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	if i.PreconnectErr != nil {
+		s.PreconnectErr = i.PreconnectErr.Error()
+	}
+	return s
+}
+
+// Info rebuilds the Info a state was taken of (Stopped and PreconnectErr
+// as plain errors of their text).
+func (s InfoState) Info() (Info, error) {
+	started, err := time.Parse(time.RFC3339Nano, s.Started)
+	if err != nil {
+		return Info{}, fmt.Errorf("started %q: %v", s.Started, err)
+	}
+	i := Info{Started: started, Elapsed: time.Duration(s.ElapsedNs), Interrupted: s.Interrupted,
+		Sent: s.Sent, Dropped: s.Dropped, CutAtEnd: s.CutAtEnd, Grace: time.Duration(s.GraceNs),
+		Scheduled:      Window{From: time.Duration(s.ScheduledFromNs), To: time.Duration(s.ScheduledToNs)},
+		StageScheduled: map[string]time.Duration{}, CPUUtilization: s.CPUUtilization,
+		Shard: Shard{Index: s.ShardIndex, Count: s.ShardCount}, LateStart: time.Duration(s.LateStartNs),
+		Preconnected: s.Preconnected, PreconnectConns: s.PreconnectConns, PreconnectTime: time.Duration(s.PreconnectNs)}
+	if s.Stopped != "" {
+		i.Stopped = errors.New(s.Stopped)
+	}
+	if s.PreconnectErr != "" {
+		i.PreconnectErr = errors.New(s.PreconnectErr)
+	}
+	for k, v := range s.StageScheduledNs {
+		i.StageScheduled[k] = time.Duration(v)
+	}
+	if s.StartAt != "" {
+		if i.StartAt, err = time.Parse(time.RFC3339Nano, s.StartAt); err != nil {
+			return Info{}, fmt.Errorf("start_at %q: %v", s.StartAt, err)
+		}
+	}
+	return i, nil
+}

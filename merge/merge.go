@@ -1,0 +1,530 @@
+// Package merge combines the results directories of the shards of one
+// schedule (run --shard I/N) into one result under the same summary.json
+// contract, as if one process had run the whole schedule.
+//
+// Figures come from each shard's histograms.json, not from its summary:
+// quantiles do not add, HDR histograms do (merging two histograms gives
+// exactly the histogram of both populations), and counters sum. So the
+// merged summary is the single-process summary within HDR precision,
+// whatever form the shards kept their records in. Records are merged too
+// (into one requests.jsonl, in the shards' form), so check judges a merged
+// directory exactly as a single run; the interval log keeps every shard's
+// intervals, in time order.
+//
+// Merge refuses shards that did not run the same schedule (a different
+// load, seed, target, model or mix: every key of histograms.json's
+// identity must agree) and a set of shards with an index given twice or
+// missing, naming the directories.
+package merge
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/results"
+)
+
+// Options configure a merge.
+type Options struct {
+	// Records is the merged records' form; empty: the shards' (compact if
+	// any shard's is compact, none if any kept none).
+	Records results.RecordsForm
+	// Compression of the merged records; nil: shard 0's.
+	Compression *results.Compression
+	// Version is the tool version written into the summary.
+	Version string
+}
+
+// RefusedError lists every reason the shards cannot be merged, each
+// naming the directories concerned.
+type RefusedError struct{ Problems []string }
+
+func (e *RefusedError) Error() string {
+	return "merge refused:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// shard is one input directory.
+type shard struct {
+	dir  results.Dir
+	h    *results.Histograms
+	info loadgen.Info
+	m    *loadgen.Metrics
+	sum  *results.Summary // nil when summary.json is missing
+}
+
+// Result is what Merge wrote.
+type Result struct {
+	Summary *results.Summary
+	Records int64
+	Notes   []string
+}
+
+// Merge reads dirs, checks they are the complete set of shards of one
+// schedule, and writes the merged result to out.
+func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
+	shards, err := load(dirs)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(shards); err != nil {
+		return nil, err
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i].info.Shard.Index < shards[j].info.Shard.Index })
+	if err := out.Create(); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+
+	base := shards[0].info.Started
+	for _, s := range shards[1:] {
+		if s.info.Started.Before(base) {
+			base = s.info.Started
+		}
+	}
+	metrics := loadgen.NewMetrics()
+	info := loadgen.Info{Started: base, Grace: shards[0].info.Grace, StageScheduled: map[string]time.Duration{}}
+	var end time.Time
+	merged := &loadgen.MergedInfo{Count: len(shards)}
+	first := true
+	for _, s := range shards {
+		shift := s.info.Started.Sub(base)
+		metrics.Merge(s.m, shift)
+		if e := s.info.Started.Add(s.info.Elapsed); e.After(end) {
+			end = e
+		}
+		info.Interrupted = info.Interrupted || s.info.Interrupted
+		if info.Stopped == nil && s.info.Stopped != nil {
+			info.Stopped = fmt.Errorf("shard %d: %v", s.info.Shard.Index, s.info.Stopped)
+		}
+		info.Sent += s.info.Sent
+		info.Dropped += s.info.Dropped
+		info.CutAtEnd += s.info.CutAtEnd
+		from, to := s.info.Scheduled.From+shift, s.info.Scheduled.To+shift
+		if first || from < info.Scheduled.From {
+			info.Scheduled.From = from
+		}
+		if first || to > info.Scheduled.To {
+			info.Scheduled.To = to
+		}
+		first = false
+		for k, v := range s.info.StageScheduled {
+			info.StageScheduled[k] = max(info.StageScheduled[k], v)
+		}
+		// The worst shard's CPU: a saturated shard distorts its part.
+		info.CPUUtilization = max(info.CPUUtilization, s.info.CPUUtilization)
+		info.LateStart = max(info.LateStart, s.info.LateStart)
+		merged.Shards = append(merged.Shards, loadgen.MergedShard{Index: s.info.Shard.Index, Dir: string(s.dir),
+			Started: s.info.Started.UTC().Format(time.RFC3339Nano), LateByS: s.info.LateStart.Seconds(),
+			CPUUtilization: s.info.CPUUtilization, Sent: s.info.Sent, Records: string(s.h.Records)})
+	}
+	info.Elapsed = end.Sub(base)
+
+	meta := shards[0].h.Meta.SummaryMeta()
+	if opts.Version != "" {
+		meta.Version = opts.Version
+	}
+	ls := metrics.Summary(info, meta)
+	sum := &results.Summary{Summary: *ls}
+	sum.Run.Merged = merged
+	for _, s := range shards {
+		if s.info.LateStart > 0 {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shard %d (%s) started %v after --start-at", s.info.Shard.Index, s.dir, s.info.LateStart.Round(time.Microsecond)))
+		}
+		if s.sum != nil {
+			sum.Warnings = append(sum.Warnings, prefixed(s, s.sum.Warnings)...)
+		}
+	}
+
+	// Telemetry: every shard samples the same server, so one shard's
+	// samples stand for all; shard 0's are kept.
+	if t := shards[0].sum; t != nil && t.Telemetry != nil {
+		sum.Telemetry = t.Telemetry
+		res.Notes = append(res.Notes, fmt.Sprintf("telemetry from shard 0 (%s): every shard samples the same server", shards[0].dir))
+	}
+	for _, name := range []string{results.TelemetryFile, results.QueueDelayFile} {
+		if err := copyFile(shards[0].dir.Path(name), out.Path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+
+	form, comp := recordsForm(shards, opts)
+	var writeErr error
+	if form != results.RecordsNone {
+		n, err := mergeRecords(shards, base, out.Path(results.RecordsFileName(comp)), form, comp)
+		res.Records = n
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		res.Notes = append(res.Notes, "records: none (a shard kept none); check cannot re-judge this directory")
+	}
+	if err := mergeHlogs(shards, base, out.Path(results.HlogFile)); err != nil {
+		return nil, err
+	}
+
+	limit := shards[0].h.MaxErrorRate
+	sum.Validity = pipeline.Validity(sum, limit, shards[0].h.SelfCheckWarns, writeErr)
+	for _, s := range shards {
+		if s.sum != nil && !s.sum.Validity.Valid {
+			for _, r := range s.sum.Validity.Reasons {
+				sum.Validity.Reasons = append(sum.Validity.Reasons, fmt.Sprintf("shard %d (%s): %s", s.info.Shard.Index, s.dir, r))
+			}
+			sum.Validity.Valid = false
+		}
+	}
+
+	st, err := metrics.State()
+	if err != nil {
+		return nil, err
+	}
+	h := *shards[0].h
+	h.Metrics, h.Info, h.Records = st, info.State(), form
+	h.Identity = copyMap(h.Identity)
+	h.Identity["merged"] = fmt.Sprint(len(shards))
+	if err := out.WriteHistograms(&h); err != nil {
+		return nil, err
+	}
+	if err := out.WriteSummary(sum); err != nil {
+		return nil, err
+	}
+	res.Summary = sum
+	return res, nil
+}
+
+func prefixed(s *shard, lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, fmt.Sprintf("shard %d: %s", s.info.Shard.Index, l))
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// load reads every directory's histograms.json (and summary.json when
+// there is one); every unreadable directory is named.
+func load(dirs []results.Dir) ([]*shard, error) {
+	var problems []string
+	var out []*shard
+	for _, d := range dirs {
+		h, err := d.ReadHistograms()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				err = fmt.Errorf("%s: no %s: not a finished run of this version (killed, or written before shards could merge)", d, results.HistogramsFile)
+			}
+			problems = append(problems, err.Error())
+			continue
+		}
+		s := &shard{dir: d, h: h}
+		if s.info, err = h.Info.Info(); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: info: %v", d.Path(results.HistogramsFile), err))
+			continue
+		}
+		if s.info.Shard.Count == 0 {
+			s.info.Shard = loadgen.Shard{Index: 0, Count: 1}
+		}
+		if s.m, err = h.Metrics.Metrics(); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: metrics: %v", d.Path(results.HistogramsFile), err))
+			continue
+		}
+		if sum, err := d.ReadSummary(); err == nil {
+			s.sum = sum
+		}
+		out = append(out, s)
+	}
+	if len(problems) > 0 {
+		return nil, &RefusedError{Problems: problems}
+	}
+	if len(out) == 0 {
+		return nil, &RefusedError{Problems: []string{"no shard directories given"}}
+	}
+	return out, nil
+}
+
+// check refuses shards of different schedules and a set of shards with an
+// index twice or missing.
+func check(shards []*shard) error {
+	var problems []string
+	ref := shards[0]
+	name := func(s *shard) string { return fmt.Sprintf("shard %s (%s)", s.info.Shard, s.dir) }
+	for _, s := range shards[1:] {
+		var diffs []string
+		for _, k := range keys(ref.h.Identity, s.h.Identity) {
+			a, aok := ref.h.Identity[k]
+			b, bok := s.h.Identity[k]
+			switch {
+			case !aok:
+				diffs = append(diffs, fmt.Sprintf("%s %q, absent from the other", k, b))
+			case !bok:
+				diffs = append(diffs, fmt.Sprintf("%s absent, the other has %q", k, a))
+			case a != b:
+				diffs = append(diffs, fmt.Sprintf("%s %q ≠ %q", k, b, a))
+			}
+		}
+		if len(diffs) > 0 {
+			problems = append(problems, fmt.Sprintf("%s is not a shard of the schedule of %s: %s", name(s), name(ref), strings.Join(diffs, "; ")))
+		}
+	}
+	n := ref.info.Shard.Count
+	byIndex := map[int][]*shard{}
+	for _, s := range shards {
+		if s.info.Shard.Count != n {
+			continue // named above: the identity's "shards"
+		}
+		byIndex[s.info.Shard.Index] = append(byIndex[s.info.Shard.Index], s)
+	}
+	var missing []string
+	for i := 0; i < n; i++ {
+		switch g := byIndex[i]; {
+		case len(g) == 0:
+			missing = append(missing, fmt.Sprint(i))
+		case len(g) > 1:
+			var ds []string
+			for _, s := range g {
+				ds = append(ds, string(s.dir))
+			}
+			problems = append(problems, fmt.Sprintf("shard %d/%d given %d times (overlapping): %s", i, n, len(g), strings.Join(ds, ", ")))
+		}
+	}
+	if len(missing) > 0 && len(problems) == 0 {
+		problems = append(problems, fmt.Sprintf("shards %s of %d missing: give every shard's directory", strings.Join(missing, ", "), n))
+	} else if len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("shards %s of %d missing", strings.Join(missing, ", "), n))
+	}
+	if len(problems) > 0 {
+		return &RefusedError{Problems: problems}
+	}
+	return nil
+}
+
+func keys(a, b map[string]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recordsForm is the merged records' form and compression.
+func recordsForm(shards []*shard, opts Options) (results.RecordsForm, results.Compression) {
+	form := results.RecordsFull
+	for _, s := range shards {
+		switch s.h.Records {
+		case results.RecordsNone:
+			form = results.RecordsNone
+		case results.RecordsCompact:
+			if form == results.RecordsFull {
+				form = results.RecordsCompact
+			}
+		}
+	}
+	if opts.Records != "" && (opts.Records == results.RecordsNone || form == results.RecordsFull || opts.Records == results.RecordsCompact) {
+		form = opts.Records // a form the shards' records can give
+	}
+	comp := results.CompressionOf(shards[0].dir.RecordsPath())
+	if opts.Compression != nil {
+		comp = *opts.Compression
+	}
+	return form, comp
+}
+
+// recordStream is one shard's records, read one at a time on its own
+// goroutine, for the k-way merge.
+type recordStream struct {
+	c    chan *loadgen.Record
+	errc chan error
+	head *loadgen.Record
+}
+
+func openStream(s *shard, shift time.Duration) *recordStream {
+	rs := &recordStream{c: make(chan *loadgen.Record, 256), errc: make(chan error, 1)}
+	go func() {
+		defer close(rs.c)
+		st, err := results.ReadRecords(s.dir.RecordsPath(), func(r *loadgen.Record) error {
+			cp := *r
+			cp.Intended += shift
+			cp.Sent += shift
+			cp.End += shift
+			if cp.FirstAnswer > 0 {
+				cp.FirstAnswer += shift
+			}
+			if cp.LastChunkAt > 0 {
+				cp.LastChunkAt += shift
+			}
+			cp.Chunks = append([]loadgen.Chunk(nil), r.Chunks...)
+			for i := range cp.Chunks {
+				cp.Chunks[i].At += shift
+			}
+			rs.c <- &cp
+			return nil
+		})
+		if err == nil && st.TornTail {
+			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", s.dir.RecordsPath(), st.TornLine)
+		}
+		rs.errc <- err
+	}()
+	return rs
+}
+
+type streamHeap []*recordStream
+
+func (h streamHeap) Len() int           { return len(h) }
+func (h streamHeap) Less(i, j int) bool { return h[i].head.End < h[j].head.End }
+func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *streamHeap) Push(x any)        { *h = append(*h, x.(*recordStream)) }
+func (h *streamHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// mergeRecords writes every shard's records into one file, in order of
+// their end (the order a single process writes them), instants moved onto
+// the merged epoch. Memory stays flat: one record per shard is held.
+func mergeRecords(shards []*shard, base time.Time, path string, form results.RecordsForm, comp results.Compression) (int64, error) {
+	w, err := results.CreateRecordWriter(path, form, comp)
+	if err != nil {
+		return 0, err
+	}
+	var streams []*recordStream
+	h := &streamHeap{}
+	for _, s := range shards {
+		rs := openStream(s, s.info.Started.Sub(base))
+		streams = append(streams, rs)
+		if r, ok := <-rs.c; ok {
+			rs.head = r
+			heap.Push(h, rs)
+		}
+	}
+	var n int64
+	var werr error
+	for h.Len() > 0 {
+		rs := (*h)[0]
+		if werr == nil {
+			werr = w.Write(rs.head)
+		}
+		n++
+		if r, ok := <-rs.c; ok {
+			rs.head = r
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+	}
+	var rerr error
+	for _, rs := range streams {
+		for range rs.c {
+		}
+		if err := <-rs.errc; err != nil && rerr == nil {
+			rerr = err
+		}
+	}
+	cerr := w.Close()
+	switch {
+	case rerr != nil:
+		return n, rerr
+	case werr != nil:
+		return n, werr
+	}
+	return n, cerr
+}
+
+// mergeHlogs writes every shard's latency.hlog intervals into one log in
+// order of start time (the format's readers sum intervals over a range, so
+// overlapping intervals of different shards add up exactly).
+func mergeHlogs(shards []*shard, base time.Time, path string) error {
+	type reader struct {
+		r    *hdrhistogram.HistogramLogReader
+		f    *os.File
+		head *hdrhistogram.Histogram
+		path string
+	}
+	var rs []*reader
+	defer func() {
+		for _, r := range rs {
+			r.f.Close()
+		}
+	}()
+	next := func(r *reader) error {
+		h, err := r.r.NextIntervalHistogram()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %v", r.path, err)
+		}
+		r.head = h
+		return nil
+	}
+	for _, s := range shards {
+		p := s.dir.Path(results.HlogFile)
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r := &reader{r: hdrhistogram.NewHistogramLogReader(f), f: f, path: p}
+		rs = append(rs, r)
+		if err := next(r); err != nil {
+			return err
+		}
+	}
+	w, err := results.CreateHlog(path, base)
+	if err != nil {
+		return err
+	}
+	for {
+		var best *reader
+		for _, r := range rs {
+			if r.head != nil && (best == nil || r.head.StartTimeMs() < best.head.StartTimeMs()) {
+				best = r
+			}
+		}
+		if best == nil {
+			break
+		}
+		if err := w.WriteHistogram(best.head); err != nil {
+			w.Close()
+			return err
+		}
+		if err := next(best); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		return &results.WriteError{Path: to, Err: err}
+	}
+	return nil
+}

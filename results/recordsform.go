@@ -1,0 +1,279 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// RecordsForm is how much of each request requests.jsonl keeps. At a
+// million requests of 128 tokens the full form is about 2 GB, most of it
+// chunk instants.
+type RecordsForm string
+
+const (
+	// RecordsFull keeps every chunk instant: every figure, ICL and ITL
+	// included, can be re-judged from the file.
+	RecordsFull RecordsForm = "full"
+	// RecordsCompact keeps the per-request figures (TTFT, TTFAT, TPOT,
+	// E2E, schedule lag, tokens, status, error), the first and last chunk
+	// instants and the chunk count: check re-judges every objective but
+	// ICL and ITL ones, which read NO_DATA from it.
+	RecordsCompact RecordsForm = "compact"
+	// RecordsNone writes no records: the summary, latency.hlog and
+	// histograms.json hold the figures (merge still works), check cannot
+	// re-judge.
+	RecordsNone RecordsForm = "none"
+)
+
+// ParseRecordsForm reads full, compact or none.
+func ParseRecordsForm(s string) (RecordsForm, error) {
+	switch f := RecordsForm(s); f {
+	case RecordsFull, RecordsCompact, RecordsNone:
+		return f, nil
+	case "":
+		return RecordsFull, nil
+	}
+	return "", fmt.Errorf("records form %q: want full, compact or none", s)
+}
+
+// Compression is how requests.jsonl is compressed; the file name says it.
+type Compression string
+
+const (
+	CompressNone Compression = ""
+	CompressGzip Compression = "gzip"
+	CompressZstd Compression = "zstd"
+)
+
+// ParseCompression reads none, gzip or zstd.
+func ParseCompression(s string) (Compression, error) {
+	switch s {
+	case "", "none":
+		return CompressNone, nil
+	case "gzip", "gz":
+		return CompressGzip, nil
+	case "zstd", "zst":
+		return CompressZstd, nil
+	}
+	return "", fmt.Errorf("records compression %q: want none, gzip or zstd", s)
+}
+
+// RecordsFileName is requests.jsonl, requests.jsonl.gz or requests.jsonl.zst.
+func RecordsFileName(c Compression) string {
+	switch c {
+	case CompressGzip:
+		return RecordsFile + ".gz"
+	case CompressZstd:
+		return RecordsFile + ".zst"
+	}
+	return RecordsFile
+}
+
+// CompressionOf is the compression a file name's suffix says.
+func CompressionOf(path string) Compression {
+	switch {
+	case strings.HasSuffix(path, ".gz"):
+		return CompressGzip
+	case strings.HasSuffix(path, ".zst"), strings.HasSuffix(path, ".zstd"):
+		return CompressZstd
+	}
+	return CompressNone
+}
+
+// recordsNames are the names a results directory's records may have, in
+// the order looked for.
+var recordsNames = []string{RecordsFile, RecordsFile + ".zst", RecordsFile + ".gz"}
+
+// RecordsPath is the records file in d, whichever compression it was
+// written with; d.Path(RecordsFile) when there is none.
+func (d Dir) RecordsPath() string {
+	for _, n := range recordsNames {
+		if _, err := os.Stat(d.Path(n)); err == nil {
+			return d.Path(n)
+		}
+	}
+	return d.Path(RecordsFile)
+}
+
+// RecordWriter streams records to requests.jsonl in a form and a
+// compression, as requests finish. Uncompressed, each line is one write,
+// so a process that dies loses at most the line in flight; compressed,
+// Flush (called once a second by the pipeline) ends a compressed block,
+// so it loses at most the last second. After the first failure it writes
+// nothing more and keeps the error.
+type RecordWriter struct {
+	path  string
+	form  RecordsForm
+	f     *os.File
+	z     compressor // nil: uncompressed
+	buf   bytes.Buffer
+	enc   *json.Encoder
+	err   error
+	Lines int64
+}
+
+// compressor is gzip.Writer's and zstd.Encoder's common ground.
+type compressor interface {
+	io.WriteCloser
+	Flush() error
+}
+
+// CreateRecordWriter creates (truncates) path for records of form
+// (RecordsFull or RecordsCompact) compressed with c.
+func CreateRecordWriter(path string, form RecordsForm, c Compression) (*RecordWriter, error) {
+	if form == RecordsNone {
+		return nil, fmt.Errorf("%s: records form none writes no file", path)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, &WriteError{Path: path, Err: err}
+	}
+	w := &RecordWriter{path: path, form: form, f: f}
+	switch c {
+	case CompressGzip:
+		w.z, _ = gzip.NewWriterLevel(f, gzip.BestSpeed)
+	case CompressZstd:
+		z, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			f.Close()
+			return nil, &WriteError{Path: path, Err: err}
+		}
+		w.z = z
+	}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	return w, nil
+}
+
+// Write appends rec in the writer's form.
+func (w *RecordWriter) Write(rec *loadgen.Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	var v any = rec
+	if w.form == RecordsCompact {
+		v = rec.Compacted()
+	}
+	if w.z == nil {
+		w.buf.Reset()
+	}
+	if err := w.enc.Encode(v); err != nil {
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: encode: %w", w.Lines+1, err)}
+		return w.err
+	}
+	w.Lines++
+	if w.z != nil && w.buf.Len() < 64<<10 {
+		return nil // compressed in batches; Flush and Close write the rest
+	}
+	return w.drain()
+}
+
+// drain hands the buffered lines to the file (through the compressor).
+func (w *RecordWriter) drain() error {
+	if w.buf.Len() == 0 {
+		return nil
+	}
+	var err error
+	if w.z != nil {
+		_, err = w.z.Write(w.buf.Bytes())
+	} else {
+		_, err = w.f.Write(w.buf.Bytes())
+	}
+	w.buf.Reset()
+	if err != nil {
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.Lines, err)}
+	}
+	return w.err
+}
+
+// Flush writes what is buffered and, compressed, ends the block, so the
+// file on disk holds every record written so far.
+func (w *RecordWriter) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.drain(); err != nil {
+		return err
+	}
+	if w.z != nil {
+		if err := w.z.Flush(); err != nil {
+			w.err = &WriteError{Path: w.path, Err: fmt.Errorf("flush: %w", err)}
+		}
+	}
+	return w.err
+}
+
+// Path is the file written.
+func (w *RecordWriter) Path() string { return w.path }
+
+// Close writes the rest, ends the compressed stream, syncs and closes.
+func (w *RecordWriter) Close() error {
+	if w.err == nil {
+		if err := w.drain(); err == nil && w.z != nil {
+			if err := w.z.Close(); err != nil {
+				w.err = &WriteError{Path: w.path, Err: fmt.Errorf("close: %w", err)}
+			}
+		}
+	}
+	serr := w.f.Sync()
+	cerr := w.f.Close()
+	switch {
+	case w.err != nil:
+		return w.err
+	case serr != nil:
+		return &WriteError{Path: w.path, Err: fmt.Errorf("sync: %w", serr)}
+	case cerr != nil:
+		return &WriteError{Path: w.path, Err: cerr}
+	}
+	return nil
+}
+
+// openRecords opens path for reading, decompressing by its first bytes
+// (gzip 1f 8b, zstd 28 b5 2f fd) whatever its name. A path named
+// requests.jsonl that does not exist is looked for compressed too.
+func openRecords(path string) (io.Reader, func(), error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && filepath.Base(path) == RecordsFile {
+		for _, n := range recordsNames[1:] {
+			if g, gerr := os.Open(path + strings.TrimPrefix(n, RecordsFile)); gerr == nil {
+				f, err, path = g, nil, path+strings.TrimPrefix(n, RecordsFile)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	magic, _ := br.Peek(4)
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: gzip: %v", path, err)
+		}
+		return bufio.NewReaderSize(z, 1<<20), func() { z.Close(); f.Close() }, nil
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: zstd: %v", path, err)
+		}
+		return bufio.NewReaderSize(z, 1<<20), func() { z.Close(); f.Close() }, nil
+	}
+	return br, func() { f.Close() }, nil
+}

@@ -253,6 +253,10 @@ func (oj *objectiveJudge) noSamples() string {
 		return fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)",
 			strings.ToUpper(string(oj.o.Metric)), oj.ok)
 	}
+	if oj.metric.Per != loadgen.PerRequest && oj.ok > 0 && oj.compact == oj.ok {
+		return fmt.Sprintf("the records are compact (--records compact): they keep no chunk instants, so no %s; re-judge a run kept with --records full",
+			strings.ToUpper(string(oj.o.Metric)))
+	}
 	return "no " + oj.metric.Events + " to measure"
 }
 

@@ -149,6 +149,9 @@ type objectiveJudge struct {
 	// came as one body: together they explain a latency objective's empty
 	// population.
 	ok, unstreamed uint64
+	// compact counts successful records read from a compact requests.jsonl
+	// (no chunk instants: no ICL or ITL samples).
+	compact uint64
 	// ratio: failed of counted requests; cut and dropped were left out.
 	bad, counted, cut, dropped uint64
 	// floor: requests or tokens of successful requests.
@@ -183,6 +186,9 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		oj.ok++
 		if r.Unstreamed {
 			oj.unstreamed++
+		}
+		if r.Compact {
+			oj.compact++
 		}
 		for s := oj.metric.Samples(r); s.Next(); {
 			oj.lat.add(s.Value(), o.Threshold, uint64(s.Weight()))

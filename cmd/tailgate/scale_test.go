@@ -253,3 +253,25 @@ func TestCompactRecordsJudgeAlike(t *testing.T) {
 		}
 	}
 }
+
+// --preconnect opens the pool before the first intended start and the
+// summary says so, with the set-up time apart; without it the summary says
+// it was not used.
+func TestPreconnectInSummary(t *testing.T) {
+	srv := fastSim(t)
+	for _, pre := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"--target", srv.URL, "--model", "m", "--concurrency", "6", "--duration", "400ms", "--max-tokens", "4",
+			"--metrics-url", "off", "--nvml", "off", "--no-progress", "--out", dir}
+		if pre {
+			args = append(args, "--preconnect")
+		}
+		if code, out, errOut := runCmd(t, args...); code != exitOK {
+			t.Fatalf("preconnect %v: exit %d\n%s\n%s", pre, code, out, errOut)
+		}
+		p := readSummary(t, dir).Run.Preconnect
+		if p.Used != pre || (pre && (p.Connections != 6 || p.SetupMs <= 0 || p.Error != "")) {
+			t.Errorf("--preconnect %v: run.preconnect %+v", pre, p)
+		}
+	}
+}

@@ -53,6 +53,42 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, makes a progress display for each stage.
 	Progress func(label string) *pipeline.Progress
+	// Shard runs one shard of every stage (see loadgen.Shard); tailgate
+	// merge combines the shards' evidence into one verdict. Records'
+	// plan-wide Seq is then stage index << 48 + the stage's global Seq, the
+	// same in every shard.
+	Shard loadgen.Shard
+	// StartAt, if set, is when the first stage starts; stage k starts at
+	// StartAt + the durations and graces of the stages before it, plus
+	// StageGap each (StageStarts), so the shards of every stage share an
+	// epoch however fast each shard's previous stage drained.
+	StartAt time.Time
+}
+
+// StageGap separates the stages of a run with a shared StartAt: the
+// margin after a stage's grace for its results to be written.
+const StageGap = 2 * time.Second
+
+// StageStarts is when each non-manual stage of plan starts, by stage name,
+// for a run starting at start whose in-flight requests may finish within
+// grace (loadgen.Options.Grace: 0 is the default, negative none).
+func StageStarts(plan *slo.Plan, start time.Time, grace time.Duration) map[string]time.Time {
+	switch {
+	case grace == 0:
+		grace = loadgen.DefaultGrace
+	case grace < 0:
+		grace = 0
+	}
+	out := map[string]time.Time{}
+	at := start
+	for _, st := range plan.Stages {
+		if st.Manual {
+			continue
+		}
+		out[st.Name] = at
+		at = at.Add(st.Duration + grace + StageGap)
+	}
+	return out
 }
 
 // Run runs every stage of the plan, judges every objective and writes the
@@ -121,6 +157,14 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			stages++
 		}
 	}
+	var starts map[string]time.Time
+	if !cfg.StartAt.IsZero() {
+		starts = StageStarts(plan, cfg.StartAt, cfg.Grace)
+	}
+	identity := map[string]string{"mix": cfg.Mix.Name() + " sha256:" + cfg.Mix.Hash()}
+	for role, in := range env.Inputs {
+		identity["input."+role] = in.SHA256
+	}
 	n := 0
 	for i, st := range plan.Stages {
 		if st.Manual {
@@ -139,6 +183,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			// the same schedule, whatever earlier stages measured.
 			Seed:           plan.Seed + uint64(i),
 			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
+			Shard: cfg.Shard, StartAt: starts[st.Name],
 		}
 		// Poisson unless the plan says otherwise, as in run: constant
 		// arrivals would understate queueing.
@@ -146,6 +191,11 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			opts.Arrival = loadgen.ArrivalPoisson
 		}
 		stageOffset := offset
+		if cfg.Shard.Active() {
+			// A shard cannot know how many requests the other shards sent:
+			// every stage gets its own range, alike in every shard.
+			stageOffset = int64(i) << 48
+		}
 		var maxSeq int64 = -1
 		planSink := &planRecords{w: all, edit: func(r *loadgen.Record) {
 			maxSeq = max(maxSeq, r.Seq)
@@ -158,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		})
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
-			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate,
+			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity,
 			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))

@@ -359,30 +359,31 @@ type recordStream struct {
 	head *loadgen.Record
 }
 
-func openStream(s *shard, shift time.Duration) *recordStream {
+func openStream(path string, shift func(*loadgen.Record) time.Duration) *recordStream {
 	rs := &recordStream{c: make(chan *loadgen.Record, 256), errc: make(chan error, 1)}
 	go func() {
 		defer close(rs.c)
-		st, err := results.ReadRecords(s.dir.RecordsPath(), func(r *loadgen.Record) error {
+		st, err := results.ReadRecords(path, func(r *loadgen.Record) error {
 			cp := *r
-			cp.Intended += shift
-			cp.Sent += shift
-			cp.End += shift
+			d := shift(r)
+			cp.Intended += d
+			cp.Sent += d
+			cp.End += d
 			if cp.FirstAnswer > 0 {
-				cp.FirstAnswer += shift
+				cp.FirstAnswer += d
 			}
 			if cp.LastChunkAt > 0 {
-				cp.LastChunkAt += shift
+				cp.LastChunkAt += d
 			}
 			cp.Chunks = append([]loadgen.Chunk(nil), r.Chunks...)
 			for i := range cp.Chunks {
-				cp.Chunks[i].At += shift
+				cp.Chunks[i].At += d
 			}
 			rs.c <- &cp
 			return nil
 		})
 		if err == nil && st.TornTail {
-			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", s.dir.RecordsPath(), st.TornLine)
+			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", path, st.TornLine)
 		}
 		rs.errc <- err
 	}()
@@ -406,14 +407,27 @@ func (h *streamHeap) Pop() any {
 // their end (the order a single process writes them), instants moved onto
 // the merged epoch. Memory stays flat: one record per shard is held.
 func mergeRecords(shards []*shard, base time.Time, path string, form results.RecordsForm, comp results.Compression) (int64, error) {
+	var paths []string
+	var shifts []func(*loadgen.Record) time.Duration
+	for _, s := range shards {
+		d := s.info.Started.Sub(base)
+		paths = append(paths, s.dir.RecordsPath())
+		shifts = append(shifts, func(*loadgen.Record) time.Duration { return d })
+	}
+	return mergeRecordFiles(paths, shifts, path, form, comp)
+}
+
+// mergeRecordFiles k-way merges record files by end instant, each record
+// moved by its file's shift.
+func mergeRecordFiles(paths []string, shifts []func(*loadgen.Record) time.Duration, path string, form results.RecordsForm, comp results.Compression) (int64, error) {
 	w, err := results.CreateRecordWriter(path, form, comp)
 	if err != nil {
 		return 0, err
 	}
 	var streams []*recordStream
 	h := &streamHeap{}
-	for _, s := range shards {
-		rs := openStream(s, s.info.Started.Sub(base))
+	for i, p := range paths {
+		rs := openStream(p, shifts[i])
 		streams = append(streams, rs)
 		if r, ok := <-rs.c; ok {
 			rs.head = r

@@ -65,6 +65,9 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		opts.Compression = &c
 	}
+	if merge.IsPlanRun(dirs[0]) {
+		return mergePlan(dirs, out, opts, stdout, stderr)
+	}
 	res, err := merge.Merge(dirs, out, opts)
 	if err != nil {
 		var re *merge.RefusedError
@@ -82,4 +85,28 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return invalidErr("RUN INVALID: %v", res.Summary.Validity.Reasons)
 	}
 	return nil
+}
+
+// mergePlan merges the evidence of a sharded validate and prints the one
+// verdict; its exit is the verdict's, as validate's is.
+func mergePlan(dirs []results.Dir, out results.Dir, opts merge.Options, stdout, stderr io.Writer) error {
+	res, err := merge.MergePlan(dirs, out, opts)
+	if err != nil {
+		var re *merge.RefusedError
+		if errors.As(err, &re) {
+			return usageErr("%v", err)
+		}
+		if res == nil || res.Report == nil {
+			return err
+		}
+	}
+	exporters.WriteVerdictTable(stdout, res.Report)
+	for _, n := range res.Notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	fmt.Fprintf(stderr, "merged %d shards' evidence into %s (sign it: tailgate sign --key KEY %s)\n", len(dirs), out, out)
+	if err != nil {
+		return err
+	}
+	return exit(res.Report.ExitCode)
 }

@@ -37,22 +37,43 @@ func (s *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.Lookup("preconnect").NoOptDefVal = "auto"
 }
 
-// apply sets the pipeline spec from the flags; stderr hears when the run
-// waits for --start-at.
-func (s *scaleFlags) apply(ps *pipeline.Spec, identity map[string]string, stderr io.Writer) error {
-	o := &ps.Options
+// registerShard registers --shard and --start-at alone (validate).
+func (s *scaleFlags) registerShard(fs *pflag.FlagSet) {
+	fs.StringVar(&s.shard, "shard", "", "run shard I/N (0-based) of every stage; merge the shards' --out with tailgate merge for one verdict")
+	fs.StringVar(&s.startAt, "start-at", "", "start the first stage at this RFC 3339 instant (every shard the same); each later stage at\nits predecessors' durations and graces plus 2s after it, so the shards of every stage start together")
+}
+
+// shardOptions parses --shard and --start-at.
+func (s *scaleFlags) shardOptions() (loadgen.Shard, time.Time, error) {
+	var sh loadgen.Shard
+	var at time.Time
 	if s.shard != "" {
-		sh, err := loadgen.ParseShard(s.shard)
+		v, err := loadgen.ParseShard(s.shard)
 		if err != nil {
-			return fmt.Errorf("--shard: %v", err)
+			return sh, at, fmt.Errorf("--shard: %v", err)
 		}
-		o.Shard = sh
+		sh = v
 	}
 	if s.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, s.startAt)
 		if err != nil {
-			return fmt.Errorf("--start-at %q: want an RFC 3339 instant, e.g. 2026-12-03T07:00:00Z", s.startAt)
+			return sh, at, fmt.Errorf("--start-at %q: want an RFC 3339 instant, e.g. 2026-12-03T07:00:00Z", s.startAt)
 		}
+		at = t
+	}
+	return sh, at, nil
+}
+
+// apply sets the pipeline spec from the flags; stderr hears when the run
+// waits for --start-at.
+func (s *scaleFlags) apply(ps *pipeline.Spec, identity map[string]string, stderr io.Writer) error {
+	o := &ps.Options
+	sh, t, err := s.shardOptions()
+	if err != nil {
+		return err
+	}
+	o.Shard = sh
+	if !t.IsZero() {
 		o.StartAt = t
 		if wait := time.Until(t); wait > 0 {
 			fmt.Fprintf(stderr, "waiting %v for --start-at %s\n", wait.Round(time.Millisecond), s.startAt)

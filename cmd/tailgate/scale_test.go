@@ -275,3 +275,84 @@ func TestPreconnectInSummary(t *testing.T) {
 		}
 	}
 }
+
+// A sharded validate: three shards, separate processes, every stage
+// started together (--start-at), merged into one evidence pack with one
+// verdict — the same objectives and stages, the same request counts
+// judged, as the single-process validate — and every shard's environment.
+func TestShardedValidateMergesToOneVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := fastSim(t)
+	plan := writePlan(t, srv.URL, "1s", false)
+	base := t.TempDir()
+	common := []string{"validate", "--plan", plan, "--grace", "1s", "--metrics-url", "off", "--nvml", "off", "--no-progress"}
+	single := filepath.Join(base, "single")
+	if code, out := tgProcess(append(common, "--out", single)...); code != exitOK {
+		t.Fatalf("single validate: exit %d\n%s", code, out)
+	}
+	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	var dirs []string
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		d := filepath.Join(base, fmt.Sprintf("shard-%d", i))
+		dirs = append(dirs, d)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, out := tgProcess(append(common, "--shard", fmt.Sprintf("%d/3", i), "--start-at", start, "--out", d)...); code != exitOK {
+				t.Errorf("shard %d: exit %d\n%s", i, code, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	merged := filepath.Join(base, "merged")
+	code, stdout, stderr := tgCmd(append([]string{"merge", "--out", merged}, dirs...)...)
+	if code != exitOK {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want, err := results.Dir(single).ReadReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := results.Dir(merged).ReadReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Verdicts) != len(want.Verdicts) {
+		t.Fatalf("merged %d verdicts, single %d", len(got.Verdicts), len(want.Verdicts))
+	}
+	for i := range want.Verdicts {
+		g, w := got.Verdicts[i], want.Verdicts[i]
+		if g.Objective != w.Objective || g.Stage != w.Stage || g.Status != w.Status || g.Kind == "ratio" && g.Total != w.Total {
+			t.Errorf("verdict %d: merged %s/%s %s (total %d), single %s/%s %s (total %d)", i, g.Objective, g.Stage, g.Status, g.Total, w.Objective, w.Stage, w.Status, w.Total)
+		}
+	}
+	for _, st := range []string{"normal", "peak"} {
+		a, b := readScheduled(t, filepath.Join(merged, "stages", st)), readScheduled(t, filepath.Join(single, "stages", st))
+		if len(a) != len(b) {
+			t.Fatalf("stage %s: merged %d requests, single %d", st, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("stage %s request %d: merged %+v, single %+v", st, i, a[i], b[i])
+			}
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := os.Stat(filepath.Join(merged, "shards", fmt.Sprintf("shard-%d", i), "environment.json")); err != nil {
+			t.Errorf("the merged evidence lacks shard %d's environment: %v", i, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(merged, "manifest.json")); err != nil || !strings.Contains(string(b), "shards/shard-2/environment.json") {
+		t.Errorf("manifest.json does not list the shards' environments: %v", err)
+	}
+	// check judges the merged evidence alike.
+	if code, out, _ := tgCmd("check", "--slo", filepath.Join(filepath.Dir(plan), "slo.yaml"), merged); code != exitOK {
+		t.Errorf("check on the merged evidence: exit %d\n%s", code, out)
+	}
+}

@@ -26,8 +26,10 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
 	var tf targetFlags
 	var tel telemetryFlags
+	var sc scaleFlags
 	tf.register(fs)
 	tel.register(fs)
+	sc.registerShard(fs)
 	planPath := fs.String("plan", "", "acceptance plan (kind: Plan) (required)")
 	outDir := fs.String("out", "", "evidence directory for every result (required)")
 	record := fs.String("record", "", "record a manual stage's result instead of running: STAGE=pass|fail")
@@ -103,6 +105,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return &info
 		},
 		Preflight: func(ctx context.Context) error { return tf.preflight(ctx, client) },
+	}
+	if cfg.Shard, cfg.StartAt, err = sc.shardOptions(); err != nil {
+		return usageErr("%v", err)
 	}
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }

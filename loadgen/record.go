@@ -115,7 +115,8 @@ type Record struct {
 	// Compact marks a record read back from a compact requests.jsonl
 	// (results.RecordsCompact): it kept the per-request figures and the
 	// first chunk, not every chunk instant, so it gives no ICL or ITL
-	// samples. ChunkCount is how many content chunks the stream had.
+	// samples. ChunkCount is how many content chunks the stream had (a
+	// full record's are all in Chunks).
 	Compact    bool
 	ChunkCount int
 	// LastChunkAt is a compact record's last chunk instant (0 otherwise:
@@ -363,7 +364,6 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 			r.LastChunkAt = d(*j.LastChunkUs)
 		}
 	} else if len(j.ChunkUs) > 0 {
-		r.ChunkCount = len(j.ChunkUs)
 		r.Chunks = make([]Chunk, len(j.ChunkUs))
 		for i, v := range j.ChunkUs {
 			r.Chunks[i].At = d(v)

@@ -1,0 +1,56 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// Metrics taken apart (a state through JSON, as histograms.json holds it)
+// and merged are the metrics of every record together: the same
+// histograms, counts and windows, class by class and stage by stage.
+func TestStateMergeIsLossless(t *testing.T) {
+	all, parts := NewMetrics(), []*Metrics{NewMetrics(), NewMetrics(), NewMetrics()}
+	for i := 0; i < 600; i++ {
+		start := time.Duration(i) * 7 * time.Millisecond
+		r := &Record{Seq: int64(i), Class: []string{"a", "b"}[i%2], Stage: []string{"s1", "s2"}[i/300], Intended: start,
+			Sent: start + time.Duration(i%13)*time.Microsecond, OutputTokens: 3, TokenSource: TokensFromUsage, Warmup: i < 5}
+		for j := 0; j < 3; j++ {
+			r.Chunks = append(r.Chunks, Chunk{At: start + time.Duration(20+i%97+j*(3+i%5))*time.Millisecond, Tokens: 1})
+		}
+		r.End = r.Chunks[2].At + time.Millisecond
+		if i%41 == 0 {
+			r.ErrorKind = ErrServer
+		}
+		all.Add(r)
+		parts[i%3].Add(r)
+	}
+	merged := NewMetrics()
+	for _, p := range parts {
+		st, err := p.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(st)
+		var back MetricsState
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		m, err := back.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged.Merge(m, 0)
+	}
+	info := Info{Started: time.Unix(0, 0), Elapsed: 5 * time.Second, Scheduled: Window{0, 4 * time.Second}}
+	got, want := merged.Summary(info, SummaryMeta{}), all.Summary(info, SummaryMeta{})
+	if !reflect.DeepEqual(got, want) {
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		t.Fatalf("merged summary differs from the whole:\n got %s\nwant %s", gb, wb)
+	}
+	if got.LatencyMs[MetricTTFT].Count == 0 || len(got.Classes) != 2 || len(got.Stages) != 2 {
+		t.Fatalf("nothing compared: %+v", got.LatencyMs[MetricTTFT])
+	}
+}

@@ -6,7 +6,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build test unit fmt-check vet demo bench fuzz clean
+.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean
 
 all: build
 
@@ -45,6 +45,11 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP|DecodeEvent' -benchmem -count 1 ./loadgen/openai/
 	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
+
+# tailgate beside wrk, hey and a no-parse stream reader on this machine, in
+# one run: one table of ratios (installs wrk and hey when missing).
+bench-peers: build
+	./scripts/bench-peers.sh
 
 # Short fuzzing of every parser (FUZZTIME each).
 FUZZTIME ?= 10s

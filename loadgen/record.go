@@ -278,8 +278,9 @@ type recordJSON struct {
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
-// MarshalJSON writes the requests.jsonl form.
-func (r *Record) MarshalJSON() ([]byte, error) { return json.Marshal(r.jsonForm(false)) }
+// MarshalJSON writes the requests.jsonl form (AppendJSON; jsonForm is
+// the encoding/json reference it is tested against).
+func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, false), nil }
 
 // Compacted is r in the compact requests.jsonl form: every per-request
 // figure (TTFT, TTFAT, TPOT, E2E, schedule lag, tokens, status, error),

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,7 +118,7 @@ type RecordWriter struct {
 	f     *os.File
 	z     compressor // nil: uncompressed
 	buf   bytes.Buffer
-	enc   *json.Encoder
+	line  []byte
 	err   error
 	Lines int64
 }
@@ -153,27 +152,21 @@ func CreateRecordWriter(path string, form RecordsForm, c Compression) (*RecordWr
 		}
 		w.z = z
 	}
-	w.enc = json.NewEncoder(&w.buf)
-	w.enc.SetEscapeHTML(false)
 	return w, nil
 }
 
-// Write appends rec in the writer's form.
+// Write appends rec in the writer's form (loadgen.Record.AppendJSON:
+// encoding/json's bytes without its reflection).
 func (w *RecordWriter) Write(rec *loadgen.Record) error {
 	if w.err != nil {
 		return w.err
 	}
-	var v any = rec
-	if w.form == RecordsCompact {
-		v = rec.Compacted()
-	}
 	if w.z == nil {
 		w.buf.Reset()
 	}
-	if err := w.enc.Encode(v); err != nil {
-		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: encode: %w", w.Lines+1, err)}
-		return w.err
-	}
+	w.line = rec.AppendJSON(w.line[:0], w.form == RecordsCompact)
+	w.line = append(w.line, '\n')
+	w.buf.Write(w.line)
 	w.Lines++
 	if w.z != nil && w.buf.Len() < 64<<10 {
 		return nil // compressed in batches; Flush and Close write the rest

@@ -289,6 +289,11 @@ func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, false)
 // marshals with json.Marshal as any value does.
 func (r *Record) Compacted() any { return r.jsonForm(true) }
 
+// ReferenceForm is r as a plain struct that encoding/json marshals to the
+// same line AppendJSON writes: the reference it is tested and benchmarked
+// against.
+func (r *Record) ReferenceForm(compact bool) any { return r.jsonForm(compact) }
+
 func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
 		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,

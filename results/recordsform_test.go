@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -129,6 +130,23 @@ func BenchmarkRecordWriter(b *testing.B) {
 		r.End = r.Chunks[127].At + time.Duration(rng.Int64N(int64(time.Millisecond)))
 		recs[i] = r
 	}
+	// The reference, in the same run: encoding/json (reflection) writing
+	// the same full lines to the same kind of file.
+	b.Run("full/encoding-json", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), RecordsFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		enc := json.NewEncoder(f)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			r := recs[i%len(recs)]
+			if err := enc.Encode(r.ReferenceForm(false)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, form := range []RecordsForm{RecordsFull, RecordsCompact} {
 		for _, comp := range []Compression{CompressNone, CompressGzip, CompressZstd} {
 			name := fmt.Sprintf("%s/%s", form, comp)

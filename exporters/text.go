@@ -34,6 +34,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 		status = "  INTERRUPTED"
 	}
 	fmt.Fprintf(ew, "duration %.2fs (measured window %.2fs)%s\n", r.DurationS, r.MeasuredWindowS, status)
+	writeScale(ew, r)
 	q := s.Requests
 	fmt.Fprintf(ew, "requests sent %d  ok %d  errors %d  dropped %d", q.Sent, q.OK, q.Errors, q.Dropped)
 	if q.CutAtEnd > 0 {
@@ -220,4 +221,33 @@ func splitNumber(s string) (string, int) {
 	}
 	n, _ := strconv.Atoi(s[i:])
 	return s[:i], n
+}
+
+// writeScale says which shard a run was, what a merged result is made of,
+// and the connection set-up kept out of the latencies (--preconnect).
+func writeScale(w io.Writer, r loadgen.RunInfo) {
+	if sh := r.Shard; sh != nil {
+		fmt.Fprintf(w, "shard    %d/%d", sh.Index, sh.Count)
+		if sh.StartAt != "" {
+			fmt.Fprintf(w, "  start-at %s", sh.StartAt)
+		}
+		if sh.LateByS > 0 {
+			fmt.Fprintf(w, "  LATE by %.3fs", sh.LateByS)
+		}
+		fmt.Fprintln(w)
+	}
+	if m := r.Merged; m != nil {
+		fmt.Fprintf(w, "merged   %d shards:", m.Count)
+		for _, s := range m.Shards {
+			fmt.Fprintf(w, "  %d (%s, %d sent)", s.Index, s.Dir, s.Sent)
+		}
+		fmt.Fprintln(w)
+	}
+	if p := r.Preconnect; p.Used {
+		fmt.Fprintf(w, "connect  %d connections opened before the first start in %.1f ms (not in any latency)", p.Connections, p.SetupMs)
+		if p.Error != "" {
+			fmt.Fprintf(w, "; %s", p.Error)
+		}
+		fmt.Fprintln(w)
+	}
 }

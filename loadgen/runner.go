@@ -291,6 +291,11 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	var info Info
 	info.Shard, info.StartAt = r.opts.Shard, r.opts.StartAt
 	if r.opts.Preconnect != nil {
+		// Open the pool just before a distant StartAt, not minutes ahead:
+		// servers close idle connections (uvicorn after 5 s).
+		if lead := time.Until(r.opts.StartAt) - preconnectLead; !r.opts.StartAt.IsZero() && lead > 0 {
+			sleep(ctx, lead, r.stopc)
+		}
 		t0 := time.Now()
 		info.PreconnectConns, info.PreconnectErr = r.opts.Preconnect(ctx)
 		info.Preconnected, info.PreconnectTime = true, time.Since(t0)
@@ -357,6 +362,9 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	}
 	return info, err
 }
+
+// preconnectLead is how long before Options.StartAt the pool is opened.
+const preconnectLead = 2 * time.Second
 
 // waitStart waits for Options.StartAt and returns the epoch (with a
 // monotonic reading) and how late it began; ok is false when ctx ended or

@@ -174,3 +174,32 @@ func TestLateStartSaysByHowMuch(t *testing.T) {
 		t.Errorf("sent %d, want the 20 the schedule makes due", len(got))
 	}
 }
+
+// Preconnect runs before the epoch: its time is reported apart and is in
+// no request's latency; with a distant StartAt it runs just before it.
+func TestPreconnectBeforeTheEpoch(t *testing.T) {
+	var calledAt time.Time
+	o := Options{Stages: []Stage{{Name: "s", Rate: 50, Duration: 100 * time.Millisecond}}, Arrival: ArrivalConstant,
+		Preconnect: func(context.Context) (int, error) {
+			calledAt = time.Now()
+			time.Sleep(150 * time.Millisecond)
+			return 3, nil
+		}}
+	got, info := runShard(t, o)
+	if !info.Preconnected || info.PreconnectConns != 3 || info.PreconnectTime < 150*time.Millisecond {
+		t.Fatalf("info: preconnected %v, %d connections in %v", info.Preconnected, info.PreconnectConns, info.PreconnectTime)
+	}
+	if !info.Started.After(calledAt.Add(149 * time.Millisecond)) {
+		t.Errorf("the epoch %v is not after the preconnect (%v + 150ms)", info.Started, calledAt)
+	}
+	if len(got) != 5 || got[0].intended != 0 {
+		t.Errorf("sent %d, first intended %v", len(got), got[0].intended)
+	}
+	start := time.Now().Add(2500 * time.Millisecond)
+	o.StartAt = start
+	o.Preconnect = func(context.Context) (int, error) { calledAt = time.Now(); return 1, nil }
+	runShard(t, o)
+	if lead := start.Sub(calledAt); lead > 2100*time.Millisecond || lead < 1500*time.Millisecond {
+		t.Errorf("preconnect ran %v before --start-at, want about %v", lead, preconnectLead)
+	}
+}

@@ -1,0 +1,145 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results"
+)
+
+// client answers at once with a stream whose gaps depend on the request,
+// so every shard's histograms differ.
+var client = loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	rec.Sent = rec.Now()
+	base := rec.Now() + time.Duration(1+rec.Seq%7)*time.Millisecond
+	for i := 0; i < 4; i++ {
+		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: base + time.Duration(i)*time.Duration(100+rec.Seq%13)*time.Microsecond, Tokens: 1})
+	}
+	rec.OutputTokens, rec.End = 4, base+time.Millisecond
+	if rec.Seq%17 == 5 {
+		rec.ErrorKind, rec.Chunks = loadgen.ErrServer, nil
+	}
+})
+
+type source struct{ n int }
+
+func (s *source) Next() (*prompts.Prompt, error) {
+	s.n++
+	return &prompts.Prompt{ID: fmt.Sprint(s.n), Class: []string{"a", "b", "c"}[s.n*7%3], Text: "x"}, nil
+}
+
+func runDir(t *testing.T, dir string, shard loadgen.Shard, start time.Time, seed uint64, form results.RecordsForm, comp results.Compression) {
+	t.Helper()
+	spec := pipeline.Spec{Client: client, Source: &source{}, Out: results.Dir(dir), MaxErrorRate: -1, SelfCheckWarns: true,
+		Records: form, RecordsCompression: comp,
+		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "s1", Rate: 200, Duration: 300 * time.Millisecond}, {Name: "s2", Rate: 400, Duration: 200 * time.Millisecond}},
+			Arrival: loadgen.ArrivalPoisson, Seed: seed, Shard: shard, StartAt: start}}
+	spec.Meta = loadgen.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
+	if _, err := pipeline.Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Merged shards are the single run's schedule, and the merged summary's
+// histograms are exactly those of the merged records, whatever form each
+// shard kept.
+func TestMergeIsTheWhole(t *testing.T) {
+	base := t.TempDir()
+	single := filepath.Join(base, "single")
+	runDir(t, single, loadgen.Shard{}, time.Time{}, 9, results.RecordsFull, results.CompressNone)
+	start := time.Now().Add(100 * time.Millisecond)
+	var dirs []results.Dir
+	var wg sync.WaitGroup
+	forms := []results.RecordsForm{results.RecordsFull, results.RecordsFull, results.RecordsFull}
+	comps := []results.Compression{results.CompressNone, results.CompressZstd, results.CompressGzip}
+	for i := 0; i < 3; i++ {
+		d := filepath.Join(base, fmt.Sprint("s", i))
+		dirs = append(dirs, results.Dir(d))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runDir(t, d, loadgen.Shard{Index: i, Count: 3}, start, 9, forms[i], comps[i])
+		}()
+	}
+	wg.Wait()
+	out := results.Dir(filepath.Join(base, "merged"))
+	res, err := Merge(dirs, out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := results.Dir(single).ReadSummary()
+	got := res.Summary
+	if got.Requests.Sent != want.Requests.Sent || got.Requests.Errors != want.Requests.Errors || len(got.Classes) != len(want.Classes) {
+		t.Fatalf("merged sent %d errors %d classes %d; single %d %d %d", got.Requests.Sent, got.Requests.Errors, len(got.Classes),
+			want.Requests.Sent, want.Requests.Errors, len(want.Classes))
+	}
+	for c, cs := range want.Classes {
+		if got.Classes[c].Requests.Sent != cs.Requests.Sent {
+			t.Errorf("class %s: merged %d, single %d", c, got.Classes[c].Requests.Sent, cs.Requests.Sent)
+		}
+	}
+	m := loadgen.NewMetrics()
+	var seqs []int64
+	results.ReadRecords(out.RecordsPath(), func(r *loadgen.Record) error {
+		cp := *r
+		m.Add(&cp)
+		seqs = append(seqs, r.Seq)
+		return nil
+	})
+	if int64(len(seqs)) != want.Requests.Sent {
+		t.Fatalf("merged records: %d, single sent %d", len(seqs), want.Requests.Sent)
+	}
+	for _, n := range loadgen.MetricNames {
+		if g, w := got.LatencyMs[n], loadgen.HistOf(m.All.Hist[n]); g != w {
+			t.Errorf("%s: merged summary %+v, merged records %+v", n, g, w)
+		}
+		for st := range want.Stages {
+			if g, w := got.Stages[st].LatencyMs[n], loadgen.HistOf(m.Stages[st].Hist[n]); g != w {
+				t.Errorf("stage %s %s: merged summary %+v, merged records %+v", st, n, g, w)
+			}
+		}
+	}
+}
+
+// Merge names every reason it refuses.
+func TestMergeRefuses(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, shard loadgen.Shard, seed uint64) results.Dir {
+		d := filepath.Join(base, name)
+		runDir(t, d, shard, time.Time{}, seed, results.RecordsNone, results.CompressNone)
+		return results.Dir(d)
+	}
+	a, b, c := mk("a", loadgen.Shard{Index: 0, Count: 3}, 1), mk("b", loadgen.Shard{Index: 1, Count: 3}, 1), mk("c", loadgen.Shard{Index: 2, Count: 3}, 2)
+	four := mk("four", loadgen.Shard{Index: 2, Count: 4}, 1)
+	for _, tc := range []struct {
+		dirs []results.Dir
+		says []string
+	}{
+		{[]results.Dir{a, b}, []string{"shards 2 of 3 missing"}},
+		{[]results.Dir{a, a, b}, []string{"shard 0/3 given 2 times (overlapping): " + string(a) + ", " + string(a)}},
+		{[]results.Dir{a, b, c}, []string{"shard 2/3 (" + string(c) + ") is not a shard of the schedule of shard 0/3 (" + string(a) + ")", `load.seed "2" ≠ "1"`}},
+		{[]results.Dir{a, b, four}, []string{`shards "4" ≠ "3"`}},
+		{[]results.Dir{a, results.Dir(base)}, []string{base + ": no histograms.json"}},
+	} {
+		_, err := Merge(tc.dirs, results.Dir(filepath.Join(base, "out")), Options{})
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Errorf("%v: %v, want a refusal", tc.dirs, err)
+			continue
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%v: the refusal does not say %q:\n%v", tc.dirs, s, err)
+			}
+		}
+	}
+}

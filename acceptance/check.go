@@ -69,6 +69,11 @@ func readSaved(dir results.Dir, add func(*loadgen.Record)) (*Saved, error) {
 		return nil
 	})
 	sv.Records = st.Records
+	if errors.Is(err, os.ErrNotExist) {
+		if h, herr := dir.ReadHistograms(); herr == nil && h.Records == results.RecordsNone {
+			return sv, fmt.Errorf("%s: the run kept no records (--records none): its figures are in %s, but nothing can be re-judged", dir, results.SummaryFile)
+		}
+	}
 	if err != nil {
 		return sv, err
 	}

@@ -172,6 +172,12 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		return d
 	}
 	s0, s1, other := run("s0", "0/3", "1"), run("s1", "1/3", "1"), run("other", "2/3", "2")
+	// A run that kept no records has nothing check can re-judge, and says why.
+	sloFile := filepath.Join(base, "slo.yaml")
+	os.WriteFile(sloFile, []byte(checkSLO), 0o644)
+	if code, _, errOut := tgCmd("check", "--slo", sloFile, s0); code != exitUsage || !strings.Contains(errOut, "--records none") {
+		t.Errorf("check on a run without records: exit %d\n%s", code, errOut)
+	}
 	for _, c := range []struct {
 		dirs []string
 		says []string

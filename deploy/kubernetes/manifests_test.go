@@ -233,6 +233,9 @@ func TestShardsAndMergeAgree(t *testing.T) {
 	if !ok || shard != "$(JOB_COMPLETION_INDEX)/"+strconv.Itoa(n) {
 		t.Errorf("tailgate-shards: --shard %q, want $(JOB_COMPLETION_INDEX)/%d", shard, n)
 	}
+	if _, judged := arg(c, "--slo"); judged {
+		t.Errorf("tailgate-shards: --slo judges a partial load, and its exit 1 fails the Job; the merge Job judges the whole")
+	}
 	out, _ := arg(c, "--out")
 	if !strings.Contains(out, "$(JOB_COMPLETION_INDEX)") {
 		t.Errorf("tailgate-shards: --out %q: every shard needs its own directory", out)

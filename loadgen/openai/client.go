@@ -146,6 +146,15 @@ func mediaType(ct string) string {
 // requestBody builds the JSON body. Prompt.Params may override anything
 // but the input and "stream", which the reader's mode depends on.
 func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
+	if len(p.Params) == 0 {
+		return c.plainBody(p, maxTokens), nil
+	}
+	return c.mapBody(p, maxTokens)
+}
+
+// mapBody is the general body: a map, so Params override any key, through
+// encoding/json (keys sorted).
+func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	m := make(map[string]any, 6+len(p.Params))
 	if c.model != "" {
 		m["model"] = c.model

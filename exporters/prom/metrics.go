@@ -240,12 +240,16 @@ func (m *Metrics) Forget(target string) {
 	}
 }
 
-// ForgetObjective deletes every series of an objective that is no longer
-// configured.
-func (m *Metrics) ForgetObjective(sloName, objective string) {
+// ForgetObjective deletes the series of an objective that is no longer
+// configured for target ("" for every target).
+func (m *Metrics) ForgetObjective(sloName, objective, target string) {
 	l := prometheus.Labels{LabelSLO: sloName, LabelObjective: objective}
+	if target != "" {
+		l[LabelTarget] = target
+	} else {
+		m.objectiveRatio.DeletePartialMatch(l)
+	}
 	m.sloEvents.DeletePartialMatch(l)
-	m.objectiveRatio.DeletePartialMatch(l)
 	m.budgetRemaining.DeletePartialMatch(l)
 	m.burnRate.DeletePartialMatch(l)
 }

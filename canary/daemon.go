@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,11 +223,13 @@ func (d *Daemon) Reload() error {
 		d.log.Printf("canary: reload failed, keeping the running configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return err
 	}
-	for _, w := range cfg.Warnings {
-		d.log.Printf("canary: warning: %s", w)
-	}
 	d.mu.Lock()
 	old := d.cfg
+	for _, w := range cfg.Warnings {
+		if !slices.Contains(old.Warnings, w) { // each warning once, not at every reload
+			d.log.Printf("canary: warning: %s", w)
+		}
+	}
 	if cfg.Listen != old.Listen || cfg.WebConfig != old.WebConfig {
 		d.log.Printf("canary: warning: listen and web_config take effect at the next start (still serving %s)", old.Listen)
 	}

@@ -1,11 +1,14 @@
 package canary
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // writeFiles writes name → content under a temp dir and returns the dir.
@@ -170,5 +173,33 @@ targets:
 				t.Errorf("error:\n%s\nwant it to contain %q", msg, c.want)
 			}
 		})
+	}
+}
+
+// The Kubernetes example's ConfigMap holds a canary file and an SLO file
+// that load.
+func TestKubernetesExampleLoads(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "kubernetes", "canary.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Kind string            `yaml:"kind"`
+		Data map[string]string `yaml:"data"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&cm); err != nil || cm.Kind != "ConfigMap" {
+		t.Fatalf("first document: %v %q", err, cm.Kind)
+	}
+	dir := t.TempDir()
+	for name, body := range cm.Data {
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	c, err := LoadConfig(filepath.Join(dir, "canary.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != ":9464" || len(c.Targets) != 1 || c.Targets[0].SLO.Name != "chat" {
+		t.Errorf("%+v", c)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -283,7 +284,6 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 	if n := strings.Count(logs.String(), "canary: evaluation |"); n < 2 {
 		t.Errorf("%d evaluation lines in the log, want one per 200ms interval", n)
 	}
-	checkPromtool(t, body)
 
 	// Fault injection: every request fails with 503.
 	if err := srv.SetFaults([]sim.FaultRule{{Kind: sim.FaultHTTP503, Rate: 1}}); err != nil {
@@ -313,18 +313,31 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 	}
 }
 
-// checkPromtool runs `promtool check metrics` on a /metrics body: it must
-// have nothing to report. Without promtool the check is skipped, unless
-// TAILGATE_REQUIRE_PROMTOOL=1 (CI installs Debian's prometheus package).
-func checkPromtool(t *testing.T, body []byte) {
-	t.Helper()
+// `promtool check metrics` on the canary's /metrics, every family present
+// (a healthy and a down target, errors, reload gauges): nothing to report.
+// Without promtool the test is skipped, unless TAILGATE_REQUIRE_PROMTOOL=1
+// (CI installs Debian's prometheus package), when it fails.
+func TestMetricsPassPromtool(t *testing.T) {
 	path, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("TAILGATE_REQUIRE_PROMTOOL") == "1" {
 			t.Fatalf("promtool not found and TAILGATE_REQUIRE_PROMTOOL=1: %v", err)
 		}
-		t.Log("promtool not installed (apt-get install prometheus): skipping promtool check metrics")
-		return
+		t.Skip("promtool not installed (apt-get install prometheus); set TAILGATE_REQUIRE_PROMTOOL=1 to make this a failure")
+	}
+	srv := simtest.Start(t, fastSim())
+	d, _, _ := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget))
+	var body []byte
+	waitFor(t, 5*time.Second, "probes of both targets", func() bool {
+		var fams map[string]*dto.MetricFamily
+		fams, body = scrape(t, d)
+		return total(fams, prom.RequestsTotal, map[string]string{"outcome": "ok"}) > 0 &&
+			total(fams, prom.RequestErrorsTotal, nil) > 0
+	})
+	for _, name := range prom.Names {
+		if !bytes.Contains(body, []byte("# TYPE "+name+" ")) {
+			t.Errorf("/metrics lacks %s", name)
+		}
 	}
 	cmd := exec.Command(path, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
@@ -450,6 +463,45 @@ func TestCanaryReload(t *testing.T) {
 			if l.GetValue() == "itl" {
 				t.Errorf("itl series linger after reload: %v", m)
 			}
+		}
+	}
+}
+
+// web_config (exporter-toolkit): basic auth guards every endpoint.
+func TestWebConfigBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := simtest.Start(t, fastSim())
+	body := strings.Replace(fmt.Sprintf(canaryFile, srv.URL, "2s", 5, ""), "listen: 127.0.0.1:0\n",
+		"listen: 127.0.0.1:0\nweb_config: web.yml\n", 1)
+	dir := writeFiles(t, map[string]string{"canary.yaml": body, "slo.yaml": sloFile,
+		"web.yml": "basic_auth_users:\n  prometheus: " + string(hash) + "\n"})
+	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); d.Wait() }()
+	for _, c := range []struct {
+		user, pass string
+		want       int
+	}{{"", "", http.StatusUnauthorized}, {"prometheus", "wrong", http.StatusUnauthorized}, {"prometheus", "s3cret", http.StatusOK}} {
+		req, _ := http.NewRequest("GET", "http://"+d.Addr()+"/metrics", nil)
+		if c.user != "" {
+			req.SetBasicAuth(c.user, c.pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%q/%q: %d, want %d", c.user, c.pass, resp.StatusCode, c.want)
 		}
 	}
 }

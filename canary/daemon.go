@@ -71,6 +71,7 @@ type Daemon struct {
 	stats     map[string]*targetStats
 	runs      map[string]*targetRun
 	ctx       context.Context // Start's: probe loops derive from it
+	stop      context.CancelFunc
 
 	ready    atomic.Bool
 	ln       net.Listener
@@ -156,6 +157,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 		}
 		d.serveErr <- err
 	}()
+	ctx, d.stop = context.WithCancel(ctx)
 	d.mu.Lock()
 	d.ctx = ctx
 	for _, t := range cfg.Targets {
@@ -173,13 +175,27 @@ func (d *Daemon) Start(ctx context.Context) error {
 // Addr is the address the daemon listens on (after Start).
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
-// Wait blocks until Start's context ends, then shuts down: it stops
+// Wait (after Start) blocks until Start's context ends, then shuts down: it stops
 // answering ready, cancels the probes in flight (they count nowhere: the
 // canary cancelled them, the target did not fail them), waits for the
 // probe loops within StopTimeout, writes a last evaluation line and
 // closes the server. The error is the server's, if it failed.
+//
+// If the server fails (a TLS key it cannot read, say), the daemon shuts
+// down the same way and Wait returns the server's error.
 func (d *Daemon) Wait() error {
-	<-d.ctx.Done()
+	var serveErr error
+	served := true
+	select {
+	case <-d.ctx.Done():
+	case serveErr = <-d.serveErr:
+		served = false
+		d.log.Printf("canary: the server failed: %v; shutting down", serveErr)
+		if serveErr == nil {
+			serveErr = errors.New("the server stopped")
+		}
+	}
+	d.stop()
 	d.ready.Store(false)
 	d.mu.Lock()
 	runs := d.runs
@@ -188,12 +204,14 @@ func (d *Daemon) Wait() error {
 	d.stopRuns(runs)
 	<-d.evalDone
 	d.logEvaluation(d.evaluate(time.Now()))
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	d.srv.Shutdown(sctx)
-	err := <-d.serveErr
+	if served {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.srv.Shutdown(sctx)
+		serveErr = <-d.serveErr
+	}
 	d.log.Printf("canary: stopped")
-	return err
+	return serveErr
 }
 
 // Run is Start, then Wait.

@@ -3,9 +3,18 @@ package canary
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -503,5 +512,87 @@ func TestWebConfigBasicAuth(t *testing.T) {
 		if resp.StatusCode != c.want {
 			t.Errorf("%q/%q: %d, want %d", c.user, c.pass, resp.StatusCode, c.want)
 		}
+	}
+}
+
+// selfSigned writes a certificate and key for 127.0.0.1 into dir.
+func selfSigned(t *testing.T, dir string) (certPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tailgate-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o644)
+	os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	return certPEM
+}
+
+// web_config with TLS: /metrics over HTTPS. A server that cannot start
+// (its key gone between load and start) shuts the daemon down with the
+// error instead of probing unseen.
+func TestWebConfigTLS(t *testing.T) {
+	srv := simtest.Start(t, fastSim())
+	body := strings.Replace(fmt.Sprintf(canaryFile, srv.URL, "2s", 5, ""), "listen: 127.0.0.1:0\n",
+		"listen: 127.0.0.1:0\nweb_config: web.yml\n", 1)
+	dir := writeFiles(t, map[string]string{"canary.yaml": body, "slo.yaml": sloFile,
+		"web.yml": "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n"})
+	certPEM := selfSigned(t, dir)
+	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Get("https://" + d.Addr() + "/healthz")
+	if err != nil {
+		t.Fatalf("https: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.TLS == nil {
+		t.Errorf("https /healthz: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The key disappears after the file was checked: Serve fails.
+	d2, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "tls.key"))
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	if err := d2.Start(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d2.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Wait: nil after the server failed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a daemon whose server failed kept running")
 	}
 }

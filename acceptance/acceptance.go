@@ -53,6 +53,10 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, makes a progress display for each stage.
 	Progress func(label string) *pipeline.Progress
+	// Sinks get every stage's records too (the Prometheus sink of
+	// --push). They are closed after each stage, so Close must leave them
+	// usable for the next.
+	Sinks []pipeline.Sink
 }
 
 // Run runs every stage of the plan, judges every objective and writes the
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}
-		res, err := pipeline.Run(ctx, spec, judgeSink, planSink)
+		res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{judgeSink, planSink}, cfg.Sinks...)...)
 		if res == nil {
 			all.Close()
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)

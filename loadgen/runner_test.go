@@ -484,7 +484,7 @@ func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
 		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Requests: 10, WarmupRequests: 10}, "warm-up: 10 requests of 10"},
 		{Options{Stages: []Stage{{Name: "x", Rate: 5}}}, "stage 1 (x): duration 0s"},
 		{Options{Closed: true, Stages: []Stage{{Duration: sec}}}, "concurrency ≥ 1"},
-		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: "uniform"}, "arrival: arrival process \"uniform\""},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: "lognormal"}, "arrival: arrival process \"lognormal\""},
 		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: ArrivalGamma}, "burstiness"},
 		{Options{Stages: []Stage{{Rate: -1, Duration: sec}}}, "not a non-negative number"},
 	}

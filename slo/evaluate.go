@@ -330,7 +330,7 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 	if len(qd.Samples) > 0 {
 		var c latencyCount
 		for _, d := range qd.Samples {
-			c.add(trunc(d), o.Threshold, 1)
+			c.add(trunc(d), o.meets(trunc(d)), 1)
 		}
 		judgeLatency(v, o, &c)
 		if v.Result == NoData {

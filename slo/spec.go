@@ -119,7 +119,9 @@ func (o *Objective) Kind() Kind { return o.Metric.Kind() }
 func (o *Objective) ErrorBudget() (budget float64, ok bool) {
 	switch o.Kind() {
 	case KindLatency:
-		return ErrorBudget(o.Target.Float()), true
+		// 1 − target taken in decimals, then rounded once: 99% gives
+		// exactly 0.01, where 1 − 0.99 in floats gives 0.010000000000000009.
+		return o.Target.complement(), true
 	case KindRatio:
 		return o.Limit.Float(), true
 	}

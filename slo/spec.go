@@ -2,6 +2,7 @@ package slo
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -109,11 +110,23 @@ type Objective struct {
 	ErrorKinds []loadgen.ErrorKind `json:"error_kinds,omitempty"`
 	// Constraints overrides the spec's goodput constraints (goodput_per_s).
 	Constraints *Constraints `json:"constraints,omitempty"`
-	Line        int          `json:"-"`
+	// Runbook is the URL an alert on this objective links to; "" means the
+	// spec's Runbook (see RunbookURL).
+	Runbook string `json:"runbook,omitempty"`
+	Line    int    `json:"-"`
 }
 
 // Kind is the objective's kind.
 func (o *Objective) Kind() Kind { return o.Metric.Kind() }
+
+// RunbookURL is the runbook an alert on o links to: its own, else the
+// spec's, else "".
+func (s *Spec) RunbookURL(o *Objective) string {
+	if o.Runbook != "" {
+		return o.Runbook
+	}
+	return s.Runbook
+}
 
 // ErrorBudget is the fraction of events allowed to be bad: 1 − target for
 // latency objectives, the threshold for error_rate; ok is false for floors.
@@ -209,6 +222,9 @@ type Spec struct {
 	Name        string
 	Owner       string
 	Description string
+	// Runbook is the URL that burn-rate alerts link to (an objective may
+	// name its own); operate-phase only, acceptance ignores it.
+	Runbook string
 	// Window is the SLO window of the operate phase (default 30 days).
 	Window time.Duration
 	// Goodput are the per-request constraints goodput_per_s counts against.
@@ -288,7 +304,7 @@ func (d *decoder) header(f *fields, kind string) {
 
 func (d *decoder) spec(root *yaml.Node) *Spec {
 	f := d.mapping(root, "", "apiVersion", "kind", "name", "owner", "description", "window",
-		"goodput", "objectives", "waivers")
+		"runbook", "goodput", "objectives", "waivers")
 	d.header(f, "SLO")
 	s := &Spec{File: d.file, Window: DefaultWindow}
 	if f.require("name") {
@@ -298,6 +314,7 @@ func (d *decoder) spec(root *yaml.Node) *Spec {
 		s.Owner = f.str("owner")
 	}
 	s.Description = f.str("description")
+	s.Runbook = d.runbook(f, "")
 	if f.has("window") {
 		if w, ok := f.duration("window"); ok {
 			if w < time.Hour {
@@ -349,13 +366,14 @@ func (d *decoder) spec(root *yaml.Node) *Spec {
 
 func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool) {
 	f := d.mapping(n, path, "name", "description", "metric", "class", "threshold", "target",
-		"error_kinds", "constraints")
+		"error_kinds", "constraints", "runbook")
 	o := Objective{Line: f.node.Line}
 	errs := len(d.errs)
 	if f.require("name") {
 		o.Name = f.name("name")
 	}
 	o.Description = f.str("description")
+	o.Runbook = d.runbook(f, path)
 	if f.has("class") {
 		o.Class = f.name("class")
 	}
@@ -435,6 +453,23 @@ func (d *decoder) objective(n *yaml.Node, path string, s *Spec) (Objective, bool
 		d.errorf(f.line("class"), join(path, "class"), "queue_delay comes from server telemetry, which has no prompt classes")
 	}
 	return o, len(d.errs) == errs
+}
+
+// runbook reads an optional runbook field: an absolute http or https URL,
+// because an alert's link must open from a pager, not resolve against
+// anything.
+func (d *decoder) runbook(f *fields, path string) string {
+	if !f.has("runbook") {
+		return ""
+	}
+	v := f.str("runbook")
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		n, _ := f.scalar("runbook")
+		d.errorf(n, join(path, "runbook"), "%q is not an absolute http(s) URL", v)
+		return ""
+	}
+	return v
 }
 
 func errorKindList() string {

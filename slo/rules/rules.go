@@ -48,6 +48,14 @@ func SLIRecord(window time.Duration) string { return "slo:sli_error:ratio_rate" 
 // 30d, 4w.
 func PromDuration(d time.Duration) string { return model.Duration(d).String() }
 
+// Days writes a window for people: 28d rather than Prometheus' 4w.
+func Days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return PromDuration(d)
+}
+
 // File is a Prometheus rule file.
 type File struct {
 	Groups []Group `yaml:"groups"`
@@ -425,7 +433,7 @@ func (s SLO) SeverityDescription(tiers []slo.BurnRateAlert) string {
 	var parts []string
 	for _, t := range tiers {
 		parts = append(parts, fmt.Sprintf("%s%% of the %s error budget within %s (burn rate over %s× for %s and %s)",
-			num(t.BudgetPercent), PromDuration(s.Window), PromDuration(t.Long), num(t.Factor), PromDuration(t.Long), PromDuration(t.Short)))
+			num(t.BudgetPercent), Days(s.Window), PromDuration(t.Long), num(t.Factor), PromDuration(t.Long), PromDuration(t.Short)))
 	}
 	return fmt.Sprintf("%s %s on {{$labels.target}} (%s) is spending ", s.Service, s.Name, Describe(s.Objective)) +
 		strings.Join(parts, ", or ") + "."

@@ -4,11 +4,16 @@
 //
 // # Conventions
 //
-// The rules follow Sloth's (github.com/slok/sloth, internal/prometheus:
-// conventions.go, recording_rules.go, alert_rules.go, and its generated
+// The rules follow Sloth's (github.com/slok/sloth: internal/prometheus's
+// conventions.go, recording_rules.go and alert_rules.go, and its generated
 // examples/_gen/*.yml) name for name and label for label, so Sloth's
 // published Grafana dashboards (grafana.com 14348 and 14643) work on them
-// unchanged and a team can move to or from Sloth without losing history:
+// unchanged and a team can move to or from Sloth without losing history.
+// Sloth v0.16.0 itself, run on the spec that Sloth() writes, generates the
+// same rules (TestSlothGeneratesOurRules, when sloth is on PATH) but for
+// the error budget and burn factors, which we write as the file's exact
+// decimals (vector(0.01), not vector(1-0.99); 5.6, not 5.6000000000000005),
+// and sloth_slo_info's sloth_spec (tailgate/v1) and sloth_version.
 //
 //   - one Sloth "SLO" per tailgate objective: sloth_service is the SLO
 //     file's name, sloth_slo the objective's, sloth_id "service-slo";
@@ -28,6 +33,8 @@
 //     5% within 6h (30m), ticket when 10% goes within 1d (2h) or within 3d
 //     (6h). The factors come from the SLO window (slo.SlothTiers,
 //     slo.BurnFactor): 14.4/6/3/1 for 30 days, 13.44/5.6/2.8/0.933 for 28.
+//     Both alerts also carry severity (page, ticket) for Alertmanager
+//     routes, and annotations naming the objective, its owner and runbook.
 //
 // # The SLI
 //

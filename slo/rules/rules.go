@@ -402,16 +402,18 @@ func (s SLO) severities() [][]slo.BurnRateAlert {
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// condition is Sloth's multiwindow, multi-burn-rate template: each tier's
-// short and long windows both over factor × budget, the tiers or-ed.
+// condition is Sloth's multiwindow, multi-burn-rate template (v0.16's
+// alert_rules.go): each tier's short and long windows both over factor ×
+// budget, the tiers or-ed, sloth_window dropped so the alert's labels name
+// the SLO and target only.
 func (s SLO) condition(tiers []slo.BurnRateAlert) string {
 	var parts []string
 	for _, t := range tiers {
 		thr := fmt.Sprintf("(%s * %s)", num(t.Factor), s.ErrorBudget)
-		parts = append(parts, fmt.Sprintf("(\n    (%s%s > %s)\n    and ignoring (%s)\n    (%s%s > %s)\n)",
-			SLIRecord(t.Short), s.filter(), thr, labelWindow, SLIRecord(t.Long), s.filter(), thr))
+		parts = append(parts, fmt.Sprintf("(\n    max(%s%s > %s) without (%s)\n    and\n    max(%s%s > %s) without (%s)\n)",
+			SLIRecord(t.Short), s.filter(), thr, labelWindow, SLIRecord(t.Long), s.filter(), thr, labelWindow))
 	}
-	return strings.Join(parts, "\nor ignoring ("+labelWindow+")\n") + "\n"
+	return strings.Join(parts, "\nor\n") + "\n"
 }
 
 // Annotations are the alert's own annotations beside Sloth's title and

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
+	"github.com/tailgate-llm/tailgate/internal/promtest"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -327,13 +328,7 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 // Without promtool the test is skipped, unless TAILGATE_REQUIRE_PROMTOOL=1
 // (CI installs Debian's prometheus package), when it fails.
 func TestMetricsPassPromtool(t *testing.T) {
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("TAILGATE_REQUIRE_PROMTOOL") == "1" {
-			t.Fatalf("promtool not found and TAILGATE_REQUIRE_PROMTOOL=1: %v", err)
-		}
-		t.Skip("promtool not installed (apt-get install prometheus); set TAILGATE_REQUIRE_PROMTOOL=1 to make this a failure")
-	}
+	path := promtest.Promtool(t)
 	srv := simtest.Start(t, fastSim())
 	d, _, _ := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget))
 	var body []byte

@@ -9,24 +9,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tailgate-llm/tailgate/internal/promtest"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
 )
-
-// promtool as in slo/rules: skip without it, unless
-// TAILGATE_REQUIRE_PROMTOOL=1.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("TAILGATE_REQUIRE_PROMTOOL") == "1" {
-		t.Fatalf("promtool not found and TAILGATE_REQUIRE_PROMTOOL=1: apt-get install prometheus")
-	}
-	t.Skip("promtool not found (apt-get install prometheus); set TAILGATE_REQUIRE_PROMTOOL=1 to fail instead")
-	return ""
-}
 
 // values stand in for the dashboards' variables: the series below carry
 // these label values.
@@ -85,7 +71,7 @@ func classicSeries() []map[string]string {
 // works, and the SLO panels' selectors match the labels the rules record.
 // One value is checked exactly: TTFT p50 for class chat is 0.1s.
 func TestDashboardQueriesAnswerOnClassicSeries(t *testing.T) {
-	promtool(t)
+	promtest.Promtool(t)
 	dir := t.TempDir()
 	spec, err := slo.LoadSpec("../testdata/slo/chat.yaml")
 	if err != nil {
@@ -143,7 +129,7 @@ func TestDashboardQueriesAnswerOnClassicSeries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dashboards.test.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(promtool(t), "test", "rules", "dashboards.test.yaml")
+	cmd := exec.Command(promtest.Promtool(t), "test", "rules", "dashboards.test.yaml")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -6,23 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// promtool finds Prometheus' promtool (Debian: apt-get install prometheus).
-// Without it the tests skip, unless TAILGATE_REQUIRE_PROMTOOL=1 (CI sets
-// it), where a missing promtool is a failure.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("TAILGATE_REQUIRE_PROMTOOL") == "1" {
-		t.Fatalf("promtool not found and TAILGATE_REQUIRE_PROMTOOL=1: apt-get install prometheus")
-	}
-	t.Skip("promtool not found (apt-get install prometheus); set TAILGATE_REQUIRE_PROMTOOL=1 to fail instead")
-	return ""
-}
+	"github.com/tailgate-llm/tailgate/internal/promtest"
+)
 
 // generatedDir writes the rules that Generate makes now for every golden
 // case, under the golden names, beside copies of the promtool unit-test
@@ -60,7 +46,7 @@ func generatedDir(t *testing.T) (dir string, rules, tests []string) {
 
 func runPromtool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(promtool(t), args...)
+	cmd := exec.Command(promtest.Promtool(t), args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -72,7 +58,7 @@ func runPromtool(t *testing.T, dir string, args ...string) string {
 // promtool check rules: the rule files parse, every expression is valid
 // PromQL, and no two rules record the same series (its lint).
 func TestPromtoolCheckRules(t *testing.T) {
-	promtool(t)
+	promtest.Promtool(t)
 	dir, rules, _ := generatedDir(t)
 	out := runPromtool(t, dir, append([]string{"check", "rules"}, rules...)...)
 	if strings.Count(out, "SUCCESS") != len(rules) {
@@ -86,7 +72,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 // an outage pages at minute nine, 1× never pages, slow burns ticket, and
 // 28-day windows get other factors than 30-day ones.
 func TestPromtoolTestRules(t *testing.T) {
-	promtool(t)
+	promtest.Promtool(t)
 	dir, _, tests := generatedDir(t)
 	out := runPromtool(t, dir, append([]string{"test", "rules"}, tests...)...)
 	if strings.Count(out, "SUCCESS") != len(tests) {

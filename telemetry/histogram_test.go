@@ -129,7 +129,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 		hist(3, Bucket{1, 4}, Bucket{inf, 5}),    // +3
 	}
 	for i := range readings {
-		acc.observe(&readings[i])
+		acc.observe(map[string]Histogram{"q{}": readings[i]})
 	}
 	want := Histogram{Source: "test", Buckets: []Bucket{{1, 7}, {inf, 9}}, Sum: 2 + 1 + 2, Count: 9}
 	if !equalHist(*acc.total, want) || acc.resets != 1 {
@@ -137,7 +137,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 	}
 	var c counterAcc
 	for _, v := range []float64{100, 150, 20, 50} { // +50, reset +20, +30
-		c.observe(&v)
+		c.observe(map[string]float64{"c{}": v})
 	}
 	if c.total != 100 || c.resets != 1 {
 		t.Errorf("counter total %v resets %d", c.total, c.resets)

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -65,8 +66,35 @@ type ServerSample struct {
 	// GPUs are GPU gauges found on the endpoint (dcgm-exporter's DCGM_FI_*,
 	// Triton's nv_gpu_*).
 	GPUs []EndpointGPU `json:"gpus,omitempty"`
+	// ServerModel is the Triton model whose nv_inference_* series were
+	// read (ParseOptions.ServerModel, or the only model loaded); empty
+	// when they were summed over several models, and ServerModelNote then
+	// says so.
+	ServerModel     string `json:"server_model,omitempty"`
+	ServerModelNote string `json:"server_model_note,omitempty"`
 
 	kvSeries int // label sets KVUsage averages, for merging sources
+	// series are the cumulative readings per series (label set), which a
+	// Run takes increases of one by one, as Prometheus does.
+	series seriesReadings
+}
+
+// seriesReadings holds one scrape's cumulative series, keyed by metric
+// name and label set.
+type seriesReadings struct {
+	queue, ttft, e2e map[string]Histogram
+	prompt, gen      map[string]float64
+}
+
+// ParseOptions say which series to read where a server exports several
+// views of one thing.
+type ParseOptions struct {
+	// ServerModel is the Triton model the run targets (an ensemble, say):
+	// nv_inference_* series are read from that model only, since an
+	// ensemble's composing models count the same request again. Empty,
+	// or not loaded: the only model, else every model summed (and
+	// ServerSample.ServerModelNote says so).
+	ServerModel string
 }
 
 // EndpointGPU is one GPU as a metrics endpoint reports it. Nil fields were
@@ -133,41 +161,162 @@ var (
 // names with ':' such as vllm:* are fine) and normalises it. A parse error
 // part-way still returns what was read before it, with the error.
 func ParseExposition(r io.Reader) (*ServerSample, error) {
+	return ParseExpositionWith(r, ParseOptions{})
+}
+
+// ParseExpositionWith is ParseExposition with options.
+func ParseExpositionWith(r io.Reader, o ParseOptions) (*ServerSample, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
-	return normalise(fams), err
+	return normalise(fams, o), err
+}
+
+// reader reads the series of one scrape that tailgate uses: every series,
+// except that SGLang's duplicated per-TP-rank series are read from one
+// rank and Triton's from the model the run targets.
+type reader struct {
+	fams        map[string]*dto.MetricFamily
+	tritonModel string // "": every model
+}
+
+// metrics returns the series of family name that count. SGLang with
+// --enable-metrics-for-all-schedulers exports every scheduler's series,
+// and the TP ranks of one data-parallel rank all report the same
+// requests: of the series that differ only in tp_rank, the lowest rank
+// is kept (tp_rank="0" of each dp_rank).
+func (rd *reader) metrics(name string) []*dto.Metric {
+	ms := rd.fams[name].GetMetric()
+	switch {
+	case strings.HasPrefix(name, "nv_inference_") && rd.tritonModel != "":
+		out := make([]*dto.Metric, 0, len(ms))
+		for _, m := range ms {
+			if label(m, "model") == rd.tritonModel {
+				out = append(out, m)
+			}
+		}
+		return out
+	case strings.HasPrefix(name, "sglang:"):
+		return lowestTPRank(ms)
+	}
+	return ms
+}
+
+// lowestTPRank keeps, of each group of series that differ only in their
+// tp_rank label, the series of the lowest rank.
+func lowestTPRank(ms []*dto.Metric) []*dto.Metric {
+	type pick struct {
+		rank string
+		ms   []*dto.Metric
+	}
+	groups := map[string]*pick{}
+	var order []string
+	ranked := false
+	for _, m := range ms {
+		rank, has := labelOK(m, "tp_rank")
+		ranked = ranked || has
+		sig := signature(m, "tp_rank")
+		g := groups[sig]
+		switch {
+		case g == nil:
+			groups[sig] = &pick{rank: rank, ms: []*dto.Metric{m}}
+			order = append(order, sig)
+		case compareRank(rank, g.rank) < 0:
+			g.rank, g.ms = rank, []*dto.Metric{m}
+		case rank == g.rank:
+			g.ms = append(g.ms, m)
+		}
+	}
+	if !ranked {
+		return ms
+	}
+	out := make([]*dto.Metric, 0, len(order))
+	for _, sig := range order {
+		out = append(out, groups[sig].ms...)
+	}
+	return out
+}
+
+// compareRank orders rank labels numerically where both are numbers.
+func compareRank(a, b string) int {
+	ai, aerr := strconv.Atoi(a)
+	bi, berr := strconv.Atoi(b)
+	if aerr == nil && berr == nil {
+		return cmp.Compare(ai, bi)
+	}
+	return cmp.Compare(a, b)
+}
+
+// tritonModels lists the model label values of Triton's request counters.
+func tritonModels(fams map[string]*dto.MetricFamily) []string {
+	var models []string
+	for _, name := range []string{"nv_inference_request_success", "nv_inference_queue_duration_us",
+		"nv_inference_request_duration_us", "nv_inference_pending_request_count"} {
+		for _, m := range fams[name].GetMetric() {
+			if mdl := label(m, "model"); mdl != "" && !slices.Contains(models, mdl) {
+				models = append(models, mdl)
+			}
+		}
+	}
+	slices.Sort(models)
+	return models
+}
+
+// chooseTritonModel picks the model whose nv_inference_* series are read:
+// the one asked for, else the only one; "" (every model, with a note)
+// when several are loaded and none was named.
+func chooseTritonModel(fams map[string]*dto.MetricFamily, want string) (model, note string) {
+	models := tritonModels(fams)
+	switch {
+	case len(models) == 0:
+		return "", ""
+	case want != "" && slices.Contains(models, want):
+		return want, ""
+	case len(models) == 1:
+		if want != "" {
+			return models[0], fmt.Sprintf("server model %q is not loaded in Triton; read %q, the only model", want, models[0])
+		}
+		return models[0], ""
+	}
+	why := "no server model named"
+	if want != "" {
+		why = fmt.Sprintf("server model %q is not loaded", want)
+	}
+	return "", fmt.Sprintf("Triton figures summed over models %s (%s): an ensemble's composing models count each request again; "+
+		"name the model the run targets with --server-model", strings.Join(models, ", "), why)
 }
 
 // normalise maps parsed families onto a ServerSample.
-func normalise(fams map[string]*dto.MetricFamily) *ServerSample {
+func normalise(fams map[string]*dto.MetricFamily, o ParseOptions) *ServerSample {
 	s := &ServerSample{Family: detectFamily(fams)}
-	if v, n := sumGauge(fams, runningNames); n > 0 {
+	s.ServerModel, s.ServerModelNote = chooseTritonModel(fams, o.ServerModel)
+	rd := &reader{fams: fams, tritonModel: s.ServerModel}
+	if v, n, _ := rd.sumSeries(runningNames); n > 0 {
 		s.Running = new(v)
 	}
-	if v, n := sumGauge(fams, waitingNames); n > 0 {
+	if v, n, _ := rd.sumSeries(waitingNames); n > 0 {
 		s.Waiting = new(v)
 	}
-	if v, n := sumGauge(fams, kvNames); n > 0 {
+	if v, n, _ := rd.sumSeries(kvNames); n > 0 {
 		s.KVUsage, s.kvSeries = new(clamp01(v/float64(n))), n
-	} else if used, n := sumGauge(fams, []string{"tgi_batch_current_max_tokens"}); n > 0 {
-		if total, m := sumGauge(fams, []string{"tgi_batch_max_total_tokens"}); m > 0 && total > 0 {
+	} else if used, n, _ := rd.sumSeries([]string{"tgi_batch_current_max_tokens"}); n > 0 {
+		if total, m, _ := rd.sumSeries([]string{"tgi_batch_max_total_tokens"}); m > 0 && total > 0 {
 			s.KVUsage, s.kvSeries = new(clamp01(used/total)), 1
 		}
 	}
-	if v, n := sumGauge(fams, promptNames); n > 0 {
-		s.PromptTokens = new(v)
-	} else if h := histogramOf(fams, "tgi_request_input_length", 1); h != nil {
-		s.PromptTokens = new(h.Sum) // TGI: the sum of its prompt-length histogram
+	if v, n, per := rd.sumSeries(promptNames); n > 0 {
+		s.PromptTokens, s.series.prompt = new(v), per
+	} else if h, per := rd.histogram("tgi_request_input_length", 1); h != nil {
+		s.PromptTokens, s.series.prompt = new(h.Sum), sums(per) // TGI: the sum of its prompt-length histogram
 	}
-	if v, n := sumGauge(fams, genNames); n > 0 {
-		s.GenerationTokens = new(v)
-	} else if h := histogramOf(fams, "tgi_request_generated_tokens", 1); h != nil {
-		s.GenerationTokens = new(h.Sum)
+	if v, n, per := rd.sumSeries(genNames); n > 0 {
+		s.GenerationTokens, s.series.gen = new(v), per
+	} else if h, per := rd.histogram("tgi_request_generated_tokens", 1); h != nil {
+		s.GenerationTokens, s.series.gen = new(h.Sum), sums(per)
 	}
 
-	s.QueueDelay = firstHistogram(fams, queueNames, 1)
+	s.QueueDelay, s.series.queue = rd.firstHistogram(queueNames, 1)
 	if s.QueueDelay == nil {
-		s.QueueDelay = tritonMean(fams, "nv_inference_queue_duration_us")
+		s.QueueDelay, s.series.queue = rd.tritonMean("nv_inference_queue_duration_us")
 	}
 	switch {
 	case s.QueueDelay != nil && s.QueueDelay.MeanOnly():
@@ -175,17 +324,29 @@ func normalise(fams map[string]*dto.MetricFamily) *ServerSample {
 	case s.QueueDelay == nil && strings.Contains(string(s.Family), string(FamilyLlamaCPP)):
 		s.QueueDelayUnavailable = NoQueueLlamaCPP
 	}
-	s.TTFT = firstHistogram(fams, ttftNames, 1)
+	s.TTFT, s.series.ttft = rd.firstHistogram(ttftNames, 1)
 	if s.TTFT == nil {
-		s.TTFT = histogramOf(fams, "nv_inference_first_response_histogram_ms", 1e-3)
+		s.TTFT, s.series.ttft = rd.histogram("nv_inference_first_response_histogram_ms", 1e-3)
 	}
-	s.E2E = firstHistogram(fams, e2eNames, 1)
+	s.E2E, s.series.e2e = rd.firstHistogram(e2eNames, 1)
 	if s.E2E == nil {
-		s.E2E = tritonMean(fams, "nv_inference_request_duration_us")
+		s.E2E, s.series.e2e = rd.tritonMean("nv_inference_request_duration_us")
 	}
 	s.GPUs = endpointGPUs(fams)
 	return s
 }
+
+// sums maps each histogram series to its sum (TGI's token counts).
+func sums(per map[string]Histogram) map[string]float64 {
+	out := make(map[string]float64, len(per))
+	for k, h := range per {
+		out[k] = h.Sum
+	}
+	return out
+}
+
+// seriesKey names one series: metric name and canonical labels.
+func seriesKey(name, sig string) string { return name + "{" + sig + "}" }
 
 func detectFamily(fams map[string]*dto.MetricFamily) Family {
 	var triton, vllm, sglang, tgi, llamacpp, dcgm bool
@@ -267,48 +428,49 @@ func value(m *dto.Metric) (float64, bool) {
 	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
-// sumGauge sums the finite values of the first family in names that has
-// any; n is how many series were summed (0: none found).
-func sumGauge(fams map[string]*dto.MetricFamily, names []string) (sum float64, n int) {
+// sumSeries sums the finite values of the first family in names that has
+// any; n is how many series were summed (0: none found), per each
+// series' value by key.
+func (rd *reader) sumSeries(names []string) (sum float64, n int, per map[string]float64) {
 	for _, name := range names {
-		mf := fams[name]
-		if mf == nil {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if v, ok := value(m); ok {
+		per = map[string]float64{}
+		for _, m := range rd.metrics(name) {
+			if v, ok := value(m); ok && math.Abs(v) <= maxGauge {
 				sum += v
 				n++
+				per[seriesKey(name, signature(m, ""))] = v
 			}
 		}
 		if n > 0 && math.Abs(sum) <= maxGauge {
-			return sum, n
+			return sum, n, per
 		}
 		sum, n = 0, 0
 	}
-	return 0, 0
+	return 0, 0, nil
 }
 
 // maxGauge bounds the values kept, so that sums and means stay finite
 // (JSON has no Inf); no real gauge or counter comes near it.
 const maxGauge = 1e300
 
-func firstHistogram(fams map[string]*dto.MetricFamily, names []string, scale float64) *Histogram {
+func (rd *reader) firstHistogram(names []string, scale float64) (*Histogram, map[string]Histogram) {
 	for _, name := range names {
-		if h := histogramOf(fams, name, scale); h != nil {
-			return h
+		if h, per := rd.histogram(name, scale); h != nil {
+			return h, per
 		}
 	}
-	return nil
+	return nil, nil
 }
 
-// histogramOf sums every usable series of histogram name (bounds and sum
-// multiplied by scale). It also reads a histogram exposed without a TYPE
-// line, as separate name_bucket{le=…}, name_count and name_sum series.
-func histogramOf(fams map[string]*dto.MetricFamily, name string, scale float64) *Histogram {
+// histogram sums every usable series of histogram name (bounds and sum
+// multiplied by scale), and returns each series by key too. It also reads
+// a histogram exposed without a TYPE line, as separate name_bucket{le=…},
+// name_count and name_sum series.
+func (rd *reader) histogram(name string, scale float64) (*Histogram, map[string]Histogram) {
 	var series []*histogramBuilder
-	if mf := fams[name]; mf != nil && (mf.GetType() == dto.MetricType_HISTOGRAM || mf.GetType() == dto.MetricType_GAUGE_HISTOGRAM) {
-		for _, m := range mf.GetMetric() {
+	var keys []string
+	if mf := rd.fams[name]; mf != nil && (mf.GetType() == dto.MetricType_HISTOGRAM || mf.GetType() == dto.MetricType_GAUGE_HISTOGRAM) {
+		for _, m := range rd.metrics(name) {
 			h := m.GetHistogram()
 			if h == nil {
 				continue
@@ -328,28 +490,34 @@ func histogramOf(fams map[string]*dto.MetricFamily, name string, scale float64) 
 				hb.bucket(b.GetUpperBound(), c)
 			}
 			series = append(series, hb)
+			keys = append(keys, seriesKey(name, signature(m, "")))
 		}
-	} else if mf := fams[name+"_bucket"]; mf != nil && mf.GetType() != dto.MetricType_HISTOGRAM {
-		series = untypedHistogram(fams, name)
+	} else if mf := rd.fams[name+"_bucket"]; mf != nil && mf.GetType() != dto.MetricType_HISTOGRAM {
+		series, keys = rd.untypedHistogram(name)
 	}
 	var out *Histogram
-	for _, hb := range series {
+	per := map[string]Histogram{}
+	for i, hb := range series {
 		h, ok := hb.build(name, scale)
 		if !ok {
 			continue
 		}
+		if prev, dup := per[keys[i]]; dup { // one label set twice: summed, as before
+			*h = prev.plus(*h)
+		}
+		per[keys[i]] = h.clone()
 		if out == nil {
 			out = h
 		} else {
 			*out = out.plus(*h)
 		}
 	}
-	return out
+	return out, per
 }
 
 // untypedHistogram groups name_bucket / name_count / name_sum series by
 // their labels other than le.
-func untypedHistogram(fams map[string]*dto.MetricFamily, name string) []*histogramBuilder {
+func (rd *reader) untypedHistogram(name string) ([]*histogramBuilder, []string) {
 	bySig := map[string]*histogramBuilder{}
 	var order []string
 	get := func(m *dto.Metric) *histogramBuilder {
@@ -362,7 +530,7 @@ func untypedHistogram(fams map[string]*dto.MetricFamily, name string) []*histogr
 		}
 		return hb
 	}
-	for _, m := range fams[name+"_bucket"].GetMetric() {
+	for _, m := range rd.metrics(name + "_bucket") {
 		v, ok := value(m)
 		le, err := strconv.ParseFloat(label(m, "le"), 64)
 		if !ok || err != nil {
@@ -370,52 +538,71 @@ func untypedHistogram(fams map[string]*dto.MetricFamily, name string) []*histogr
 		}
 		get(m).bucket(le, v)
 	}
-	for _, m := range fams[name+"_count"].GetMetric() {
+	for _, m := range rd.metrics(name + "_count") {
 		if v, ok := value(m); ok {
 			if hb := bySig[signature(m, "le")]; hb != nil {
 				hb.count, hb.hasCnt = v, true
 			}
 		}
 	}
-	for _, m := range fams[name+"_sum"].GetMetric() {
+	for _, m := range rd.metrics(name + "_sum") {
 		if hb := bySig[signature(m, "le")]; hb != nil {
 			hb.sum, _ = value(m)
 		}
 	}
 	out := make([]*histogramBuilder, 0, len(order))
+	keys := make([]string, 0, len(order))
 	for _, sig := range order {
 		out = append(out, bySig[sig])
+		keys = append(keys, seriesKey(name, sig))
 	}
-	return out
+	return out, keys
 }
 
-// tritonMean builds a mean-only histogram from a Triton cumulative-µs
-// latency counter and the request counters (success + failure).
-func tritonMean(fams map[string]*dto.MetricFamily, name string) *Histogram {
-	us, n := sumGauge(fams, []string{name})
-	if n == 0 {
-		return nil
+// tritonMean builds a mean-only histogram, per model and version, from a
+// Triton cumulative-µs latency counter and nv_inference_request_success:
+// Triton adds to its queue and request duration counters only when a
+// request succeeds, so failures are not in the denominator.
+func (rd *reader) tritonMean(name string) (*Histogram, map[string]Histogram) {
+	success := map[string]float64{}
+	for _, m := range rd.metrics("nv_inference_request_success") {
+		if v, ok := value(m); ok {
+			success[signature(m, "")] += v
+		}
 	}
-	ok, n1 := sumGauge(fams, []string{"nv_inference_request_success"})
-	failed, n2 := sumGauge(fams, []string{"nv_inference_request_failure"})
-	if n1+n2 == 0 {
-		return nil
+	var out *Histogram
+	per := map[string]Histogram{}
+	for _, m := range rd.metrics(name) {
+		us, ok := value(m)
+		sig := signature(m, "")
+		n, has := success[sig]
+		if !ok || !has {
+			continue
+		}
+		hb := &histogramBuilder{sum: us, count: n, hasCnt: true}
+		h, good := hb.build(name, 1e-6)
+		if !good {
+			continue
+		}
+		per[seriesKey(name, sig)] = h.clone()
+		out = addHist(out, h)
 	}
-	hb := &histogramBuilder{sum: us, count: ok + failed, hasCnt: true}
-	h, good := hb.build(name, 1e-6)
-	if !good {
-		return nil
-	}
-	return h
+	return out, per
 }
 
 func label(m *dto.Metric, name string) string {
+	v, _ := labelOK(m, name)
+	return v
+}
+
+// labelOK is label, and whether m has the label at all.
+func labelOK(m *dto.Metric, name string) (string, bool) {
 	for _, lp := range m.GetLabel() {
 		if lp.GetName() == name {
-			return lp.GetValue()
+			return lp.GetValue(), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // signature is a canonical form of m's labels other than skip.

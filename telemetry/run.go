@@ -272,11 +272,11 @@ func (src *source) observe(s *ServerSample) {
 	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
 		src.queueMissing = s.QueueDelayUnavailable
 	}
-	src.queue.observe(s.QueueDelay)
-	src.ttft.observe(s.TTFT)
-	src.e2e.observe(s.E2E)
-	src.prompt.observe(s.PromptTokens)
-	src.gen.observe(s.GenerationTokens)
+	src.queue.observe(s.series.queue)
+	src.ttft.observe(s.series.ttft)
+	src.e2e.observe(s.series.e2e)
+	src.prompt.observe(s.series.prompt)
+	src.gen.observe(s.series.gen)
 }
 
 // lateTimeout is how long one scrape may take in all, answering late.
@@ -554,46 +554,84 @@ func addCounter(a *float64, c *counterAcc) *float64 {
 }
 
 // histAcc turns one source's cumulative histogram readings into the
-// reset-corrected increase since its first reading.
+// reset-corrected increase since its first reading, as Prometheus's
+// increase() does: per series (label set), each series' reset handled on
+// its own, then summed. A series that disappears adds nothing further
+// (its last reading is kept: should it come back, it continues from
+// there, or counts as reset if it fell). A series first seen after the
+// source's first good scrape started during the run (a lazily created
+// label set, a model loaded mid-run, an engine that joined): it counts
+// from zero, so its first reading counts in full.
 type histAcc struct {
-	last, total *Histogram
-	resets      int
+	last   map[string]Histogram // nil until the source's first good scrape
+	total  *Histogram
+	resets int
 }
 
-func (a *histAcc) observe(cur *Histogram) {
-	if cur == nil {
-		return
+func (a *histAcc) observe(cur map[string]Histogram) {
+	first := a.last == nil
+	if first {
+		a.last = map[string]Histogram{}
 	}
-	if a.last == nil {
-		a.last, a.total = new(cur.clone()), new(cur.zero())
-		return
+	for _, key := range sortedKeys(cur) {
+		h := cur[key]
+		prev, seen := a.last[key]
+		var inc Histogram
+		switch {
+		case first:
+			inc = h.zero() // baseline: the server's history, not counted
+		case !seen:
+			inc = h.clone()
+		default:
+			var reset bool
+			if inc, reset = h.Sub(prev); reset {
+				a.resets++
+			}
+		}
+		a.total = addHist(a.total, &inc)
+		a.last[key] = h.clone()
 	}
-	inc, reset := cur.Sub(*a.last)
-	if reset {
-		a.resets++
-	}
-	a.total, a.last = new(a.total.plus(inc)), new(cur.clone())
 }
 
-// counterAcc is histAcc for a counter.
+// counterAcc is histAcc for a counter. A counter has been reset only
+// when a series' new reading is below its previous one (compared series
+// by series, never as a sum: a float sum may round down when the series
+// come in another order).
 type counterAcc struct {
-	seen   bool
-	last   float64
+	last   map[string]float64
+	seen   bool // some series was read
 	total  float64
 	resets int
 }
 
-func (a *counterAcc) observe(cur *float64) {
-	if cur == nil {
-		return
+func (a *counterAcc) observe(cur map[string]float64) {
+	first := a.last == nil
+	if first {
+		a.last = map[string]float64{}
 	}
-	if a.seen {
-		d := *cur - a.last
-		if d < 0 {
-			d = *cur
+	for _, key := range sortedKeys(cur) {
+		v := cur[key]
+		prev, seen := a.last[key]
+		switch {
+		case first:
+		case !seen:
+			a.total += v
+		case v < prev:
+			a.total += v
 			a.resets++
+		default:
+			a.total += v - prev
 		}
-		a.total += d
+		a.seen = true
+		a.last[key] = v
 	}
-	a.seen, a.last = true, *cur
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

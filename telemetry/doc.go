@@ -54,14 +54,23 @@
 // Label sets (model_name, engine, dp_rank, model/version) are combined:
 // request counts, token counters and histograms are summed, KV usage is
 // averaged; histograms whose bucket layouts differ are summed over the
-// bounds they share. GPU gauges are kept per GPU (keyed by UUID, else the
+// bounds they share. Increases are not taken of those sums but series by
+// series (see "Counting between two moments"). SGLang started with
+// --enable-metrics-for-all-schedulers exports every scheduler's series,
+// and the TP ranks of one data-parallel rank report the same requests:
+// of series that differ only in tp_rank, the lowest rank is read
+// (tp_rank="0" of each dp_rank). GPU gauges are kept per GPU (keyed by UUID, else the
 // gpu label, plus the MIG instance); several series of one GPU (one per
 // Kubernetes pod) are averaged. dcgm-exporter's blank sentinels and GPU_UTIL
 // readings above 100 % are dropped. Triton exposes queue and request time
 // only as cumulative microsecond counters, so those become histograms with
-// a single +Inf bucket (a mean over nv_inference_request_success +
-// nv_inference_request_failure, and no quantiles); with an ensemble every
-// composing model counts the same request again.
+// a single +Inf bucket (a mean over nv_inference_request_success, since
+// the duration counters grow only when a request succeeds, and no
+// quantiles). An ensemble's composing models count the same request
+// again, so Triton's nv_inference_* series are read from one model: the
+// one the run targets (ParseOptions.ServerModel, Config.ServerModel,
+// tailgate's --server-model), else the only one loaded; with several and
+// none named they are summed and ServerModelNote says so.
 //
 // # How often
 //
@@ -81,10 +90,21 @@
 //
 // Server counters and histograms are cumulative since the server started.
 // A Run keeps, per source, the increase since that source's first
-// successful scrape, correcting for resets: when any count falls (the
-// server restarted) the new reading counts as the increase since the last
-// one, as Prometheus's increase() does, and what happened between the last
-// scrape and the restart is lost. Snapshot returns those totals; Delta(a, b)
+// successful scrape, as Prometheus's increase() does: series by series
+// (one per label set: engine, dp_rank, model…), each corrected for its own
+// resets, then summed. A series has been reset only when its new reading
+// is below its previous one (any bucket, the count or the sum of a
+// histogram), compared exactly and series by series, never on a float
+// sum: then its new reading counts as the increase since the last one, and
+// what happened between the last scrape and the restart is lost. So one
+// data-parallel engine that restarts costs only its own lost interval, and
+// the others' increases stand. A series that disappears (an engine down, a
+// Triton model unloaded) adds nothing further; should it come back it
+// continues from its last reading. A series first seen after the source's
+// first good scrape (TGI creates its series on first use, a model loaded
+// or an engine started mid-run) began during the run: its first reading
+// counts in full, from zero. A series present at the first scrape is the
+// server's history and only its later increase counts. Snapshot returns those totals; Delta(a, b)
 // is the queue-delay histogram gained between two snapshots, for
 // per-stage evaluation. A request counts in the stage in which the server
 // observed it: vLLM v1 observes vllm:request_queue_time_seconds (like its

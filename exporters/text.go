@@ -143,7 +143,11 @@ func telemetryLine(t *telemetry.Summary) string {
 	}
 	var parts []string
 	if t.Family != "" {
-		parts = append(parts, t.Family)
+		f := t.Family
+		if t.ServerModel != "" {
+			f += " (model " + t.ServerModel + ")"
+		}
+		parts = append(parts, f)
 	}
 	if t.Running != nil {
 		parts = append(parts, fmt.Sprintf("running %.1f avg/%.0f max", t.Running.Mean, t.Running.Max))

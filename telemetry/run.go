@@ -23,6 +23,11 @@ type Config struct {
 	GPU GPUSampler
 	// Interval between samples; 0 means 1 s.
 	Interval time.Duration
+	// ServerModel is the model the run targets, for servers that export
+	// several models' series of which only one counts the run's requests
+	// once: Triton with an ensemble, whose composing models count each
+	// request again (see ParseOptions). Empty: the only model loaded.
+	ServerModel string
 }
 
 // DefaultInterval is Config.Interval's default.
@@ -109,6 +114,7 @@ type source struct {
 	// Guarded by Run.mu.
 	family          Family
 	queueMissing    string // the last answer's QueueDelayUnavailable
+	model, modelWhy string // the last answer's ServerModel and ServerModelNote
 	answered        bool   // some scrape succeeded
 	scrapes, errors int
 	lates           int // answered, but after their round closed
@@ -154,7 +160,8 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 			timeout = def
 		}
 		r.sources = append(r.sources, &source{scraper: scraper{cfg: sc, name: sourceName(sc.URL, i),
-			timeout: max(timeout, lateTimeout(interval)), client: client}, wait: timeout, answer: make(chan outcome, 1)})
+			timeout: max(timeout, lateTimeout(interval)), client: client, opts: ParseOptions{ServerModel: cfg.ServerModel}},
+			wait: timeout, answer: make(chan outcome, 1)})
 	}
 	r.st.init()
 	go r.loop(ctx)
@@ -269,6 +276,7 @@ func (r *Run) Stop() Summary {
 // observe counts one answer's cumulative series. Called with Run.mu held.
 func (src *source) observe(s *ServerSample) {
 	src.family, src.answered = s.Family, true
+	src.model, src.modelWhy = s.ServerModel, s.ServerModelNote
 	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
 		src.queueMissing = s.QueueDelayUnavailable
 	}

@@ -52,6 +52,7 @@ type scraper struct {
 	name    string
 	timeout time.Duration
 	client  *http.Client
+	opts    ParseOptions
 }
 
 // scrape returns the normalised sample, or an error that names neither
@@ -89,7 +90,7 @@ func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	if len(body) > maxBodyBytes {
 		return nil, fmt.Errorf("body larger than %d MiB", maxBodyBytes>>20)
 	}
-	sample, err := ParseExposition(bytes.NewReader(body))
+	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {
 		return sample, fmt.Errorf("parse: %v", err)
 	}

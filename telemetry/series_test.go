@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,5 +135,54 @@ func TestResetDetectionIsPerSeriesNotOnFloatSums(t *testing.T) {
 	snaps, sum := runSequence(t, seq, Config{})
 	if got := *snaps[1].PromptTokens; got != 0 || sum.CounterResets != 0 {
 		t.Errorf("prompt tokens %v resets %d, want 0 and 0", got, sum.CounterResets)
+	}
+}
+
+// Triton with the TRT-LLM ensemble (preprocessing → tensorrt_llm →
+// postprocessing), half the requests rejected at the ensemble. The queue
+// and request duration counters grow only on successes, so the mean is
+// over nv_inference_request_success: 1 s, not 0.5 s (over success +
+// failure), nor 0.303 s (summed over the composing models too).
+func TestTritonEnsembleMeansOverTheTargetModel(t *testing.T) {
+	b, err := os.ReadFile("testdata/triton-ensemble-before.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseExpositionWith(strings.NewReader(string(b)), ParseOptions{ServerModel: "ensemble"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ServerModel != "ensemble" || s.ServerModelNote != "" {
+		t.Errorf("server model %q note %q", s.ServerModel, s.ServerModelNote)
+	}
+	if m, ok := s.QueueDelay.Mean(); !ok || !near(m, 1) || s.QueueDelay.Count != 100 {
+		t.Errorf("queue mean %v over %d, want 1 s over 100", m, s.QueueDelay.Count)
+	}
+	if m, ok := s.E2E.Mean(); !ok || !near(m, 4) {
+		t.Errorf("request mean %v, want 4 s", m)
+	}
+	wantVal(t, "pending (the ensemble's only)", s.Waiting, 6)
+
+	seq := fixtures(t, "triton-ensemble-before.prom", "triton-ensemble-after.prom")
+	_, sum := runSequence(t, seq, Config{ServerModel: "ensemble"})
+	if sum.ServerModel != "ensemble" || sum.ServerModelNote != "" {
+		t.Errorf("summary server model %q note %q", sum.ServerModel, sum.ServerModelNote)
+	}
+	q := sum.QueueDelay
+	if q == nil || q.Count != 100 || q.MeanMs == nil || !near(*q.MeanMs, 1000) || q.Method != MethodMeanOnly {
+		t.Errorf("summary queue %+v", q)
+	}
+	if e := sum.ServerE2E; e == nil || e.MeanMs == nil || !near(*e.MeanMs, 4000) {
+		t.Errorf("summary e2e %+v", e)
+	}
+	if sum.Waiting == nil || sum.Waiting.Max != 6 {
+		t.Errorf("summary waiting %+v", sum.Waiting)
+	}
+
+	// Not named: four models loaded, summed, and the summary says so.
+	_, sum = runSequence(t, fixtures(t, "triton-ensemble-before.prom", "triton-ensemble-after.prom"), Config{})
+	if sum.ServerModel != "" || !strings.Contains(sum.ServerModelNote, "ensemble, postprocessing, preprocessing, tensorrt_llm") ||
+		!strings.Contains(sum.ServerModelNote, "--server-model") {
+		t.Errorf("unnamed: server model %q note %q", sum.ServerModel, sum.ServerModelNote)
 	}
 }

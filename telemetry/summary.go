@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -53,6 +54,12 @@ type Summary struct {
 	// over the run.
 	PromptTokens     *float64 `json:"prompt_tokens,omitempty"`
 	GenerationTokens *float64 `json:"generation_tokens,omitempty"`
+	// ServerModel is the Triton model the nv_inference_* figures (queue
+	// and request means, pending requests) were read from: the model the
+	// run targets. ServerModelNote says when they were not read from one
+	// model (several loaded, none named), or the named one was missing.
+	ServerModel     string `json:"server_model,omitempty"`
+	ServerModelNote string `json:"server_model_note,omitempty"`
 
 	// GPUUtilization is, per sample, the mean utilization (0–1) over the
 	// GPUs, then summarised over samples. GPUUtilizationFrom says whose
@@ -303,6 +310,10 @@ func (r *Run) summaryLocked() Summary {
 		fams = append(fams, f)
 		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors, Late: src.lates})
 		sum.CounterResets += src.queue.resets + src.ttft.resets + src.e2e.resets + src.prompt.resets + src.gen.resets
+		sum.ServerModel = joinSources(sum.ServerModel, src.model)
+		if src.modelWhy != "" && !strings.Contains(sum.ServerModelNote, src.modelWhy) {
+			sum.ServerModelNote = strings.TrimPrefix(sum.ServerModelNote+"; "+src.modelWhy, "; ")
+		}
 	}
 	if r.gpu != nil {
 		sum.Sources = append(sum.Sources, SourceSummary{Name: "nvml", Family: "nvml", Scrapes: st.gpuSamples, Errors: st.gpuErrors})

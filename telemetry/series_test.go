@@ -186,3 +186,18 @@ func TestTritonEnsembleMeansOverTheTargetModel(t *testing.T) {
 		t.Errorf("unnamed: server model %q note %q", sum.ServerModel, sum.ServerModelNote)
 	}
 }
+
+// SGLang --dp 2 --tp 2 --enable-metrics-for-all-schedulers: every TP rank
+// exports the same scheduler series; tp_rank 0 of each dp_rank is read,
+// not 2× the requests.
+func TestSGLangOneTPRankPerDPRank(t *testing.T) {
+	s := parseFile(t, "sglang-dp2-tp2.prom")
+	wantVal(t, "running", s.Running, 16)
+	wantVal(t, "waiting", s.Waiting, 6)
+	wantVal(t, "kv usage", s.KVUsage, 0.5)
+	if q := s.QueueDelay; q == nil || q.Count != 80 || !near(q.Sum, 14) {
+		t.Fatalf("queue %+v, want 80 requests, 14 s", q)
+	}
+	wantQuantile(t, "queue p50", s.QueueDelay, 0.5, 0.1*33/43) // rank 40 of 80: 7 at le 0, 50 at le 0.1
+	wantVal(t, "prompt tokens", s.PromptTokens, 8000)
+}

@@ -168,7 +168,7 @@ func telemetryLine(t *telemetry.Summary) string {
 		if b := qd.P99Bkt; len(b) == 2 {
 			switch {
 			case (b[0] == nil || *b[0] == 0) && b[1] != nil:
-				q += fmt.Sprintf(", p99 ≤ %.0f ms (first bucket)", *b[1])
+				q += fmt.Sprintf(", p99 ≤ %.0f ms (below the first bucket bound)", *b[1])
 			case b[0] != nil && b[1] != nil:
 				q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", *b[0], *b[1])
 			case b[0] != nil:

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -131,6 +132,10 @@ type HistogramSummary struct {
 	P90Bkt  []*float64 `json:"p90_bucket_ms,omitempty"`
 	P99Bkt  []*float64 `json:"p99_bucket_ms,omitempty"`
 	Buckets []Bucket   `json:"buckets_s,omitempty"`
+	// Note says when quantiles fell in the first bucket: below its bound
+	// the buckets say nothing, so pNN_ms there is interpolated from 0 (as
+	// histogram_quantile does), not measured; mean_ms stays exact.
+	Note string `json:"note,omitempty"`
 }
 
 // SummariseHistogram summarises h (nil for nil).
@@ -147,6 +152,8 @@ func SummariseHistogram(h *Histogram) *HistogramSummary {
 	if m, ok := h.Mean(); ok {
 		hs.MeanMs = new(finite(m * 1000))
 	}
+	var first []string
+	var firstBound float64
 	for _, q := range []struct {
 		q   float64
 		v   **float64
@@ -158,6 +165,14 @@ func SummariseHistogram(h *Histogram) *HistogramSummary {
 		}
 		*q.v = new(finite(e.Value * 1000))
 		*q.bkt = []*float64{msOrNil(e.Lower), msOrNil(e.Upper)}
+		if e.Lower == 0 && e.Upper > 0 && !math.IsInf(e.Upper, 1) {
+			first = append(first, fmt.Sprintf("p%g", q.q*100))
+			firstBound = e.Upper
+		}
+	}
+	if len(first) > 0 {
+		hs.Note = fmt.Sprintf("%s in the first bucket (≤ %g ms): below its bound the buckets say no more, so those values are interpolated from 0, not measured; the mean is exact",
+			strings.Join(first, ", "), firstBound*1000)
 	}
 	return hs
 }

@@ -129,6 +129,7 @@ const (
 	NoQueueMeanOnly   = "Triton exposes queue time only as a cumulative counter: a mean, no buckets"
 	NoQueueNoEndpoint = "no server /metrics endpoint was scraped"
 	NoQueueNoScrape   = "no scrape of the server's /metrics succeeded"
+	NoQueueNoMetrics  = "the server serves no metrics endpoint (HTTP 404 or 501; Ollama has none)"
 	NoQueueNotExposed = "no scraped endpoint exposes a known queue-delay histogram"
 )
 

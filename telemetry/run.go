@@ -110,6 +110,10 @@ type source struct {
 	// is set while one does. Both are touched by the round loop only.
 	answer chan outcome
 	late   bool
+	// absent says why the source is no longer asked: it answered 404 or
+	// 501 before it ever answered with metrics (Ollama has no /metrics).
+	// Set by the round loop, read under Run.mu for the Summary.
+	absent string
 
 	// Guarded by Run.mu.
 	family          Family
@@ -245,6 +249,9 @@ func (r *Run) queueMissingLocked(q *Histogram) string {
 	answered := false
 	for _, src := range r.sources {
 		answered = answered || src.answered
+		if src.absent != "" && !slices.Contains(why, NoQueueNoMetrics) {
+			why = append(why, NoQueueNoMetrics)
+		}
 		if src.queueMissing != "" && !slices.Contains(why, src.queueMissing) {
 			why = append(why, src.queueMissing)
 		}
@@ -331,6 +338,9 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 	pending := 0
 	wait := r.gpuTimeout
 	for i, src := range r.sources {
+		if src.absent != "" {
+			continue
+		}
 		wait = max(wait, src.wait)
 		if src.late {
 			// An earlier round's scrape outlived it: take its answer if it
@@ -417,6 +427,9 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 			}
 		}
 		o := results[i]
+		if o == nil && !started[i] && src.absent != "" {
+			continue // not asked: it has no metrics
+		}
 		if o == nil {
 			if started[i] {
 				src.late = true
@@ -432,6 +445,10 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 			continue
 		}
 		src.scrapes++
+		var none *noEndpointError
+		if errors.As(o.err, &none) && !src.answered {
+			src.absent = none.Error()
+		}
 		if o.err != nil {
 			// A scrape that did not parse whole is a failed scrape: half
 			// a histogram would look like a counter reset.

@@ -78,6 +78,9 @@ func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusNotImplemented {
+			return nil, &noEndpointError{status: resp.Status, ollama: s.isOllama(ctx)}
+		}
 		return nil, fmt.Errorf("HTTP %s", resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
@@ -106,4 +109,42 @@ func (s *scraper) describe(ctx context.Context, err error) error {
 		err = ue.Err // its message repeats the full URL
 	}
 	return err
+}
+
+// noEndpointError is a scrape answered 404 or 501: the server has no
+// metrics there. A source that never answered otherwise is not asked again
+// (Ollama has no /metrics: one error, not one a second).
+type noEndpointError struct {
+	status string
+	ollama bool // the server's root says "Ollama is running"
+}
+
+func (e *noEndpointError) Error() string {
+	if e.ollama {
+		return fmt.Sprintf("HTTP %s: Ollama serves no Prometheus metrics; not scraped again", e.status)
+	}
+	return fmt.Sprintf("HTTP %s: no metrics at this URL; not scraped again", e.status)
+}
+
+// isOllama asks the server's root, where Ollama answers "Ollama is running".
+func (s *scraper) isOllama(ctx context.Context) bool {
+	u, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return false
+	}
+	u.Path, u.RawPath, u.RawQuery = "/", "", ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	if s.cfg.Headers != nil {
+		req.Header = s.cfg.Headers.Clone()
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "Ollama is running")
 }

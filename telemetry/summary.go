@@ -80,6 +80,9 @@ type SourceSummary struct {
 	Scrapes int    `json:"scrapes"`
 	Errors  int    `json:"errors"`
 	Late    int    `json:"late"`
+	// Absent says why the source was not asked again: it answered 404 or
+	// 501 before it ever answered with metrics (Ollama has no /metrics).
+	Absent string `json:"absent,omitempty"`
 }
 
 // Stats summarises one gauge over the samples that had it: N samples,
@@ -323,7 +326,8 @@ func (r *Run) summaryLocked() Summary {
 			f = FamilyUnknown
 		}
 		fams = append(fams, f)
-		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors, Late: src.lates})
+		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors, Late: src.lates,
+			Absent: src.absent})
 		sum.CounterResets += src.queue.resets + src.ttft.resets + src.e2e.resets + src.prompt.resets + src.gen.resets
 		sum.ServerModel = joinSources(sum.ServerModel, src.model)
 		if src.modelWhy != "" && !strings.Contains(sum.ServerModelNote, src.modelWhy) {

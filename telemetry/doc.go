@@ -42,6 +42,22 @@
 //	tokens        vllm:{prompt,generation}_tokens   sglang:{prompt,generation}_tokens   sums of tgi_request_input_length and        —
 //	              _total                            _total                              tgi_request_generated_tokens
 //
+// TensorRT-LLM: trtllm-serve answers /metrics with JSON iteration stats and
+// serves Prometheus text at /prometheus/metrics; a /metrics answer in JSON
+// is followed there once and that URL is read from then on (the source's
+// note says so). Its trtllm_* series map like vLLM's
+// (trtllm_num_requests_running, _waiting, trtllm_kv_cache_utilization,
+// trtllm_request_queue_time_seconds, trtllm_time_to_first_token_seconds,
+// trtllm_e2e_request_latency_seconds, trtllm_{prompt,generation}_tokens_total),
+// with trtllm_kv_cache_used_blocks and _max_blocks. Under Triton, the
+// TensorRT-LLM backend's in-flight batcher exports
+// nv_trt_llm_request_metrics{request_type=…}: scheduled is read as
+// running and waiting (the executor's queue) as the queue depth, before
+// Triton's pending count; nv_trt_llm_kv_cache_block_metrics{
+// kv_cache_block_type=used,max} give the KV blocks and KV usage. Triton's
+// queue time is then its own scheduler's, not the executor's queue, and
+// QueueDelayNote says so.
+//
 // llama.cpp's llama-server (--metrics) is read from llamacpp:requests_processing
 // (running), llamacpp:requests_deferred (waiting), llamacpp:kv_cache_usage_ratio,
 // llamacpp:prompt_tokens_total (evaluated prompt tokens: prompt-cache hits are

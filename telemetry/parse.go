@@ -28,6 +28,10 @@ const (
 	FamilyTriton  Family = "triton"
 	// FamilyLlamaCPP is llama.cpp's llama-server (started with --metrics).
 	FamilyLlamaCPP Family = "llamacpp"
+	// FamilyTRTLLM is TensorRT-LLM: trtllm-serve's trtllm_* (served at
+	// /prometheus/metrics) or the Triton backend's nv_trt_llm_* beside
+	// Triton's own ("triton+trtllm").
+	FamilyTRTLLM Family = "trtllm"
 	// FamilyDCGM is an endpoint with only dcgm-exporter GPU metrics.
 	FamilyDCGM Family = "dcgm-exporter"
 )
@@ -50,6 +54,11 @@ type ServerSample struct {
 	Waiting *float64 `json:"waiting,omitempty"`
 	// KVUsage is the fraction (0–1) of the KV cache in use.
 	KVUsage *float64 `json:"kv_usage,omitempty"`
+	// KVBlocksUsed and KVBlocksMax are TensorRT-LLM's KV-cache blocks in
+	// use and in all (nv_trt_llm_kv_cache_block_metrics used and max,
+	// trtllm-serve's trtllm_kv_cache_used_blocks and _max_blocks).
+	KVBlocksUsed *float64 `json:"kv_blocks_used,omitempty"`
+	KVBlocksMax  *float64 `json:"kv_blocks_max,omitempty"`
 	// PromptTokens and GenerationTokens are cumulative token counters.
 	PromptTokens     *float64 `json:"prompt_tokens_total,omitempty"`
 	GenerationTokens *float64 `json:"generation_tokens_total,omitempty"`
@@ -63,6 +72,9 @@ type ServerSample struct {
 	// buckets (one of the NoQueue… reasons); empty when it does, or when
 	// the endpoint is not a known server.
 	QueueDelayUnavailable string `json:"queue_delay_unavailable,omitempty"`
+	// QueueDelayNote says what the queue delay measures where that is not
+	// the engine's own queue (Triton with TensorRT-LLM: QueueTritonScheduler).
+	QueueDelayNote string `json:"queue_delay_note,omitempty"`
 	// GPUs are GPU gauges found on the endpoint (dcgm-exporter's DCGM_FI_*,
 	// Triton's nv_gpu_*).
 	GPUs []EndpointGPU `json:"gpus,omitempty"`
@@ -133,29 +145,42 @@ const (
 	NoQueueNotExposed = "no scraped endpoint exposes a known queue-delay histogram"
 )
 
+// QueueTritonScheduler is the QueueDelayNote of Triton serving TensorRT-LLM.
+const QueueTritonScheduler = "Triton's nv_inference_queue_duration_us is the time in Triton's own scheduler, before the TensorRT-LLM " +
+	"executor; requests queued in the executor (nv_trt_llm_request_metrics waiting, the queue depth here) are not in it"
+
 // Metric names, first found wins. vLLM, SGLang and TGI names come before
 // Triton's so that Triton's vLLM backend is read from its richer vllm:*
 // metrics.
 var (
+	// TensorRT-LLM's in-flight batcher under Triton exports its state as
+	// one gauge family with a request_type label: scheduled (in this
+	// iteration's batch) is read as running, waiting (queued in the
+	// executor) as the queue depth, before Triton's pending count.
 	runningNames = []string{"vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size",
-		"llamacpp:requests_processing"}
+		"llamacpp:requests_processing", "trtllm_num_requests_running", "nv_trt_llm_request_metrics{request_type=scheduled}"}
 	waitingNames = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size",
-		"llamacpp:requests_deferred", "nv_inference_pending_request_count"}
+		"llamacpp:requests_deferred", "trtllm_num_requests_waiting", "nv_trt_llm_request_metrics{request_type=waiting}",
+		"nv_inference_pending_request_count"}
 	kvNames = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage",
-		"llamacpp:kv_cache_usage_ratio"}
+		"llamacpp:kv_cache_usage_ratio", "trtllm_kv_cache_utilization"}
+	kvUsedNames = []string{"nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=used}", "trtllm_kv_cache_used_blocks"}
+	kvMaxNames  = []string{"nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=max}", "trtllm_kv_cache_max_blocks"}
 
-	queueNames = []string{"vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration"}
-	ttftNames  = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
-	e2eNames   = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds", "tgi_request_duration"}
+	queueNames = []string{"vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration",
+		"trtllm_request_queue_time_seconds"}
+	ttftNames = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds", "trtllm_time_to_first_token_seconds"}
+	e2eNames  = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds", "tgi_request_duration",
+		"trtllm_e2e_request_latency_seconds"}
 
 	// Counters: prometheus_client's text format names them with _total;
 	// OpenMetrics-style exposition may not.
 	// llama.cpp's prompt_tokens_total counts evaluated prompt tokens only:
 	// prompt-cache hits are not in it.
 	promptNames = []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens", "sglang:prompt_tokens_total", "sglang:prompt_tokens",
-		"llamacpp:prompt_tokens_total"}
+		"llamacpp:prompt_tokens_total", "trtllm_prompt_tokens_total"}
 	genNames = []string{"vllm:generation_tokens_total", "vllm:generation_tokens",
-		"sglang:generation_tokens_total", "sglang:generation_tokens", "llamacpp:tokens_predicted_total"}
+		"sglang:generation_tokens_total", "sglang:generation_tokens", "llamacpp:tokens_predicted_total", "trtllm_generation_tokens_total"}
 )
 
 // ParseExposition reads Prometheus text exposition (format 0.0.4; metric
@@ -186,6 +211,17 @@ type reader struct {
 // requests: of the series that differ only in tp_rank, the lowest rank
 // is kept (tp_rank="0" of each dp_rank).
 func (rd *reader) metrics(name string) []*dto.Metric {
+	if base, sel, ok := strings.Cut(name, "{"); ok {
+		// name{label=value}: the series of base with that label value.
+		k, v, _ := strings.Cut(strings.TrimSuffix(sel, "}"), "=")
+		var out []*dto.Metric
+		for _, m := range rd.metrics(base) {
+			if label(m, k) == v {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
 	ms := rd.fams[name].GetMetric()
 	switch {
 	case strings.HasPrefix(name, "nv_inference_") && rd.tritonModel != "":
@@ -297,7 +333,17 @@ func normalise(fams map[string]*dto.MetricFamily, o ParseOptions) *ServerSample 
 	if v, n, _ := rd.sumSeries(waitingNames); n > 0 {
 		s.Waiting = new(v)
 	}
+	if used, n, _ := rd.sumSeries(kvUsedNames); n > 0 {
+		s.KVBlocksUsed = new(used)
+	}
+	if total, n, _ := rd.sumSeries(kvMaxNames); n > 0 {
+		s.KVBlocksMax = new(total)
+	}
 	if v, n, _ := rd.sumSeries(kvNames); n > 0 {
+		s.KVUsage, s.kvSeries = new(clamp01(v/float64(n))), n
+	} else if s.KVBlocksUsed != nil && s.KVBlocksMax != nil && *s.KVBlocksMax > 0 {
+		s.KVUsage, s.kvSeries = new(clamp01(*s.KVBlocksUsed / *s.KVBlocksMax)), 1
+	} else if v, n, _ := rd.sumSeries([]string{"nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction}"}); n > 0 {
 		s.KVUsage, s.kvSeries = new(clamp01(v/float64(n))), n
 	} else if used, n, _ := rd.sumSeries([]string{"tgi_batch_current_max_tokens"}); n > 0 {
 		if total, m, _ := rd.sumSeries([]string{"tgi_batch_max_total_tokens"}); m > 0 && total > 0 {
@@ -318,6 +364,9 @@ func normalise(fams map[string]*dto.MetricFamily, o ParseOptions) *ServerSample 
 	s.QueueDelay, s.series.queue = rd.firstHistogram(queueNames, 1)
 	if s.QueueDelay == nil {
 		s.QueueDelay, s.series.queue = rd.tritonMean("nv_inference_queue_duration_us")
+	}
+	if s.QueueDelay != nil && s.QueueDelay.Source == "nv_inference_queue_duration_us" && fams["nv_trt_llm_request_metrics"] != nil {
+		s.QueueDelayNote = QueueTritonScheduler
 	}
 	switch {
 	case s.QueueDelay != nil && s.QueueDelay.MeanOnly():
@@ -350,9 +399,11 @@ func sums(per map[string]Histogram) map[string]float64 {
 func seriesKey(name, sig string) string { return name + "{" + sig + "}" }
 
 func detectFamily(fams map[string]*dto.MetricFamily) Family {
-	var triton, vllm, sglang, tgi, llamacpp, dcgm bool
+	var triton, vllm, sglang, tgi, llamacpp, trtllm, dcgm bool
 	for name := range fams {
 		switch {
+		case strings.HasPrefix(name, "trtllm_"), strings.HasPrefix(name, "nv_trt_llm_"):
+			trtllm = true
 		case strings.HasPrefix(name, "llamacpp:"):
 			llamacpp = true
 		case strings.HasPrefix(name, "vllm:"):
@@ -372,7 +423,7 @@ func detectFamily(fams map[string]*dto.MetricFamily) Family {
 	for _, f := range []struct {
 		on bool
 		f  Family
-	}{{triton, FamilyTriton}, {vllm, FamilyVLLM}, {sglang, FamilySGLang}, {tgi, FamilyTGI}, {llamacpp, FamilyLlamaCPP}} {
+	}{{triton, FamilyTriton}, {vllm, FamilyVLLM}, {sglang, FamilySGLang}, {tgi, FamilyTGI}, {llamacpp, FamilyLlamaCPP}, {trtllm, FamilyTRTLLM}} {
 		if f.on {
 			parts = append(parts, string(f.f))
 		}

@@ -119,6 +119,7 @@ type source struct {
 	family          Family
 	queueMissing    string // the last answer's QueueDelayUnavailable
 	model, modelWhy string // the last answer's ServerModel and ServerModelNote
+	queueNote       string // the last answer's QueueDelayNote
 	answered        bool   // some scrape succeeded
 	scrapes, errors int
 	lates           int // answered, but after their round closed
@@ -284,6 +285,7 @@ func (r *Run) Stop() Summary {
 func (src *source) observe(s *ServerSample) {
 	src.family, src.answered = s.Family, true
 	src.model, src.modelWhy = s.ServerModel, s.ServerModelNote
+	src.queueNote = s.QueueDelayNote
 	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
 		src.queueMissing = s.QueueDelayUnavailable
 	}
@@ -506,6 +508,11 @@ func mergeServer(parts []*ServerSample, names []string) *ServerSample {
 		fams = append(fams, p.Family)
 		out.Running = addPtr(out.Running, p.Running)
 		out.Waiting = addPtr(out.Waiting, p.Waiting)
+		out.KVBlocksUsed = addPtr(out.KVBlocksUsed, p.KVBlocksUsed)
+		out.KVBlocksMax = addPtr(out.KVBlocksMax, p.KVBlocksMax)
+		if p.QueueDelayNote != "" && !strings.Contains(out.QueueDelayNote, p.QueueDelayNote) {
+			out.QueueDelayNote = strings.TrimPrefix(out.QueueDelayNote+"; "+p.QueueDelayNote, "; ")
+		}
 		out.PromptTokens = addPtr(out.PromptTokens, p.PromptTokens)
 		out.GenerationTokens = addPtr(out.GenerationTokens, p.GenerationTokens)
 		if p.KVUsage != nil {

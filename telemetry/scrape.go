@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,7 +54,15 @@ type scraper struct {
 	timeout time.Duration
 	client  *http.Client
 	opts    ParseOptions
+	// prom is the Prometheus URL read instead of cfg.URL once cfg.URL
+	// answered JSON (trtllm-serve); note says so, for the Summary.
+	prom atomic.Pointer[string]
+	note atomic.Pointer[string]
 }
+
+// NoteTRTLLMServe is a source's note when its /metrics answered JSON and
+// /prometheus/metrics beside it was read instead.
+const NoteTRTLLMServe = "/metrics answers JSON (trtllm-serve's iteration stats); read /prometheus/metrics instead"
 
 // scrape returns the normalised sample, or an error that names neither
 // headers nor the URL's secret parts. A parse error part-way returns both
@@ -61,7 +70,17 @@ type scraper struct {
 func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	if p := s.prom.Load(); p != nil {
+		return s.scrapeURL(ctx, *p, false)
+	}
+	return s.scrapeURL(ctx, s.cfg.URL, true)
+}
+
+// scrapeURL fetches and parses raw. With fallback, an answer in JSON from a
+// URL ending in /metrics (trtllm-serve's) is followed by a scrape of
+// /prometheus/metrics on the same server, which is used from then on.
+func (s *scraper) scrapeURL(ctx context.Context, raw string, fallback bool) (*ServerSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		return nil, errors.New("invalid URL")
 	}
@@ -92,6 +111,20 @@ func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	}
 	if len(body) > maxBodyBytes {
 		return nil, fmt.Errorf("body larger than %d MiB", maxBodyBytes>>20)
+	}
+	if looksJSON(resp.Header.Get("Content-Type"), body) {
+		if u, err := url.Parse(raw); fallback && err == nil && strings.HasSuffix(u.Path, "/metrics") {
+			u.Path = strings.TrimSuffix(u.Path, "/metrics") + "/prometheus/metrics"
+			u.RawPath = ""
+			alt := u.String()
+			if sample, err := s.scrapeURL(ctx, alt, false); err == nil {
+				s.prom.Store(&alt)
+				note := NoteTRTLLMServe
+				s.note.Store(&note)
+				return sample, nil
+			}
+		}
+		return nil, errors.New("answered JSON, not Prometheus text (for trtllm-serve, --metrics-url …/prometheus/metrics)")
 	}
 	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {
@@ -147,4 +180,16 @@ func (s *scraper) isOllama(ctx context.Context) bool {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 	return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "Ollama is running")
+}
+
+// looksJSON reports whether a /metrics answer is JSON rather than
+// Prometheus text: by its Content-Type, or a body that is a JSON array
+// (trtllm-serve's list of iteration stats; a "{" could open a quoted
+// UTF-8 metric name).
+func looksJSON(contentType string, body []byte) bool {
+	if strings.Contains(contentType, "json") {
+		return true
+	}
+	b := bytes.TrimSpace(body)
+	return len(b) > 0 && b[0] == '['
 }

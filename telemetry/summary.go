@@ -41,6 +41,10 @@ type Summary struct {
 	Running *Stats `json:"running,omitempty"`
 	Waiting *Stats `json:"waiting,omitempty"`
 	KVUsage *Stats `json:"kv_usage,omitempty"`
+	// KVBlocksUsed and KVBlocksMax are TensorRT-LLM's KV-cache blocks in
+	// use and in all, over the samples.
+	KVBlocksUsed *Stats `json:"kv_blocks_used,omitempty"`
+	KVBlocksMax  *Stats `json:"kv_blocks_max,omitempty"`
 
 	// QueueDelay is what the server's queue-delay histogram gained over
 	// the run; ServerTTFT and ServerE2E likewise for the server's own
@@ -48,9 +52,12 @@ type Summary struct {
 	QueueDelay *HistogramSummary `json:"queue_delay,omitempty"`
 	// QueueDelayUnavailable says why QueueDelay is absent or mean-only
 	// (one of the NoQueue… reasons).
-	QueueDelayUnavailable string            `json:"queue_delay_unavailable,omitempty"`
-	ServerTTFT            *HistogramSummary `json:"server_ttft,omitempty"`
-	ServerE2E             *HistogramSummary `json:"server_e2e,omitempty"`
+	QueueDelayUnavailable string `json:"queue_delay_unavailable,omitempty"`
+	// QueueDelayNote says what the queue delay measures where that is not
+	// the engine's own queue (QueueTritonScheduler).
+	QueueDelayNote string            `json:"queue_delay_note,omitempty"`
+	ServerTTFT     *HistogramSummary `json:"server_ttft,omitempty"`
+	ServerE2E      *HistogramSummary `json:"server_e2e,omitempty"`
 	// PromptTokens and GenerationTokens are the server counters' increase
 	// over the run.
 	PromptTokens     *float64 `json:"prompt_tokens,omitempty"`
@@ -83,6 +90,9 @@ type SourceSummary struct {
 	// Absent says why the source was not asked again: it answered 404 or
 	// 501 before it ever answered with metrics (Ollama has no /metrics).
 	Absent string `json:"absent,omitempty"`
+	// Note says how the source was read where that differs from its URL
+	// (NoteTRTLLMServe).
+	Note string `json:"note,omitempty"`
 }
 
 // Stats summarises one gauge over the samples that had it: N samples,
@@ -195,6 +205,7 @@ type stats struct {
 	gpuSamples, gpuErrors int
 	missed                int
 	running, waiting, kv  []float64
+	kvUsed, kvMax         []float64
 	gpuMean               []float64
 	gpus                  map[string]*gpuSeries
 	gpuOrder              []string
@@ -258,6 +269,8 @@ func (s *stats) add(smp *Sample, nvml bool, devices []GPUInfo) {
 		push(&s.running, sv.Running)
 		push(&s.waiting, sv.Waiting)
 		push(&s.kv, sv.KVUsage)
+		push(&s.kvUsed, sv.KVBlocksUsed)
+		push(&s.kvMax, sv.KVBlocksMax)
 		for _, g := range sv.GPUs {
 			gs := s.series(g.Source+"\x00"+g.GPU+"\x00"+g.UUID+"\x00"+g.MIG, func() GPUSummary {
 				return GPUSummary{Source: g.Source, GPU: g.GPU, UUID: g.UUID, Name: g.Model, DriverVersion: g.DriverVersion, MIG: g.MIG}
@@ -307,6 +320,8 @@ func (r *Run) summaryLocked() Summary {
 		Running:         summarise(st.running),
 		Waiting:         summarise(st.waiting),
 		KVUsage:         summarise(st.kv),
+		KVBlocksUsed:    summarise(st.kvUsed),
+		KVBlocksMax:     summarise(st.kvMax),
 		GPUUtilization:  summarise(st.gpuMean),
 		Devices:         slices.Clone(r.devices),
 	}
@@ -328,8 +343,14 @@ func (r *Run) summaryLocked() Summary {
 		fams = append(fams, f)
 		sum.Sources = append(sum.Sources, SourceSummary{Name: src.name, Family: string(f), Scrapes: src.scrapes, Errors: src.errors, Late: src.lates,
 			Absent: src.absent})
+		if n := src.note.Load(); n != nil {
+			sum.Sources[len(sum.Sources)-1].Note = *n
+		}
 		sum.CounterResets += src.queue.resets + src.ttft.resets + src.e2e.resets + src.prompt.resets + src.gen.resets
 		sum.ServerModel = joinSources(sum.ServerModel, src.model)
+		if src.queueNote != "" && !strings.Contains(sum.QueueDelayNote, src.queueNote) {
+			sum.QueueDelayNote = strings.TrimPrefix(sum.QueueDelayNote+"; "+src.queueNote, "; ")
+		}
 		if src.modelWhy != "" && !strings.Contains(sum.ServerModelNote, src.modelWhy) {
 			sum.ServerModelNote = strings.TrimPrefix(sum.ServerModelNote+"; "+src.modelWhy, "; ")
 		}

@@ -415,7 +415,7 @@ func detectFamily(fams map[string]*dto.MetricFamily) Family {
 		case strings.HasPrefix(name, "nv_inference_"), strings.HasPrefix(name, "nv_gpu_"),
 			strings.HasPrefix(name, "nv_cpu_"), strings.HasPrefix(name, "nv_energy_"):
 			triton = true
-		case strings.HasPrefix(name, "DCGM_FI_"):
+		case strings.HasPrefix(name, "DCGM_FI_"), strings.HasPrefix(name, "dcgm_"):
 			dcgm = true
 		}
 	}
@@ -705,10 +705,21 @@ var gpuGauges = map[string]gpuGauge{
 	"DCGM_FI_DEV_FB_TOTAL":          {gTotal, 1 << 20, 0, true},
 	"DCGM_FI_DEV_POWER_USAGE":       {gPower, 1, 0, true},
 	"DCGM_FI_DEV_GPU_TEMP":          {gTemp, 1, 0, true},
-	"nv_gpu_utilization":            {gUtil, 1, 1, false},
-	"nv_gpu_memory_used_bytes":      {gUsed, 1, 0, false},
-	"nv_gpu_memory_total_bytes":     {gTotal, 1, 0, false},
-	"nv_gpu_power_usage":            {gPower, 1, 0, false},
+	// DCGM 4.6 names (the ones above are its legacy aliases).
+	"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO": {gEngine, 1, 1, true},
+	"DCGM_FI_DEV_BOARD_POWER_WATTS":     {gPower, 1, 0, true},
+	"DCGM_FI_DEV_GPU_TEMP_CELSIUS":      {gTemp, 1, 0, true},
+	// dcgm-exporter --use-old-namespace (with a lowercase uuid label).
+	"dcgm_gpu_utilization":       {gUtil, 0, 100, true},
+	"dcgm_prof_gr_engine_active": {gEngine, 1, 1, true},
+	"dcgm_fb_used":               {gUsed, 1 << 20, 0, true},
+	"dcgm_fb_free":               {gFree, 1 << 20, 0, true},
+	"dcgm_power_usage":           {gPower, 1, 0, true},
+	"dcgm_gpu_temp":              {gTemp, 1, 0, true},
+	"nv_gpu_utilization":         {gUtil, 1, 1, false},
+	"nv_gpu_memory_used_bytes":   {gUsed, 1, 0, false},
+	"nv_gpu_memory_total_bytes":  {gTotal, 1, 0, false},
+	"nv_gpu_power_usage":         {gPower, 1, 0, false},
 }
 
 type gpuAcc struct {

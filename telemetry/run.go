@@ -120,6 +120,7 @@ type source struct {
 	queueMissing    string // the last answer's QueueDelayUnavailable
 	model, modelWhy string // the last answer's ServerModel and ServerModelNote
 	queueNote       string // the last answer's QueueDelayNote
+	noGPUField      bool   // a dcgm-exporter answer had no GPU field tailgate reads
 	answered        bool   // some scrape succeeded
 	scrapes, errors int
 	lates           int // answered, but after their round closed
@@ -286,6 +287,7 @@ func (src *source) observe(s *ServerSample) {
 	src.family, src.answered = s.Family, true
 	src.model, src.modelWhy = s.ServerModel, s.ServerModelNote
 	src.queueNote = s.QueueDelayNote
+	src.noGPUField = s.Family == FamilyDCGM && len(s.GPUs) == 0
 	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
 		src.queueMissing = s.QueueDelayUnavailable
 	}

@@ -95,6 +95,11 @@ type SourceSummary struct {
 	Note string `json:"note,omitempty"`
 }
 
+// NoteNoDCGMField is a dcgm-exporter source's note when it answers
+// without any GPU field tailgate reads.
+const NoteNoDCGMField = "dcgm-exporter answered with no GPU field tailgate reads (GPU_UTIL, GR_ENGINE_ACTIVE/_UTIL_RATIO, " +
+	"FB_USED, POWER_USAGE/BOARD_POWER_WATTS, GPU_TEMP/_CELSIUS, or their dcgm_* old-namespace names): check its counters file"
+
 // Stats summarises one gauge over the samples that had it: N samples,
 // mean, max and p95 (nearest rank).
 type Stats struct {
@@ -345,6 +350,12 @@ func (r *Run) summaryLocked() Summary {
 			Absent: src.absent})
 		if n := src.note.Load(); n != nil {
 			sum.Sources[len(sum.Sources)-1].Note = *n
+		}
+		if src.noGPUField {
+			sum.Sources[len(sum.Sources)-1].Note = NoteNoDCGMField
+			if !slices.Contains(sum.Errors, src.name+": "+NoteNoDCGMField) {
+				sum.Errors = append(sum.Errors, src.name+": "+NoteNoDCGMField)
+			}
 		}
 		sum.CounterResets += src.queue.resets + src.ttft.resets + src.e2e.resets + src.prompt.resets + src.gen.resets
 		sum.ServerModel = joinSources(sum.ServerModel, src.model)

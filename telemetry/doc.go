@@ -15,8 +15,12 @@
 //     histogram, the server's TTFT and e2e histograms, prompt and
 //     generation token counters, and GPU gauges found on the endpoint
 //     (DCGM_FI_DEV_GPU_UTIL as a 0–1 ratio, DCGM_FI_PROF_GR_ENGINE_ACTIVE,
-//     DCGM_FI_DEV_FB_USED in bytes, Triton's nv_gpu_utilization). The
-//     server family is told from the metric prefixes and recorded.
+//     DCGM_FI_DEV_FB_USED in bytes, Triton's nv_gpu_utilization; DCGM
+//     4.6's GR_ENGINE_UTIL_RATIO, BOARD_POWER_WATTS and GPU_TEMP_CELSIUS
+//     and dcgm-exporter's --use-old-namespace dcgm_* names too; a
+//     dcgm-exporter with none of them is said once, in its source's
+//     note). The server family is told from the metric prefixes and
+//     recorded.
 //   - a GPUSampler: NewNVML reads each GPU of the machine tailgate runs on
 //     through go-nvml (utilization, memory, power, SM clock, temperature)
 //     and describes it (model, UUID, serial, driver and CUDA version) for

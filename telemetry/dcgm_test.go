@@ -55,3 +55,29 @@ func TestDCGMWithNoKnownField(t *testing.T) {
 		t.Errorf("errors %q: want the note once", sum.Errors)
 	}
 }
+
+// Tensor pipe and DRAM activity, XID errors and clock event reasons, under
+// the classic and the DCGM 4.6 names.
+func TestDCGMCapacityFields(t *testing.T) {
+	for _, file := range []string{"dcgm-capacity.prom", "dcgm-4.6.prom"} {
+		srv := httptest.NewServer(fixtures(t, file))
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL}}, Interval: time.Hour}, nil)
+		r.Snapshot()
+		sum := r.Stop()
+		srv.Close()
+		if len(sum.GPUs) != 2 {
+			t.Fatalf("%s: gpus %+v", file, sum.GPUs)
+		}
+		g0, g1 := sum.GPUs[0], sum.GPUs[1]
+		if g0.TensorActive == nil || !near(g0.TensorActive.Mean, 0.42) || g1.DRAMActive == nil || !near(g1.DRAMActive.Mean, 0.7) {
+			t.Errorf("%s: tensor %+v dram %+v", file, g0.TensorActive, g1.DRAMActive)
+		}
+		if len(g0.XIDErrors) != 0 || len(g1.XIDErrors) != 1 || g1.XIDErrors[0] != 79 {
+			t.Errorf("%s: xid %v %v", file, g0.XIDErrors, g1.XIDErrors)
+		}
+		// 5 = GPU idle (left out) | SW power cap; 64 = HW thermal slowdown.
+		if strings.Join(g0.ClockEventReasons, ",") != "sw_power_cap" || strings.Join(g1.ClockEventReasons, ",") != "hw_thermal_slowdown" {
+			t.Errorf("%s: clock reasons %v %v", file, g0.ClockEventReasons, g1.ClockEventReasons)
+		}
+	}
+}

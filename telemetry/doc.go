@@ -92,6 +92,21 @@
 // tailgate's --server-model), else the only one loaded; with several and
 // none named they are summed and ServerModelNote says so.
 //
+// # Capacity figures
+//
+// Beside the latencies a capacity review asks why: the Summary's Capacity
+// has vLLM's preemptions (num_preemptions_total), prefix-cache queries,
+// hits and hit rate (prefix_cache_queries_total, _hits_total), speculative
+// decoding's drafted and accepted tokens and acceptance rate, engine steps
+// and tokens per step (iteration_tokens_total) and KV blocks
+// (cache_config_info's num_gpu_blocks); SGLang's retracted requests and
+// cache hit rate; TGI's mean batch (tgi_batch_next_size) and forward
+// time (tgi_batch_forward_duration); Triton's inferences per execution
+// (nv_inference_count / nv_inference_exec_count of the server model).
+// Counters are increases per series, as for the tokens. Per GPU,
+// dcgm-exporter's tensor pipe and DRAM activity, the XID errors seen and
+// the clocks event (throttle) reasons seen are kept.
+//
 // # How often
 //
 // Start runs one round at once and then one every Config.Interval (1 s by

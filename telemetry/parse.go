@@ -78,6 +78,9 @@ type ServerSample struct {
 	// GPUs are GPU gauges found on the endpoint (dcgm-exporter's DCGM_FI_*,
 	// Triton's nv_gpu_*).
 	GPUs []EndpointGPU `json:"gpus,omitempty"`
+	// CacheHitRate is SGLang's sglang:cache_hit_rate (0–1), the mean over
+	// its series.
+	CacheHitRate *float64 `json:"cache_hit_rate,omitempty"`
 	// ServerModel is the Triton model whose nv_inference_* series were
 	// read (ParseOptions.ServerModel, or the only model loaded); empty
 	// when they were summed over several models, and ServerModelNote then
@@ -96,7 +99,54 @@ type ServerSample struct {
 type seriesReadings struct {
 	queue, ttft, e2e map[string]Histogram
 	prompt, gen      map[string]float64
+	// capacity counters and histograms by capKey
+	counters map[capKey]map[string]float64
+	hists    map[capKey]map[string]Histogram
 }
+
+// capKey names a capacity figure read per series (see capCounters).
+type capKey string
+
+const (
+	capPreemptions  capKey = "preemptions"
+	capPrefixQuery  capKey = "prefix_cache_queries"
+	capPrefixHit    capKey = "prefix_cache_hits"
+	capSpecDrafted  capKey = "spec_draft_tokens"
+	capSpecAccepted capKey = "spec_accepted_tokens"
+	capRetracted    capKey = "retracted_requests"
+	capInferences   capKey = "triton_inferences"
+	capExecutions   capKey = "triton_executions"
+	capStepTokens   capKey = "tokens_per_step"
+	capNextBatch    capKey = "tgi_batch_next_size"
+	capForward      capKey = "tgi_batch_forward"
+)
+
+// What a capacity review asks for beside the latencies: counters whose
+// increase over the run is reported (per series, like the tokens), and
+// histograms whose mean is.
+var (
+	capCounters = []struct {
+		key   capKey
+		names []string
+	}{
+		{capPreemptions, []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}},
+		{capPrefixQuery, []string{"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"}},
+		{capPrefixHit, []string{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits"}},
+		{capSpecDrafted, []string{"vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_draft_tokens"}},
+		{capSpecAccepted, []string{"vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens"}},
+		{capRetracted, []string{"sglang:num_retracted_requests_total"}},
+		{capInferences, []string{"nv_inference_count"}},
+		{capExecutions, []string{"nv_inference_exec_count"}},
+	}
+	capHists = []struct {
+		key   capKey
+		names []string
+	}{
+		{capStepTokens, []string{"vllm:iteration_tokens_total"}},
+		{capNextBatch, []string{"tgi_batch_next_size"}},
+		{capForward, []string{"tgi_batch_forward_duration"}},
+	}
+)
 
 // ParseOptions say which series to read where a server exports several
 // views of one thing.
@@ -132,6 +182,15 @@ type EndpointGPU struct {
 	MemoryTotalBytes *float64 `json:"memory_total_bytes,omitempty"`
 	PowerWatts       *float64 `json:"power_w,omitempty"`
 	TemperatureC     *float64 `json:"temperature_c,omitempty"`
+	// TensorActive and DRAMActive are DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+	// and DCGM_FI_PROF_DRAM_ACTIVE (0–1).
+	TensorActive *float64 `json:"tensor_active,omitempty"`
+	DRAMActive   *float64 `json:"dram_active,omitempty"`
+	// XIDError is DCGM_FI_DEV_XID_ERRORS, the last XID error's code (0:
+	// none); ClockEventReasons is DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, the
+	// NVML clocks event reasons bitmask.
+	XIDError          *float64 `json:"xid_error,omitempty"`
+	ClockEventReasons *float64 `json:"clock_event_reasons,omitempty"`
 }
 
 // Reasons a queue_delay objective has no data (ServerSample,
@@ -383,7 +442,45 @@ func normalise(fams map[string]*dto.MetricFamily, o ParseOptions) *ServerSample 
 		s.E2E, s.series.e2e = rd.tritonMean("nv_inference_request_duration_us")
 	}
 	s.GPUs = endpointGPUs(fams)
+	rd.capacity(s)
 	return s
+}
+
+// capacity reads the capacity figures: counters and histograms per series,
+// SGLang's cache hit rate, and vLLM's KV blocks (cache_config_info's
+// num_gpu_blocks label, summed over engines) where TensorRT-LLM's are not.
+func (rd *reader) capacity(s *ServerSample) {
+	for _, c := range capCounters {
+		if _, n, per := rd.sumSeries(c.names); n > 0 {
+			if s.series.counters == nil {
+				s.series.counters = map[capKey]map[string]float64{}
+			}
+			s.series.counters[c.key] = per
+		}
+	}
+	for _, c := range capHists {
+		if h, per := rd.firstHistogram(c.names, 1); h != nil {
+			if s.series.hists == nil {
+				s.series.hists = map[capKey]map[string]Histogram{}
+			}
+			s.series.hists[c.key] = per
+		}
+	}
+	if v, n, _ := rd.sumSeries([]string{"sglang:cache_hit_rate"}); n > 0 {
+		s.CacheHitRate = new(clamp01(v / float64(n)))
+	}
+	if s.KVBlocksMax == nil {
+		var blocks float64
+		found := false
+		for _, m := range rd.metrics("vllm:cache_config_info") {
+			if b, err := strconv.ParseFloat(label(m, "num_gpu_blocks"), 64); err == nil && b >= 0 && b <= maxGauge {
+				blocks, found = blocks+b, true
+			}
+		}
+		if found {
+			s.KVBlocksMax = &blocks
+		}
+	}
 }
 
 // sums maps each histogram series to its sum (TGI's token counts).
@@ -693,6 +790,10 @@ const (
 	gTotal
 	gPower
 	gTemp
+	gTensor
+	gDRAM
+	gXID   // the last XID error code: kept as the largest, not averaged
+	gClock // clock event reasons bitmask: or-ed, not averaged
 	gFields
 )
 
@@ -716,10 +817,24 @@ var gpuGauges = map[string]gpuGauge{
 	"dcgm_fb_free":               {gFree, 1 << 20, 0, true},
 	"dcgm_power_usage":           {gPower, 1, 0, true},
 	"dcgm_gpu_temp":              {gTemp, 1, 0, true},
-	"nv_gpu_utilization":         {gUtil, 1, 1, false},
-	"nv_gpu_memory_used_bytes":   {gUsed, 1, 0, false},
-	"nv_gpu_memory_total_bytes":  {gTotal, 1, 0, false},
-	"nv_gpu_power_usage":         {gPower, 1, 0, false},
+	// Tensor pipe and DRAM activity, XID errors and clock event reasons,
+	// under their classic, DCGM 4.6 and old-namespace names.
+	"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE":    {gTensor, 1, 1, true},
+	"DCGM_FI_PROF_TENSOR_UTIL_RATIO":     {gTensor, 1, 1, true},
+	"dcgm_prof_pipe_tensor_active":       {gTensor, 1, 1, true},
+	"DCGM_FI_PROF_DRAM_ACTIVE":           {gDRAM, 1, 1, true},
+	"DCGM_FI_PROF_DRAM_UTIL_RATIO":       {gDRAM, 1, 1, true},
+	"dcgm_prof_dram_active":              {gDRAM, 1, 1, true},
+	"DCGM_FI_DEV_XID_ERRORS":             {gXID, 1, 0, true},
+	"DCGM_FI_DEV_XID_ERROR":              {gXID, 1, 0, true},
+	"dcgm_xid_errors":                    {gXID, 1, 0, true},
+	"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": {gClock, 1, 0, true},
+	"DCGM_FI_DEV_CLOCKS_EVENT_REASONS":   {gClock, 1, 0, true},
+	"dcgm_clock_throttle_reasons":        {gClock, 1, 0, true},
+	"nv_gpu_utilization":                 {gUtil, 1, 1, false},
+	"nv_gpu_memory_used_bytes":           {gUsed, 1, 0, false},
+	"nv_gpu_memory_total_bytes":          {gTotal, 1, 0, false},
+	"nv_gpu_power_usage":                 {gPower, 1, 0, false},
 }
 
 type gpuAcc struct {
@@ -761,7 +876,14 @@ func endpointGPUs(fams map[string]*dto.MetricFamily) []EndpointGPU {
 			} else {
 				v *= g.scale
 			}
-			a.sum[g.field] += v
+			switch g.field {
+			case gXID:
+				a.sum[g.field] = max(a.sum[g.field], v)
+			case gClock:
+				a.sum[g.field] = float64(uint64(a.sum[g.field]) | uint64(v))
+			default:
+				a.sum[g.field] += v
+			}
 			a.n[g.field]++
 		}
 	}
@@ -784,6 +906,13 @@ func endpointGPUs(fams map[string]*dto.MetricFamily) []EndpointGPU {
 			g.MemoryTotalBytes = &total
 		}
 		g.PowerWatts, g.TemperatureC = mean(gPower), mean(gTemp)
+		g.TensorActive, g.DRAMActive = mean(gTensor), mean(gDRAM)
+		if a.n[gXID] > 0 {
+			g.XIDError = new(a.sum[gXID])
+		}
+		if a.n[gClock] > 0 {
+			g.ClockEventReasons = new(a.sum[gClock])
+		}
 		out = append(out, g)
 	}
 	sortGPUs(out)

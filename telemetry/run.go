@@ -127,6 +127,8 @@ type source struct {
 	queue, ttft     histAcc
 	e2e             histAcc
 	prompt, gen     counterAcc
+	capC            map[capKey]*counterAcc
+	capH            map[capKey]*histAcc
 }
 
 // Start begins sampling: one round at once, then one every Interval on a
@@ -296,6 +298,21 @@ func (src *source) observe(s *ServerSample) {
 	src.e2e.observe(s.series.e2e)
 	src.prompt.observe(s.series.prompt)
 	src.gen.observe(s.series.gen)
+	if src.capC == nil {
+		src.capC, src.capH = map[capKey]*counterAcc{}, map[capKey]*histAcc{}
+		for _, c := range capCounters {
+			src.capC[c.key] = &counterAcc{}
+		}
+		for _, c := range capHists {
+			src.capH[c.key] = &histAcc{}
+		}
+	}
+	for k, a := range src.capC {
+		a.observe(s.series.counters[k])
+	}
+	for k, a := range src.capH {
+		a.observe(s.series.hists[k])
+	}
 }
 
 // lateTimeout is how long one scrape may take in all, answering late.

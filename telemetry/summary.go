@@ -69,6 +69,11 @@ type Summary struct {
 	ServerModel     string `json:"server_model,omitempty"`
 	ServerModelNote string `json:"server_model_note,omitempty"`
 
+	// Capacity holds what a capacity review asks for beside the latencies
+	// (preemptions, prefix-cache hits, batch sizes, …); nil when the
+	// server exposes none of it.
+	Capacity *Capacity `json:"capacity,omitempty"`
+
 	// GPUUtilization is, per sample, the mean utilization (0–1) over the
 	// GPUs, then summarised over samples. GPUUtilizationFrom says whose
 	// GPUs: "nvml" when a GPU sampler was given, else "endpoint" (the
@@ -78,6 +83,46 @@ type Summary struct {
 	GPUs               []GPUSummary `json:"gpus,omitempty"`
 	// Devices is the GPU sampler's inventory: model, driver, serials.
 	Devices []GPUInfo `json:"devices,omitempty"`
+}
+
+// Capacity is the run's capacity figures: counters' increases (per series,
+// like the tokens) and ratios of them, means of the step histograms, and
+// SGLang's cache-hit gauge. Preemptions and a falling prefix-cache hit
+// rate are the usual answers to "why did p99 double at the same load".
+type Capacity struct {
+	// Preemptions is vllm:num_preemptions_total's increase.
+	Preemptions *float64 `json:"preemptions,omitempty"`
+	// PrefixCacheQueries and PrefixCacheHits are vLLM's prefix-cache
+	// tokens queried and hit; PrefixCacheHitRate is hits / queries over
+	// the run.
+	PrefixCacheQueries *float64 `json:"prefix_cache_queries,omitempty"`
+	PrefixCacheHits    *float64 `json:"prefix_cache_hits,omitempty"`
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"`
+	// CacheHitRate is SGLang's sglang:cache_hit_rate gauge over the samples.
+	CacheHitRate *Stats `json:"cache_hit_rate,omitempty"`
+	// SpecDraftTokens and SpecAcceptedTokens are vLLM's speculative
+	// decoding counters; SpecAcceptanceRate is accepted / drafted.
+	SpecDraftTokens    *float64 `json:"spec_decode_draft_tokens,omitempty"`
+	SpecAcceptedTokens *float64 `json:"spec_decode_accepted_tokens,omitempty"`
+	SpecAcceptanceRate *float64 `json:"spec_decode_acceptance_rate,omitempty"`
+	// RetractedRequests is sglang:num_retracted_requests_total's increase.
+	RetractedRequests *float64 `json:"retracted_requests,omitempty"`
+	// EngineSteps and TokensPerStep are vllm:iteration_tokens_total's
+	// count and mean (tokens per engine step) over the run.
+	EngineSteps   *uint64  `json:"engine_steps,omitempty"`
+	TokensPerStep *float64 `json:"tokens_per_step_mean,omitempty"`
+	// BatchSize is the mean batch: TGI's tgi_batch_next_size, or Triton's
+	// nv_inference_count / nv_inference_exec_count (inferences per
+	// execution) of the server model; BatchSizeFrom names which.
+	BatchSize     *float64 `json:"batch_size_mean,omitempty"`
+	BatchSizeFrom string   `json:"batch_size_from,omitempty"`
+	// BatchForwardMs is TGI's tgi_batch_forward_duration mean (prefill and
+	// decode together), in milliseconds.
+	BatchForwardMs *float64 `json:"batch_forward_mean_ms,omitempty"`
+	// KVBlocks is the KV-cache blocks in all: TensorRT-LLM's max blocks or
+	// vLLM's cache_config_info num_gpu_blocks (summed over engines), the
+	// last sample's.
+	KVBlocks *float64 `json:"kv_blocks,omitempty"`
 }
 
 // SourceSummary is one scrape endpoint ("nvml" for the GPU sampler).
@@ -124,6 +169,27 @@ type GPUSummary struct {
 	EngineActive    *Stats `json:"engine_active,omitempty"`
 	MemoryUsedBytes *Stats `json:"memory_used_bytes,omitempty"`
 	PowerWatts      *Stats `json:"power_w,omitempty"`
+	// TensorActive and DRAMActive (0–1) are dcgm-exporter's tensor pipe
+	// and DRAM activity.
+	TensorActive *Stats `json:"tensor_active,omitempty"`
+	DRAMActive   *Stats `json:"dram_active,omitempty"`
+	// XIDErrors are the distinct non-zero XID error codes seen; a GPU
+	// that reported one during the run has a fault to look at.
+	XIDErrors []int `json:"xid_errors,omitempty"`
+	// ClockEventReasons names the clocks event (throttle) reasons seen in
+	// any sample (NVML's bits; GPU idle left out), e.g. "sw_power_cap",
+	// "hw_thermal_slowdown".
+	ClockEventReasons []string `json:"clock_event_reasons,omitempty"`
+}
+
+// clockReasons names NVML's clocks event reason bits (nvml.h).
+var clockReasons = []struct {
+	bit  uint64
+	name string
+}{
+	{0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"}, {0x8, "hw_slowdown"}, {0x10, "sync_boost"},
+	{0x20, "sw_thermal_slowdown"}, {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},
+	{0x100, "display_clock_setting"}, {0x200, "board_limit"}, {0x400, "reliability"},
 }
 
 // MethodBuckets is HistogramSummary.Method for quantiles from buckets.
@@ -211,6 +277,7 @@ type stats struct {
 	missed                int
 	running, waiting, kv  []float64
 	kvUsed, kvMax         []float64
+	cacheHit              []float64
 	gpuMean               []float64
 	gpus                  map[string]*gpuSeries
 	gpuOrder              []string
@@ -220,6 +287,9 @@ type stats struct {
 type gpuSeries struct {
 	sum                       GPUSummary
 	util, engine, mem, powerW []float64
+	tensor, dram              []float64
+	xid                       []int
+	clock                     uint64
 }
 
 const maxSummaryErrors = 10
@@ -276,6 +346,7 @@ func (s *stats) add(smp *Sample, nvml bool, devices []GPUInfo) {
 		push(&s.kv, sv.KVUsage)
 		push(&s.kvUsed, sv.KVBlocksUsed)
 		push(&s.kvMax, sv.KVBlocksMax)
+		push(&s.cacheHit, sv.CacheHitRate)
 		for _, g := range sv.GPUs {
 			gs := s.series(g.Source+"\x00"+g.GPU+"\x00"+g.UUID+"\x00"+g.MIG, func() GPUSummary {
 				return GPUSummary{Source: g.Source, GPU: g.GPU, UUID: g.UUID, Name: g.Model, DriverVersion: g.DriverVersion, MIG: g.MIG}
@@ -284,6 +355,14 @@ func (s *stats) add(smp *Sample, nvml bool, devices []GPUInfo) {
 			push(&gs.engine, g.EngineActive)
 			push(&gs.mem, g.MemoryUsedBytes)
 			push(&gs.powerW, g.PowerWatts)
+			push(&gs.tensor, g.TensorActive)
+			push(&gs.dram, g.DRAMActive)
+			if x := g.XIDError; x != nil && *x > 0 && !slices.Contains(gs.xid, int(*x)) {
+				gs.xid = append(gs.xid, int(*x))
+			}
+			if c := g.ClockEventReasons; c != nil {
+				gs.clock |= uint64(*c)
+			}
 			if !nvml && g.Utilization != nil {
 				utils = append(utils, *g.Utilization)
 			}
@@ -376,12 +455,88 @@ func (r *Run) summaryLocked() Summary {
 	sum.ServerTTFT = SummariseHistogram(snap.TTFT)
 	sum.ServerE2E = SummariseHistogram(snap.E2E)
 	sum.PromptTokens, sum.GenerationTokens = snap.PromptTokens, snap.GenerationTokens
+	sum.Capacity = r.capacityLocked()
+	for _, src := range r.sources {
+		for _, a := range src.capC {
+			sum.CounterResets += a.resets
+		}
+		for _, a := range src.capH {
+			sum.CounterResets += a.resets
+		}
+	}
 	for _, key := range st.gpuOrder {
 		g := st.gpus[key]
 		gs := g.sum
 		gs.Utilization, gs.EngineActive = summarise(g.util), summarise(g.engine)
 		gs.MemoryUsedBytes, gs.PowerWatts = summarise(g.mem), summarise(g.powerW)
+		gs.TensorActive, gs.DRAMActive = summarise(g.tensor), summarise(g.dram)
+		gs.XIDErrors = slices.Sorted(slices.Values(g.xid))
+		for _, r := range clockReasons {
+			if g.clock&r.bit != 0 {
+				gs.ClockEventReasons = append(gs.ClockEventReasons, r.name)
+			}
+		}
 		sum.GPUs = append(sum.GPUs, gs)
 	}
 	return sum
+}
+
+// capacityLocked sums the sources' capacity figures (nil: none exposed).
+func (r *Run) capacityLocked() *Capacity {
+	c := &Capacity{CacheHitRate: summarise(r.st.cacheHit)}
+	counter := func(k capKey) *float64 {
+		var out *float64
+		for _, src := range r.sources {
+			if a := src.capC[k]; a != nil {
+				out = addCounter(out, a)
+			}
+		}
+		return out
+	}
+	hist := func(k capKey) *Histogram {
+		var out *Histogram
+		for _, src := range r.sources {
+			if a := src.capH[k]; a != nil {
+				out = addHist(out, a.total)
+			}
+		}
+		return out
+	}
+	ratio := func(num, den *float64) *float64 {
+		if num == nil || den == nil || *den <= 0 {
+			return nil
+		}
+		return new(*num / *den)
+	}
+	mean := func(h *Histogram, scale float64) *float64 {
+		if h == nil {
+			return nil
+		}
+		if m, ok := h.Mean(); ok {
+			return new(finite(m * scale))
+		}
+		return nil
+	}
+	c.Preemptions = counter(capPreemptions)
+	c.PrefixCacheQueries, c.PrefixCacheHits = counter(capPrefixQuery), counter(capPrefixHit)
+	c.PrefixCacheHitRate = ratio(c.PrefixCacheHits, c.PrefixCacheQueries)
+	c.SpecDraftTokens, c.SpecAcceptedTokens = counter(capSpecDrafted), counter(capSpecAccepted)
+	c.SpecAcceptanceRate = ratio(c.SpecAcceptedTokens, c.SpecDraftTokens)
+	c.RetractedRequests = counter(capRetracted)
+	if h := hist(capStepTokens); h != nil {
+		c.EngineSteps, c.TokensPerStep = new(h.Count), mean(h, 1)
+	}
+	if b := mean(hist(capNextBatch), 1); b != nil {
+		c.BatchSize, c.BatchSizeFrom = b, "tgi_batch_next_size"
+	} else if b := ratio(counter(capInferences), counter(capExecutions)); b != nil {
+		c.BatchSize, c.BatchSizeFrom = b, "nv_inference_count / nv_inference_exec_count"
+	}
+	c.BatchForwardMs = mean(hist(capForward), 1000)
+	if n := len(r.st.kvMax); n > 0 {
+		c.KVBlocks = new(r.st.kvMax[n-1])
+	}
+	if *c == (Capacity{}) {
+		return nil
+	}
+	return c
 }

@@ -177,6 +177,14 @@ func telemetryLine(t *telemetry.Summary) string {
 		}
 		parts = append(parts, q+" (server histogram)")
 	}
+	if c := t.Capacity; c != nil {
+		if c.Preemptions != nil && *c.Preemptions > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f preemptions", *c.Preemptions))
+		}
+		if c.PrefixCacheHitRate != nil {
+			parts = append(parts, fmt.Sprintf("prefix cache hits %.0f%%", *c.PrefixCacheHitRate*100))
+		}
+	}
 	if t.ScrapeErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d scrape errors", t.ScrapeErrors))
 	}

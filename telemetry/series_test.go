@@ -201,3 +201,25 @@ func TestSGLangOneTPRankPerDPRank(t *testing.T) {
 	wantQuantile(t, "queue p50", s.QueueDelay, 0.5, 0.1*33/43) // rank 40 of 80: 7 at le 0, 50 at le 0.1
 	wantVal(t, "prompt tokens", s.PromptTokens, 8000)
 }
+
+// A Triton model unloaded between two readings (its series disappear)
+// adds nothing further; the others' increases stand. Summed, the
+// vanished model's counts would be taken off the others'.
+func TestTritonModelUnloaded(t *testing.T) {
+	seq := fixtures(t, "triton-ensemble-before.prom", "triton-ensemble-after.prom")
+	var kept []string
+	for _, line := range strings.Split(seq.texts[1], "\n") {
+		if !strings.Contains(line, `model="postprocessing"`) {
+			kept = append(kept, line)
+		}
+	}
+	seq.texts[1] = strings.Join(kept, "\n")
+	_, sum := runSequence(t, seq, Config{})
+	// ensemble, preprocessing and tensorrt_llm: +100 successes each.
+	if q := sum.QueueDelay; q == nil || q.Count != 300 || q.MeanMs == nil || !near(*q.MeanMs, 1000*(100+1+50)/300.0) {
+		t.Errorf("queue %+v, want 300 requests, mean %v ms", q, 1000*(100+1+50)/300.0)
+	}
+	if sum.CounterResets != 0 {
+		t.Errorf("counter resets %d", sum.CounterResets)
+	}
+}

@@ -79,9 +79,9 @@
 // --enable-metrics-for-all-schedulers exports every scheduler's series,
 // and the TP ranks of one data-parallel rank report the same requests:
 // of series that differ only in tp_rank, the lowest rank is read
-// (tp_rank="0" of each dp_rank). GPU gauges are kept per GPU (keyed by UUID, else the
-// gpu label, plus the MIG instance); several series of one GPU (one per
-// Kubernetes pod) are averaged. dcgm-exporter's blank sentinels and GPU_UTIL
+// (tp_rank="0" of each dp_rank). GPU gauges are kept per GPU (keyed by
+// UUID, else the gpu label, plus the MIG instance); several series of one
+// GPU (one per Kubernetes pod) are averaged. dcgm-exporter's blank sentinels and GPU_UTIL
 // readings above 100 % are dropped. Triton exposes queue and request time
 // only as cumulative microsecond counters, so those become histograms with
 // a single +Inf bucket (a mean over nv_inference_request_success, since
@@ -139,9 +139,9 @@
 // first good scrape (TGI creates its series on first use, a model loaded
 // or an engine started mid-run) began during the run: its first reading
 // counts in full, from zero. A series present at the first scrape is the
-// server's history and only its later increase counts. Snapshot returns those totals; Delta(a, b)
-// is the queue-delay histogram gained between two snapshots, for
-// per-stage evaluation. A request counts in the stage in which the server
+// server's history and only its later increase counts. Snapshot returns
+// those totals; Delta(a, b) is the queue-delay histogram gained between
+// two snapshots, for per-stage evaluation. A request counts in the stage in which the server
 // observed it: vLLM v1 observes vllm:request_queue_time_seconds (like its
 // e2e and phase histograms) when the request finishes, so a request queued
 // in one stage and finished in the next lands in the next; the built-in

@@ -81,8 +81,8 @@
 // of series that differ only in tp_rank, the lowest rank is read
 // (tp_rank="0" of each dp_rank). GPU gauges are kept per GPU (keyed by
 // UUID, else the gpu label, plus the MIG instance); several series of one
-// GPU (one per Kubernetes pod) are averaged. dcgm-exporter's blank sentinels and GPU_UTIL
-// readings above 100 % are dropped. Triton exposes queue and request time
+// GPU (one per Kubernetes pod) are averaged. dcgm-exporter's blank
+// sentinels and GPU_UTIL readings above 100 % are dropped. Triton exposes queue and request time
 // only as cumulative microsecond counters, so those become histograms with
 // a single +Inf bucket (a mean over nv_inference_request_success, since
 // the duration counters grow only when a request succeeds, and no

@@ -94,7 +94,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := tf.discoverModel(ctx, client); err != nil {
 		return err
 	}
-	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,10 @@ type Config struct {
 	// StageGap each (StageStarts), so the shards of every stage share an
 	// epoch however fast each shard's previous stage drained.
 	StartAt time.Time
+	// Sinks get every stage's records too (the Prometheus sink of
+	// --push). They are closed after each stage, so Close must leave them
+	// usable for the next.
+	Sinks []pipeline.Sink
 }
 
 // StageGap separates the stages of a run with a shared StartAt: the
@@ -213,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}
-		res, err := pipeline.Run(ctx, spec, judgeSink, planSink)
+		res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{judgeSink, planSink}, cfg.Sinks...)...)
 		if res == nil {
 			all.Close()
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)

@@ -144,7 +144,11 @@ func telemetryLine(t *telemetry.Summary) string {
 	}
 	var parts []string
 	if t.Family != "" {
-		parts = append(parts, t.Family)
+		f := t.Family
+		if t.ServerModel != "" {
+			f += " (model " + t.ServerModel + ")"
+		}
+		parts = append(parts, f)
 	}
 	if t.Running != nil {
 		parts = append(parts, fmt.Sprintf("running %.1f avg/%.0f max", t.Running.Mean, t.Running.Max))
@@ -165,7 +169,7 @@ func telemetryLine(t *telemetry.Summary) string {
 		if b := qd.P99Bkt; len(b) == 2 {
 			switch {
 			case (b[0] == nil || *b[0] == 0) && b[1] != nil:
-				q += fmt.Sprintf(", p99 ≤ %.0f ms (first bucket)", *b[1])
+				q += fmt.Sprintf(", p99 ≤ %.0f ms (below the first bucket bound)", *b[1])
 			case b[0] != nil && b[1] != nil:
 				q += fmt.Sprintf(", p99 in (%.0f, %.0f] ms", *b[0], *b[1])
 			case b[0] != nil:
@@ -173,6 +177,14 @@ func telemetryLine(t *telemetry.Summary) string {
 			}
 		}
 		parts = append(parts, q+" (server histogram)")
+	}
+	if c := t.Capacity; c != nil {
+		if c.Preemptions != nil && *c.Preemptions > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f preemptions", *c.Preemptions))
+		}
+		if c.PrefixCacheHitRate != nil {
+			parts = append(parts, fmt.Sprintf("prefix cache hits %.0f%%", *c.PrefixCacheHitRate*100))
+		}
 	}
 	if t.ScrapeErrors > 0 {
 		parts = append(parts, fmt.Sprintf("%d scrape errors", t.ScrapeErrors))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
 func TestWriteTextReport(t *testing.T) {
@@ -34,5 +35,21 @@ func TestWriteTextReport(t *testing.T) {
 	}
 	if strings.Contains(out, "ttfat") {
 		t.Errorf("ttfat shown though no reasoning tokens:\n%s", out)
+	}
+}
+
+// The server's queue-delay p99 in the first bucket reads as below its
+// bound, beside the exact mean, and the Triton model is named.
+func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {
+	mean, lo, hi := 0.8, 0.0, 300.0
+	pre, hit := 3.0, 0.314
+	line := telemetryLine(&telemetry.Summary{Family: "triton", ServerModel: "ensemble",
+		QueueDelay: &telemetry.HistogramSummary{MeanMs: &mean, P99Bkt: []*float64{&lo, &hi}},
+		Capacity:   &telemetry.Capacity{Preemptions: &pre, PrefixCacheHitRate: &hit}})
+	for _, want := range []string{"triton (model ensemble)", "queue delay mean 0.8 ms, p99 ≤ 300 ms (below the first bucket bound)",
+		"3 preemptions", "prefix cache hits 31%"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
 	}
 }

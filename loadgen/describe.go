@@ -29,6 +29,9 @@ func (o Options) Describe() map[string]any {
 		if o.Arrival == ArrivalGamma {
 			m["burstiness"] = o.Burstiness
 		}
+		if o.Arrival == ArrivalUniform {
+			m["jitter"] = o.Jitter
+		}
 	}
 	var stages []string
 	for _, s := range o.Stages {

@@ -30,9 +30,11 @@ type Options struct {
 	// next request when the previous one ends, so intended start = send.
 	Closed bool
 	// Arrival is the open-loop process (ArrivalConstant, ArrivalPoisson,
-	// ArrivalGamma) and Burstiness the gamma shape.
+	// ArrivalGamma, ArrivalUniform), Burstiness the gamma shape and Jitter
+	// the uniform spread (0–1: gaps within ±Jitter of the mean gap).
 	Arrival    string
 	Burstiness float64
+	Jitter     float64
 	Seed       uint64
 	// Trace takes intended starts from Prompt.At instead of an arrival
 	// process (trace replay); the run ends at the last stage's end or when
@@ -130,7 +132,7 @@ func (o Options) Validate() error {
 	if o.Closed || o.Trace {
 		return nil
 	}
-	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.Burstiness, o.Seed); err != nil {
+	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {
 		return bad("arrival", "%v", err)
 	}
 	switch {
@@ -140,6 +142,14 @@ func (o Options) Validate() error {
 		return bad("stages", "every rate after the %v warm-up is 0: nothing would be measured", o.WarmupDuration)
 	}
 	return nil
+}
+
+// shape is the arrival process's shape parameter for NewOpenLoop.
+func (o Options) shape() float64 {
+	if o.Arrival == ArrivalUniform {
+		return o.Jitter
+	}
+	return o.Burstiness
 }
 
 // Window is a span of run time, as offsets from the run's epoch.
@@ -534,7 +544,7 @@ func (r *Runner) openLoop(rn *run) (err error) {
 	}()
 	var arr Arrivals
 	if !r.opts.Trace {
-		ol, err := NewOpenLoop(r.opts.Stages, r.opts.Arrival, r.opts.Burstiness, r.opts.Seed)
+		ol, err := NewOpenLoop(r.opts.Stages, r.opts.Arrival, r.opts.shape(), r.opts.Seed)
 		if err != nil {
 			return err
 		}

@@ -484,7 +484,7 @@ func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
 		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Requests: 10, WarmupRequests: 10}, "warm-up: 10 requests of 10"},
 		{Options{Stages: []Stage{{Name: "x", Rate: 5}}}, "stage 1 (x): duration 0s"},
 		{Options{Closed: true, Stages: []Stage{{Duration: sec}}}, "concurrency ≥ 1"},
-		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: "uniform"}, "arrival: arrival process \"uniform\""},
+		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: "lognormal"}, "arrival: arrival process \"lognormal\""},
 		{Options{Stages: []Stage{{Rate: 5, Duration: sec}}, Arrival: ArrivalGamma}, "burstiness"},
 		{Options{Stages: []Stage{{Rate: -1, Duration: sec}}}, "not a non-negative number"},
 	}
@@ -560,14 +560,27 @@ func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 			}
 			return 0
 		}}
-	recs, info := collect(t, context.Background(), c, src(), Options{
-		Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
-	s := summarize(recs, info)
-	if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
-		t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
+	// A loaded machine can make real sends late too (5 ms is the limit
+	// here), and then the run is rightly flagged: such an attempt says
+	// nothing of the one outlier, so it is run again, twice at most.
+	var s *Summary
+	for attempt := 1; ; attempt++ {
+		recs, info := collect(t, context.Background(), c, src(), Options{
+			Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
+		s = summarize(recs, info)
+		if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
+			t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
+		}
+		if s.SelfCheck.LateRequests <= 1 {
+			break
+		}
+		if attempt == 3 {
+			t.Skipf("the machine made %d sends late by itself in each of 3 attempts; TestSelfCheck judges the rule", s.SelfCheck.LateRequests-1)
+		}
+		t.Logf("attempt %d: %d sends late besides the injected one; again", attempt, s.SelfCheck.LateRequests-1)
 	}
 	// The outlier is seen (and sets the p99) but does not flag the run.
-	if s.SelfCheck.Distorted || s.SelfCheck.LateRequests < 1 || s.LatencyMs[MetricScheduleLag].P99 < 40 {
+	if s.SelfCheck.Distorted || s.SelfCheck.LateRequests != 1 || s.LatencyMs[MetricScheduleLag].P99 < 40 {
 		t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs[MetricScheduleLag])
 	}
 	// Rates: 45 due and sent over the 1.8 s schedule; completions over the

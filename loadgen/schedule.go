@@ -91,12 +91,15 @@ func StageAt(stages []Stage, t time.Duration) int {
 // Arrival processes. All open-loop processes are driven through the
 // cumulative intensity Λ(t) = ∫ rate: the next arrival is the t at which Λ
 // has grown by a draw with mean 1 since the last one. Constant draws 1,
-// Poisson Exp(1), gamma Gamma(k, 1/k). So ramps and rate steps change the
-// rate exactly, without re-seeding or approximation.
+// Poisson Exp(1), gamma Gamma(k, 1/k), uniform U(1−s, 1+s) (a steady pace
+// with jitter: a canary's "every 30s ± 5s" is rate 1/30, spread 5/30). So
+// ramps and rate steps change the rate exactly, without re-seeding or
+// approximation.
 const (
 	ArrivalConstant = "constant"
 	ArrivalPoisson  = "poisson"
 	ArrivalGamma    = "gamma"
+	ArrivalUniform  = "uniform"
 )
 
 // Arrivals yields intended start offsets in increasing order.
@@ -113,6 +116,8 @@ type OpenLoop struct {
 	lam   float64 // Λ at the last arrival
 	seg   int
 	first bool
+	// startNow sends the first request at once (steady paces).
+	startNow bool
 }
 
 // segment is a piece of the rate function: rate r0 at start, slope k
@@ -178,15 +183,24 @@ func ExpectedArrivals(stages []Stage, from, to time.Duration) float64 {
 }
 
 // NewOpenLoop builds a schedule over stages with the given process
-// ("constant", "poisson", "gamma"). burstiness is the gamma shape: 1 is
-// Poisson, below 1 burstier, above 1 more regular. seed makes it
-// reproducible.
-func NewOpenLoop(stages []Stage, process string, burstiness float64, seed uint64) (*OpenLoop, error) {
+// ("constant", "poisson", "gamma", "uniform"). shape is the gamma shape
+// (burstiness: 1 is Poisson, below 1 burstier, above 1 more regular) or
+// the uniform spread s in [0, 1] (gaps within ±s of the mean gap); the
+// other processes ignore it. seed makes it reproducible.
+func NewOpenLoop(stages []Stage, process string, shape float64, seed uint64) (*OpenLoop, error) {
+	burstiness := shape
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	o := &OpenLoop{first: true}
 	switch process {
 	case ArrivalConstant, "":
 		o.draw = func() float64 { return 1 }
+		o.startNow = true
+	case ArrivalUniform:
+		if !(shape >= 0 && shape <= 1) {
+			return nil, fmt.Errorf("uniform arrivals: spread %v must be within [0, 1]", shape)
+		}
+		o.draw = func() float64 { return 1 + shape*(2*rng.Float64()-1) }
+		o.startNow = true
 	case ArrivalPoisson:
 		o.draw = rng.ExpFloat64
 	case ArrivalGamma:
@@ -196,7 +210,7 @@ func NewOpenLoop(stages []Stage, process string, burstiness float64, seed uint64
 		k := burstiness
 		o.draw = func() float64 { return gammaDraw(rng, k) / k }
 	default:
-		return nil, fmt.Errorf("arrival process %q: want constant, poisson or gamma", process)
+		return nil, fmt.Errorf("arrival process %q: want constant, poisson, gamma or uniform", process)
 	}
 	segs, err := segmentsOf(stages)
 	if err != nil {
@@ -210,10 +224,10 @@ func NewOpenLoop(stages []Stage, process string, burstiness float64, seed uint64
 func (o *OpenLoop) Next() (time.Duration, bool) {
 	x := o.draw()
 	if o.first {
-		// The first request goes out at once for constant pacing (as
-		// vegeta does); random processes start with a draw.
+		// The first request goes out at once for steady paces (as vegeta
+		// does); random processes start with a draw.
 		o.first = false
-		if x == 1 {
+		if o.startNow {
 			x = 0
 		}
 	}

@@ -164,3 +164,26 @@ func TestExpectedArrivals(t *testing.T) {
 		t.Errorf("0@2s expects %v", got)
 	}
 }
+
+// Uniform arrivals (a canary's interval with jitter): the first at once,
+// then every gap within ±spread of the mean gap, with the mean kept.
+func TestUniformArrivalsStayWithinTheJitter(t *testing.T) {
+	got := arrivals(t, []Stage{{Rate: 10, Duration: 100 * time.Second}}, ArrivalUniform, 0.2)
+	if len(got) < 950 || len(got) > 1050 || got[0] != 0 {
+		t.Fatalf("%d arrivals at 10/s over 100s (first at %v), want ~1000 from 0", len(got), got[0])
+	}
+	spread := false
+	for i := 1; i < len(got); i++ {
+		gap := got[i] - got[i-1]
+		if gap < 80*time.Millisecond-time.Microsecond || gap > 120*time.Millisecond+time.Microsecond {
+			t.Fatalf("gap %d = %v, want 100ms ± 20ms", i, gap)
+		}
+		spread = spread || gap < 95*time.Millisecond || gap > 105*time.Millisecond
+	}
+	if !spread {
+		t.Error("no gap strayed from 100ms by 5ms: no jitter applied")
+	}
+	if _, err := NewOpenLoop([]Stage{{Rate: 1, Duration: time.Second}}, ArrivalUniform, 1.5, 1); err == nil {
+		t.Error("spread 1.5 accepted")
+	}
+}

@@ -88,7 +88,13 @@ func startTelemetry(ctx context.Context, cfg telemetry.Config, out results.Dir, 
 					return
 				}
 			}
-			snap := t.run.Snapshot()
+			// A stage measured from the run's start counts from the
+			// sampler's start (nothing counted yet): a snapshot taken now
+			// could already hold the first requests' queue times.
+			var snap telemetry.Snapshot
+			if p.at > 0 {
+				snap = t.run.Snapshot()
+			}
 			t.mu.Lock()
 			t.snaps = append(t.snaps, snap)
 			t.mu.Unlock()

@@ -111,6 +111,13 @@ type Config struct {
 	// or FixedITL is set, else ModeBatch.
 	Mode Mode
 
+	// Engines is how many data-parallel engines serve (ModeBatch, vLLM
+	// --data-parallel-size): each has its own scheduler, Slots and
+	// KVTokens, requests are dealt round robin, and /metrics labels each
+	// engine's vllm:* series engine="0", "1", …. 0 means 1. See
+	// Server.RestartEngine.
+	Engines int
+
 	// Continuous-batching engine (ModeBatch).
 	Slots          int // max sequences running at once (vLLM max_num_seqs)
 	KVTokens       int // KV-cache budget in tokens; a request needs prompt+max_tokens
@@ -351,6 +358,12 @@ func (c Config) validate() error {
 	case DialectVLLM, DialectLlamaCpp:
 	default:
 		bad("sim: dialect %q: want %q or %q", c.Dialect, DialectVLLM, DialectLlamaCpp)
+	}
+	if c.Engines < 0 {
+		bad("sim: engines %d: must not be negative", c.Engines)
+	}
+	if c.Engines > 1 && (c.Mode != ModeBatch || c.Metrics != MetricsVLLM) {
+		bad("sim: engines %d: several engines need mode %q and metrics %q", c.Engines, ModeBatch, MetricsVLLM)
 	}
 	if c.HTTPThreads < 0 {
 		bad("sim: HTTP threads %d: must not be negative", c.HTTPThreads)

@@ -117,6 +117,22 @@
 // under a GC pause or a failover. Requests arriving meanwhile are accepted
 // by the kernel but get nothing, not even headers, until it ends.
 //
+// # Several engines
+//
+// Config.Engines (--engines) runs that many data-parallel engines, as vLLM
+// with --data-parallel-size does: each has its own scheduler, Slots and
+// KVTokens, requests are dealt round robin, and every vllm:* series
+// carries its engine's label (engine="0", "1", …; one engine exports
+// engine="0" as before). Server.RestartEngine (--restart-engine I@T)
+// restarts one the way a rolling restart behind a router does: the engine
+// is drained (new requests go to the others); once its last request has
+// finished and a /metrics scrape that began after that has been answered,
+// its counters and histograms start again at zero and it takes requests
+// again. The sum over the engines falls while no series was lost
+// unscraped, so a scraper that takes increases per series, as Prometheus
+// does, gets exactly what the engines saw (Truth), and one that takes
+// them of the sum does not.
+//
 // # Real servers' behaviours
 //
 // Real servers behave worse than vLLM-shaped defaults; each behaviour we

@@ -46,6 +46,7 @@ func (q *seq) signal() {
 // engine is the continuous-batching model: one scheduler goroutine, steps
 // timed by real sleeps. See doc.go.
 type engine struct {
+	index   int // its engine label on /metrics
 	cfg     Config
 	epoch   time.Time
 	gate    *gate
@@ -74,6 +75,13 @@ func newEngine(cfg Config, epoch time.Time, g *gate, busy *busyMeter, quit <-cha
 	return &engine{cfg: cfg, epoch: epoch, gate: g, busy: busy, quit: quit,
 		done: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
+
+// engineGauges is one engine's state for its gauges.
+type engineGauges struct{ e *engine }
+
+func (g engineGauges) running() int      { return int(g.e.nRunning.Load()) }
+func (g engineGauges) waiting() int      { return int(g.e.nWaiting.Load()) }
+func (g engineGauges) kvUsedTokens() int { return int(g.e.nKV.Load()) }
 
 func (e *engine) submit(q *seq) {
 	e.mu.Lock()
@@ -183,8 +191,9 @@ func (e *engine) admit(now time.Time) (prefillTokens, admitted int) {
 			q.paused = true
 			q.resumeAt = now.Add(q.pauseFor)
 		}
-		e.metrics.queueTime.Observe(now.Sub(q.arrived).Seconds())
-		e.metrics.promptTokens.Add(float64(q.prompt))
+		m := e.metrics.engine(e.index)
+		m.queueTime.Observe(now.Sub(q.arrived).Seconds())
+		m.promptTokens.Add(float64(q.prompt))
 	}
 	return prefillTokens, admitted
 }
@@ -278,6 +287,7 @@ func (e *engine) after(d time.Duration) <-chan time.Time {
 // more tokens (fewer for the last), and finished ones leave the batch.
 func (e *engine) emit(now time.Time) (generated int) {
 	kept := e.running[:0]
+	gen := e.metrics.engine(e.index).genTokens
 	for _, q := range e.running {
 		if q.resumeAt.After(now) {
 			kept = append(kept, q)
@@ -286,6 +296,9 @@ func (e *engine) emit(now time.Time) (generated int) {
 		n := min(e.cfg.TokensPerChunk, q.max-q.produced)
 		q.produced += n
 		generated += n
+		// Counted before the handler is told, so a scrape after the
+		// response has every token of it.
+		gen.Add(float64(n))
 		q.avail.Store(int64(q.produced))
 		q.signal()
 		if q.produced >= q.max {
@@ -303,6 +316,5 @@ func (e *engine) emit(now time.Time) (generated int) {
 		e.running[i] = nil
 	}
 	e.running = kept
-	e.metrics.genTokens.Add(float64(generated))
 	return generated
 }

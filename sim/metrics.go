@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,42 +21,49 @@ var (
 )
 
 // metrics holds the server's own registry, in vLLM and dcgm-exporter names.
+// Each engine (Config.Engines) has its own series, labelled engine="i".
 type metrics struct {
 	reg *prometheus.Registry
 
-	queueTime    prometheus.Histogram
-	ttft         prometheus.Histogram
-	itl          prometheus.Histogram
-	e2e          prometheus.Histogram
-	promptTokens prometheus.Counter
-	genTokens    prometheus.Counter
-	successLen   prometheus.Counter
-	successAbort prometheus.Counter
+	queueTime, ttft, itl, e2e *prometheus.HistogramVec
+	promptTokens, genTokens   *prometheus.CounterVec
+	success                   *prometheus.CounterVec // engine, finished_reason
+	engines                   []atomic.Pointer[engineSeries]
 
 	llama *llamaStats // MetricsLlamaCpp only
 }
 
-// state is what the gauges read at scrape time.
+// engineSeries are one engine's counters and histograms.
+type engineSeries struct {
+	queueTime, ttft, itl, e2e prometheus.Observer
+	promptTokens, genTokens   prometheus.Counter
+	successLen, successAbort  prometheus.Counter
+}
+
+// state is what the gauges read at scrape time: one engine's, or the
+// whole server's.
 type state interface {
 	running() int
 	waiting() int
 	kvUsedTokens() int
 }
 
-func newMetrics(cfg Config, st state, busy *busyMeter) *metrics {
+// newMetrics registers the series; engines holds each engine's gauge
+// state (one entry without a batching engine: the server's).
+func newMetrics(cfg Config, st state, engines []state, busy *busyMeter) *metrics {
 	reg := prometheus.NewRegistry()
-	lbl := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
-	m := &metrics{reg: reg}
+	lbl := prometheus.Labels{"model_name": cfg.Model}
+	m := &metrics{reg: reg, engines: make([]atomic.Pointer[engineSeries], len(engines))}
 	if cfg.Metrics == MetricsLlamaCpp {
 		m.llama = &llamaStats{st: st, kvTokens: cfg.KVTokens}
 	}
-	hist := func(name, help string, b []float64) prometheus.Histogram {
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b, ConstLabels: lbl})
+	hist := func(name, help string, b []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b, ConstLabels: lbl}, []string{"engine"})
 		reg.MustRegister(h)
 		return h
 	}
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: lbl})
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: lbl}, append([]string{"engine"}, labels...))
 		reg.MustRegister(c)
 		return c
 	}
@@ -69,18 +77,17 @@ func newMetrics(cfg Config, st state, busy *busyMeter) *metrics {
 	m.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2eBuckets)
 	m.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
-	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
-		Help: "Count of successfully processed requests.", ConstLabels: lbl}, []string{"finished_reason"})
-	reg.MustRegister(success)
-	m.successLen = success.WithLabelValues("length")
-	m.successAbort = success.WithLabelValues("abort")
-
-	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", lbl,
-		func() float64 { return float64(st.running()) })
-	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", lbl,
-		func() float64 { return float64(st.waiting()) })
-	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lbl,
-		func() float64 { return min(1, float64(st.kvUsedTokens())/float64(cfg.KVTokens)) })
+	m.success = counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason")
+	for i, est := range engines {
+		m.engines[i].Store(m.newSeries(i))
+		el := prometheus.Labels{"model_name": cfg.Model, "engine": strconv.Itoa(i)}
+		gauge("vllm:num_requests_running", "Number of requests in model execution batches.", el,
+			func() float64 { return float64(est.running()) })
+		gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", el,
+			func() float64 { return float64(est.waiting()) })
+		gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", el,
+			func() float64 { return min(1, float64(est.kvUsedTokens())/float64(cfg.KVTokens)) })
+	}
 
 	gpu := prometheus.Labels{"gpu": "0", "UUID": "GPU-00000000-0000-0000-0000-00000000051a",
 		"device": "nvidia0", "modelName": cfg.GPUName, "Hostname": "tailgate-sim"}
@@ -94,6 +101,34 @@ func newMetrics(cfg Config, st state, busy *busyMeter) *metrics {
 	gauge("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", gpu,
 		func() float64 { return cfg.GPUMemoryMiB - fbUsed() })
 	return m
+}
+
+// newSeries creates (at zero) engine i's series.
+func (m *metrics) newSeries(i int) *engineSeries {
+	e := strconv.Itoa(i)
+	return &engineSeries{
+		queueTime: m.queueTime.WithLabelValues(e), ttft: m.ttft.WithLabelValues(e),
+		itl: m.itl.WithLabelValues(e), e2e: m.e2e.WithLabelValues(e),
+		promptTokens: m.promptTokens.WithLabelValues(e), genTokens: m.genTokens.WithLabelValues(e),
+		successLen: m.success.WithLabelValues(e, "length"), successAbort: m.success.WithLabelValues(e, "abort"),
+	}
+}
+
+// engine returns engine i's series.
+func (m *metrics) engine(i int) *engineSeries { return m.engines[i].Load() }
+
+// reset starts engine i's counters and histograms again at zero, as a
+// restarted engine process's are.
+func (m *metrics) reset(i int) {
+	e := strconv.Itoa(i)
+	for _, v := range []*prometheus.HistogramVec{m.queueTime, m.ttft, m.itl, m.e2e} {
+		v.DeleteLabelValues(e)
+	}
+	m.promptTokens.DeleteLabelValues(e)
+	m.genTokens.DeleteLabelValues(e)
+	m.success.DeleteLabelValues(e, "length")
+	m.success.DeleteLabelValues(e, "abort")
+	m.engines[i].Store(m.newSeries(i))
 }
 
 // busyMeter accumulates the time the simulated GPU is busy and turns it into

@@ -32,7 +32,11 @@ type Server struct {
 	busy      *busyMeter
 	metrics   *metrics
 	truth     *truthStore
-	eng       *engine // nil in ModeFixed
+	engines   []*engine      // ModeBatch: Config.Engines of them; none in ModeFixed
+	draining  []atomic.Bool  // engine i takes no new requests (RestartEngine)
+	engReqs   []atomic.Int64 // requests in the hands of engine i
+	rr        atomic.Uint64  // round-robin over the engines
+	scrapes   scrapeWatch
 	handler   http.Handler
 	text      *textTable
 	modelJSON []byte
@@ -81,13 +85,22 @@ func New(cfg Config) (*Server, error) {
 	close(s.idle)
 	rules := append([]FaultRule(nil), cfg.Faults...)
 	s.faults.Store(&rules)
+	states := []state{s}
 	if cfg.Mode == ModeBatch {
-		s.eng = newEngine(cfg, now, s.gate, s.busy, s.quit)
+		states = nil
+		for i := range max(cfg.Engines, 1) {
+			e := newEngine(cfg, now, s.gate, s.busy, s.quit)
+			e.index = i
+			s.engines = append(s.engines, e)
+			states = append(states, engineGauges{e})
+		}
+		s.draining = make([]atomic.Bool, len(s.engines))
+		s.engReqs = make([]atomic.Int64, len(s.engines))
 	}
-	s.metrics = newMetrics(cfg, s, s.busy)
-	if s.eng != nil {
-		s.eng.metrics = s.metrics
-		go s.eng.run()
+	s.metrics = newMetrics(cfg, s, states, s.busy)
+	for _, e := range s.engines {
+		e.metrics = s.metrics
+		go e.run()
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -196,8 +209,8 @@ func (s *Server) beginClose() {
 }
 
 func (s *Server) waitClosed() error {
-	if s.eng != nil {
-		<-s.eng.done
+	for _, e := range s.engines {
+		<-e.done
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
@@ -237,22 +250,31 @@ func (s *Server) leave() {
 
 // state, for the gauges.
 func (s *Server) running() int {
-	if s.eng != nil {
-		return int(s.eng.nRunning.Load())
+	if len(s.engines) > 0 {
+		n := 0
+		for _, e := range s.engines {
+			n += int(e.nRunning.Load())
+		}
+		return n
 	}
 	return int(s.fixedRunning.Load())
 }
 
 func (s *Server) waiting() int {
-	if s.eng != nil {
-		return int(s.eng.nWaiting.Load())
+	n := 0
+	for _, e := range s.engines {
+		n += int(e.nWaiting.Load())
 	}
-	return 0
+	return n
 }
 
 func (s *Server) kvUsedTokens() int {
-	if s.eng != nil {
-		return int(s.eng.nKV.Load())
+	if len(s.engines) > 0 {
+		n := 0
+		for _, e := range s.engines {
+			n += int(e.nKV.Load())
+		}
+		return n
 	}
 	return int(s.fixedKV.Load())
 }
@@ -279,7 +301,7 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.MetricsFromLoop {
 		exposition = s.fromLoop(exposition)
 	}
-	mux.Handle("GET /metrics", exposition)
+	mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
 	var threads chan struct{}
 	if s.cfg.HTTPThreads > 0 {
 		threads = make(chan struct{}, s.cfg.HTTPThreads)
@@ -457,7 +479,7 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 	if p.maxTokens < 1 {
 		return nil, badRequest("max_tokens must be at least 1, got %d.", p.maxTokens)
 	}
-	if s.eng != nil && p.promptTokens+p.maxTokens > s.cfg.KVTokens {
+	if len(s.engines) > 0 && p.promptTokens+p.maxTokens > s.cfg.KVTokens {
 		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.KVTokens, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
 	}
@@ -596,7 +618,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		rs.cancelled()
 		return
 	}
-	if s.eng != nil {
+	if len(s.engines) > 0 {
 		s.runBatch(rs)
 	} else {
 		s.runFixed(rs, seqNo)
@@ -611,9 +633,9 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 // request is in flight.
 func (s *Server) fromLoop(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.eng != nil {
+		if len(s.engines) > 0 {
 			select {
-			case <-s.eng.loopFree():
+			case <-s.engines[0].loopFree():
 			case <-r.Context().Done():
 				return
 			case <-s.quit:
@@ -645,11 +667,15 @@ func (s *Server) runBatch(rs *responder) {
 		q.pauseAt = min(rs.mid*s.cfg.TokensPerChunk, rs.max)
 		q.pauseFor = rs.faultFor
 	}
-	s.eng.submit(q)
+	i := s.pick()
+	rs.engine = i
+	eng := s.engines[i]
+	eng.submit(q)
 	defer func() {
 		if q.avail.Load() < int64(q.max) {
-			s.eng.cancel(q)
+			eng.cancel(q)
 		}
+		s.engReqs[i].Add(-1)
 	}()
 	admitted := false
 	for {
@@ -706,8 +732,8 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 	}()
 	rs.admitted = now
 	rs.rec.update(func(t *Truth) { t.Admitted = now })
-	s.metrics.queueTime.Observe(now.Sub(rs.arrived).Seconds())
-	s.metrics.promptTokens.Add(float64(rs.prompt))
+	s.metrics.engine(0).queueTime.Observe(now.Sub(rs.arrived).Seconds())
+	s.metrics.engine(0).promptTokens.Add(float64(rs.prompt))
 
 	var rng *rand.Rand
 	if s.cfg.Jitter > 0 {
@@ -727,7 +753,7 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 	due := now.Add(jit(first))
 	paused := false
 	tpc := s.cfg.TokensPerChunk
-	gen := s.metrics.genTokens
+	gen := s.metrics.engine(0).genTokens
 	prev := now
 	for produced := 0; produced < rs.max; {
 		if rs.fault == FaultStallMid && !paused && rs.chunks >= rs.mid {

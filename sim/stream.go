@@ -113,6 +113,7 @@ type responder struct {
 	firstAt                 time.Time // first content chunk flushed
 	midDone                 bool
 	ended                   bool // finish sent or the stream was ended by a fault
+	engine                  int  // the engine serving it (ModeBatch)
 }
 
 func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truthRec, req *parsedRequest, seqNo int64, id string) *responder {
@@ -310,7 +311,7 @@ func (rs *responder) chunk(n int) bool {
 	if !rs.stream {
 		now := time.Now()
 		if rs.sent == 0 {
-			rs.s.metrics.ttft.Observe(now.Sub(rs.arrived).Seconds())
+			rs.s.metrics.engine(rs.engine).ttft.Observe(now.Sub(rs.arrived).Seconds())
 		}
 		rs.sent += n
 		rs.chunks++
@@ -350,7 +351,7 @@ func (rs *responder) chunk(n int) bool {
 		return false
 	}
 	now := time.Now()
-	m := rs.s.metrics
+	m := rs.s.metrics.engine(rs.engine)
 	if rs.sent == 0 {
 		m.ttft.Observe(now.Sub(rs.arrived).Seconds())
 	} else {
@@ -390,7 +391,7 @@ func (rs *responder) finishReason() string {
 // finish ends a complete response: finish chunk, usage, [DONE] for streams;
 // the whole JSON body otherwise.
 func (rs *responder) finish() {
-	m := rs.s.metrics
+	m := rs.s.metrics.engine(rs.engine)
 	defer func() {
 		m.e2e.Observe(time.Since(rs.arrived).Seconds())
 		m.successLen.Inc()
@@ -587,5 +588,5 @@ func (rs *responder) cancelled() {
 			t.Outcome = "cancelled"
 		}
 	})
-	rs.s.metrics.successAbort.Inc()
+	rs.s.metrics.engine(rs.engine).successAbort.Inc()
 }

@@ -84,9 +84,11 @@ type BurnRateAlert struct {
 }
 
 // BurnFactor is budgetPercent/100 × window / long (Sloth's
-// getBurnRateFactor): 2% of 30 days within 1 hour is 14.4.
+// getBurnRateFactor): 2% of 30 days within 1 hour is 14.4. It multiplies
+// before it divides, so whole percents and hours give the nearest float to
+// the exact factor (13.44, not 13.440000000000001), which rule files print.
 func BurnFactor(budgetPercent float64, window, long time.Duration) float64 {
-	return budgetPercent / 100 * window.Hours() / long.Hours()
+	return budgetPercent * window.Hours() / (100 * long.Hours())
 }
 
 // Alerts resolves tiers for an SLO window and error budget.

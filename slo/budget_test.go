@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -20,6 +21,10 @@ func TestBurnFactors(t *testing.T) {
 		{28 * day, SlothTiers, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
 	} {
 		for i, a := range Alerts(c.window, 0.001, c.tiers) {
+			// Exactly the nearest float: rule files print it with %g.
+			if got := strconv.FormatFloat(a.Factor, 'g', -1, 64); got != strconv.FormatFloat(c.want[i], 'g', -1, 64) {
+				t.Errorf("%v tier %d: factor prints %s, want %v", c.window, i, got, c.want[i])
+			}
 			if !near(a.Factor, c.want[i]) || !near(a.ErrorRatio, c.want[i]*0.001) {
 				t.Errorf("%v tier %d: factor %v, want %v", c.window, i, a.Factor, c.want[i])
 			}

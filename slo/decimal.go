@@ -94,6 +94,15 @@ func (d Decimal) Float() float64 {
 	return f
 }
 
+// complement is 1 − d for d ≤ 1, computed exactly and rounded once.
+func (d Decimal) complement() float64 {
+	den := pow10[d.Scale]
+	if d.Num >= den {
+		return 0
+	}
+	return float64(den-d.Num) / float64(den)
+}
+
 // IsZero reports whether the value is 0.
 func (d Decimal) IsZero() bool { return d.Num == 0 }
 

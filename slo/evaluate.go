@@ -334,7 +334,7 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 	if len(qd.Samples) > 0 {
 		var c latencyCount
 		for _, d := range qd.Samples {
-			c.add(trunc(d), o.Threshold, 1)
+			c.add(trunc(d), o.meets(trunc(d)), 1)
 		}
 		judgeLatency(v, o, &c)
 		if v.Result == NoData {
@@ -359,15 +359,26 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 	var lo time.Duration
 	var cLo uint64
 	hi, cHi := b[len(b)-1].Le, total
+	below := true // the threshold is below the first bound
 	for _, x := range b {
 		if x.Le <= o.Threshold {
-			lo, cLo = x.Le, x.Count
+			lo, cLo, below = x.Le, x.Count, false
 			continue
 		}
 		hi, cHi = x.Le, x.Count
 		break
 	}
+	undecided := o.Target.CmpRatio(cLo, total) < 0 && o.Target.CmpRatio(cHi, total) >= 0
 	switch {
+	case below && undecided && hi != InfBound:
+		// Inside the first bucket the buckets say nothing: with no
+		// queueing at all every event is there, and interpolating from 0
+		// would invent a spread.
+		v.Result = NoData
+		v.Note = fmt.Sprintf("cannot judge below the first bucket: threshold %s is below the server histogram's first bound %s; "+
+			"%d of %d events were ≤ %s, and the buckets do not say how many of them were ≤ %s (set the threshold at %s or above, or judge queue delay from the client)",
+			o.Threshold, hi, cHi, total, hi, o.Threshold, hi)
+		return
 	case lo == o.Threshold:
 		v.Good = cLo // on a bound: exact
 	case o.Target.CmpRatio(cLo, total) >= 0 || o.Target.CmpRatio(cHi, total) < 0 || hi == InfBound:

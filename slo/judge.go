@@ -165,9 +165,9 @@ type latencyCount struct {
 	hist        *hdrhistogram.Histogram
 }
 
-func (c *latencyCount) add(v, threshold time.Duration, n uint64) {
+func (c *latencyCount) add(v time.Duration, good bool, n uint64) {
 	c.total += n
-	if v <= threshold {
+	if good {
 		c.good += n
 	}
 	if c.hist == nil {
@@ -176,6 +176,8 @@ func (c *latencyCount) add(v, threshold time.Duration, n uint64) {
 	c.hist.RecordValues(histMicros(v), int64(n))
 }
 
+// add counts r by the per-record rules of events.go (one definition for
+// the verdict here and for the operate phase's SLI events).
 func (oj *objectiveJudge) add(r *loadgen.Record) {
 	o := oj.o
 	switch o.Kind() {
@@ -191,22 +193,20 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 			oj.compact++
 		}
 		for s := oj.metric.Samples(r); s.Next(); {
-			oj.lat.add(s.Value(), o.Threshold, uint64(s.Weight()))
+			oj.lat.add(s.Value(), o.meets(s.Value()), uint64(s.Weight()))
 		}
 	case KindRatio:
-		named := len(o.ErrorKinds) > 0 && hasKind(o.ErrorKinds, r.ErrorKind)
-		switch {
-		case r.ErrorKind == loadgen.ErrCutAtEnd && !named:
+		switch o.ratioEvent(r) {
+		case ratioCut:
 			oj.cut++
 			return
-		case r.ErrorKind == loadgen.ErrDropped && !named:
+		case ratioDropped:
 			oj.dropped++
 			return
-		}
-		oj.counted++
-		if !r.OK() && (len(o.ErrorKinds) == 0 || named) {
+		case ratioBad:
 			oj.bad++
 		}
+		oj.counted++
 	case KindFloor:
 		if !r.OK() {
 			return

@@ -98,10 +98,18 @@ func TestQueueDelayVLLMBuckets(t *testing.T) {
 	if v.Status != Fail || v.MeasuredText() != "99% (p99.5 in 300ms–500ms bucket)" {
 		t.Errorf("second bucket: %q %+v", v.MeasuredText(), v)
 	}
-	// 100 ms inside (0, 300ms]: 0 to 990 of 1000 met it. 50% is decided by
-	// neither end: interpolated, 990·100/300 = 330.
+	// 100 ms is below the first bound: 0 to 990 of 1000 met it. 50% is
+	// decided by neither end, and inside the first bucket the buckets say
+	// nothing (with no queueing every event is there): no verdict, and
+	// the note says why.
 	v = one(t, Evaluate(latencySpec(t, "queue_delay", "100ms", "50%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
-	if v.Status != Fail || v.Good != 330 || !strings.Contains(v.Note, "estimated") || !strings.Contains(v.Note, "(0s, 300ms]") {
+	if v.Status != NoData || !strings.Contains(v.Note, "cannot judge below the first bucket") || !strings.Contains(v.Note, "first bound 300ms") {
+		t.Errorf("below the first bucket: %+v", v)
+	}
+	// 400 ms inside (300ms, 500ms]: 990 to 1000 met it; 99.5% is decided
+	// by neither end: interpolated, 990 + 10·100/200 = 995.
+	v = one(t, Evaluate(latencySpec(t, "queue_delay", "400ms", "99.5%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	if v.Status != Pass || v.Good != 995 || !strings.Contains(v.Note, "estimated") || !strings.Contains(v.Note, "(300ms, 500ms]") {
 		t.Errorf("interpolated: %+v", v)
 	}
 	// 99.5% is missed even if the whole bucket met it: an exact FAIL.

@@ -108,18 +108,32 @@ type Objective struct {
 	ErrorKinds []loadgen.ErrorKind `json:"error_kinds,omitempty"`
 	// Constraints overrides the spec's goodput constraints (goodput_per_s).
 	Constraints *Constraints `json:"constraints,omitempty"`
-	Line        int          `json:"-"`
+	// Runbook is the URL an alert on this objective links to; "" means the
+	// spec's Runbook (see RunbookURL).
+	Runbook string `json:"runbook,omitempty"`
+	Line    int    `json:"-"`
 }
 
 // Kind is the objective's kind.
 func (o *Objective) Kind() Kind { return o.Metric.Kind() }
+
+// RunbookURL is the runbook an alert on o links to: its own, else the
+// spec's, else "".
+func (s *Spec) RunbookURL(o *Objective) string {
+	if o.Runbook != "" {
+		return o.Runbook
+	}
+	return s.Runbook
+}
 
 // ErrorBudget is the fraction of events allowed to be bad: 1 − target for
 // latency objectives, the threshold for error_rate; ok is false for floors.
 func (o *Objective) ErrorBudget() (budget float64, ok bool) {
 	switch o.Kind() {
 	case KindLatency:
-		return ErrorBudget(o.Target.Float()), true
+		// 1 − target taken in decimals, then rounded once: 99% gives
+		// exactly 0.01, where 1 − 0.99 in floats gives 0.010000000000000009.
+		return o.Target.complement(), true
 	case KindRatio:
 		return o.Limit.Float(), true
 	}
@@ -208,6 +222,9 @@ type Spec struct {
 	Name        string
 	Owner       string
 	Description string
+	// Runbook is the URL that burn-rate alerts link to (an objective may
+	// name its own); operate-phase only, acceptance ignores it.
+	Runbook string
 	// Window is the SLO window of the operate phase (default 30 days).
 	Window time.Duration
 	// Goodput are the per-request constraints goodput_per_s counts against.
@@ -310,7 +327,7 @@ func (r reader) duplicateName(item yamlwalk.Node, key, name string, first int) {
 }
 
 func (r reader) spec(root yamlwalk.Node) *Spec {
-	f, ok := r.top(root, "SLO", "name", "owner", "description", "window", "goodput", "objectives", "waivers")
+	f, ok := r.top(root, "SLO", "name", "owner", "description", "window", "runbook", "goodput", "objectives", "waivers")
 	if !ok {
 		return nil
 	}
@@ -318,6 +335,7 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 	s.Name = required(f, "name", name)
 	s.Owner = required(f, "owner", text)
 	s.Description = optional(f, "description", text)
+	s.Runbook = optional(f, "runbook", runbook)
 	if n, ok := f.Get("window"); ok {
 		if w, ok := n.Duration(); ok {
 			if w < time.Hour {
@@ -365,13 +383,14 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 
 func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	start := r.doc.Count()
-	f, _ := n.Map("name", "description", "metric", "class", "threshold", "target", "error_kinds", "constraints")
+	f, _ := n.Map("name", "description", "metric", "class", "threshold", "target", "error_kinds", "constraints", "runbook")
 	o := Objective{Line: n.Line()}
 	if !n.IsMap() {
 		return o, false
 	}
 	o.Name = required(f, "name", name)
 	o.Description = optional(f, "description", text)
+	o.Runbook = optional(f, "runbook", runbook)
 	o.Class = optional(f, "class", name)
 	mv, ok := f.Require("metric")
 	if !ok {

@@ -124,6 +124,10 @@ objectives:
 		{"invalid yaml", "kind: SLO\nname: [x\n", `slo.yaml:`},
 		{"not a mapping", "- a\n- b\n", `slo.yaml:1: want a mapping (key: value), got a list`},
 		{"empty", "", `slo.yaml: empty file`},
+		{"runbook not a URL", "kind: SLO\nname: x\nowner: o\nrunbook: wiki/chat\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n",
+			`slo.yaml:4: runbook: "wiki/chat" is not an absolute http(s) URL`},
+		{"objective runbook not http", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: error_rate, threshold: 1%, runbook: 'file:///etc/x'}\n",
+			`slo.yaml:5: objectives[0].runbook: "file:///etc/x" is not an absolute http(s) URL`},
 		{"threshold is a list", "kind: SLO\nname: x\nowner: o\nobjectives:\n  - name: a\n    metric: ttft\n    threshold: [1s]\n    target: 1\n",
 			`slo.yaml:7: objectives[0].threshold: want a single value, got a list`},
 	}
@@ -141,6 +145,33 @@ objectives:
 				t.Fatalf("error\n%v\ndoes not contain\n%s", err, c.want)
 			}
 		})
+	}
+}
+
+// runbook is optional at both levels; an objective's own wins, and a file
+// without one parses as before.
+func TestParseSpecRunbook(t *testing.T) {
+	s := mustSpec(t, `
+kind: SLO
+name: chat
+owner: o
+runbook: https://runbooks.example.com/chat
+objectives:
+  - {name: a, metric: error_rate, threshold: 1%}
+  - {name: b, metric: ttft, threshold: 1s, target: 99%, runbook: "https://runbooks.example.com/chat#ttft"}
+`)
+	if s.Runbook != "https://runbooks.example.com/chat" {
+		t.Fatalf("spec runbook %q", s.Runbook)
+	}
+	if got := s.RunbookURL(&s.Objectives[0]); got != s.Runbook {
+		t.Errorf("objective a inherits %q, want the spec's", got)
+	}
+	if got := s.RunbookURL(&s.Objectives[1]); got != "https://runbooks.example.com/chat#ttft" {
+		t.Errorf("objective b: %q, want its own", got)
+	}
+	plain := mustSpec(t, chatSLO)
+	if plain.Runbook != "" || plain.RunbookURL(&plain.Objectives[0]) != "" {
+		t.Errorf("no runbook field: got %q", plain.Runbook)
 	}
 }
 

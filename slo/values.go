@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"net/url"
 	"regexp"
 	"strconv"
 
@@ -104,5 +105,21 @@ func required(f yamlwalk.Map, key string, read func(yamlwalk.Node) string) strin
 // text reads any single value as text ("" after an error).
 func text(x yamlwalk.Node) string {
 	v, _ := x.Text()
+	return v
+}
+
+// runbook reads a runbook URL: absolute http or https, because an alert's
+// link must open from a pager, not resolve against anything ("" after an
+// error).
+func runbook(x yamlwalk.Node) string {
+	v, ok := x.Text()
+	if !ok {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		x.Errorf("%q is not an absolute http(s) URL", v)
+		return ""
+	}
 	return v
 }

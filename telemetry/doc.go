@@ -15,8 +15,12 @@
 //     histogram, the server's TTFT and e2e histograms, prompt and
 //     generation token counters, and GPU gauges found on the endpoint
 //     (DCGM_FI_DEV_GPU_UTIL as a 0–1 ratio, DCGM_FI_PROF_GR_ENGINE_ACTIVE,
-//     DCGM_FI_DEV_FB_USED in bytes, Triton's nv_gpu_utilization). The
-//     server family is told from the metric prefixes and recorded.
+//     DCGM_FI_DEV_FB_USED in bytes, Triton's nv_gpu_utilization; DCGM
+//     4.6's GR_ENGINE_UTIL_RATIO, BOARD_POWER_WATTS and GPU_TEMP_CELSIUS
+//     and dcgm-exporter's --use-old-namespace dcgm_* names too; a
+//     dcgm-exporter with none of them is said once, in its source's
+//     note). The server family is told from the metric prefixes and
+//     recorded.
 //   - a GPUSampler: NewNVML reads each GPU of the machine tailgate runs on
 //     through go-nvml (utilization, memory, power, SM clock, temperature)
 //     and describes it (model, UUID, serial, driver and CUDA version) for
@@ -42,6 +46,22 @@
 //	tokens        vllm:{prompt,generation}_tokens   sglang:{prompt,generation}_tokens   sums of tgi_request_input_length and        —
 //	              _total                            _total                              tgi_request_generated_tokens
 //
+// TensorRT-LLM: trtllm-serve answers /metrics with JSON iteration stats and
+// serves Prometheus text at /prometheus/metrics; a /metrics answer in JSON
+// is followed there once and that URL is read from then on (the source's
+// note says so). Its trtllm_* series map like vLLM's
+// (trtllm_num_requests_running, _waiting, trtllm_kv_cache_utilization,
+// trtllm_request_queue_time_seconds, trtllm_time_to_first_token_seconds,
+// trtllm_e2e_request_latency_seconds, trtllm_{prompt,generation}_tokens_total),
+// with trtllm_kv_cache_used_blocks and _max_blocks. Under Triton, the
+// TensorRT-LLM backend's in-flight batcher exports
+// nv_trt_llm_request_metrics{request_type=…}: scheduled is read as
+// running and waiting (the executor's queue) as the queue depth, before
+// Triton's pending count; nv_trt_llm_kv_cache_block_metrics{
+// kv_cache_block_type=used,max} give the KV blocks and KV usage. Triton's
+// queue time is then its own scheduler's, not the executor's queue, and
+// QueueDelayNote says so.
+//
 // llama.cpp's llama-server (--metrics) is read from llamacpp:requests_processing
 // (running), llamacpp:requests_deferred (waiting), llamacpp:kv_cache_usage_ratio,
 // llamacpp:prompt_tokens_total (evaluated prompt tokens: prompt-cache hits are
@@ -54,14 +74,38 @@
 // Label sets (model_name, engine, dp_rank, model/version) are combined:
 // request counts, token counters and histograms are summed, KV usage is
 // averaged; histograms whose bucket layouts differ are summed over the
-// bounds they share. GPU gauges are kept per GPU (keyed by UUID, else the
-// gpu label, plus the MIG instance); several series of one GPU (one per
-// Kubernetes pod) are averaged. dcgm-exporter's blank sentinels and GPU_UTIL
-// readings above 100 % are dropped. Triton exposes queue and request time
+// bounds they share. Increases are not taken of those sums but series by
+// series (see "Counting between two moments"). SGLang started with
+// --enable-metrics-for-all-schedulers exports every scheduler's series,
+// and the TP ranks of one data-parallel rank report the same requests:
+// of series that differ only in tp_rank, the lowest rank is read
+// (tp_rank="0" of each dp_rank). GPU gauges are kept per GPU (keyed by
+// UUID, else the gpu label, plus the MIG instance); several series of one
+// GPU (one per Kubernetes pod) are averaged. dcgm-exporter's blank
+// sentinels and GPU_UTIL readings above 100 % are dropped. Triton exposes queue and request time
 // only as cumulative microsecond counters, so those become histograms with
-// a single +Inf bucket (a mean over nv_inference_request_success +
-// nv_inference_request_failure, and no quantiles); with an ensemble every
-// composing model counts the same request again.
+// a single +Inf bucket (a mean over nv_inference_request_success, since
+// the duration counters grow only when a request succeeds, and no
+// quantiles). An ensemble's composing models count the same request
+// again, so Triton's nv_inference_* series are read from one model: the
+// one the run targets (ParseOptions.ServerModel, Config.ServerModel,
+// tailgate's --server-model), else the only one loaded; with several and
+// none named they are summed and ServerModelNote says so.
+//
+// # Capacity figures
+//
+// Beside the latencies a capacity review asks why: the Summary's Capacity
+// has vLLM's preemptions (num_preemptions_total), prefix-cache queries,
+// hits and hit rate (prefix_cache_queries_total, _hits_total), speculative
+// decoding's drafted and accepted tokens and acceptance rate, engine steps
+// and tokens per step (iteration_tokens_total) and KV blocks
+// (cache_config_info's num_gpu_blocks); SGLang's retracted requests and
+// cache hit rate; TGI's mean batch (tgi_batch_next_size) and forward
+// time (tgi_batch_forward_duration); Triton's inferences per execution
+// (nv_inference_count / nv_inference_exec_count of the server model).
+// Counters are increases per series, as for the tokens. Per GPU,
+// dcgm-exporter's tensor pipe and DRAM activity, the XID errors seen and
+// the clocks event (throttle) reasons seen are kept.
 //
 // # How often
 //
@@ -81,12 +125,23 @@
 //
 // Server counters and histograms are cumulative since the server started.
 // A Run keeps, per source, the increase since that source's first
-// successful scrape, correcting for resets: when any count falls (the
-// server restarted) the new reading counts as the increase since the last
-// one, as Prometheus's increase() does, and what happened between the last
-// scrape and the restart is lost. Snapshot returns those totals; Delta(a, b)
-// is the queue-delay histogram gained between two snapshots, for
-// per-stage evaluation. A request counts in the stage in which the server
+// successful scrape, as Prometheus's increase() does: series by series
+// (one per label set: engine, dp_rank, model…), each corrected for its own
+// resets, then summed. A series has been reset only when its new reading
+// is below its previous one (any bucket, the count or the sum of a
+// histogram), compared exactly and series by series, never on a float
+// sum: then its new reading counts as the increase since the last one, and
+// what happened between the last scrape and the restart is lost. So one
+// data-parallel engine that restarts costs only its own lost interval, and
+// the others' increases stand. A series that disappears (an engine down, a
+// Triton model unloaded) adds nothing further; should it come back it
+// continues from its last reading. A series first seen after the source's
+// first good scrape (TGI creates its series on first use, a model loaded
+// or an engine started mid-run) began during the run: its first reading
+// counts in full, from zero. A series present at the first scrape is the
+// server's history and only its later increase counts. Snapshot returns
+// those totals; Delta(a, b) is the queue-delay histogram gained between
+// two snapshots, for per-stage evaluation. A request counts in the stage in which the server
 // observed it: vLLM v1 observes vllm:request_queue_time_seconds (like its
 // e2e and phase histograms) when the request finishes, so a request queued
 // in one stage and finished in the next lands in the next; the built-in

@@ -129,7 +129,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 		hist(3, Bucket{1, 4}, Bucket{inf, 5}),    // +3
 	}
 	for i := range readings {
-		acc.observe(&readings[i])
+		acc.observe(map[string]Histogram{"q{}": readings[i]})
 	}
 	want := Histogram{Source: "test", Buckets: []Bucket{{1, 7}, {inf, 9}}, Sum: 2 + 1 + 2, Count: 9}
 	if !equalHist(*acc.total, want) || acc.resets != 1 {
@@ -137,7 +137,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 	}
 	var c counterAcc
 	for _, v := range []float64{100, 150, 20, 50} { // +50, reset +20, +30
-		c.observe(&v)
+		c.observe(map[string]float64{"c{}": v})
 	}
 	if c.total != 100 || c.resets != 1 {
 		t.Errorf("counter total %v resets %d", c.total, c.resets)
@@ -186,5 +186,23 @@ func TestSummariseHistogram(t *testing.T) {
 	}
 	if SummariseHistogram(nil) != nil {
 		t.Error("nil")
+	}
+}
+
+// With no queueing at all every request is in vLLM's first queue bucket
+// (0.3 s): the quantiles are interpolated from 0 (p50 150 ms, p99 297 ms)
+// and the summary says they are not measured; the mean is exact.
+func TestSummaryBelowTheFirstBucket(t *testing.T) {
+	h := hist(0.08, Bucket{0.3, 100}, Bucket{0.5, 100}, Bucket{inf, 100})
+	s := SummariseHistogram(&h)
+	if !near(*s.MeanMs, 0.8) || !near(*s.P50Ms, 150) || *s.P99Bkt[0] != 0 || *s.P99Bkt[1] != 300 {
+		t.Fatalf("%+v", s)
+	}
+	if !strings.Contains(s.Note, "p50, p90, p99 in the first bucket (≤ 300 ms)") || !strings.Contains(s.Note, "the mean is exact") {
+		t.Errorf("note %q", s.Note)
+	}
+	h = hist(30, Bucket{0.1, 10}, Bucket{0.5, 30}, Bucket{1, 40}, Bucket{inf, 50})
+	if s := SummariseHistogram(&h); s.Note != "" {
+		t.Errorf("note without a quantile in the first bucket: %q", s.Note)
 	}
 }

@@ -163,13 +163,19 @@ func TestParseTriton(t *testing.T) {
 	}
 	wantNil(t, "running", s.Running)
 	wantNil(t, "kv_usage", s.KVUsage)
+	// No server model named and two models loaded (the ensemble and its
+	// tensorrt_llm step): summed, and the note says so.
 	wantVal(t, "waiting", s.Waiting, 4)
-	// Queue: µs counters (1.5 s + 0.52 s) over success+failure (150+50+2+0).
+	if s.ServerModel != "" || !strings.Contains(s.ServerModelNote, "ensemble, tensorrt_llm") {
+		t.Errorf("server model %q note %q", s.ServerModel, s.ServerModelNote)
+	}
+	// Queue: µs counters (1.5 s + 0.52 s) over the successes (150+50):
+	// Triton adds to them only when a request succeeds.
 	q := s.QueueDelay
-	if q == nil || !q.MeanOnly() || q.Count != 202 || !near(q.Sum, 2.02) {
+	if q == nil || !q.MeanOnly() || q.Count != 200 || !near(q.Sum, 2.02) {
 		t.Fatalf("queue %+v", q)
 	}
-	if m, ok := q.Mean(); !ok || !near(m, 0.01) {
+	if m, ok := q.Mean(); !ok || !near(m, 0.0101) {
 		t.Errorf("queue mean %v", m)
 	}
 	if _, ok := q.Quantile(0.5); ok {

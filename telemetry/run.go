@@ -23,6 +23,11 @@ type Config struct {
 	GPU GPUSampler
 	// Interval between samples; 0 means 1 s.
 	Interval time.Duration
+	// ServerModel is the model the run targets, for servers that export
+	// several models' series of which only one counts the run's requests
+	// once: Triton with an ensemble, whose composing models count each
+	// request again (see ParseOptions). Empty: the only model loaded.
+	ServerModel string
 }
 
 // DefaultInterval is Config.Interval's default.
@@ -105,16 +110,25 @@ type source struct {
 	// is set while one does. Both are touched by the round loop only.
 	answer chan outcome
 	late   bool
+	// absent says why the source is no longer asked: it answered 404 or
+	// 501 before it ever answered with metrics (Ollama has no /metrics).
+	// Set by the round loop, read under Run.mu for the Summary.
+	absent string
 
 	// Guarded by Run.mu.
 	family          Family
 	queueMissing    string // the last answer's QueueDelayUnavailable
+	model, modelWhy string // the last answer's ServerModel and ServerModelNote
+	queueNote       string // the last answer's QueueDelayNote
+	noGPUField      bool   // a dcgm-exporter answer had no GPU field tailgate reads
 	answered        bool   // some scrape succeeded
 	scrapes, errors int
 	lates           int // answered, but after their round closed
 	queue, ttft     histAcc
 	e2e             histAcc
 	prompt, gen     counterAcc
+	capC            map[capKey]*counterAcc
+	capH            map[capKey]*histAcc
 }
 
 // Start begins sampling: one round at once, then one every Interval on a
@@ -154,7 +168,8 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 			timeout = def
 		}
 		r.sources = append(r.sources, &source{scraper: scraper{cfg: sc, name: sourceName(sc.URL, i),
-			timeout: max(timeout, lateTimeout(interval)), client: client}, wait: timeout, answer: make(chan outcome, 1)})
+			timeout: max(timeout, lateTimeout(interval)), client: client, opts: ParseOptions{ServerModel: cfg.ServerModel}},
+			wait: timeout, answer: make(chan outcome, 1)})
 	}
 	r.st.init()
 	go r.loop(ctx)
@@ -238,6 +253,9 @@ func (r *Run) queueMissingLocked(q *Histogram) string {
 	answered := false
 	for _, src := range r.sources {
 		answered = answered || src.answered
+		if src.absent != "" && !slices.Contains(why, NoQueueNoMetrics) {
+			why = append(why, NoQueueNoMetrics)
+		}
 		if src.queueMissing != "" && !slices.Contains(why, src.queueMissing) {
 			why = append(why, src.queueMissing)
 		}
@@ -269,14 +287,32 @@ func (r *Run) Stop() Summary {
 // observe counts one answer's cumulative series. Called with Run.mu held.
 func (src *source) observe(s *ServerSample) {
 	src.family, src.answered = s.Family, true
+	src.model, src.modelWhy = s.ServerModel, s.ServerModelNote
+	src.queueNote = s.QueueDelayNote
+	src.noGPUField = s.Family == FamilyDCGM && len(s.GPUs) == 0
 	if s.QueueDelay != nil || s.QueueDelayUnavailable != "" {
 		src.queueMissing = s.QueueDelayUnavailable
 	}
-	src.queue.observe(s.QueueDelay)
-	src.ttft.observe(s.TTFT)
-	src.e2e.observe(s.E2E)
-	src.prompt.observe(s.PromptTokens)
-	src.gen.observe(s.GenerationTokens)
+	src.queue.observe(s.series.queue)
+	src.ttft.observe(s.series.ttft)
+	src.e2e.observe(s.series.e2e)
+	src.prompt.observe(s.series.prompt)
+	src.gen.observe(s.series.gen)
+	if src.capC == nil {
+		src.capC, src.capH = map[capKey]*counterAcc{}, map[capKey]*histAcc{}
+		for _, c := range capCounters {
+			src.capC[c.key] = &counterAcc{}
+		}
+		for _, c := range capHists {
+			src.capH[c.key] = &histAcc{}
+		}
+	}
+	for k, a := range src.capC {
+		a.observe(s.series.counters[k])
+	}
+	for k, a := range src.capH {
+		a.observe(s.series.hists[k])
+	}
 }
 
 // lateTimeout is how long one scrape may take in all, answering late.
@@ -323,6 +359,9 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 	pending := 0
 	wait := r.gpuTimeout
 	for i, src := range r.sources {
+		if src.absent != "" {
+			continue
+		}
 		wait = max(wait, src.wait)
 		if src.late {
 			// An earlier round's scrape outlived it: take its answer if it
@@ -409,6 +448,9 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 			}
 		}
 		o := results[i]
+		if o == nil && !started[i] && src.absent != "" {
+			continue // not asked: it has no metrics
+		}
 		if o == nil {
 			if started[i] {
 				src.late = true
@@ -424,6 +466,10 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 			continue
 		}
 		src.scrapes++
+		var none *noEndpointError
+		if errors.As(o.err, &none) && !src.answered {
+			src.absent = none.Error()
+		}
 		if o.err != nil {
 			// A scrape that did not parse whole is a failed scrape: half
 			// a histogram would look like a counter reset.
@@ -481,6 +527,11 @@ func mergeServer(parts []*ServerSample, names []string) *ServerSample {
 		fams = append(fams, p.Family)
 		out.Running = addPtr(out.Running, p.Running)
 		out.Waiting = addPtr(out.Waiting, p.Waiting)
+		out.KVBlocksUsed = addPtr(out.KVBlocksUsed, p.KVBlocksUsed)
+		out.KVBlocksMax = addPtr(out.KVBlocksMax, p.KVBlocksMax)
+		if p.QueueDelayNote != "" && !strings.Contains(out.QueueDelayNote, p.QueueDelayNote) {
+			out.QueueDelayNote = strings.TrimPrefix(out.QueueDelayNote+"; "+p.QueueDelayNote, "; ")
+		}
 		out.PromptTokens = addPtr(out.PromptTokens, p.PromptTokens)
 		out.GenerationTokens = addPtr(out.GenerationTokens, p.GenerationTokens)
 		if p.KVUsage != nil {
@@ -554,46 +605,84 @@ func addCounter(a *float64, c *counterAcc) *float64 {
 }
 
 // histAcc turns one source's cumulative histogram readings into the
-// reset-corrected increase since its first reading.
+// reset-corrected increase since its first reading, as Prometheus's
+// increase() does: per series (label set), each series' reset handled on
+// its own, then summed. A series that disappears adds nothing further
+// (its last reading is kept: should it come back, it continues from
+// there, or counts as reset if it fell). A series first seen after the
+// source's first good scrape started during the run (a lazily created
+// label set, a model loaded mid-run, an engine that joined): it counts
+// from zero, so its first reading counts in full.
 type histAcc struct {
-	last, total *Histogram
-	resets      int
+	last   map[string]Histogram // nil until the source's first good scrape
+	total  *Histogram
+	resets int
 }
 
-func (a *histAcc) observe(cur *Histogram) {
-	if cur == nil {
-		return
+func (a *histAcc) observe(cur map[string]Histogram) {
+	first := a.last == nil
+	if first {
+		a.last = map[string]Histogram{}
 	}
-	if a.last == nil {
-		a.last, a.total = new(cur.clone()), new(cur.zero())
-		return
+	for _, key := range sortedKeys(cur) {
+		h := cur[key]
+		prev, seen := a.last[key]
+		var inc Histogram
+		switch {
+		case first:
+			inc = h.zero() // baseline: the server's history, not counted
+		case !seen:
+			inc = h.clone()
+		default:
+			var reset bool
+			if inc, reset = h.Sub(prev); reset {
+				a.resets++
+			}
+		}
+		a.total = addHist(a.total, &inc)
+		a.last[key] = h.clone()
 	}
-	inc, reset := cur.Sub(*a.last)
-	if reset {
-		a.resets++
-	}
-	a.total, a.last = new(a.total.plus(inc)), new(cur.clone())
 }
 
-// counterAcc is histAcc for a counter.
+// counterAcc is histAcc for a counter. A counter has been reset only
+// when a series' new reading is below its previous one (compared series
+// by series, never as a sum: a float sum may round down when the series
+// come in another order).
 type counterAcc struct {
-	seen   bool
-	last   float64
+	last   map[string]float64
+	seen   bool // some series was read
 	total  float64
 	resets int
 }
 
-func (a *counterAcc) observe(cur *float64) {
-	if cur == nil {
-		return
+func (a *counterAcc) observe(cur map[string]float64) {
+	first := a.last == nil
+	if first {
+		a.last = map[string]float64{}
 	}
-	if a.seen {
-		d := *cur - a.last
-		if d < 0 {
-			d = *cur
+	for _, key := range sortedKeys(cur) {
+		v := cur[key]
+		prev, seen := a.last[key]
+		switch {
+		case first:
+		case !seen:
+			a.total += v
+		case v < prev:
+			a.total += v
 			a.resets++
+		default:
+			a.total += v - prev
 		}
-		a.total += d
+		a.seen = true
+		a.last[key] = v
 	}
-	a.seen, a.last = true, *cur
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

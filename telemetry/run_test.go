@@ -504,3 +504,33 @@ func TestLateScrapesCountApartFromFailures(t *testing.T) {
 		t.Errorf("late answers' series did not count: family %q prompt tokens %v", sum.Family, sum.PromptTokens)
 	}
 }
+
+// Ollama has no /metrics (404; its root says "Ollama is running"): the
+// summary says so once, with one failed scrape, not one a round.
+func TestOllamaHasNoMetrics(t *testing.T) {
+	var metricsAsks atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("Ollama is running")) })
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		metricsAsks.Add(1)
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 20 * time.Millisecond}, nil)
+	time.Sleep(200 * time.Millisecond)
+	sum := r.Stop()
+	if sum.ScrapeErrors != 1 || len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0], "Ollama serves no Prometheus metrics") {
+		t.Errorf("errors %d %q", sum.ScrapeErrors, sum.Errors)
+	}
+	if n := metricsAsks.Load(); n != 1 {
+		t.Errorf("/metrics asked %d times", n)
+	}
+	src := sum.Sources[0]
+	if src.Scrapes != 1 || src.Errors != 1 || !strings.Contains(src.Absent, "Ollama") {
+		t.Errorf("source %+v", src)
+	}
+	if sum.QueueDelayUnavailable != NoQueueNoMetrics || sum.Samples < 5 {
+		t.Errorf("queue unavailable %q samples %d", sum.QueueDelayUnavailable, sum.Samples)
+	}
+}

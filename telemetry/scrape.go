@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,7 +53,16 @@ type scraper struct {
 	name    string
 	timeout time.Duration
 	client  *http.Client
+	opts    ParseOptions
+	// prom is the Prometheus URL read instead of cfg.URL once cfg.URL
+	// answered JSON (trtllm-serve); note says so, for the Summary.
+	prom atomic.Pointer[string]
+	note atomic.Pointer[string]
 }
+
+// NoteTRTLLMServe is a source's note when its /metrics answered JSON and
+// /prometheus/metrics beside it was read instead.
+const NoteTRTLLMServe = "/metrics answers JSON (trtllm-serve's iteration stats); read /prometheus/metrics instead"
 
 // scrape returns the normalised sample, or an error that names neither
 // headers nor the URL's secret parts. A parse error part-way returns both
@@ -60,7 +70,17 @@ type scraper struct {
 func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	if p := s.prom.Load(); p != nil {
+		return s.scrapeURL(ctx, *p, false)
+	}
+	return s.scrapeURL(ctx, s.cfg.URL, true)
+}
+
+// scrapeURL fetches and parses raw. With fallback, an answer in JSON from a
+// URL ending in /metrics (trtllm-serve's) is followed by a scrape of
+// /prometheus/metrics on the same server, which is used from then on.
+func (s *scraper) scrapeURL(ctx context.Context, raw string, fallback bool) (*ServerSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		return nil, errors.New("invalid URL")
 	}
@@ -77,6 +97,9 @@ func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusNotImplemented {
+			return nil, &noEndpointError{status: resp.Status, ollama: s.isOllama(ctx)}
+		}
 		return nil, fmt.Errorf("HTTP %s", resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "protobuf") {
@@ -89,7 +112,21 @@ func (s *scraper) scrape(ctx context.Context) (*ServerSample, error) {
 	if len(body) > maxBodyBytes {
 		return nil, fmt.Errorf("body larger than %d MiB", maxBodyBytes>>20)
 	}
-	sample, err := ParseExposition(bytes.NewReader(body))
+	if looksJSON(resp.Header.Get("Content-Type"), body) {
+		if u, err := url.Parse(raw); fallback && err == nil && strings.HasSuffix(u.Path, "/metrics") {
+			u.Path = strings.TrimSuffix(u.Path, "/metrics") + "/prometheus/metrics"
+			u.RawPath = ""
+			alt := u.String()
+			if sample, err := s.scrapeURL(ctx, alt, false); err == nil {
+				s.prom.Store(&alt)
+				note := NoteTRTLLMServe
+				s.note.Store(&note)
+				return sample, nil
+			}
+		}
+		return nil, errors.New("answered JSON, not Prometheus text (for trtllm-serve, --metrics-url …/prometheus/metrics)")
+	}
+	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {
 		return sample, fmt.Errorf("parse: %v", err)
 	}
@@ -105,4 +142,54 @@ func (s *scraper) describe(ctx context.Context, err error) error {
 		err = ue.Err // its message repeats the full URL
 	}
 	return err
+}
+
+// noEndpointError is a scrape answered 404 or 501: the server has no
+// metrics there. A source that never answered otherwise is not asked again
+// (Ollama has no /metrics: one error, not one a second).
+type noEndpointError struct {
+	status string
+	ollama bool // the server's root says "Ollama is running"
+}
+
+func (e *noEndpointError) Error() string {
+	if e.ollama {
+		return fmt.Sprintf("HTTP %s: Ollama serves no Prometheus metrics; not scraped again", e.status)
+	}
+	return fmt.Sprintf("HTTP %s: no metrics at this URL; not scraped again", e.status)
+}
+
+// isOllama asks the server's root, where Ollama answers "Ollama is running".
+func (s *scraper) isOllama(ctx context.Context) bool {
+	u, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return false
+	}
+	u.Path, u.RawPath, u.RawQuery = "/", "", ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	if s.cfg.Headers != nil {
+		req.Header = s.cfg.Headers.Clone()
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "Ollama is running")
+}
+
+// looksJSON reports whether a /metrics answer is JSON rather than
+// Prometheus text: by its Content-Type, or a body that is a JSON array
+// (trtllm-serve's list of iteration stats; a "{" could open a quoted
+// UTF-8 metric name).
+func looksJSON(contentType string, body []byte) bool {
+	if strings.Contains(contentType, "json") {
+		return true
+	}
+	b := bytes.TrimSpace(body)
+	return len(b) > 0 && b[0] == '['
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -251,10 +252,11 @@ func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, err
 // telemetryFlags choose what is sampled beside the load: the server's own
 // /metrics, a dcgm-exporter, and local GPUs through NVML.
 type telemetryFlags struct {
-	metricsURL string
-	dcgmURL    string
-	nvml       string
-	interval   time.Duration
+	metricsURL  string
+	dcgmURL     string
+	nvml        string
+	interval    time.Duration
+	serverModel string
 }
 
 func (t *telemetryFlags) register(fs *pflag.FlagSet) {
@@ -262,13 +264,16 @@ func (t *telemetryFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.dcgmURL, "dcgm-url", "", "dcgm-exporter metrics to sample as well, e.g. http://gpu-node:9400/metrics")
 	fs.StringVar(&t.nvml, "nvml", "auto", "sample local GPUs through NVML: auto (if a driver is present), on, off")
 	fs.DurationVar(&t.interval, "telemetry-interval", time.Second, "telemetry sampling interval")
+	fs.StringVar(&t.serverModel, "server-model", "", "the server-side model whose metrics count the run's requests, e.g. a Triton ensemble "+
+		"(its composing models count each request again; default: --model)")
 }
 
 // config builds the sampler configuration. The target's credentials go to
-// a metrics endpoint on the same host only. A missing NVML is fine in auto
-// mode; warnings go to warn.
-func (t *telemetryFlags) config(target string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
-	cfg := &telemetry.Config{Interval: t.interval}
+// a metrics endpoint on the same host only. model is the run's --model,
+// the server model unless --server-model names another. A missing NVML is
+// fine in auto mode; warnings go to warn.
+func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
+	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model)}
 	if t.interval <= 0 {
 		return nil, fmt.Errorf("--telemetry-interval %v: must be positive", t.interval)
 	}

@@ -48,6 +48,8 @@ var commands = map[string]command{
 	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
 	"validate": {"run an acceptance plan: every stage, every objective, with evidence", cmdValidate},
 	"merge":    {"merge the results of the shards of one schedule (run --shard) into one", cmdMerge},
+	"canary":   {"probe live endpoints on a schedule, judge the SLO continuously, serve Prometheus metrics", cmdCanary},
+	"slo":      {"operate-phase tools for an SLO file: tailgate slo rules writes burn-rate rules", cmdSLO},
 }
 
 // version is set with -ldflags "-X main.version=...".

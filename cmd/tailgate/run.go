@@ -40,6 +40,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	force := fs.Bool("force", false, "replace the results already in --out")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
+	var pf pushFlags
+	pf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate run [flags]\n\nSend load to an OpenAI-compatible endpoint and report TTFT, ITL, TPOT, E2E and throughput.\n"+
 			"Exit 0 ok, 1 an --slo objective failed, 2 usage, 3 run invalid (too many errors, nothing measured,\n"+
@@ -94,7 +96,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := tf.discoverModel(ctx, client); err != nil {
 		return err
 	}
-	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err
 	}
@@ -115,6 +117,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if spec != nil {
 		judge = slo.NewJudge(nil, spec)
 		sinks = append(sinks, pipeline.Func(judge.Add))
+	}
+	pushSink, err := pf.sink(spec, tf.target)
+	if err != nil {
+		return err
+	}
+	if pushSink != nil {
+		sinks = append(sinks, pushSink)
 	}
 	res, err := pipeline.Run(ctx, ps, sinks...)
 	if res == nil {
@@ -148,7 +157,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if out != "" {
 		fmt.Fprintf(stderr, "results in %s\n", out)
 	}
-	return runOutcome(res, err, stderr)
+	outcome := runOutcome(res, err, stderr)
+	if perr := pf.push(ctx, stderr); perr != nil {
+		// Metrics that did not reach the Pushgateway are results not
+		// delivered: 3, whatever the verdict (as for results not written).
+		if exitCode(outcome) != exitInvalid {
+			return perr
+		}
+		fmt.Fprintf(stderr, "tailgate run: %v\n", perr)
+	}
+	return outcome
 }
 
 // runOutcome is a finished run's exit: 3 for a run whose figures cannot be

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -26,6 +28,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		allowRemote bool
 		mode        string
 		faults      []string
+		restarts    []string
 		readyFile   string
 		closeAfter  string
 		metrics     string
@@ -39,6 +42,8 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
 	fs.BoolVar(&cfg.StrictModel, "strict-model", false, "answer 404 to requests naming another model, as vLLM does")
 	fs.StringVar(&mode, "mode", "", `"batch" (continuous-batching model) or "fixed" (fixed delays); default fixed if --fixed-ttft or --fixed-itl is set, else batch`)
+	fs.IntVar(&cfg.Engines, "engines", 0, "data-parallel engines (vLLM --data-parallel-size): each its own scheduler with --slots and --kv-tokens, requests dealt round robin, /metrics series labelled engine=\"i\"")
+	fs.StringArrayVar(&restarts, "restart-engine", nil, "restart engine I at DURATION after start, as I@DURATION (repeatable): drained, then its counters start again at zero; needs --engines 2 or more")
 	fs.IntVar(&cfg.Slots, "slots", cfg.Slots, "max sequences running at once (vLLM max_num_seqs)")
 	fs.IntVar(&cfg.KVTokens, "kv-tokens", cfg.KVTokens, "KV-cache budget in tokens; a request holds prompt + max_tokens")
 	fs.IntVar(&cfg.MaxBatchTokens, "max-batch-tokens", cfg.MaxBatchTokens, "max prompt tokens prefilled in one step")
@@ -97,6 +102,21 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Faults = append(cfg.Faults, r)
 	}
+	type restart struct {
+		engine int
+		at     time.Duration
+	}
+	var plan []restart
+	for _, rs := range restarts {
+		i, at, ok := strings.Cut(rs, "@")
+		n, err := strconv.Atoi(strings.TrimSpace(i))
+		d, derr := time.ParseDuration(strings.TrimSpace(at))
+		if !ok || err != nil || derr != nil || n < 0 || d < 0 {
+			fmt.Fprintf(stderr, "tailgate sim: --restart-engine %q: want ENGINE@DURATION, e.g. 1@30s\n", rs)
+			return exitUsage
+		}
+		plan = append(plan, restart{n, d})
+	}
 	if err := checkLoopback(addr); err != nil && !allowRemote {
 		fmt.Fprintf(stderr, "tailgate sim: --addr %s: %v (pass --allow-remote to serve beyond this machine)\n", addr, err)
 		return exitUsage
@@ -108,9 +128,26 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer run.Close()
+	for _, p := range plan {
+		if p.engine >= run.Engines() || run.Engines() < 2 {
+			fmt.Fprintf(stderr, "tailgate sim: --restart-engine %d@%v: the simulator has %d engine(s); restarting one needs --engines 2 or more\n", p.engine, p.at, run.Engines())
+			return exitUsage
+		}
+		timer := time.AfterFunc(p.at, func() {
+			if err := run.RestartEngine(ctx, p.engine); err == nil {
+				fmt.Fprintf(stdout, "tailgate sim: engine %d restarted (counters at zero)\n", p.engine)
+			} else if ctx.Err() == nil {
+				fmt.Fprintf(stderr, "tailgate sim: restart of engine %d: %v\n", p.engine, err)
+			}
+		})
+		defer timer.Stop()
+	}
 	c := run.Config()
 	desc := fmt.Sprintf("%d slots, %d KV tokens, decode %v + %v/seq, prefill %v + %v/token",
 		c.Slots, c.KVTokens, c.DecodeBase, c.DecodePerSeq, c.PrefillBase, c.PrefillPerToken)
+	if run.Engines() > 1 {
+		desc = fmt.Sprintf("%d engines of ", run.Engines()) + desc
+	}
 	if c.Mode == sim.ModeFixed {
 		desc = fmt.Sprintf("TTFT %v, ITL %v, jitter %v", c.FixedTTFT, c.FixedITL, c.Jitter)
 	}

@@ -43,6 +43,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	registerMaxErrorRate(fs, &maxErr)
 	force := fs.Bool("force", false, "run into an --out directory that already holds results")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
+	var pf pushFlags
+	pf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate validate --plan plan.yaml --out DIR [flags]\n"+
 			"       tailgate validate --plan plan.yaml --out DIR --record STAGE=pass|fail --by NAME\n\n"+
@@ -92,7 +94,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	telCfg, err := tel.config(tf.target, tf.auth(), stderr)
+	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err
 	}
@@ -112,7 +114,23 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }
 	}
+	pushSink, err := pf.sink(plan.SLO, tf.target)
+	if err != nil {
+		return err
+	}
+	if pushSink != nil {
+		cfg.Sinks = append(cfg.Sinks, pushSink)
+	}
 	rep, err := acceptance.Run(ctx, cfg)
+	if rep != nil {
+		if perr := pf.push(ctx, stderr); perr != nil {
+			if err == nil {
+				err = perr // results not delivered: 3, whatever the verdict
+			} else {
+				fmt.Fprintf(stderr, "tailgate validate: %v\n", perr)
+			}
+		}
+	}
 	if rep != nil {
 		exporters.WriteVerdictTable(stdout, rep)
 		fmt.Fprintf(stderr, "evidence in %s (sign it: tailgate sign --key KEY %s)\n", out, out)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/slo/rules"
+)
+
+// tailgate slo rules writes exactly the library's rule file to stdout and
+// names every objective it left out on stderr.
+func TestSLORules(t *testing.T) {
+	const file = "../../testdata/slo/chat.yaml"
+	code, out, errOut := tgCmd("slo", "rules", "--slo", file)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	spec, err := slo.LoadSpec(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rules.Generate(spec, rules.Options{Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := r.Prometheus()
+	if out != string(want) {
+		t.Fatalf("stdout is not the generated rule file:\n%s", out)
+	}
+	for _, o := range []string{"queue-p99 (queue_delay)", "output-tokens (output_tokens_per_s)", "goodput (goodput_per_s)"} {
+		if !strings.Contains(errOut, "warning: "+file+": objective "+o) {
+			t.Errorf("stderr does not name %s:\n%s", o, errOut)
+		}
+	}
+	if strings.Count(errOut, "warning:") != 3 {
+		t.Errorf("want 3 warnings:\n%s", errOut)
+	}
+
+	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "sloth")
+	if code != exitOK || !strings.Contains(out, "\nversion: prometheus/v1\nservice: chat\n") || !strings.Contains(out, "[{{.window}}]") {
+		t.Fatalf("sloth: exit %d\n%s", code, out)
+	}
+}
+
+func TestSLORulesUsage(t *testing.T) {
+	short := filepath.Join(t.TempDir(), "short.yaml")
+	os.WriteFile(short, []byte("kind: SLO\nname: x\nowner: o\nwindow: 1d\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"slo"}, exitUsage, "want a subcommand"},
+		{[]string{"slo", "rulez"}, exitUsage, `unknown subcommand "rulez"`},
+		{[]string{"slo", "rules"}, exitUsage, "want --slo FILE"},
+		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--format", "xml"}, exitUsage, `--format "xml": want prometheus or sloth`},
+		{[]string{"slo", "rules", "--slo", "nope.yaml"}, exitUsage, "nope.yaml"},
+		{[]string{"slo", "rules", "--slo", short}, exitUsage, "window 1d: burn-rate alerts need an SLO window longer"},
+		{[]string{"help", "slo"}, exitOK, ""},
+	} {
+		code, _, errOut := tgCmd(c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package prom
+
+import (
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+// Default classic bucket bounds (seconds) per latency metric. Every SLO
+// threshold of the metric is added to them exactly (Buckets), so "share of
+// requests ≤ 500 ms" is a bucket ratio, never an interpolation.
+var (
+	defaultTTFTBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	defaultGapBuckets  = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+	defaultE2EBuckets  = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+)
+
+// latencyHistograms are the histogram rows: a metric-table row each, so
+// the values observed are the table's (one definition of each metric).
+var latencyHistograms = []struct {
+	name, metric, help string
+	defaults           []float64
+}{
+	{TTFTSeconds, loadgen.MetricTTFT, "Time to first token: intended start to the first chunk carrying an output token (successful requests).", defaultTTFTBuckets},
+	{ITLSeconds, loadgen.MetricITL, "Inter-token latency: each chunk gap divided by the tokens it carries, one observation per token (successful streamed requests).", defaultGapBuckets},
+	{TPOTSeconds, loadgen.MetricTPOT, "Time per output token: (E2E - TTFT) / (output tokens - 1), for streamed requests with at least 2 tokens.", defaultGapBuckets},
+	{E2ESeconds, loadgen.MetricE2E, "End-to-end latency: intended start to the end of the response (successful requests).", defaultE2EBuckets},
+}
+
+// Native histogram settings: ~10% bucket width, at most 160 buckets a
+// series (the factor doubles when more would be needed), reset at most
+// hourly to regain resolution.
+const (
+	nativeBucketFactor = 1.1
+	nativeMaxBuckets   = 160
+	nativeMinReset     = time.Hour
+)
+
+// Buckets is the classic bucket layout for one latency metric: defaults
+// plus every threshold that specs' latency objectives on the metric set,
+// as time.Duration.Seconds() gives it — the very computation that turns an
+// observation into seconds, so a value exactly at the threshold falls in
+// the threshold's bucket (Prometheus buckets are ≤ their bound, as SLO
+// thresholds are).
+func Buckets(metric string, defaults []float64, specs []*slo.Spec) []float64 {
+	b := append([]float64(nil), defaults...)
+	for _, s := range specs {
+		if s == nil {
+			continue
+		}
+		for _, o := range s.Objectives {
+			if string(o.Metric) == metric && o.Kind() == slo.KindLatency && o.Threshold > 0 {
+				b = append(b, o.Threshold.Seconds())
+			}
+		}
+	}
+	slices.Sort(b)
+	return slices.Compact(b)
+}
+
+// Metrics holds the collectors of the contract on their own registry.
+// Counters and gauges live as long as Metrics; the histograms are
+// rebuilt when a new configuration changes their buckets (SetSpecs).
+// Safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests, errors, outputTokens *prometheus.CounterVec
+	sloEvents                      *prometheus.CounterVec
+	objectiveRatio                 *prometheus.GaugeVec
+	budgetRemaining, burnRate      *prometheus.GaugeVec
+	lastSuccess                    *prometheus.GaugeVec
+	reloadOK, reloadAt             prometheus.Gauge
+
+	mu      sync.RWMutex
+	hists   map[string]*prometheus.HistogramVec // by metric-table name
+	buckets map[string][]float64
+}
+
+// Options configure New.
+type Options struct {
+	// Specs give the SLO thresholds the histograms' buckets include.
+	Specs []*slo.Spec
+	// Version is tailgate's version for tailgate_build_info.
+	Version string
+	// Daemon adds the configuration-reload gauges (a canary has a config
+	// to reload; a run does not).
+	Daemon bool
+}
+
+// New makes the collectors and registers them, and tailgate_build_info, on
+// a fresh registry.
+func New(opts Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	tc := []string{LabelTarget, LabelClass}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestsTotal,
+		Help: "Finished requests by outcome (ok or error); dropped and cut_at_end requests count as errors of their kind."},
+		[]string{LabelTarget, LabelClass, LabelOutcome})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestErrorsTotal,
+		Help: "Failed requests by protocol-neutral error kind (client_error, rate_limited, server_error, timeout, connect, ...)."},
+		[]string{LabelTarget, LabelClass, LabelKind})
+	m.outputTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: OutputTokensTotal,
+		Help: "Output tokens of successful requests (the server's usage count when given)."}, tc)
+	m.sloEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SLOEventsTotal,
+		Help: "SLI events per SLO objective, good or bad, by the objective's per-record rules (slo/events.go)."},
+		[]string{LabelSLO, LabelObjective, LabelTarget, LabelOutcome})
+	m.objectiveRatio = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SLOObjectiveRatio,
+		Help: "The objective's target fraction of good events (1 - error budget)."}, []string{LabelSLO, LabelObjective})
+	m.budgetRemaining = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SLOErrorBudgetRemainingRatio,
+		Help: "Share of the error budget left over the SLO window as far as this process has seen it (negative: overspent)."},
+		[]string{LabelSLO, LabelObjective, LabelTarget})
+	m.burnRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SLOBurnRate,
+		Help: "Error ratio over the rolling window divided by the error budget (1 spends the budget exactly over the SLO window)."},
+		[]string{LabelSLO, LabelObjective, LabelTarget, LabelWindow})
+	m.lastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: LastSuccessTimestampSeconds,
+		Help: "When the target's last successful request ended, Unix seconds."}, []string{LabelTarget})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: BuildInfo,
+		Help: "Always 1; labels say which tailgate build is running."}, []string{LabelVersion, LabelRevision, LabelGoVersion})
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	build.WithLabelValues(version, revision(), runtime.Version()).Set(1)
+	m.reg.MustRegister(m.requests, m.errors, m.outputTokens, m.sloEvents, m.objectiveRatio,
+		m.budgetRemaining, m.burnRate, m.lastSuccess, build)
+	if opts.Daemon {
+		m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: ConfigLastReloadSuccessful,
+			Help: "1 when the last configuration load succeeded; 0 when it failed and the previous configuration is still in use."})
+		m.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: ConfigLastReloadSuccessTimestampSeconds,
+			Help: "When the configuration was last loaded successfully, Unix seconds."})
+		m.reg.MustRegister(m.reloadOK, m.reloadAt)
+	}
+	m.SetSpecs(opts.Specs)
+	return m
+}
+
+// revision is the VCS revision the binary was built from ("unknown"
+// without VCS stamping).
+func revision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// Registry is the registry every collector is on (serve it, or push it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// SetSpecs sets the objective ratios of specs and rebuilds each histogram
+// whose buckets the specs' thresholds change (its series restart from zero,
+// which Prometheus' rate() reads as a counter reset).
+func (m *Metrics) SetSpecs(specs []*slo.Spec) {
+	for _, s := range specs {
+		for i := range s.Objectives {
+			o := &s.Objectives[i]
+			if !o.HasRecordEvents() {
+				continue
+			}
+			if b, ok := o.ErrorBudget(); ok {
+				m.objectiveRatio.WithLabelValues(s.Name, o.Name).Set(1 - b)
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hists == nil {
+		m.hists, m.buckets = map[string]*prometheus.HistogramVec{}, map[string][]float64{}
+	}
+	for _, h := range latencyHistograms {
+		b := Buckets(h.metric, h.defaults, specs)
+		if old, ok := m.hists[h.metric]; ok {
+			if slices.Equal(b, m.buckets[h.metric]) {
+				continue
+			}
+			m.reg.Unregister(old)
+		}
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: h.name, Help: h.help, Buckets: b,
+			NativeHistogramBucketFactor: nativeBucketFactor, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinReset}, []string{LabelTarget, LabelClass})
+		m.reg.MustRegister(v)
+		m.hists[h.metric], m.buckets[h.metric] = v, b
+	}
+}
+
+// HistogramBuckets is the classic bucket layout in use for a metric-table
+// metric ("ttft"), nil if it is not exported.
+func (m *Metrics) HistogramBuckets(metric string) []float64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]float64(nil), m.buckets[metric]...)
+}
+
+// SetBudgetRemaining sets an objective's remaining error budget.
+func (m *Metrics) SetBudgetRemaining(sloName, objective, target string, v float64) {
+	m.budgetRemaining.WithLabelValues(sloName, objective, target).Set(v)
+}
+
+// SetBurnRate sets an objective's burn rate over one window.
+func (m *Metrics) SetBurnRate(sloName, objective, target, window string, v float64) {
+	m.burnRate.WithLabelValues(sloName, objective, target, window).Set(v)
+}
+
+// SetReload records a configuration load: ok, and when it succeeded.
+func (m *Metrics) SetReload(ok bool, at time.Time) {
+	if m.reloadOK == nil {
+		return
+	}
+	if !ok {
+		m.reloadOK.Set(0)
+		return
+	}
+	m.reloadOK.Set(1)
+	m.reloadAt.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// Forget deletes every series of a target that is no longer configured,
+// so a removed target does not linger with its last values.
+func (m *Metrics) Forget(target string) {
+	l := prometheus.Labels{LabelTarget: target}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.requests, m.errors, m.outputTokens, m.sloEvents, m.budgetRemaining, m.burnRate, m.lastSuccess} {
+		v.DeletePartialMatch(l)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, h := range m.hists {
+		h.DeletePartialMatch(l)
+	}
+}
+
+// ForgetObjective deletes the series of an objective that is no longer
+// configured for target ("" for every target).
+func (m *Metrics) ForgetObjective(sloName, objective, target string) {
+	l := prometheus.Labels{LabelSLO: sloName, LabelObjective: objective}
+	if target != "" {
+		l[LabelTarget] = target
+	} else {
+		m.objectiveRatio.DeletePartialMatch(l)
+	}
+	m.sloEvents.DeletePartialMatch(l)
+	m.budgetRemaining.DeletePartialMatch(l)
+	m.burnRate.DeletePartialMatch(l)
+}
+
+func (m *Metrics) histogram(metric string) *prometheus.HistogramVec {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.hists[metric]
+}

@@ -1,0 +1,80 @@
+package prom
+
+// The metric contract (fixed): names and labels that dashboards, the rules
+// `tailgate slo rules` generates, and users' queries rely on. Add, never
+// rename. A test compares Names with what a registry actually exports.
+const (
+	// RequestsTotal counts finished requests {target,class,outcome}; outcome
+	// is OutcomeOK or OutcomeError.
+	RequestsTotal = "tailgate_requests_total"
+	// RequestErrorsTotal counts failed requests {target,class,kind}; kind is
+	// the record's protocol-neutral error kind (loadgen.ErrorKinds).
+	RequestErrorsTotal = "tailgate_request_errors_total"
+	// OutputTokensTotal counts output tokens of successful requests
+	// {target,class}.
+	OutputTokensTotal = "tailgate_output_tokens_total"
+	// Latency histograms {target,class}, in seconds, by the metric table's
+	// definitions (loadgen/metric.go): classic buckets that include every
+	// SLO threshold of that metric exactly, plus a native histogram.
+	TTFTSeconds = "tailgate_ttft_seconds"
+	ITLSeconds  = "tailgate_itl_seconds" // one observation per output token after the first
+	TPOTSeconds = "tailgate_tpot_seconds"
+	E2ESeconds  = "tailgate_e2e_seconds"
+	// SLOEventsTotal counts SLI events {slo,objective,target,outcome};
+	// outcome is OutcomeGood or OutcomeBad. The SLI of an objective is
+	// good / (good + bad).
+	SLOEventsTotal = "tailgate_slo_events_total"
+	// SLOObjectiveRatio is an objective's target fraction of good events
+	// {slo,objective} (0.99).
+	SLOObjectiveRatio = "tailgate_slo_objective_ratio"
+	// SLOErrorBudgetRemainingRatio is the share of the error budget left
+	// over the SLO window as far as the process has seen it
+	// {slo,objective,target}; negative once overspent.
+	SLOErrorBudgetRemainingRatio = "tailgate_slo_error_budget_remaining_ratio"
+	// SLOBurnRate is the burn rate over a rolling window
+	// {slo,objective,target,window}; window is one of BurnRateWindows.
+	SLOBurnRate = "tailgate_slo_burn_rate"
+	// LastSuccessTimestampSeconds is when the last successful request of a
+	// target ended {target}, Unix seconds.
+	LastSuccessTimestampSeconds = "tailgate_last_success_timestamp_seconds"
+	// BuildInfo is 1 {version,revision,goversion}.
+	BuildInfo = "tailgate_build_info"
+	// ConfigLastReloadSuccessful is 1 when the last configuration (re)load
+	// succeeded, 0 when it failed and the previous one is still in use.
+	ConfigLastReloadSuccessful = "tailgate_config_last_reload_successful"
+	// ConfigLastReloadSuccessTimestampSeconds is when the configuration was
+	// last loaded successfully, Unix seconds.
+	ConfigLastReloadSuccessTimestampSeconds = "tailgate_config_last_reload_success_timestamp_seconds"
+)
+
+// Label names and values of the contract.
+const (
+	LabelTarget    = "target"
+	LabelClass     = "class"
+	LabelOutcome   = "outcome"
+	LabelKind      = "kind"
+	LabelSLO       = "slo"
+	LabelObjective = "objective"
+	LabelWindow    = "window"
+	LabelVersion   = "version"
+	LabelRevision  = "revision"
+	LabelGoVersion = "goversion"
+
+	OutcomeOK    = "ok"
+	OutcomeError = "error"
+	OutcomeGood  = "good"
+	OutcomeBad   = "bad"
+)
+
+// BurnRateWindows are the values of SLOBurnRate's window label: the short
+// and long windows of the multiwindow, multi-burn-rate alerts.
+var BurnRateWindows = []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}
+
+// Names lists every metric name of the contract, in the order above.
+var Names = []string{
+	RequestsTotal, RequestErrorsTotal, OutputTokensTotal,
+	TTFTSeconds, ITLSeconds, TPOTSeconds, E2ESeconds,
+	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,
+	LastSuccessTimestampSeconds, BuildInfo,
+	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
+}

@@ -1,0 +1,246 @@
+// Package promtest runs Debian's Prometheus tools for tests: promtool, and
+// a real Prometheus on loopback with a query helper. Without them a test
+// skips, unless TAILGATE_REQUIRE_PROMTOOL=1 (CI installs the prometheus
+// package, which brings both), where a missing tool fails it.
+package promtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RequireEnv, set to 1, makes a missing tool a failure rather than a skip.
+const RequireEnv = "TAILGATE_REQUIRE_PROMTOOL"
+
+// Tool returns the path of name (promtool, prometheus), or skips or fails
+// t when it is not installed.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s not found and %s=1: apt-get install -y prometheus", name, RequireEnv)
+	}
+	t.Skipf("%s not found (apt-get install -y prometheus); set %s=1 to fail instead", name, RequireEnv)
+	return ""
+}
+
+// Promtool is Tool(t, "promtool").
+func Promtool(t testing.TB) string { t.Helper(); return Tool(t, "promtool") }
+
+// Options configure a Prometheus for a test.
+type Options struct {
+	// Target is the host:port scraped (path /metrics) every second, as job
+	// Job ("tailgate" when empty), with honor_labels (pushed-style series
+	// keep their own labels).
+	Target, Job string
+	// RuleFiles are loaded and evaluated every second.
+	RuleFiles []string
+	// Native turns on --enable-feature=native-histograms.
+	Native bool
+}
+
+// Server is a running Prometheus.
+type Server struct {
+	URL string
+	Job string
+}
+
+// Start runs Prometheus on a free loopback port and stops it when the test
+// ends; its log is printed if the test failed. It returns once Prometheus
+// is ready (not yet once it has scraped: see WaitScrapes).
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	bin := Tool(t, "prometheus")
+	if o.Job == "" {
+		o.Job = "tailgate"
+	}
+	dir := t.TempDir()
+	rules := " []"
+	if len(o.RuleFiles) > 0 {
+		rules = ""
+		for _, f := range o.RuleFiles {
+			rules += "\n  - " + strconv.Quote(f)
+		}
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+  evaluation_interval: 1s
+rule_files:%s
+scrape_configs:
+  - job_name: %q
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, rules, o.Job, o.Target)
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--log.level=warn"}
+	if o.Native {
+		args = append(args, "--enable-feature=native-histograms")
+	}
+	logs := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	s := &Server{URL: "http://" + addr, Job: o.Job}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready after 30s: %v\n%s", err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitScrapes waits until Prometheus has scraped its target n times
+// successfully (so a rate over the last n seconds has samples).
+func (s *Server) WaitScrapes(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	q := fmt.Sprintf(`sum_over_time(up{job=%q}[1m]) >= %d`, s.Job, n)
+	WaitFor(t, timeout, fmt.Sprintf("%d successful scrapes of %s", n, s.Job), func() bool {
+		return len(s.Query(t, q)) == 1
+	})
+}
+
+// Sample is one element of an instant-vector result.
+type Sample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// Query runs an instant query and returns its vector (a scalar result is
+// one Sample without labels). A query Prometheus refuses fails t.
+func (s *Server) Query(t testing.TB, expr string) []Sample {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/query?query="+url.QueryEscape(expr), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("query %s: %v", expr, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string          `json:"resultType"`
+			Result     json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("query %s: %v", expr, err)
+	}
+	if body.Status != "success" {
+		t.Fatalf("query %s: %s", expr, body.Error)
+	}
+	var raw []struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	switch body.Data.ResultType {
+	case "vector":
+		if err := json.Unmarshal(body.Data.Result, &raw); err != nil {
+			t.Fatalf("query %s: %v", expr, err)
+		}
+	case "scalar":
+		var v [2]any
+		if err := json.Unmarshal(body.Data.Result, &v); err != nil {
+			t.Fatalf("query %s: %v", expr, err)
+		}
+		raw = append(raw, struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}{Value: v})
+	default:
+		t.Fatalf("query %s: result type %s, want a vector or scalar", expr, body.Data.ResultType)
+	}
+	out := make([]Sample, 0, len(raw))
+	for _, r := range raw {
+		str, _ := r.Value[1].(string)
+		v, err := strconv.ParseFloat(str, 64)
+		if err != nil {
+			t.Fatalf("query %s: value %q: %v", expr, str, err)
+		}
+		out = append(out, Sample{Metric: r.Metric, Value: v})
+	}
+	return out
+}
+
+// WaitFor polls cond every 250 ms until it holds, failing t after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: no %s", timeout, what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// syncBuffer collects the process's output (written from two pipes).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// pick deals a request to the next engine that is not draining, round
+// robin, and counts it as that engine's until runBatch ends.
+func (s *Server) pick() int {
+	n := len(s.engines)
+	start := int(s.rr.Add(1)-1) % n
+	i := start
+	for k := range n {
+		if j := (start + k) % n; !s.draining[j].Load() {
+			i = j
+			break
+		}
+	}
+	s.engReqs[i].Add(1)
+	return i
+}
+
+// Engines is how many data-parallel engines serve requests (Config.Engines;
+// 0 in ModeFixed).
+func (s *Server) Engines() int { return len(s.engines) }
+
+var errClosed = errors.New("sim: server closed")
+
+// ErrRestart is returned by RestartEngine for an engine it cannot restart.
+var ErrRestart = errors.New("sim: restart")
+
+// RestartEngine restarts engine i the way a rolling restart behind a
+// router does: the engine is drained (new requests go to the others), and
+// once its last request has finished and a /metrics scrape that began
+// after that has been answered, its counters and histograms start again
+// at zero, as a new engine process's do, and it takes requests again.
+// Nothing it counted goes unscraped, so a scraper that takes increases
+// series by series loses nothing, while the sum over engines falls. It
+// blocks until the engine is back, or ctx ends (the engine then takes
+// requests again, its counters as they were). It needs Engines() ≥ 2: the
+// others take the load meanwhile.
+func (s *Server) RestartEngine(ctx context.Context, i int) error {
+	if len(s.engines) < 2 || i < 0 || i >= len(s.engines) {
+		return fmt.Errorf("%w: engine %d of %d (needs ModeBatch and at least 2 engines)", ErrRestart, i, len(s.engines))
+	}
+	if !s.draining[i].CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: engine %d is already restarting", ErrRestart, i)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			s.draining[i].Store(false)
+		}
+	}()
+	e := s.engines[i]
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	// Idle: no request in a handler's hands, and the scheduler has
+	// published an empty batch (after the last step's token count).
+	for s.engReqs[i].Load() > 0 || e.nRunning.Load() > 0 || e.nWaiting.Load() > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.quit:
+			return errClosed
+		}
+	}
+	select {
+	case <-s.scrapes.next():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return errClosed
+	}
+	s.metrics.reset(i)
+	restarted = true
+	s.draining[i].Store(false)
+	return nil
+}
+
+// scrapeWatch tells when a /metrics scrape has been answered.
+type scrapeWatch struct {
+	mu      sync.Mutex
+	waiters []chan struct{}
+}
+
+// next returns a channel closed once a scrape that began after this call
+// has been answered.
+func (w *scrapeWatch) next() <-chan struct{} {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	w.waiters = append(w.waiters, ch)
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *scrapeWatch) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		waiters := w.waiters
+		w.waiters = nil
+		w.mu.Unlock()
+		h.ServeHTTP(rw, r)
+		for _, ch := range waiters {
+			close(ch)
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package slo
+
+import (
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// Per-record SLI events: what one record is to one objective. The Judge
+// counts verdicts with these rules and the operate phase (tailgate canary,
+// the Prometheus counters tailgate_slo_events_total) counts good and bad
+// events with them, so acceptance and monitoring share one definition and
+// every SLO is a ratio of two counters.
+//
+// How each objective kind becomes events:
+//
+//   - latency objectives on a metric-table row (ttft, ttfat, tpot, e2e,
+//     schedule_lag: one event per successful request that has the metric;
+//     icl one per chunk gap; itl one per output token after the first): an
+//     event is good when its value is ≤ threshold.
+//   - error_rate: one event per counted request (dropped and cut_at_end are
+//     left out unless the objective names them), bad when it failed with a
+//     kind the objective counts.
+//   - floors (output_tokens_per_s, input_tokens_per_s, requests_per_s,
+//     goodput_per_s) are rates over a window of load, and queue_delay comes
+//     from the server's histogram, not from records: neither gives
+//     per-record events (HasRecordEvents is false).
+
+// Events are the SLI events one record gives one objective.
+type Events struct{ Good, Bad uint64 }
+
+// Total is Good + Bad.
+func (e Events) Total() uint64 { return e.Good + e.Bad }
+
+// HasRecordEvents reports whether o's events come from records one at a
+// time: latency objectives on a metric-table row and error_rate. Floors
+// and queue_delay do not (see the package's events rules above).
+func (o *Objective) HasRecordEvents() bool {
+	switch o.Kind() {
+	case KindLatency:
+		return o.Metric.latency() != nil
+	case KindRatio:
+		return true
+	}
+	return false
+}
+
+// meets reports whether a latency value meets the objective: a value
+// exactly at the threshold meets it.
+func (o *Objective) meets(v time.Duration) bool { return v <= o.Threshold }
+
+// ratioClass is what a record is to an error_rate objective.
+type ratioClass int
+
+const (
+	ratioCut     ratioClass = iota // cut_at_end, not named: left out
+	ratioDropped                   // dropped, not named: left out
+	ratioGood
+	ratioBad
+)
+
+func (o *Objective) ratioEvent(r *loadgen.Record) ratioClass {
+	named := len(o.ErrorKinds) > 0 && hasKind(o.ErrorKinds, r.ErrorKind)
+	switch {
+	case r.ErrorKind == loadgen.ErrCutAtEnd && !named:
+		return ratioCut
+	case r.ErrorKind == loadgen.ErrDropped && !named:
+		return ratioDropped
+	case !r.OK() && (len(o.ErrorKinds) == 0 || named):
+		return ratioBad
+	}
+	return ratioGood
+}
+
+// applies reports whether r is judged by o at all: not warm-up, and of
+// o's class when o names one.
+func (o *Objective) applies(r *loadgen.Record) bool {
+	return !r.Warmup && (o.Class == "" || o.Class == r.Class)
+}
+
+// Events is what r counts for o by acceptance's rules, exactly as the
+// Judge counts it: latency objectives count successful requests only
+// (failures are error_rate's business).
+func (o *Objective) Events(r *loadgen.Record) Events {
+	var e Events
+	if !o.applies(r) {
+		return e
+	}
+	switch o.Kind() {
+	case KindLatency:
+		m := o.Metric.latency()
+		if m == nil || !r.OK() {
+			return e
+		}
+		for s := m.Samples(r); s.Next(); {
+			if o.meets(s.Value()) {
+				e.Good += uint64(s.Weight())
+			} else {
+				e.Bad += uint64(s.Weight())
+			}
+		}
+	case KindRatio:
+		switch o.ratioEvent(r) {
+		case ratioGood:
+			e.Good = 1
+		case ratioBad:
+			e.Bad = 1
+		}
+	}
+	return e
+}
+
+// OperateEvents is what r counts for o in the operate phase (a canary).
+// It differs from Events in two ways, both because a canary probes a live
+// service at a low rate, where a probe that failed is a user who got no
+// answer in time:
+//
+//   - a failed request (one error_rate would count: not dropped or cut at
+//     the end) is one bad event for every latency objective too, so a down
+//     or hanging target burns the latency budgets as well as the error
+//     budget (itl counts it as one bad token: how many it would have
+//     streamed is unknown);
+//   - a request cancelled by the canary itself (reload, shutdown) is no
+//     measurement and counts nowhere.
+func (o *Objective) OperateEvents(r *loadgen.Record) Events {
+	if r.ErrorKind == loadgen.ErrCancelled || !o.applies(r) {
+		return Events{}
+	}
+	if o.Kind() == KindLatency && !r.OK() {
+		if o.Metric.latency() == nil || o.ratioEvent(r) != ratioBad {
+			return Events{}
+		}
+		return Events{Bad: 1}
+	}
+	return o.Events(r)
+}

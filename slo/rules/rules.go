@@ -1,0 +1,484 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+// EventsMetric is the canary's SLI counter (the metric contract in
+// README.md): one series per slo, objective, target and outcome (good, bad).
+const EventsMetric = "tailgate_slo_events_total"
+
+// Label names, Sloth's (internal/prometheus/conventions.go).
+const (
+	labelID       = "sloth_id"
+	labelService  = "sloth_service"
+	labelSLO      = "sloth_slo"
+	labelWindow   = "sloth_window"
+	labelSeverity = "sloth_severity"
+)
+
+// Metadata recording rules, Sloth's names.
+const (
+	RecordObjective       = "slo:objective:ratio"
+	RecordErrorBudget     = "slo:error_budget:ratio"
+	RecordTimePeriod      = "slo:time_period:days"
+	RecordCurrentBurnRate = "slo:current_burn_rate:ratio"
+	RecordPeriodBurnRate  = "slo:period_burn_rate:ratio"
+	RecordPeriodRemaining = "slo:period_error_budget_remaining:ratio"
+	RecordInfo            = "sloth_slo_info"
+)
+
+// SLIRecord is the name of the error-ratio recording rule for a window:
+// slo:sli_error:ratio_rate5m.
+func SLIRecord(window time.Duration) string { return "slo:sli_error:ratio_rate" + PromDuration(window) }
+
+// PromDuration writes d the way Prometheus (and so Sloth) does: 5m, 1d,
+// 30d, 4w.
+func PromDuration(d time.Duration) string { return model.Duration(d).String() }
+
+// Days writes a window for people: 28d rather than Prometheus' 4w.
+func Days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return PromDuration(d)
+}
+
+// File is a Prometheus rule file.
+type File struct {
+	Groups []Group `yaml:"groups"`
+}
+
+// Group is a rule group.
+type Group struct {
+	Name  string `yaml:"name"`
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule is a recording rule (Record) or an alerting rule (Alert).
+type Rule struct {
+	Record      string            `yaml:"record,omitempty"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Expr        string            `yaml:"expr"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+}
+
+// Options tune Generate.
+type Options struct {
+	// Version is tailgate's version, written in sloth_slo_info and the
+	// file's header.
+	Version string
+}
+
+// Skipped is an objective that gets no rules, and why.
+type Skipped struct {
+	Objective string
+	Metric    slo.Metric
+	Reason    string
+}
+
+func (s Skipped) String() string {
+	return fmt.Sprintf("objective %s (%s): %s", s.Objective, s.Metric, s.Reason)
+}
+
+// SLO is one objective resolved for operate: Sloth's unit of generation.
+type SLO struct {
+	ID, Service, Name string
+	Objective         *slo.Objective
+	// ObjectiveRatio and ErrorBudget are exact decimals as PromQL number
+	// literals ("0.99", "0.01"), from the file's decimals, not floats.
+	ObjectiveRatio, ErrorBudget string
+	// ObjectivePercent is ObjectiveRatio × 100 ("99"): Sloth's objective.
+	ObjectivePercent string
+	Window           time.Duration
+	Alerts           []slo.BurnRateAlert
+	Owner, Runbook   string
+	// AlertName is the one name of its page and ticket alerts.
+	AlertName string
+}
+
+// Result is what Generate made.
+type Result struct {
+	Spec    *slo.Spec
+	SLOs    []SLO
+	Skipped []Skipped
+	File    File
+	version string
+}
+
+// Tiers are the alert tiers every SLO gets: Sloth's google windows.
+var Tiers = slo.SlothTiers
+
+// Generate makes the rules for every objective of spec that the canary
+// counts as good/bad events. It fails when none does, or when the SLO
+// window is not longer than the longest alert window.
+func Generate(spec *slo.Spec, opts Options) (*Result, error) {
+	longest := time.Duration(0)
+	for _, t := range Tiers {
+		longest = max(longest, t.Long)
+	}
+	if spec.Window <= longest {
+		return nil, fmt.Errorf("%s: window %s: burn-rate alerts need an SLO window longer than their longest window (%s)",
+			spec.File, PromDuration(spec.Window), PromDuration(longest))
+	}
+	r := &Result{Spec: spec, version: opts.Version}
+	for i := range spec.Objectives {
+		o := &spec.Objectives[i]
+		s, reason := resolve(spec, o)
+		if reason != "" {
+			r.Skipped = append(r.Skipped, Skipped{Objective: o.Name, Metric: o.Metric, Reason: reason})
+			continue
+		}
+		r.SLOs = append(r.SLOs, s)
+		r.File.Groups = append(r.File.Groups, sliGroup(s), metaGroup(s, opts.Version), alertGroup(s))
+	}
+	if len(r.SLOs) == 0 {
+		return r, fmt.Errorf("%s: no objective is counted as good/bad events in operate, so there is nothing to alert on", spec.File)
+	}
+	return r, nil
+}
+
+// resolve makes o an SLO, or says why it cannot be one.
+func resolve(spec *slo.Spec, o *slo.Objective) (SLO, string) {
+	s := SLO{Service: spec.Name, Name: o.Name, ID: spec.Name + "-" + o.Name, Objective: o,
+		Window: spec.Window, Owner: spec.Owner, Runbook: spec.RunbookURL(o)}
+	var num uint64
+	var scale int
+	switch {
+	case o.Metric == slo.QueueDelay:
+		return s, "queue_delay comes from the server's histogram, not from probes: no good/bad events in operate; acceptance judges it"
+	case o.Kind() == slo.KindFloor:
+		return s, "a floor (work per second over a window) has no per-event outcome in operate; acceptance judges it"
+	case o.Kind() == slo.KindLatency:
+		num, scale = o.Target.Num, int(o.Target.Scale)
+		s.ObjectiveRatio = decimal(num, scale)
+		s.ErrorBudget = decimal(pow10(scale)-num, scale)
+		s.ObjectivePercent = decimal(num, scale-2)
+	case o.Kind() == slo.KindRatio:
+		budget, bscale := o.Limit.Num, int(o.Limit.Scale)
+		num, scale = pow10(bscale)-budget, bscale
+		s.ObjectiveRatio = decimal(num, scale)
+		s.ErrorBudget = decimal(budget, bscale)
+		s.ObjectivePercent = decimal(num, scale-2)
+	default:
+		return s, fmt.Sprintf("%s objectives have no SLI in operate", o.Kind())
+	}
+	if num == pow10(scale) {
+		return s, "a 100% objective has no error budget to burn: every bad event breaks it, so alert on the event itself"
+	}
+	budget, _ := o.ErrorBudget()
+	s.Alerts = slo.Alerts(spec.Window, budget, Tiers)
+	s.AlertName = alertName(spec.Name, o.Name)
+	return s, ""
+}
+
+func pow10(n int) uint64 {
+	p := uint64(1)
+	for ; n > 0; n-- {
+		p *= 10
+	}
+	return p
+}
+
+// decimal writes num / 10^scale in positional notation (scale may be
+// negative: num × 10^-scale).
+func decimal(num uint64, scale int) string {
+	s := strconv.FormatUint(num, 10)
+	if scale <= 0 {
+		if num == 0 {
+			return "0"
+		}
+		return s + strings.Repeat("0", -scale)
+	}
+	if len(s) <= scale {
+		s = strings.Repeat("0", scale-len(s)+1) + s
+	}
+	i, f := s[:len(s)-scale], strings.TrimRight(s[len(s)-scale:], "0")
+	if f == "" {
+		return i
+	}
+	return i + "." + f
+}
+
+// alertName is "ChatTtftP99ErrorBudgetBurn": a valid alert name (letters
+// and digits) that says which SLO and objective.
+func alertName(service, objective string) string {
+	var b strings.Builder
+	for _, part := range []string{service, objective} {
+		up := true
+		for _, c := range part {
+			if !unicode.IsLetter(c) && !unicode.IsDigit(c) || c > unicode.MaxASCII {
+				up = true
+				continue
+			}
+			if up {
+				c = unicode.ToUpper(c)
+				up = false
+			}
+			b.WriteRune(c)
+		}
+	}
+	n := b.String() + "ErrorBudgetBurn"
+	if n[0] >= '0' && n[0] <= '9' {
+		n = "SLO" + n
+	}
+	return n
+}
+
+// idLabels are the labels naming the SLO, Sloth's GetSLOIDPromLabels.
+func (s SLO) idLabels() map[string]string {
+	return map[string]string{labelID: s.ID, labelService: s.Service, labelSLO: s.Name}
+}
+
+// filter is idLabels as a selector: {sloth_id="…", sloth_service="…",
+// sloth_slo="…"} (Sloth's labelsToPromFilter).
+func (s SLO) filter() string {
+	return selector(s.idLabels(), ", ")
+}
+
+func selector(labels map[string]string, sep string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + strconv.Quote(labels[k])
+	}
+	return "{" + strings.Join(parts, sep) + "}"
+}
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// events selects the objective's event counters with an outcome matcher.
+func (s SLO) events(outcome string) string {
+	return EventsMetric + "{slo=" + strconv.Quote(s.Service) + ",objective=" + strconv.Quote(s.Name) + "," + outcome + "}"
+}
+
+// TotalQuery is the rate of all events per target over window (a PromQL
+// duration, or Sloth's "{{.window}}").
+func (s SLO) TotalQuery(window string) string {
+	return "sum by (target) (rate(" + s.events(`outcome=~"good|bad"`) + "[" + window + "]))"
+}
+
+// ErrorQuery is the rate of bad events per target over window; a target
+// with no bad series yet reads 0 rather than nothing.
+func (s SLO) ErrorQuery(window string) string {
+	return "sum by (target) (rate(" + s.events(`outcome="bad"`) + "[" + window + "])) or 0 * " + s.TotalQuery(window)
+}
+
+// windows are the alert windows, shortest first, without repeats.
+func (s SLO) windows() []time.Duration {
+	seen := map[time.Duration]bool{}
+	var ws []time.Duration
+	for _, a := range s.Alerts {
+		for _, w := range []time.Duration{a.Short, a.Long} {
+			if !seen[w] {
+				seen[w] = true
+				ws = append(ws, w)
+			}
+		}
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	return ws
+}
+
+// shortest is the page tier's short window (Sloth's PageQuick.ShortWindow):
+// the current burn rate and the SLO-window average use it.
+func (s SLO) shortest() time.Duration { return s.windows()[0] }
+
+func sliGroup(s SLO) Group {
+	g := Group{Name: "sloth-slo-sli-recordings-" + s.ID}
+	for _, w := range s.windows() {
+		pw := PromDuration(w)
+		g.Rules = append(g.Rules, Rule{
+			Record: SLIRecord(w),
+			Expr:   fmt.Sprintf("(%s)\n/\n(%s)\n", s.ErrorQuery(pw), s.TotalQuery(pw)),
+			Labels: merge(s.idLabels(), map[string]string{labelWindow: pw}),
+		})
+	}
+	// The SLO window: the average of the shortest window's ratios over it
+	// (Sloth's optimised rule). Its labels name the SLO, as newer Sloth
+	// releases write them: with sloth_window alone, two objectives' rules
+	// in one file are duplicates to promtool.
+	short, pw := SLIRecord(s.shortest())+s.filter(), PromDuration(s.Window)
+	g.Rules = append(g.Rules, Rule{
+		Record: SLIRecord(s.Window),
+		Expr: fmt.Sprintf("sum_over_time(%s[%s])\n/ ignoring (%s)\ncount_over_time(%s[%s])\n",
+			short, pw, labelWindow, short, pw),
+		Labels: merge(s.idLabels(), map[string]string{labelWindow: pw}),
+	})
+	return g
+}
+
+func metaGroup(s SLO, version string) Group {
+	labels := s.idLabels()
+	burn := func(sli string) string {
+		return fmt.Sprintf("%s%s\n/ on(%s, %s, %s) group_left\n%s%s\n",
+			sli, s.filter(), labelID, labelSLO, labelService, RecordErrorBudget, s.filter())
+	}
+	return Group{Name: "sloth-slo-meta-recordings-" + s.ID, Rules: []Rule{
+		{Record: RecordObjective, Expr: "vector(" + s.ObjectiveRatio + ")", Labels: labels},
+		{Record: RecordErrorBudget, Expr: "vector(" + s.ErrorBudget + ")", Labels: labels},
+		{Record: RecordTimePeriod, Expr: "vector(" + strconv.FormatFloat(s.Window.Hours()/24, 'g', -1, 64) + ")", Labels: labels},
+		{Record: RecordCurrentBurnRate, Expr: burn(SLIRecord(s.shortest())), Labels: labels},
+		{Record: RecordPeriodBurnRate, Expr: burn(SLIRecord(s.Window)), Labels: labels},
+		{Record: RecordPeriodRemaining, Expr: "1 - " + RecordPeriodBurnRate + s.filter(), Labels: labels},
+		{Record: RecordInfo, Expr: "vector(1)", Labels: merge(labels, map[string]string{
+			"sloth_mode": "cli-gen-prom", "sloth_spec": "tailgate/v1", "sloth_version": version,
+			"sloth_objective": s.ObjectivePercent,
+		})},
+	}}
+}
+
+// Describe says what the objective promises: "ttft ≤ 500ms for 99% of
+// requests".
+func Describe(o *slo.Objective) string {
+	var d string
+	switch o.Kind() {
+	case slo.KindLatency:
+		of := "requests"
+		switch o.Metric {
+		case slo.ITL:
+			of = "output tokens"
+		case slo.ICL:
+			of = "chunk gaps"
+		}
+		d = fmt.Sprintf("%s ≤ %s for %s of %s", o.Metric, o.Threshold, o.Target, of)
+	case slo.KindRatio:
+		d = fmt.Sprintf("%s ≤ %s", o.Metric, o.Limit)
+		if len(o.ErrorKinds) > 0 {
+			ks := make([]string, len(o.ErrorKinds))
+			for i, k := range o.ErrorKinds {
+				ks[i] = string(k)
+			}
+			d += " (" + strings.Join(ks, ", ") + ")"
+		}
+	default:
+		d = fmt.Sprintf("%s ≥ %s", o.Metric, o.Limit)
+	}
+	if o.Class != "" {
+		d += ", class " + o.Class
+	}
+	return d
+}
+
+// severities are the alerts, in Sloth's order, each with its two tiers.
+func (s SLO) severities() [][]slo.BurnRateAlert {
+	var out [][]slo.BurnRateAlert
+	for _, sev := range []string{"page", "ticket"} {
+		var tiers []slo.BurnRateAlert
+		for _, a := range s.Alerts {
+			if a.Severity == sev {
+				tiers = append(tiers, a)
+			}
+		}
+		out = append(out, tiers)
+	}
+	return out
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// condition is Sloth's multiwindow, multi-burn-rate template (v0.16's
+// alert_rules.go): each tier's short and long windows both over factor ×
+// budget, the tiers or-ed, sloth_window dropped so the alert's labels name
+// the SLO and target only.
+func (s SLO) condition(tiers []slo.BurnRateAlert) string {
+	var parts []string
+	for _, t := range tiers {
+		thr := fmt.Sprintf("(%s * %s)", num(t.Factor), s.ErrorBudget)
+		parts = append(parts, fmt.Sprintf("(\n    max(%s%s > %s) without (%s)\n    and\n    max(%s%s > %s) without (%s)\n)",
+			SLIRecord(t.Short), s.filter(), thr, labelWindow, SLIRecord(t.Long), s.filter(), thr, labelWindow))
+	}
+	return strings.Join(parts, "\nor\n") + "\n"
+}
+
+// Annotations are the alert's own annotations beside Sloth's title and
+// summary: what the objective promises, who owns it, the runbook.
+func (s SLO) Annotations() map[string]string {
+	a := map[string]string{
+		"objective": s.Name + ": " + Describe(s.Objective),
+		"owner":     s.Owner,
+	}
+	if s.Runbook != "" {
+		a["runbook_url"] = s.Runbook
+	}
+	return a
+}
+
+// SeverityDescription says when the severity's alert fires, in budget and
+// burn rate.
+func (s SLO) SeverityDescription(tiers []slo.BurnRateAlert) string {
+	var parts []string
+	for _, t := range tiers {
+		parts = append(parts, fmt.Sprintf("%s%% of the %s error budget within %s (burn rate over %s× for %s and %s)",
+			num(t.BudgetPercent), Days(s.Window), PromDuration(t.Long), num(t.Factor), PromDuration(t.Long), PromDuration(t.Short)))
+	}
+	return fmt.Sprintf("%s %s on {{$labels.target}} (%s) is spending ", s.Service, s.Name, Describe(s.Objective)) +
+		strings.Join(parts, ", or ") + "."
+}
+
+func alertGroup(s SLO) Group {
+	g := Group{Name: "sloth-slo-alerts-" + s.ID}
+	for _, tiers := range s.severities() {
+		sev := tiers[0].Severity
+		g.Rules = append(g.Rules, Rule{
+			Alert:  s.AlertName,
+			Expr:   s.condition(tiers),
+			Labels: map[string]string{labelSeverity: sev, "severity": sev},
+			Annotations: merge(map[string]string{
+				"title":       fmt.Sprintf("(%s) {{$labels.%s}} {{$labels.%s}} SLO error budget burn rate is too fast.", sev, labelService, labelSLO),
+				"summary":     fmt.Sprintf("{{$labels.%s}} {{$labels.%s}} SLO error budget burn rate is over expected.", labelService, labelSLO),
+				"description": s.SeverityDescription(tiers),
+			}, s.Annotations()),
+		})
+	}
+	return g
+}
+
+// Prometheus writes the rule file, with a header saying where it came from.
+func (r *Result) Prometheus() ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Code generated by tailgate (%s) from the SLO %q (%s): tailgate slo rules. DO NOT EDIT.\n",
+		r.version, r.Spec.Name, filepath.Base(r.Spec.File))
+	fmt.Fprintf(&b, "# Sloth conventions (sloth_id, sloth_service, sloth_slo, sloth_window): Sloth's dashboards read these rules.\n")
+	for _, s := range r.Skipped {
+		fmt.Fprintf(&b, "# Not here: %s\n", s)
+	}
+	if err := encode(&b, r.File); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func encode(b *bytes.Buffer, v any) error {
+	e := yaml.NewEncoder(b)
+	e.SetIndent(2)
+	if err := e.Encode(v); err != nil {
+		return err
+	}
+	return e.Close()
+}

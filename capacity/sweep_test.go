@@ -72,8 +72,10 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 		t.Fatal(err)
 	}
 	return Config{Client: c, SLO: spec, Search: search, Arrival: loadgen.ArrivalConstant, Seed: 1,
-		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there"}} },
-		Warmup:  500 * time.Millisecond, MinDuration: time.Second, MaxDuration: 15 * time.Second,
+		Source: func() loadgen.Source {
+			return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there"}}
+		},
+		Warmup: 500 * time.Millisecond, MinDuration: time.Second, MaxDuration: 15 * time.Second,
 		Timeout: 10 * time.Second, Grace: 2 * time.Second,
 		// The test machine is shared: a late send is the machine's, and
 		// intended-start timing charges it to the level anyway.

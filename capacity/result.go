@@ -45,6 +45,8 @@ type Result struct {
 	Precision   float64           `json:"precision"`
 	MinRequests int               `json:"min_requests"`
 	Rules       map[string]string `json:"rules"`
+	// Changes are the change-record ids given (--change).
+	Changes []string `json:"changes,omitempty"`
 	// Levels are in the order they ran.
 	Levels      []LevelResult `json:"levels"`
 	SLOMax      *Point        `json:"slo_max"`

@@ -56,6 +56,9 @@ type Config struct {
 	// and the forecast.
 	CurrentRate float64
 	Growth      *Growth
+	// Changes are change-record ids recorded in sweep.json and in every
+	// level's summary.json.
+	Changes []string
 	// Log gets one line per level (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each level.
@@ -89,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Schema: Schema, Tool: Tool{Name: "tailgate", Version: cfg.Meta.Version},
 		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
 		Rules: Rules, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
-		Precision: cfg.Search.precision(), Warnings: []string{}}
+		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}
 	if closed {
 		res.Mode = "closed"
 	} else {
@@ -239,6 +242,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq int) (*Lev
 		ClientCPU: map[string]float64{l.Name(): res.Info.CPUUtilization}})
 	rep.Tool = slo.Tool{Name: "tailgate", Version: c.Meta.Version}
 	res.Summary.SLO = rep
+	res.Summary.Changes = c.Changes
 	if dir != "" {
 		if werr := exporters.WriteVerdicts(dir, rep); werr != nil && err == nil {
 			err = werr

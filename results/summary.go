@@ -24,6 +24,9 @@ type Summary struct {
 	// distorted what it measured or whose results did not reach the disk
 	// is invalid, whatever its latencies.
 	Validity Validity `json:"validity"`
+	// Changes are change-record ids recorded on the run (--change), so
+	// compare can pin a regression to a change.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Validity is summary.json's "validity" block.

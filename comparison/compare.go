@@ -60,7 +60,6 @@ type Report struct {
 	CandidateChanges  []string `json:"candidate_changes,omitempty"`
 	Warnings          []string `json:"warnings,omitempty"`
 	Regressions       int      `json:"regressions"`
-	GatedRegressions  int      `json:"gated_regressions"`
 	Improvements      int      `json:"improvements"`
 	ExitCode          int      `json:"exit_code"`
 	SkippedStages     []string `json:"skipped_stages,omitempty"`
@@ -81,8 +80,9 @@ type Row struct {
 	CILowPct  float64 `json:"ci_low_pct"`
 	CIHighPct float64 `json:"ci_high_pct"`
 	Verdict   string  `json:"verdict"`
-	// Gates is a regression beyond the tolerance: it makes the exit 1.
-	Gates bool `json:"gates"`
+	// Gates is a regression: it makes the exit 1.
+	Gates bool   `json:"gates"`
+	Note  string `json:"note,omitempty"`
 	// BaselineRequests and CandidateRequests are the requests with samples.
 	BaselineRequests  int `json:"baseline_requests"`
 	CandidateRequests int `json:"candidate_requests"`
@@ -176,9 +176,6 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 				switch r.Verdict {
 				case Regression:
 					rep.Regressions++
-					if r.Gates {
-						rep.GatedRegressions++
-					}
 				case Improvement:
 					rep.Improvements++
 				}
@@ -186,7 +183,7 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 			rep.Rows = append(rep.Rows, rows...)
 		}
 	}
-	if rep.GatedRegressions > 0 {
+	if rep.Regressions > 0 {
 		rep.ExitCode = 1
 	}
 	return rep, nil
@@ -205,6 +202,21 @@ func compareMetric(stage, metric string, pb, pc *population, opt Options, alpha 
 	if len(pb.reqs) < minRequests || len(pc.reqs) < minRequests {
 		return rows
 	}
+	judged := 0
+	for j, q := range qs {
+		// As the sweep's rule: at least 10 requests beyond the percentile,
+		// else its bootstrap is the few largest values resampled.
+		need := int(math.Ceil(10/(1-q) - 1e-9))
+		if len(pb.reqs) < need || len(pc.reqs) < need {
+			rows[j].Verdict = NotEnoughData
+			rows[j].Note = fmt.Sprintf("p%s needs %d requests a side (10 beyond it)", pctLabel(q), need)
+			continue
+		}
+		judged++
+	}
+	if judged == 0 {
+		return rows
+	}
 	qb, qc := make([]float64, len(qs)), make([]float64, len(qs))
 	pb.quantiles(qs, nil, make([]int64, len(pb.values)), qb)
 	pc.quantiles(qs, nil, make([]int64, len(pc.values)), qc)
@@ -212,7 +224,7 @@ func compareMetric(stage, metric string, pb, pc *population, opt Options, alpha 
 	rc := pc.resample(qs, opt.Resamples, rng)
 	for j := range qs {
 		r := &rows[j]
-		if !(qb[j] > 0) || math.IsNaN(qc[j]) {
+		if r.Note != "" || !(qb[j] > 0) || math.IsNaN(qc[j]) {
 			continue
 		}
 		r.BaselineMs, r.CandidateMs = qb[j], qc[j]
@@ -225,14 +237,17 @@ func compareMetric(stage, metric string, pb, pc *population, opt Options, alpha 
 		}
 		slices.Sort(d)
 		r.CILowPct, r.CIHighPct = percentile(d, alpha/2), percentile(d, 1-alpha/2)
+		tol := 100 * opt.Tolerance
 		switch {
-		case r.CILowPct > 0:
-			r.Verdict = Regression
-			r.Gates = r.CILowPct > 100*opt.Tolerance
-		case r.CIHighPct < 0:
+		case r.CILowPct > tol:
+			r.Verdict, r.Gates = Regression, true
+		case r.CIHighPct < -tol:
 			r.Verdict = Improvement
 		default:
 			r.Verdict = NoChange
+			if r.CILowPct > 0 || r.CIHighPct < 0 {
+				r.Note = fmt.Sprintf("differs, by less than the ±%.1f%% tolerance", tol)
+			}
 		}
 	}
 	return rows
@@ -269,9 +284,13 @@ func demand(stage string, base, cand *Side) string {
 		d = append(d, fmt.Sprintf("load mode %s vs %s", lb.Mode, lc.Mode))
 	case lb.Arrival != lc.Arrival:
 		d = append(d, fmt.Sprintf("arrivals %s vs %s", lb.Arrival, lc.Arrival))
-	case lb.Mode == "closed" && lb.Levels != lc.Levels:
-		d = append(d, fmt.Sprintf("concurrency %s vs %s", lb.Levels, lc.Levels))
-	case lb.OfferedPerS > 0 && lc.OfferedPerS > 0 && math.Abs(lc.OfferedPerS/lb.OfferedPerS-1) > 0.05:
+	case lb.Levels != "" && lc.Levels != "" && lb.Levels != lc.Levels:
+		what := "rates"
+		if lb.Mode == "closed" {
+			what = "concurrency"
+		}
+		d = append(d, fmt.Sprintf("%s %s vs %s", what, lb.Levels, lc.Levels))
+	case (lb.Levels == "" || lc.Levels == "") && lb.OfferedPerS > 0 && lc.OfferedPerS > 0 && math.Abs(lc.OfferedPerS/lb.OfferedPerS-1) > 0.05:
 		d = append(d, fmt.Sprintf("offered %.3g vs %.3g req/s (%+.0f%%)", lb.OfferedPerS, lc.OfferedPerS, 100*(lc.OfferedPerS/lb.OfferedPerS-1)))
 	}
 	nb, nc := 0, 0
@@ -284,7 +303,10 @@ func demand(stage string, base, cand *Side) string {
 	if nb > 0 && nc > 0 {
 		for _, c := range slices.Sorted(maps.Keys(base.Classes[stage])) {
 			sb, sc := float64(base.Classes[stage][c])/float64(nb), float64(cand.Classes[stage][c])/float64(nc)
-			if math.Abs(sb-sc) > 0.05 {
+			// Over 5 points and beyond sampling (two-proportion z > 3).
+			p := (sb*float64(nb) + sc*float64(nc)) / float64(nb+nc)
+			se := math.Sqrt(p * (1 - p) * (1/float64(nb) + 1/float64(nc)))
+			if math.Abs(sb-sc) > 0.05 && (se == 0 || math.Abs(sb-sc)/se > 3) {
 				d = append(d, fmt.Sprintf("class %s %.0f%% vs %.0f%% of requests", c, 100*sb, 100*sc))
 			}
 		}

@@ -57,7 +57,7 @@ func TestSameDistributionNoChangeSlowerRegression(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteTable(&b, rep)
-	if rep.ExitCode != 1 || rep.GatedRegressions < 6 {
+	if rep.ExitCode != 1 || rep.Regressions < 6 {
 		t.Errorf("20%% slower, want regressions beyond 5%%:\n%s", b.String())
 	}
 	for _, r := range rep.Rows {

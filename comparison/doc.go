@@ -17,17 +17,22 @@
 // percentile) each is the (1 − 0.05/k) interval (Bonferroni), so the
 // chance that any row of two equal runs shows a change is at most 5%.
 //
-// A row whose interval lies wholly above 0 is a regression, wholly below 0
-// an improvement, else no significant change. The gate (exit 1) is a
-// regression whose interval lies wholly above Tolerance (default 5%): the
-// candidate is slower by more than the tolerance with 95% confidence.
+// A row whose interval lies wholly above +Tolerance (default 5%) is a
+// regression: the candidate is slower by more than the tolerance, with
+// 95% confidence over all rows; wholly below −Tolerance an improvement;
+// else no significant change (noted when the interval excludes 0: a
+// difference smaller than the tolerance). A regression gates (exit 1).
+// A percentile is judged only with at least ⌈10/(1 − q)⌉ requests a side
+// (p99: 1000), the sweep's rule: below that its bootstrap only reshuffles
+// the few largest values.
 //
 // # Same plan, same demand
 //
 // Results of different plans or mixes are refused unless Force: the plan
 // and mix hashes of evidence packs (environment.json) when both have them,
-// else the request classes. A stage whose offered load (open-loop rate
-// within 5%, the same concurrency, the same arrival process) or class
-// shares (within 5 points) differ is demand change, not regression: its
+// else the request classes. A stage whose load (the schedule's rates or
+// concurrencies, the arrival process; the realized offered rate within 5%
+// when the schedule is not known) or class shares (more than 5 points and
+// a two-proportion z above 3) differ is demand change, not regression: its
 // slower rows read "slower, demand changed" and do not gate.
 package comparison

@@ -47,6 +47,7 @@ var commands = map[string]command{
 	"sim":      {"run the built-in simulated OpenAI-compatible LLM server", withCode(cmdSim)},
 	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
 	"validate": {"run an acceptance plan: every stage, every objective, with evidence", cmdValidate},
+	"compare":  {"compare two results: regression, improvement or no significant change per metric", cmdCompare},
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }
 

@@ -32,8 +32,11 @@ func WriteTable(w io.Writer, r *Result) {
 		if l.GPUUtilization != nil {
 			gpu = fmt.Sprintf("%.0f%%", 100*l.GPUUtilization.Mean)
 		}
-		if l.QueueDelay != nil && l.QueueDelay.P99Ms != nil {
-			queue = fmt.Sprintf("%.1f ms", *l.QueueDelay.P99Ms)
+		if q := l.QueueDelay; q != nil && q.P99Ms != nil {
+			queue = fmt.Sprintf("%.1f ms", *q.P99Ms)
+			if len(q.P99Bkt) == 2 && q.P99Bkt[0] != nil && *q.P99Bkt[0] == 0 && q.P99Bkt[1] != nil {
+				queue = fmt.Sprintf("≤ %.0f ms", *q.P99Bkt[1]) // in the first bucket: only its bound is known
+			}
 		}
 		verdict := "PASS"
 		switch {

@@ -49,8 +49,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	current := fs.Float64("current-rate", 0, "today's demand in requests/s: the sweep reports the headroom to the SLO-max")
 	growth := fs.String("forecast-growth", "", "with --current-rate: demand growth (8%/month, 2%/week) to say when it reaches the SLO-max")
 	changes := registerChanges(fs)
-	outDir := fs.String("out", "", "directory for sweep.json and one results directory per level under levels/ (required)")
+	outDir := fs.String("out", "", "directory for sweep.json, report.html and one results directory per level under levels/ (required)")
 	force := fs.Bool("force", false, "replace a sweep already in --out")
+	noReport := fs.Bool("no-report", false, "do not write report.html into --out")
 	asJSON := fs.Bool("json", false, "print sweep.json to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar")
 	fs.Usage = func() {
@@ -164,6 +165,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		enc.Encode(res)
 	} else {
 		capacity.WriteTable(stdout, res)
+	}
+	if err == nil && !*noReport {
+		err = writeDefaultReport(out, stderr)
 	}
 	fmt.Fprintf(stderr, "sweep in %s\n", out)
 	switch {

@@ -45,6 +45,9 @@ func TestSweepCommand(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Errorf("sweep wrote no report.html: %v", err)
+	}
 	res, err := capacity.Read(results.Dir(out))
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ type partView struct {
 	ReqPerS, OfferedPerS, TokPerS, GoodPerS            string
 	TTFT50, TTFT99, ITL50, ITL99, TPOT99, E2E50, E2E99 string
 	Valid                                              string
-	Warnings                                           []string
+	Invalid, Warnings                                  []string
 	GPU, QueueP99, IdleShare                           string
 }
 
@@ -224,10 +224,11 @@ func viewPart(p *Part) partView {
 	v.TPOT99 = msText(l["tpot"], p99)
 	v.E2E50, v.E2E99 = msText(l["e2e"], p50), msText(l["e2e"], p99)
 	v.Valid = "valid"
-	if !s.Validity.Valid {
-		v.Valid = "INVALID: " + strings.Join(s.Validity.Reasons, "; ")
-	}
 	v.Warnings = s.Warnings
+	if !s.Validity.Valid {
+		v.Valid = "INVALID"
+		v.Invalid = s.Validity.Reasons
+	}
 	if t := s.Telemetry; t != nil {
 		if t.GPUUtilization != nil {
 			v.GPU = fmt.Sprintf("%.0f%% mean, %.0f%% max", 100*t.GPUUtilization.Mean, 100*t.GPUUtilization.Max)
@@ -348,7 +349,7 @@ td.l, th.l { text-align: left; }
 {{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.ITL50}}</td><td>{{.ITL99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td><td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
 {{end}}</table>
 <p class="note">Latencies in ms.</p>
-{{range .Parts}}{{$p := .Name}}{{range .Warnings}}<p class="warn">{{$p}}: warning: {{.}}</p>{{end}}{{end}}
+{{range .Parts}}{{$p := .Name}}{{range .Invalid}}<p class="fail">{{$p}}: invalid: {{.}}</p>{{end}}{{range .Warnings}}<p class="warn">{{$p}}: warning: {{.}}</p>{{end}}{{end}}
 {{if .Verdicts}}<h3>Verdicts</h3>
 <table>
 <tr><th class="l">objective</th><th class="l">stage</th><th class="l">class</th><th>measured</th><th>threshold</th><th>target</th><th class="l">status</th><th class="l">note</th></tr>

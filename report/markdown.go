@@ -58,6 +58,9 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 			}
 		}
 		for _, p := range s.Parts {
+			for _, r := range p.Invalid {
+				fmt.Fprintf(b, "\n- %s: invalid: %s", md(p.Name), md(r))
+			}
 			for _, w := range p.Warnings {
 				fmt.Fprintf(b, "\n- %s: warning: %s", md(p.Name), md(w))
 			}

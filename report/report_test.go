@@ -1,12 +1,8 @@
 package report
 
 import (
-	"bytes"
 	"context"
-	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/report/reporttest"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -139,7 +136,7 @@ func TestReportOfARunAndASweep(t *testing.T) {
 		}
 		b, _ := os.ReadFile(path)
 		checkHTML(t, string(b), c.want...)
-		shot(t, path, filepath.Join(out, c.name+".png"))
+		reporttest.Screenshot(t, path, filepath.Join(out, c.name+".png"))
 		md := filepath.Join(out, c.name+".md")
 		if err := Write(md, FormatMarkdown, c.dirs, Options{}); err != nil {
 			t.Fatal(err)
@@ -153,78 +150,6 @@ func TestReportOfARunAndASweep(t *testing.T) {
 	if err := Write(filepath.Join(out, "both.html"), FormatHTML, []string{run, sw}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// shot opens the page in headless Chromium, when there is one, and checks
-// it loads with no console error and is not blank. TAILGATE_REQUIRE_CHROMIUM=1
-// makes a missing browser a failure; TAILGATE_SCREENSHOTS=DIR keeps the
-// screenshots.
-func shot(t *testing.T, page, png string) {
-	t.Helper()
-	bin := ""
-	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(b); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("TAILGATE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("no chromium on PATH and TAILGATE_REQUIRE_CHROMIUM=1")
-		}
-		t.Log("no chromium on PATH: the page is not opened in a browser (apt-get install chromium)")
-		return
-	}
-	if keep := os.Getenv("TAILGATE_SCREENSHOTS"); keep != "" {
-		png = filepath.Join(keep, filepath.Base(png))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1280,4000",
-		"--screenshot="+png, "file://"+page)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if strings.Contains(l, "CONSOLE") || strings.Contains(l, "Content Security Policy") || strings.Contains(l, "Failed to load") {
-			t.Errorf("console: %s", l)
-		}
-	}
-	f, err := os.Open(png)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, stderr.String())
-	}
-	defer f.Close()
-	img, err := pngDecode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if frac := inked(img); frac < 0.02 {
-		t.Errorf("screenshot %s is blank: %.2f%% of pixels are not background", png, 100*frac)
-	} else {
-		t.Logf("screenshot %s: %.1f%% of pixels drawn", png, 100*frac)
-	}
-}
-
-var pngDecode = png.Decode
-
-// inked is the share of pixels that are not near-white.
-func inked(img image.Image) float64 {
-	b := img.Bounds()
-	n, ink := 0, 0
-	for y := b.Min.Y; y < b.Max.Y; y += 2 {
-		for x := b.Min.X; x < b.Max.X; x += 2 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			n++
-			if r < 0xe000 || g < 0xe000 || bl < 0xe000 {
-				ink++
-			}
-		}
-	}
-	return float64(ink) / float64(n)
 }
 
 func theaterOptions() theater.Options { return theater.Options{Bucket: time.Second} }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailgate-llm/tailgate/report/reporttest"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -26,6 +27,7 @@ func TestValidateWritesReportAndReportCommand(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "Verdicts") || !strings.Contains(string(b), "peak") {
 		t.Fatalf("validate's report.html: %v", err)
 	}
+	reporttest.Screenshot(t, filepath.Join(out, "report.html"), filepath.Join(t.TempDir(), "validate.png"))
 	if m, _ := os.ReadFile(filepath.Join(out, "manifest.json")); !strings.Contains(string(m), "report.html") {
 		t.Error("report.html is not in the manifest")
 	}

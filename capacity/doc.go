@@ -50,7 +50,11 @@
 // latency goes as 1/(1 − load/capacity), so 1/score is about linear in
 // load), kept within the middle 60% of the bracket so it always shrinks by
 // at least 20%. Otherwise, and after two interpolations in a row that
-// moved the same end, it bisects in log load. The SLO-max is the highest passing
+// moved the same end, it bisects in log load. Once the bracket is that
+// narrow, its failing top is run again unless it was saturated (at most
+// twice in a sweep): a loaded machine can slow one level, rarely the same
+// level twice; if the rerun passes, the level passes and the bracket's
+// top becomes the next failure above. The SLO-max is the highest passing
 // level: assuming latency rises with load, the true boundary lies in
 // [SLO-max, SLO-max × (1 + Precision)). A list of levels (--levels) is run
 // in ascending order, all of them, until one saturates.

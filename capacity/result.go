@@ -22,7 +22,7 @@ var Rules = map[string]string{
 	"pass":         "a level passes when its SLO report (the same judge as validate) is PASS, the run is valid, it is not saturated and not short",
 	"saturation":   "errors above the error-rate limit, more than 1% of requests dropped or cut at the end, or TTFT p50 of the last quarter of measured requests at least twice (and 50 ms above) the first quarter's",
 	"search":       "range: bottom and top first, then the bracket [highest pass, lowest fail] is narrowed until hi/lo <= 1+precision (concurrency: hi-lo <= 1), by interpolating threshold/quantile of the worst latency objective to 1, linear in load (kept within the middle 60% of the bracket) or by bisection in log load; list: every level ascending until one saturates",
-	"slo_max":      "the highest passing level; with a monotone latency curve the boundary lies in [slo_max, slo_max*(1+precision))",
+	"slo_max":      "the highest passing level; with a monotone latency curve the boundary lies in [slo_max, slo_max*(1+precision)); the failing level just above it is run again (unless saturated), and a pass then moves the bracket up: a loaded machine can slow one level, rarely the same one twice",
 	"knee":         "over unsaturated levels ordered by achieved throughput, the lower level of the first neighbouring pair where the elasticity dln(E2E p50)/dln(throughput) exceeds 1: latency climbing faster than load",
 	"headroom":     "slo_max rate / current rate - 1; slo_max rate is the level's rate (open loop) or its achieved throughput (closed loop); forecast months = ln(slo_max rate/current)/ln(1+monthly growth)",
 }
@@ -71,6 +71,9 @@ type LevelResult struct {
 	// relative to sweep.json.
 	Order int    `json:"order"`
 	Dir   string `json:"dir,omitempty"`
+	// Attempt is 2 for the rerun that confirms the failure above the
+	// SLO-max (its name then ends in "-2").
+	Attempt int `json:"attempt"`
 	// OfferedPerS is what the schedule made due (open loop; 0 in closed
 	// loop, which offers what it achieves); AchievedPerS the completion
 	// rate; GoodputPerS completions meeting the goodput constraints.
@@ -176,6 +179,16 @@ func (p *Point) note(s Search, best Level, ls []LevelResult) {
 		unit = "concurrent"
 	}
 	p.Note = fmt.Sprintf("boundary between %g (pass) and %g %s (fail)", best.Value(), lowestFail, unit)
+}
+
+// passing is the passing run of level l (its rerun, when only that passed).
+func (r *Result) passing(l Level) *LevelResult {
+	for i := range r.Levels {
+		if r.Levels[i].Pass && r.Levels[i].value() == l.Value() {
+			return &r.Levels[i]
+		}
+	}
+	return r.level(l.Name())
 }
 
 func (r *Result) level(name string) *LevelResult {

@@ -14,9 +14,10 @@ type Outcome struct {
 	Score float64
 }
 
-// runFunc runs one level. A non-nil error stops the search (an
-// interrupted or unwritable run).
-type runFunc func(ctx context.Context, l Level) (Outcome, error)
+// runFunc runs one level, for the attempt-th time (1, or 2 for a
+// confirmation). A non-nil error stops the search (an interrupted or
+// unwritable run).
+type runFunc func(ctx context.Context, l Level, attempt int) (Outcome, error)
 
 // Search is the plan of a sweep: a range to search or a list to run.
 type Search struct {
@@ -49,7 +50,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 	runs := 0
 	do := func(l Level) (Outcome, error) {
 		runs++
-		return f(ctx, l)
+		return f(ctx, l, 1)
 	}
 	if len(s.Levels) > 0 {
 		failed := false
@@ -89,10 +90,35 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 		return b.hi, true, nil
 	}
 	b.hiOut = o
+	fails := []bracketEnd{{b.hi, o}}
+	confirmed, reruns := false, 0
 	// streak counts interpolations in a row that moved the same end of
 	// the bracket: two, and the next step bisects.
 	streak, lastEnd := 0, 0
-	for runs < maxLevels && ctx.Err() == nil && !b.narrow(prec) {
+	for runs < maxLevels && ctx.Err() == nil {
+		if b.narrow(prec) {
+			// The failure just above the SLO-max must repeat (a saturated
+			// one need not): a loaded machine can slow one level, rarely the
+			// same level twice.
+			if confirmed || b.hiOut.Saturated || reruns >= 2 {
+				break
+			}
+			runs++
+			reruns++
+			o, err := f(ctx, b.hi, 2)
+			if err != nil {
+				return best, ok, err
+			}
+			if !o.Pass {
+				confirmed = true
+				continue
+			}
+			// The first failure was noise: the level passes, and the next
+			// failure above it is the bracket's top.
+			b.lo, b.loOut, best = b.hi, o, b.hi
+			b.hi, b.hiOut = nextFailAbove(fails, b.lo)
+			continue
+		}
 		next, interp := b.next(streak < 2)
 		if next.Value() <= b.lo.Value() || next.Value() >= b.hi.Value() {
 			break
@@ -107,6 +133,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 			best, end = next, 1
 		} else {
 			b.hi, b.hiOut = next, o
+			fails = append(fails, bracketEnd{next, o})
 		}
 		switch {
 		case !interp:
@@ -119,6 +146,23 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 		lastEnd = end
 	}
 	return best, ok, nil
+}
+
+type bracketEnd struct {
+	l Level
+	o Outcome
+}
+
+// nextFailAbove is the lowest failing level above lo (the range's top
+// always failed).
+func nextFailAbove(fails []bracketEnd, lo Level) (Level, Outcome) {
+	best := -1
+	for i, f := range fails {
+		if f.l.Value() > lo.Value() && (best < 0 || f.l.Value() < fails[best].l.Value()) {
+			best = i
+		}
+	}
+	return fails[best].l, fails[best].o
 }
 
 // narrow reports whether the bracket is as tight as asked.

@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 func TestSearchBracketsTheBoundary(t *testing.T) {
 	const capRate, d0, x = 125.0, 2.0, 10.0 // boundary where s = X: λ = cap·(1 − D0/X) = 100
 	boundary := capRate * (1 - d0/x)
-	f := func(_ context.Context, l Level) (Outcome, error) {
+	f := func(_ context.Context, l Level, _ int) (Outcome, error) {
 		if l.Rate >= capRate {
 			return Outcome{Saturated: true, Score: 100}, nil
 		}
@@ -25,7 +27,7 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 	}
 	for _, r := range [][2]float64{{10, 1000}, {50, 200}, {99, 101}, {20, 110}} {
 		runs := 0
-		counted := func(ctx context.Context, l Level) (Outcome, error) { runs++; return f(ctx, l) }
+		counted := func(ctx context.Context, l Level, a int) (Outcome, error) { runs++; return f(ctx, l, a) }
 		s := Search{From: Level{Rate: r[0]}, To: Level{Rate: r[1]}, Precision: 0.05}
 		best, ok, err := s.run(context.Background(), counted)
 		if err != nil || !ok {
@@ -34,7 +36,8 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 		if best.Rate > boundary || best.Rate*1.05 < boundary {
 			t.Errorf("%v: SLO-max %g, boundary %g not in [max, max·1.05)", r, best.Rate, boundary)
 		}
-		bisect := 2 + int(max(0, math.Ceil(math.Log2(math.Log(r[1]/r[0])/math.Log(1.05)))))
+		// Bisection's count, and the confirmation rerun.
+		bisect := 3 + int(max(0, math.Ceil(math.Log2(math.Log(r[1]/r[0])/math.Log(1.05)))))
 		if runs > bisect {
 			t.Errorf("%v: %d levels, bisection needs %d", r, runs, bisect)
 		}
@@ -47,17 +50,43 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 		t.Errorf("range below the boundary: %v %v, want the top", best, ok)
 	}
 	// Concurrencies end at neighbours.
-	g := func(_ context.Context, l Level) (Outcome, error) { return Outcome{Pass: l.Concurrency <= 37}, nil }
+	g := func(_ context.Context, l Level, _ int) (Outcome, error) {
+		return Outcome{Pass: l.Concurrency <= 37}, nil
+	}
 	if best, _, _ := (Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 256}, Precision: 0.001}).run(context.Background(), g); best.Concurrency != 37 {
 		t.Errorf("concurrency search found c%d, want c37", best.Concurrency)
 	}
 	// A list runs ascending and stops at saturation.
 	var ran []float64
-	h := func(ctx context.Context, l Level) (Outcome, error) { ran = append(ran, l.Rate); return f(ctx, l) }
+	h := func(ctx context.Context, l Level, a int) (Outcome, error) {
+		ran = append(ran, l.Rate)
+		return f(ctx, l, a)
+	}
 	ls, _ := ParseLevels("130,50,90,105,150")
 	best, _, _ := Search{Levels: ls}.run(context.Background(), h)
 	if best.Rate != 90 || len(ran) != 4 || ran[3] != 130 {
 		t.Errorf("list: best %v, ran %v; want 90, stopping at the saturated 130", best, ran)
+	}
+}
+
+// A level slowed once by the machine fails once: its rerun passes and the
+// search goes on above it, to the true boundary.
+func TestSearchConfirmsTheFailureAboveTheSLOMax(t *testing.T) {
+	var runs []string
+	f := func(_ context.Context, l Level, attempt int) (Outcome, error) {
+		runs = append(runs, fmt.Sprintf("%s#%d", l.Name(), attempt))
+		pass := l.Concurrency <= 20
+		if l.Concurrency == 16 && attempt == 1 {
+			pass = false // noise
+		}
+		return Outcome{Pass: pass}, nil
+	}
+	best, ok, _ := Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 64}}.run(context.Background(), f)
+	if !ok || best.Concurrency != 20 {
+		t.Errorf("found c%d (%v), want c20; ran %v", best.Concurrency, ok, runs)
+	}
+	if !slices.Contains(runs, "c16#2") || !slices.Contains(runs, "c21#2") {
+		t.Errorf("ran %v: want c16 rerun (it passes) and then c21 (it fails again)", runs)
 	}
 }
 

@@ -110,18 +110,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	best, ok, err := cfg.Search.run(ctx, func(ctx context.Context, l Level) (Outcome, error) {
-		lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests)
+	best, ok, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
+		lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests, attempt)
 		if lr != nil {
 			res.Levels = append(res.Levels, *lr)
-			fmt.Fprintf(log, "level %s: %s\n", l.Name(), lr.line())
+			fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
 		}
 		return o, err
 	})
 	res.Ended = now().UTC()
 	res.Interrupted = ctx.Err() != nil
 	if ok {
-		lr := res.level(best.Name())
+		lr := res.passing(best)
 		res.SLOMax = &Point{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
 			AchievedPerS: lr.AchievedPerS}
 		res.SLOMax.note(cfg.Search, best, res.Levels)
@@ -218,11 +218,16 @@ func (c *Config) options(l Level, minReq int) loadgen.Options {
 }
 
 // runLevel runs and judges one level.
-func (c *Config) runLevel(ctx context.Context, l Level, order, minReq int) (*LevelResult, Outcome, error) {
+func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt int) (*LevelResult, Outcome, error) {
 	opts := c.options(l, minReq)
+	name := l.Name()
+	if attempt > 1 {
+		name = fmt.Sprintf("%s-%d", name, attempt)
+		opts.Stages[0].Name = name
+	}
 	var dir results.Dir
 	if c.Out != "" {
-		dir = c.Out.Level(l.Name())
+		dir = c.Out.Level(name)
 	}
 	judge := slo.NewJudge(nil, c.SLO)
 	tr := &trend{}
@@ -232,14 +237,14 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq int) (*Lev
 		Streaming: c.Streaming, Goodput: c.SLO.GoodputFunc(), Telemetry: c.Telemetry, Out: dir,
 		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns}
 	if c.Progress != nil {
-		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", l.Name(), order))
+		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
 	res, err := pipeline.Run(ctx, spec, pipeline.Func(judge.Add), pipeline.Func(tr.add))
 	if res == nil {
-		return nil, Outcome{}, fmt.Errorf("level %s: %w", l.Name(), err)
+		return nil, Outcome{}, fmt.Errorf("level %s: %w", name, err)
 	}
 	rep := judge.Assess(slo.Input{Now: time.Now().UTC(), QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
-		ClientCPU: map[string]float64{l.Name(): res.Info.CPUUtilization}})
+		ClientCPU: map[string]float64{name: res.Info.CPUUtilization}})
 	rep.Tool = slo.Tool{Name: "tailgate", Version: c.Meta.Version}
 	res.Summary.SLO = rep
 	res.Summary.Changes = c.Changes
@@ -255,6 +260,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq int) (*Lev
 		err = res.WriteErr()
 	}
 	lr := levelResult(l, order, minReq, res, rep, tr, c.maxErrorRate())
+	lr.Name, lr.Attempt = name, attempt
 	if c.Out != "" {
 		if rel, rerr := filepath.Rel(string(c.Out), string(dir)); rerr == nil {
 			lr.Dir = rel

@@ -39,10 +39,21 @@ import (
 // runs N steps), so s = D0 + d·λ·N·s, s = D0 / (1 − λ·N·d), and s ≤ X
 // while λ ≤ (1 − D0/X) / (N·d) = 0.8 / (16 × 0.5 ms) = 100 req/s: derived
 // SLO-max 100 req/s (saturation, s → ∞, at 1/(N·d) = 125 req/s).
+//
+// The knee: E2E ≈ N·s, so open loop E2E = N·D0/(1 − λ·N·d), whose
+// elasticity against throughput λ is λ·N·d/(1 − λ·N·d): above 1 from
+// λ = 1/(2·N·d) = 62.5 req/s (where E2E has doubled from unloaded). The
+// knee is the lower level of the first pair of levels run whose slope
+// passes 1, so the level at or below 62.5 req/s next to one above it.
+// Closed loop E2E = N·(D0 + d·c) and throughput c/E2E give elasticity
+// d·c/D0 (the share of the step that grows with c over the fixed part):
+// above 1 from c = D0/d = 4, the bottom of the range.
 const (
 	outTokens   = 16
 	derivedRate = 100.0
 	derivedConc = 16.0
+	// derivedKneeRate is 1/(2·N·d).
+	derivedKneeRate = 62.5
 )
 
 func simConfig() sim.Config {
@@ -126,12 +137,15 @@ func TestSweepFindsSLOMaxOpenLoop(t *testing.T) {
 			t.Errorf("level %s lacks telemetry: gpu %v queue %v", l.Name, l.GPUUtilization, l.QueueDelay)
 		}
 	}
-	if len(res.Levels) > 8 {
-		t.Errorf("%d levels run; bisection alone would need 8 for 5%% over 50..200", len(res.Levels))
+	if len(res.Levels) > 9 {
+		t.Errorf("%d levels run; bisection alone needs 8 for 5%% over 50..200, plus the confirmation", len(res.Levels))
 	}
 	got, err := Read(cfg.Out)
 	if err != nil || got.SLOMax == nil || got.SLOMax.Level != res.SLOMax.Level || len(got.Levels) != len(res.Levels) {
 		t.Fatalf("sweep.json read back: %v %+v", err, got)
+	}
+	if k := res.Knee; k == nil || k.RatePerS > derivedKneeRate {
+		t.Errorf("knee %+v: want the level at or below the derived %g req/s", k, derivedKneeRate)
 	}
 	if h := res.Headroom; h == nil || h.MonthsToSLOMax == nil || *h.MonthsToSLOMax <= 0 {
 		t.Errorf("headroom: %+v", h)
@@ -155,4 +169,7 @@ func TestSweepFindsSLOMaxClosedLoop(t *testing.T) {
 		t.Fatal("no SLO-max found")
 	}
 	within(t, "closed-loop SLO-max concurrency", float64(res.SLOMax.Concurrency), derivedConc, 0.10)
+	if k := res.Knee; k == nil || k.Concurrency != 4 {
+		t.Errorf("knee %+v: want c4 (derived c = D0/d = 4)", k)
+	}
 }

@@ -80,4 +80,17 @@ func TestSameDistributionNoChangeSlowerRegression(t *testing.T) {
 	if _, err := Compare(base, c, Options{Force: true, Resamples: 100}); err != nil {
 		t.Errorf("forced: %v", err)
 	}
+	// Evidence packs of different plans are refused by hash.
+	p1, p2 := side("a", records(100, 1, 1)), side("b", records(100, 2, 1))
+	p1.PlanHash, p2.PlanHash = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+	if _, err := Compare(p1, p2, Options{}); err == nil || !strings.Contains(err.Error(), "plans differ (sha256 aaaaaaaaaaaa vs bbbbbbbbbbbb)") {
+		t.Errorf("different plans: %v", err)
+	}
+	// A schedule of other rates is demand change, whatever was realized.
+	p2.PlanHash = p1.PlanHash
+	p1.Load["main"] = Load{Mode: "open", Arrival: "poisson", Levels: "10,50", OfferedPerS: 30}
+	p2.Load["main"] = Load{Mode: "open", Arrival: "poisson", Levels: "10,80", OfferedPerS: 30}
+	if rep, _ := Compare(p1, p2, Options{Resamples: 100}); len(rep.Demand) != 1 || !strings.Contains(rep.Demand[0], "rates 10,50 vs 10,80") {
+		t.Errorf("demand: %v", rep.Demand)
+	}
 }

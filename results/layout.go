@@ -23,6 +23,8 @@ const (
 	// directory per load level it ran.
 	SweepFile = "sweep.json"
 	LevelsDir = "levels"
+	// ReadyFile is tailgate ready's time-to-ready result.
+	ReadyFile = "ready.json"
 )
 
 // Dir is a results directory.

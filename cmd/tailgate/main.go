@@ -48,6 +48,7 @@ var commands = map[string]command{
 	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
 	"validate": {"run an acceptance plan: every stage, every objective, with evidence", cmdValidate},
 	"compare":  {"compare two results: regression, improvement or no significant change per metric", cmdCompare},
+	"ready":    {"measure a restarting server's time to its first successful answer, and the errors meanwhile", cmdReady},
 	"report":   {"write one HTML (or Markdown) report of results directories, with plots", cmdReport},
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }

@@ -22,6 +22,9 @@ import (
 // 2 ms / (1 − 30 × 16 × 0.5 ms) = 2.6 ms (capacity/sweep_test.go), slower
 // 2.4 ms / (1 − 30 × 16 × 0.6 ms) = 3.4 ms: ITL and TPOT +28%.
 func TestCompareSeedAndSlowerSimulator(t *testing.T) {
+	if raceEnabled {
+		t.Skip("held against the simulator's model: run without -race (make test runs it again without)")
+	}
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}

@@ -25,6 +25,9 @@ func capacitySim() sim.Config {
 }
 
 func TestSweepCommand(t *testing.T) {
+	if raceEnabled {
+		t.Skip("held against the simulator's model: run without -race (make test runs it again without)")
+	}
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}

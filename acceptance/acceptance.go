@@ -51,6 +51,9 @@ type Config struct {
 	// written).
 	Version string
 	Args    []string
+	// Changes are change-record ids recorded in every stage's summary.json,
+	// so compare can pin a regression to a change.
+	Changes []string
 	// Log receives one line per stage and warnings (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each stage.
@@ -160,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		})
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
-			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate,
+			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Changes: cfg.Changes,
 			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))

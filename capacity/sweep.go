@@ -235,7 +235,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	meta.Load = opts.Describe()
 	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
 		Streaming: c.Streaming, Goodput: c.SLO.GoodputFunc(), Telemetry: c.Telemetry, Out: dir,
-		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns}
+		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns, Changes: c.Changes}
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
@@ -247,7 +247,6 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 		ClientCPU: map[string]float64{name: res.Info.CPUUtilization}})
 	rep.Tool = slo.Tool{Name: "tailgate", Version: c.Meta.Version}
 	res.Summary.SLO = rep
-	res.Summary.Changes = c.Changes
 	if dir != "" {
 		if werr := exporters.WriteVerdicts(dir, rep); werr != nil && err == nil {
 			err = werr

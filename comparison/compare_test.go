@@ -51,12 +51,17 @@ func TestSameDistributionNoChangeSlowerRegression(t *testing.T) {
 			t.Errorf("seed %d, same distribution:\n%s", seed, b.String())
 		}
 	}
-	rep, err := Compare(base, side("b", records(800, 99, 1.2)), Options{Tolerance: 0.05, Resamples: 1000})
+	slow := side("b", records(800, 99, 1.2))
+	slow.Changes = []string{"CHG-42"}
+	rep, err := Compare(base, slow, Options{Tolerance: 0.05, Resamples: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	WriteTable(&b, rep)
+	if !strings.Contains(b.String(), "candidate: b (800 requests), changes CHG-42") {
+		t.Errorf("the table does not pin the change:\n%s", b.String())
+	}
 	if rep.ExitCode != 1 || rep.Regressions < 6 {
 		t.Errorf("20%% slower, want regressions beyond 5%%:\n%s", b.String())
 	}

@@ -43,6 +43,8 @@ type Spec struct {
 	// judged whenever Telemetry is set; the result is summary.json's
 	// capacity section.
 	Theater theater.Options
+	// Changes are change-record ids recorded in summary.json (changes).
+	Changes []string
 	// KeepGoing keeps sending after a sink fails. By default the first
 	// failure stops the run: its results on disk would be incomplete.
 	KeepGoing bool
@@ -195,6 +197,7 @@ loop:
 		}
 	}
 	res.SinkErrors = p.errs
+	res.Summary.Changes = spec.Changes
 	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
 	res.Summary.Validity = validity(res, spec)
 

@@ -139,7 +139,11 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 				label = src.Dir + ": " + part.Name
 			}
 			for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricE2E} {
-				spec[m] = append(spec[m], spectrumSeries{label: label, values: part.values(m)})
+				ss := spectrumSeries{label: label, values: part.values(m)}
+				if m == loadgen.MetricITL {
+					ss.total = part.itlSeen
+				}
+				spec[m] = append(spec[m], ss)
 			}
 		}
 		if v := src.Verdict; v != nil {
@@ -190,6 +194,14 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 // values are the part's sorted samples of a metric (ms).
 func (p *Part) values(metric string) []float64 {
 	var v []float64
+	if metric == loadgen.MetricITL {
+		v = make([]float64, len(p.itl))
+		for i, x := range p.itl {
+			v[i] = float64(x)
+		}
+		slices.Sort(v)
+		return v
+	}
 	for _, r := range p.Reqs {
 		if !r.ok || r.e2e == 0 {
 			continue
@@ -199,8 +211,6 @@ func (p *Part) values(metric string) []float64 {
 			v = append(v, r.ttft)
 		case loadgen.MetricE2E:
 			v = append(v, r.e2e)
-		case loadgen.MetricITL:
-			v = append(v, r.itl...)
 		}
 	}
 	slices.Sort(v)

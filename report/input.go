@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/internal/splitmix"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -42,6 +43,23 @@ type Part struct {
 	Span    time.Duration
 	Reqs    []req
 	Tel     []telPoint
+	// itl is a uniform sample of the part's ITL samples (ms), itlSeen
+	// how many there were.
+	itl     []float32
+	itlSeen int64
+}
+
+// addITL keeps v in the reservoir (Algorithm R, seeded by the count so a
+// report is reproducible).
+func (p *Part) addITL(v float64) {
+	p.itlSeen++
+	if len(p.itl) < maxITLSamples {
+		p.itl = append(p.itl, float32(v))
+		return
+	}
+	if j := splitmix.Mix64(uint64(p.itlSeen)) % uint64(p.itlSeen); j < maxITLSamples {
+		p.itl[j] = float32(v)
+	}
 }
 
 // req is what the report needs of one measured record.
@@ -51,8 +69,12 @@ type req struct {
 	ok             bool
 	ttft, e2e, tpt float64 // ms; tpt = TPOT, 0 when none
 	tokens         int
-	itl            []float64 // ms, one per token gap sample
 }
+
+// maxITLSamples bounds the ITL samples kept per part for the spectrum: a
+// uniform reservoir beyond it (a long run streams millions of tokens), so
+// the spectrum keeps its shape, p99.9 included, in bounded memory.
+const maxITLSamples = 500_000
 
 // telPoint is one telemetry sample: GPU utilisation (0–1), queue depth and
 // the mean queue delay (ms) of requests admitted since the last sample.
@@ -167,7 +189,7 @@ func readPart(d results.Dir, name string) (*Part, error) {
 			}
 			for s := itl.Samples(r); s.Next(); {
 				for range s.Weight() {
-					q.itl = append(q.itl, ms(s.Value()))
+					p.addITL(ms(s.Value()))
 				}
 			}
 		}

@@ -158,6 +158,8 @@ var spectrumTicker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 type spectrumSeries struct {
 	label  string
 	values []float64 // ascending
+	// total is the samples the values stand for, when they are a sample.
+	total int64
 }
 
 // spectrumPlot draws latency against percentile, HDR style: the X axis is
@@ -178,7 +180,11 @@ func spectrumPlot(title string, series []spectrumSeries) *plot.Plot {
 			idx := min(max(int(math.Ceil(q*float64(n)))-1, 0), n-1)
 			xys = append(xys, plotter.XY{X: v, Y: s.values[idx]})
 		}
-		line(p, i, fmt.Sprintf("%s (n=%d)", s.label, n), xys, false)
+		label := fmt.Sprintf("%s (n=%d)", s.label, n)
+		if s.total > int64(n) {
+			label = fmt.Sprintf("%s (%d of n=%d)", s.label, n, s.total)
+		}
+		line(p, i, label, xys, false)
 	}
 	return p
 }

@@ -149,8 +149,8 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 			demandChanged[st] = true
 			rep.Demand = append(rep.Demand, d)
 		}
-		rep.BaselineRequests += len(base.Stages[st])
-		rep.CandidateRequests += len(cand.Stages[st])
+		rep.BaselineRequests += seen(base, st)
+		rep.CandidateRequests += seen(cand, st)
 	}
 	k := len(stages) * len(metrics) * len(opt.Percentiles)
 	alpha := 0.05 / float64(max(k, 1))
@@ -187,6 +187,14 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 		rep.ExitCode = 1
 	}
 	return rep, nil
+}
+
+// seen is a stage's measured requests, sampled or not.
+func seen(s *Side, stage string) int {
+	if n, ok := s.Seen[stage]; ok {
+		return n
+	}
+	return len(s.Stages[stage])
 }
 
 // minRequests is the fewest requests per side a row is judged on.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/evidence"
+	"github.com/tailgate-llm/tailgate/internal/splitmix"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 )
@@ -19,10 +20,13 @@ import (
 // it says about its plan, mix, load and changes.
 type Side struct {
 	Dir string
-	// Stages holds each stage's measured records (warm-up left out), in
-	// file order; Order the stage names by first appearance.
+	// Stages holds each stage's measured records (warm-up left out): all
+	// of them up to MaxRequests, else a uniform sample of MaxRequests;
+	// Order the stage names by first appearance.
 	Stages map[string][]loadgen.Record
-	Order  []string
+	// Seen counts each stage's measured records, sampled or not.
+	Seen  map[string]int
+	Order []string
 	// Load is each stage's load (summary.json run.load, and offered rate).
 	Load map[string]Load
 	// Classes counts measured requests per class, by stage.
@@ -43,10 +47,15 @@ type Load struct {
 	Levels string `json:"levels,omitempty"`
 }
 
+// MaxRequests is how many records per stage a Side keeps: beyond it a
+// uniform sample (reservoir, seeded), so a long run compares in bounded
+// memory and time; the intervals come from the sample and are wider for it.
+const MaxRequests = 20000
+
 // Read reads a run's or an acceptance run's results directory.
 func Read(dir string) (*Side, error) {
 	d := results.Dir(dir)
-	s := &Side{Dir: dir, Stages: map[string][]loadgen.Record{}, Load: map[string]Load{}, Classes: map[string]map[string]int{}}
+	s := &Side{Dir: dir, Stages: map[string][]loadgen.Record{}, Seen: map[string]int{}, Load: map[string]Load{}, Classes: map[string]map[string]int{}}
 	path := d.Path(results.RecordsFile)
 	if _, err := results.ReadRecords(path, func(r *loadgen.Record) error {
 		if r.Warmup {
@@ -55,15 +64,29 @@ func Read(dir string) (*Side, error) {
 		if _, ok := s.Stages[r.Stage]; !ok {
 			s.Order = append(s.Order, r.Stage)
 		}
-		c := *r
-		c.Chunks = slices.Clone(r.Chunks)
-		c.Text = ""
-		s.Stages[r.Stage] = append(s.Stages[r.Stage], c)
 		if s.Classes[r.Stage] == nil {
 			s.Classes[r.Stage] = map[string]int{}
 		}
 		if r.ErrorKind != loadgen.ErrDropped {
 			s.Classes[r.Stage][r.Class]++
+		}
+		s.Seen[r.Stage]++
+		keep := len(s.Stages[r.Stage])
+		if keep >= MaxRequests {
+			// Algorithm R: record n replaces a kept one with chance MaxRequests/n.
+			j := splitmix.Mix64(uint64(s.Seen[r.Stage])) % uint64(s.Seen[r.Stage])
+			if j >= MaxRequests {
+				return nil
+			}
+			keep = int(j)
+		}
+		c := *r
+		c.Chunks = slices.Clone(r.Chunks)
+		c.Text, c.Error = "", ""
+		if keep == len(s.Stages[r.Stage]) {
+			s.Stages[r.Stage] = append(s.Stages[r.Stage], c)
+		} else {
+			s.Stages[r.Stage][keep] = c
 		}
 		return nil
 	}); err != nil {

@@ -15,7 +15,11 @@
 // it, so ITL's many samples per request count as one request's worth of
 // evidence. The intervals are simultaneous: with k rows (stage × metric ×
 // percentile) each is the (1 − 0.05/k) interval (Bonferroni), so the
-// chance that any row of two equal runs shows a change is at most 5%.
+// chance that any row of two equal runs shows a change is at most 5%. A
+// stage of more than MaxRequests (20,000) measured requests is compared on
+// a uniform sample of that many (a seeded reservoir), so a long run
+// compares in bounded memory and time, with intervals as wide as the
+// sample makes them.
 //
 // A row whose interval lies wholly above +Tolerance (default 5%) is a
 // regression: the candidate is slower by more than the tolerance, with

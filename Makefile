@@ -14,14 +14,16 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tailgate
 
 # The README's test command: formatting, vet, every test with the race
-# detector, then the end-to-end timing-accuracy tests alone without it (the
-# detector slows client and simulator 5-10x, which they would measure).
+# detector, then the end-to-end timing-accuracy tests and the tests held
+# against the simulator's capacity alone without it (the detector slows
+# client and simulator 5-10x, which they would measure).
 # Packages run one at a time (-p 1): many tests time real streams, and two
 # packages' simulators fighting over two cores made them flaky.
 test: fmt-check vet
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 10m -p 1 -run 'SLOMax|MetricTheater|CompareSeed|SweepCommand' ./capacity/ ./theater/ ./cmd/tailgate/
 
 unit:
 	$(GO) test -count=1 ./...

@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -49,6 +51,9 @@ type Config struct {
 	// written).
 	Version string
 	Args    []string
+	// Changes are change-record ids recorded in every stage's summary.json,
+	// so compare can pin a regression to a change.
+	Changes []string
 	// Log receives one line per stage and warnings (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each stage.
@@ -212,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		})
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
-			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity,
+			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity, Changes: cfg.Changes,
 			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
@@ -303,9 +308,9 @@ func loadText(st slo.Stage) string {
 	return fmt.Sprintf("%g req/s %s", st.Rate, a)
 }
 
-// Finish writes the verdicts, the environment (if given) and a new
-// manifest into out. A signature over an older manifest is removed: it
-// would no longer verify.
+// Finish writes the verdicts, the environment (if given), report.html
+// and a new manifest into out. A signature over an older manifest is
+// removed: it would no longer verify.
 func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
 	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
 	if err := exporters.WriteVerdicts(out, rep); err != nil {
@@ -315,6 +320,15 @@ func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version
 		if err := evidence.WriteEnvironment(string(out), env); err != nil {
 			return &results.WriteError{Path: out.Path(evidence.EnvironmentFile), Err: err}
 		}
+	}
+	// The report is part of the evidence, so the manifest covers it; one
+	// that cannot be made is results not written.
+	if err := report.Write(out.Path(report.File), report.FormatHTML, []string{string(out)}, report.Options{Version: version}); err != nil {
+		var we *results.WriteError
+		if !errors.As(err, &we) {
+			err = &results.WriteError{Path: out.Path(report.File), Err: err}
+		}
+		return err
 	}
 	os.Remove(out.Path(evidence.SignatureFile))
 	if _, err := evidence.Write(string(out)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/telemetry"
+	"github.com/tailgate-llm/tailgate/theater"
 )
 
 // Spec is one load run: what to send, how, and where results go.
@@ -39,6 +40,12 @@ type Spec struct {
 	// SelfCheckWarns makes a self-check that found the generator distorting
 	// the figures a warning only, not a reason the run is invalid.
 	SelfCheckWarns bool
+	// Theater sets the metric-theater rule (the zero value: its defaults),
+	// judged whenever Telemetry is set; the result is summary.json's
+	// capacity section.
+	Theater theater.Options
+	// Changes are change-record ids recorded in summary.json (changes).
+	Changes []string
 	// KeepGoing keeps sending after a sink fails. By default the first
 	// failure stops the run: its results on disk would be incomplete.
 	KeepGoing bool
@@ -134,7 +141,8 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 
 	var tel *telemetryRun
 	if spec.Telemetry != nil {
-		if tel, err = startTelemetry(ctx, *spec.Telemetry, spec.Out, spec.Options); err != nil {
+		p.theater = theater.New(spec.Theater)
+		if tel, err = startTelemetry(ctx, *spec.Telemetry, spec.Out, spec.Options, p.theater); err != nil {
 			p.closeSinks()
 			return nil, err
 		}
@@ -202,11 +210,16 @@ loop:
 		ts, qd, serr := tel.stop()
 		res.Summary.Telemetry = &ts
 		res.QueueDelay = qd
+		res.Summary.Capacity = p.theater.Section()
+		if w := res.Summary.Capacity.Warning(); w != "" {
+			res.Summary.Warnings = append(res.Summary.Warnings, w)
+		}
 		if serr != nil {
 			p.errs = append(p.errs, *serr)
 		}
 	}
 	res.SinkErrors = p.errs
+	res.Summary.Changes = spec.Changes
 	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
 	res.Summary.Validity = validity(res, spec)
 
@@ -237,6 +250,7 @@ type pipe struct {
 	done, failed int64
 	streaming    bool
 	unstreamed   int64
+	theater      *theater.Detector // nil without telemetry
 }
 
 type sinkState struct {
@@ -248,6 +262,9 @@ func (p *pipe) add(rec *loadgen.Record) error {
 	p.done++
 	if !rec.OK() {
 		p.failed++
+	}
+	if p.theater != nil && rec.OK() && !rec.Warmup && rec.HasToken() {
+		p.theater.Request(rec.Class, rec.Intended, rec.FirstToken()-rec.Intended)
 	}
 	if rec.OK() && rec.Unstreamed && !rec.Warmup {
 		p.unstreamed++

@@ -8,6 +8,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/telemetry"
+	"github.com/tailgate-llm/tailgate/theater"
 )
 
 // telemetryRun samples the server beside the load: telemetry.jsonl as
@@ -48,7 +49,7 @@ func measuredStarts(o loadgen.Options) []point {
 	return pts
 }
 
-func startTelemetry(ctx context.Context, cfg telemetry.Config, out results.Dir, o loadgen.Options) (*telemetryRun, error) {
+func startTelemetry(ctx context.Context, cfg telemetry.Config, out results.Dir, o loadgen.Options, det *theater.Detector) (*telemetryRun, error) {
 	t := &telemetryRun{points: measuredStarts(o), stopped: make(chan struct{})}
 	if out != "" {
 		w, err := results.CreateJSONL(out.Path(results.TelemetryFile))
@@ -59,7 +60,9 @@ func startTelemetry(ctx context.Context, cfg telemetry.Config, out results.Dir, 
 	}
 	// The sampler calls the sink on its one goroutine; jsonl is closed only
 	// after Stop, which waits for it.
+	var mark theater.QueueMark
 	t.run = telemetry.Start(context.WithoutCancel(ctx), cfg, func(s telemetry.Sample) {
+		theaterSample(det, s, &mark)
 		if t.jsonl == nil {
 			return
 		}
@@ -139,4 +142,28 @@ func (t *telemetryRun) stop() (telemetry.Summary, map[string]*telemetry.Histogra
 		t.mu.Unlock()
 	}
 	return sum, qd, serr
+}
+
+// theaterSample feeds one telemetry round to the metric-theater detector:
+// local GPUs (NVML) when sampled, else the endpoint's, as the telemetry
+// summary chooses.
+func theaterSample(det *theater.Detector, s telemetry.Sample, mark *theater.QueueMark) {
+	var util []float64
+	for _, g := range s.GPUs {
+		if g.Utilization != nil {
+			util = append(util, *g.Utilization)
+		}
+	}
+	if len(util) == 0 && s.Server != nil {
+		for _, g := range s.Server.GPUs {
+			if g.Utilization != nil {
+				util = append(util, *g.Utilization)
+			}
+		}
+	}
+	if s.Server != nil && s.Server.QueueDelay != nil {
+		det.Sample(s.Elapsed, util, s.Server.QueueDelay.Sum, s.Server.QueueDelay.Count, mark)
+	} else {
+		det.Sample(s.Elapsed, util, 0, 0, nil)
+	}
 }

@@ -23,6 +23,12 @@ const (
 	HistogramsFile = "histograms.json"
 	// StagesDir holds one run directory per stage of an acceptance run.
 	StagesDir = "stages"
+	// SweepFile is a capacity sweep's result; LevelsDir holds one run
+	// directory per load level it ran.
+	SweepFile = "sweep.json"
+	LevelsDir = "levels"
+	// ReadyFile is tailgate ready's time-to-ready result.
+	ReadyFile = "ready.json"
 )
 
 // Dir is a results directory.
@@ -33,6 +39,15 @@ func (d Dir) Path(name string) string { return filepath.Join(string(d), name) }
 
 // Stage is the run directory of one acceptance stage.
 func (d Dir) Stage(name string) Dir { return Dir(filepath.Join(string(d), StagesDir, name)) }
+
+// Level is the run directory of one load level of a sweep.
+func (d Dir) Level(name string) Dir { return Dir(filepath.Join(string(d), LevelsDir, name)) }
+
+// HasSweep reports whether d already holds a sweep's sweep.json.
+func (d Dir) HasSweep() bool {
+	_, err := os.Stat(d.Path(SweepFile))
+	return err == nil
+}
 
 // HasResults reports whether d already holds a run's results (requests.jsonl
 // or summary.json), which a new run must not overwrite without --force.

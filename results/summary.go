@@ -8,6 +8,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
+	"github.com/tailgate-llm/tailgate/theater"
 )
 
 // Summary is summary.json (schema tailgate.summary/v1), assembled from
@@ -24,6 +25,12 @@ type Summary struct {
 	// distorted what it measured or whose results did not reach the disk
 	// is invalid, whatever its latencies.
 	Validity Validity `json:"validity"`
+	// Capacity is the metric-theater check: GPU utilisation against the
+	// queue delay and TTFT p99 per time bucket (null without telemetry).
+	Capacity *theater.Section `json:"capacity,omitempty"`
+	// Changes are change-record ids recorded on the run (--change), so
+	// compare can pin a regression to a change.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Validity is summary.json's "validity" block.

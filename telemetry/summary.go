@@ -81,6 +81,11 @@ type Summary struct {
 	GPUUtilization     *Stats       `json:"gpu_utilization,omitempty"`
 	GPUUtilizationFrom string       `json:"gpu_utilization_from,omitempty"`
 	GPUs               []GPUSummary `json:"gpus,omitempty"`
+
+	// GPUIdleShare is the share (0–1) of samples whose mean utilisation
+	// over the GPUs was under IdleUtilization: the time the GPUs sat idle
+	// (samples are evenly spaced), a baseline of day-2 reviews.
+	GPUIdleShare *float64 `json:"gpu_idle_share,omitempty"`
 	// Devices is the GPU sampler's inventory: model, driver, serials.
 	Devices []GPUInfo `json:"devices,omitempty"`
 }
@@ -124,6 +129,9 @@ type Capacity struct {
 	// last sample's.
 	KVBlocks *float64 `json:"kv_blocks,omitempty"`
 }
+// IdleUtilization is the utilisation (0–1) under which a GPU counts as
+// idle for Summary.GPUIdleShare.
+const IdleUtilization = 0.05
 
 // SourceSummary is one scrape endpoint ("nvml" for the GPU sampler).
 type SourceSummary struct {
@@ -411,6 +419,15 @@ func (r *Run) summaryLocked() Summary {
 	}
 	if !r.first.IsZero() {
 		sum.DurationS = r.last.Sub(r.first).Seconds()
+	}
+	if len(st.gpuMean) > 0 {
+		idle := 0
+		for _, u := range st.gpuMean {
+			if u < IdleUtilization {
+				idle++
+			}
+		}
+		sum.GPUIdleShare = new(float64(idle) / float64(len(st.gpuMean)))
 	}
 	if sum.GPUUtilization != nil {
 		sum.GPUUtilizationFrom = "endpoint"

@@ -1,0 +1,116 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// knee finds where latency starts to climb faster than load (see the
+// package doc); nil when no pair of levels shows it.
+func knee(ls []LevelResult) *Point {
+	var pts []LevelResult
+	for _, l := range ls {
+		if !l.Saturated && l.AchievedPerS > 0 && l.LatencyMs[loadgen.MetricE2E].P50 > 0 {
+			pts = append(pts, l)
+		}
+	}
+	slices.SortFunc(pts, func(a, b LevelResult) int { return cmpFloat(a.AchievedPerS, b.AchievedPerS) })
+	for i := 0; i+1 < len(pts); i++ {
+		a, b := pts[i], pts[i+1]
+		dx := math.Log(b.AchievedPerS / a.AchievedPerS)
+		if dx < 0.01 { // the same throughput: no slope to read
+			continue
+		}
+		e := math.Log(b.LatencyMs[loadgen.MetricE2E].P50/a.LatencyMs[loadgen.MetricE2E].P50) / dx
+		if e > 1 {
+			return &Point{Level: a.Name, RatePerS: a.RatePerS, Concurrency: a.Concurrency, AchievedPerS: a.AchievedPerS,
+				Elasticity: e, Note: fmt.Sprintf("E2E p50 grows %.2f× as fast as throughput from %s to %s", e, a.Name, b.Name)}
+		}
+	}
+	return nil
+}
+
+// Growth is a demand growth rate.
+type Growth struct {
+	// PerMonth is the compound growth per month (0.08 = 8%).
+	PerMonth float64
+	// Text is as given ("8%/month").
+	Text string
+}
+
+// ParseGrowth reads "8%/month", "2%/week", "50%/year" or "0.08/month".
+func ParseGrowth(s string) (*Growth, error) {
+	num, per, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return nil, fmt.Errorf("growth %q: want RATE/PERIOD, e.g. 8%%/month", s)
+	}
+	num = strings.TrimSpace(num)
+	pct := strings.HasSuffix(num, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(num, "%"), 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return nil, fmt.Errorf("growth %q: %q is not a positive number", s, num)
+	}
+	if pct {
+		v /= 100
+	}
+	var days float64
+	switch strings.TrimSpace(per) {
+	case "month", "mo":
+		days = daysPerMonth
+	case "week", "wk":
+		days = 7
+	case "day", "d":
+		days = 1
+	case "year", "yr":
+		days = 12 * daysPerMonth
+	default:
+		return nil, fmt.Errorf("growth %q: period %q: want day, week, month or year", s, per)
+	}
+	return &Growth{PerMonth: math.Pow(1+v, daysPerMonth/days) - 1, Text: s}, nil
+}
+
+// daysPerMonth is the mean Gregorian month.
+const daysPerMonth = 365.2425 / 12
+
+// Headroom is sweep.json's headroom block.
+type Headroom struct {
+	CurrentRatePerS float64 `json:"current_rate_per_s"`
+	SLOMaxRatePerS  float64 `json:"slo_max_rate_per_s"`
+	// HeadroomPct is how much more demand the SLO-max allows, in percent
+	// of the current (negative: already past it).
+	HeadroomPct    float64 `json:"headroom_pct"`
+	Growth         string  `json:"growth,omitempty"`
+	GrowthPerMonth float64 `json:"growth_per_month,omitempty"`
+	// MonthsToSLOMax and ReachesAt say when demand growing at Growth
+	// reaches the SLO-max.
+	MonthsToSLOMax *float64   `json:"months_to_slo_max,omitempty"`
+	ReachesAt      *time.Time `json:"reaches_slo_max_at,omitempty"`
+	Note           string     `json:"note"`
+}
+
+func headroom(current, max float64, g *Growth, now time.Time) *Headroom {
+	h := &Headroom{CurrentRatePerS: current, SLOMaxRatePerS: max, HeadroomPct: 100 * (max/current - 1)}
+	h.Note = fmt.Sprintf("%.0f%% headroom: %.3g req/s now, SLO-max %.3g req/s", h.HeadroomPct, current, max)
+	if g == nil {
+		return h
+	}
+	h.Growth, h.GrowthPerMonth = g.Text, g.PerMonth
+	months := 0.0
+	if max > current {
+		months = math.Log(max/current) / math.Log(1+g.PerMonth)
+	}
+	at := now.Add(time.Duration(months * daysPerMonth * 24 * float64(time.Hour))).UTC()
+	h.MonthsToSLOMax, h.ReachesAt = &months, &at
+	if months == 0 {
+		h.Note += "; demand is already at or past the SLO-max"
+	} else {
+		h.Note += fmt.Sprintf("; growing %s, demand reaches the SLO-max in %.1f months (%s)", g.Text, months, at.Format("2006-01-02"))
+	}
+	return h
+}

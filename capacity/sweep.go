@@ -1,0 +1,412 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// Config is one sweep.
+type Config struct {
+	Client loadgen.Client
+	// Source returns a level's prompts; every level gets the same seed,
+	// so levels differ only in load.
+	Source func() loadgen.Source
+	SLO    *slo.Spec
+	Search Search
+	// Arrival and Burstiness are the open-loop process (default Poisson,
+	// as run uses).
+	Arrival    string
+	Burstiness float64
+	Seed       uint64
+	// Warmup (open loop) and WarmupRequests are left out of each level's
+	// figures; closed loop always leaves out at least 2 × concurrency.
+	Warmup         time.Duration
+	WarmupRequests int
+	// MinDuration is the shortest measured part of an open-loop level;
+	// MaxDuration bounds any level (default 5m).
+	MinDuration, MaxDuration time.Duration
+	Timeout, Grace           time.Duration
+	MaxInFlight              int
+	MaxErrorRate             float64
+	// SelfCheckWarns makes the generator's self-check a warning only (as
+	// run --self-check warn), not a reason a level is invalid.
+	SelfCheckWarns bool
+	Telemetry      *telemetry.Config
+	Streaming      bool
+	Meta           loadgen.SummaryMeta
+	// Out receives sweep.json and one results directory per level under
+	// levels/. Empty: nothing is written.
+	Out results.Dir
+	// Force replaces a sweep already in Out.
+	Force bool
+	// CurrentRate (requests/s, 0: unknown) and Growth give the headroom
+	// and the forecast.
+	CurrentRate float64
+	Growth      *Growth
+	// Changes are change-record ids recorded in sweep.json and in every
+	// level's summary.json.
+	Changes []string
+	// Log gets one line per level (nil: discarded).
+	Log io.Writer
+	// Progress, if set, makes a progress display for each level.
+	Progress func(label string) *pipeline.Progress
+	// Now is the clock for the forecast (nil: time.Now).
+	Now func() time.Time
+}
+
+// Run runs the sweep and writes sweep.json. The error is for a sweep that
+// could not start or finish (bad configuration, results not writable); an
+// interrupted sweep returns its partial result with Interrupted set.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.SLO == nil {
+		return nil, errors.New("capacity: a sweep needs an SLO (--slo)")
+	}
+	if err := cfg.Search.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Out != "" && cfg.Out.HasSweep() && !cfg.Force {
+		return nil, fmt.Errorf("%s already holds a sweep (--force to replace it)", cfg.Out)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := cfg.Log
+	if log == nil {
+		log = io.Discard
+	}
+	closed := cfg.Search.closed()
+	res := &Result{Schema: Schema, Tool: Tool{Name: "tailgate", Version: cfg.Meta.Version},
+		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
+		Rules: Rules, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
+		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}
+	if closed {
+		res.Mode = "closed"
+	} else {
+		res.Arrival = cfg.arrival()
+	}
+	if len(cfg.Search.Levels) > 0 {
+		for _, l := range cfg.Search.Levels {
+			res.Plan = append(res.Plan, l.Name())
+		}
+	} else {
+		res.Plan = []string{cfg.Search.From.Name(), cfg.Search.To.Name()}
+	}
+	if cfg.Out != "" {
+		if err := cfg.Out.Create(); err != nil {
+			return nil, err
+		}
+	}
+	best, ok, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
+		lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests, attempt)
+		if lr != nil {
+			res.Levels = append(res.Levels, *lr)
+			fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
+		}
+		return o, err
+	})
+	res.Ended = now().UTC()
+	res.Interrupted = ctx.Err() != nil
+	if ok {
+		lr := res.passing(best)
+		res.SLOMax = &Point{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
+			AchievedPerS: lr.AchievedPerS}
+		res.SLOMax.note(cfg.Search, best, res.Levels)
+	} else if len(res.Levels) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: the SLO-max is below %s", res.Levels[0].Name))
+	}
+	res.Knee = knee(res.Levels)
+	if cfg.CurrentRate > 0 && res.SLOMax != nil {
+		res.Headroom = headroom(cfg.CurrentRate, res.SLOMax.rate(), cfg.Growth, res.Ended)
+	}
+	res.Warnings = append(res.Warnings, monotoneWarnings(res.Levels)...)
+	if cfg.Out != "" {
+		if werr := results.WriteJSON(cfg.Out.Path(results.SweepFile), res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return res, err
+}
+
+func (s Search) check() error {
+	if len(s.Levels) > 0 {
+		return nil
+	}
+	switch {
+	case s.From.Value() <= 0 || s.To.Value() <= 0:
+		return errors.New("capacity: give a range (from and to) or a list of levels")
+	case s.From.Closed() != s.To.Closed():
+		return fmt.Errorf("capacity: range %s to %s mixes a rate and a concurrency", s.From.Name(), s.To.Name())
+	case s.From.Value() >= s.To.Value():
+		return fmt.Errorf("capacity: range %s to %s: the bottom must be below the top", s.From.Name(), s.To.Name())
+	}
+	return nil
+}
+
+func (s Search) closed() bool {
+	if len(s.Levels) > 0 {
+		return s.Levels[0].Closed()
+	}
+	return s.From.Closed()
+}
+
+func (s Search) precision() float64 {
+	if s.Precision > 0 {
+		return s.Precision
+	}
+	return 0.05
+}
+
+func (c *Config) arrival() string {
+	if c.Arrival == "" {
+		return loadgen.ArrivalPoisson
+	}
+	return c.Arrival
+}
+
+// MinRequests is the measured requests a level needs (see the package
+// doc): ⌈10 / (1 − q)⌉ for the highest latency target q, 99% without one.
+func MinRequests(spec *slo.Spec) int {
+	q := 0.0
+	for _, o := range spec.Objectives {
+		if o.Kind() == slo.KindLatency {
+			q = max(q, o.Target.Float())
+		}
+	}
+	if q <= 0 || q >= 1 {
+		q = 0.99
+	}
+	return int(math.Ceil(10/(1-q) - 1e-9))
+}
+
+// options are the load options of one level.
+func (c *Config) options(l Level, minReq int) loadgen.Options {
+	maxDur := c.MaxDuration
+	if maxDur <= 0 {
+		maxDur = 5 * time.Minute
+	}
+	o := loadgen.Options{Closed: l.Closed(), Seed: c.Seed, Timeout: c.Timeout, Grace: c.Grace,
+		MaxInFlight: c.MaxInFlight}
+	st := loadgen.Stage{Name: l.Name()}
+	if l.Closed() {
+		st.Concurrency = l.Concurrency
+		st.Duration = maxDur
+		o.WarmupRequests = max(c.WarmupRequests, 2*l.Concurrency)
+		o.Requests = o.WarmupRequests + minReq
+	} else {
+		st.Rate = l.Rate
+		o.Arrival, o.Burstiness = c.arrival(), c.Burstiness
+		measured := max(time.Duration(1.1*float64(minReq)/l.Rate*float64(time.Second)), c.MinDuration)
+		st.Duration = min(c.Warmup+measured, maxDur)
+		o.WarmupDuration, o.WarmupRequests = c.Warmup, c.WarmupRequests
+	}
+	o.Stages = []loadgen.Stage{st}
+	return o
+}
+
+// runLevel runs and judges one level.
+func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt int) (*LevelResult, Outcome, error) {
+	opts := c.options(l, minReq)
+	name := l.Name()
+	if attempt > 1 {
+		name = fmt.Sprintf("%s-%d", name, attempt)
+		opts.Stages[0].Name = name
+	}
+	var dir results.Dir
+	if c.Out != "" {
+		dir = c.Out.Level(name)
+	}
+	judge := slo.NewJudge(nil, c.SLO)
+	tr := &trend{}
+	meta := c.Meta
+	meta.Load = opts.Describe()
+	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
+		Streaming: c.Streaming, Goodput: c.SLO.GoodputFunc(), Telemetry: c.Telemetry, Out: dir,
+		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns, Changes: c.Changes}
+	if c.Progress != nil {
+		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
+	}
+	res, err := pipeline.Run(ctx, spec, pipeline.Func(judge.Add), pipeline.Func(tr.add))
+	if res == nil {
+		return nil, Outcome{}, fmt.Errorf("level %s: %w", name, err)
+	}
+	rep := judge.Assess(slo.Input{Now: time.Now().UTC(), QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
+		ClientCPU: map[string]float64{name: res.Info.CPUUtilization}})
+	rep.Tool = slo.Tool{Name: "tailgate", Version: c.Meta.Version}
+	res.Summary.SLO = rep
+	if dir != "" {
+		if werr := exporters.WriteVerdicts(dir, rep); werr != nil && err == nil {
+			err = werr
+		}
+		if werr := dir.WriteSummary(res.Summary); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err == nil {
+		err = res.WriteErr()
+	}
+	lr := levelResult(l, order, minReq, res, rep, tr, c.maxErrorRate())
+	lr.Name, lr.Attempt = name, attempt
+	if c.Out != "" {
+		if rel, rerr := filepath.Rel(string(c.Out), string(dir)); rerr == nil {
+			lr.Dir = rel
+		}
+	}
+	if err == nil && res.Info.Interrupted {
+		err = ctx.Err()
+	}
+	return lr, Outcome{Pass: lr.Pass, Saturated: lr.Saturated, Score: lr.Score}, err
+}
+
+func (c *Config) maxErrorRate() float64 {
+	if c.MaxErrorRate == 0 {
+		return pipeline.DefaultMaxErrorRate
+	}
+	return c.MaxErrorRate
+}
+
+// levelResult reads a level's figures and decides pass and saturation.
+func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, maxErr float64) *LevelResult {
+	s := res.Summary
+	lr := &LevelResult{Name: l.Name(), RatePerS: l.Rate, Concurrency: l.Concurrency, Order: order,
+		OfferedPerS: s.Throughput.OfferedPerS, AchievedPerS: s.Throughput.RequestsPerS,
+		GoodputPerS: s.Throughput.GoodputPerS, OutputTokensPerS: s.Throughput.OutputTokensPerS,
+		Requests: s.Requests, MinRequests: minReq, LatencyMs: map[string]loadgen.Hist{},
+		Status: rep.Status, Verdicts: rep.Verdicts, Problems: rep.Problems,
+		Valid: s.Validity.Valid, InvalidReasons: s.Validity.Reasons, Warnings: s.Warnings}
+	if l.Closed() {
+		lr.OfferedPerS = 0 // a closed loop offers what it achieves
+	}
+	for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricTPOT, loadgen.MetricE2E} {
+		if h, ok := s.LatencyMs[m]; ok {
+			lr.LatencyMs[m] = h
+		}
+	}
+	measured := s.Requests.Sent - s.Requests.Dropped - s.Requests.CutAtEnd
+	lr.Short = measured < int64(minReq)
+	if t := s.Telemetry; t != nil {
+		lr.GPUUtilization = t.GPUUtilization
+		lr.QueueDelay = t.QueueDelay
+		lr.ServerWaiting = t.Waiting
+		lr.ServerRunning = t.Running
+	}
+	lr.TTFTFirstQuarterP50Ms, lr.TTFTLastQuarterP50Ms = tr.quarters()
+	lr.Saturation = saturation(s, lr, maxErr)
+	lr.Saturated = lr.Saturation != ""
+	lr.Score = score(rep.Verdicts)
+	lr.Pass = rep.Status == slo.ReportPass && lr.Valid && !lr.Saturated && !lr.Short
+	return lr
+}
+
+// saturation says why a level is saturated ("" when it is not).
+func saturation(s *results.Summary, lr *LevelResult, maxErr float64) string {
+	q := s.Requests
+	switch {
+	case maxErr >= 0 && q.Sent > 0 && float64(q.Errors) > maxErr*float64(q.Sent):
+		return fmt.Sprintf("%.1f%% of requests failed (%d of %d)", 100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent)
+	case q.Sent > 0 && float64(q.Dropped+q.CutAtEnd) > 0.01*float64(q.Sent):
+		return fmt.Sprintf("%d of %d requests still queued when the level ended (%d cut at the end, %d dropped)",
+			q.Dropped+q.CutAtEnd, q.Sent, q.CutAtEnd, q.Dropped)
+	case lr.TTFTFirstQuarterP50Ms > 0 && lr.TTFTLastQuarterP50Ms >= 2*lr.TTFTFirstQuarterP50Ms &&
+		lr.TTFTLastQuarterP50Ms-lr.TTFTFirstQuarterP50Ms >= 50:
+		return fmt.Sprintf("queue delay grows without bound: TTFT p50 %.0f ms in the first quarter, %.0f ms in the last",
+			lr.TTFTFirstQuarterP50Ms, lr.TTFTLastQuarterP50Ms)
+	}
+	return ""
+}
+
+// score is the worst latency objective's quantile over its threshold, 0
+// when a failed objective has none (a ratio, a quantile in +Inf).
+func score(vs []slo.Verdict) float64 {
+	worst := 0.0
+	for _, v := range vs {
+		if v.Kind != slo.KindLatency || v.QuantileMs == nil || v.Threshold <= 0 {
+			if v.Status == slo.Fail {
+				return 0
+			}
+			continue
+		}
+		worst = max(worst, *v.QuantileMs/v.Threshold)
+	}
+	return worst
+}
+
+// trend keeps each measured successful request's intended start and TTFT,
+// for the queue-growth test.
+type trend struct {
+	at, ttft []time.Duration
+}
+
+func (t *trend) add(r *loadgen.Record) {
+	if r.Warmup || !r.OK() || !r.HasToken() {
+		return
+	}
+	t.at = append(t.at, r.Intended)
+	t.ttft = append(t.ttft, r.FirstToken()-r.Intended)
+}
+
+// quarters is the median TTFT (ms) of the first and last quarter of the
+// requests by intended start (0, 0 with fewer than 8).
+func (t *trend) quarters() (first, last float64) {
+	n := len(t.at)
+	if n < 8 {
+		return 0, 0
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(t.at[a] - t.at[b]) })
+	med := func(ix []int) float64 {
+		v := make([]time.Duration, len(ix))
+		for i, j := range ix {
+			v[i] = t.ttft[j]
+		}
+		slices.Sort(v)
+		return float64(v[len(v)/2]) / float64(time.Millisecond)
+	}
+	return med(idx[:n/4]), med(idx[n-n/4:])
+}
+
+// monotoneWarnings flags a level that passed above one that failed: the
+// latency curve is not monotone there (noise, or a level too short).
+func monotoneWarnings(ls []LevelResult) []string {
+	sorted := slices.Clone(ls)
+	slices.SortFunc(sorted, func(a, b LevelResult) int { return cmpFloat(a.value(), b.value()) })
+	var w []string
+	for i, a := range sorted {
+		if a.Pass {
+			continue
+		}
+		for _, b := range sorted[i+1:] {
+			if b.Pass {
+				w = append(w, fmt.Sprintf("level %s passed above %s, which failed: the curve is not monotone there; rerun with longer levels", b.Name, a.Name))
+				return w
+			}
+		}
+	}
+	return w
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,71 @@
+package capacity
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// WriteTable prints the sweep: one row per level, by load, then the
+// SLO-max, the knee and the headroom.
+func WriteTable(w io.Writer, r *Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\toffered/s\tachieved/s\tgoodput/s\tTTFT p99\tITL p99\tTPOT p99\tE2E p99\tGPU util\tqueue p99\tverdict\t")
+	ls := slices.Clone(r.Levels)
+	slices.SortFunc(ls, func(a, b LevelResult) int { return cmpFloat(a.value(), b.value()) })
+	ms := func(l LevelResult, m string) string {
+		h, ok := l.LatencyMs[m]
+		if !ok || h.Count == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms", h.P99)
+	}
+	for _, l := range ls {
+		offered := "-"
+		if l.OfferedPerS > 0 {
+			offered = fmt.Sprintf("%.1f", l.OfferedPerS)
+		}
+		gpu, queue := "-", "-"
+		if l.GPUUtilization != nil {
+			gpu = fmt.Sprintf("%.0f%%", 100*l.GPUUtilization.Mean)
+		}
+		if q := l.QueueDelay; q != nil && q.P99Ms != nil {
+			queue = fmt.Sprintf("%.1f ms", *q.P99Ms)
+			if len(q.P99Bkt) == 2 && q.P99Bkt[0] != nil && *q.P99Bkt[0] == 0 && q.P99Bkt[1] != nil {
+				queue = fmt.Sprintf("≤ %.0f ms", *q.P99Bkt[1]) // in the first bucket: only its bound is known
+			}
+		}
+		verdict := "PASS"
+		switch {
+		case l.Saturated:
+			verdict = "FAIL saturated"
+		case l.Short:
+			verdict = "FAIL short"
+		case !l.Pass:
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Name, offered, l.AchievedPerS, l.GoodputPerS,
+			ms(l, loadgen.MetricTTFT), ms(l, loadgen.MetricITL), ms(l, loadgen.MetricTPOT), ms(l, loadgen.MetricE2E), gpu, queue, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if r.SLOMax != nil {
+		fmt.Fprintf(w, "SLO-max: %s (%.1f req/s achieved): %s\n", r.SLOMax.Level, r.SLOMax.AchievedPerS, r.SLOMax.Note)
+	} else {
+		fmt.Fprintln(w, "SLO-max: none: no level met every objective")
+	}
+	if r.Knee != nil {
+		fmt.Fprintf(w, "knee:    %s (%.1f req/s achieved): %s\n", r.Knee.Level, r.Knee.AchievedPerS, r.Knee.Note)
+	} else {
+		fmt.Fprintln(w, "knee:    not found among the levels run (latency grew no faster than throughput)")
+	}
+	if r.Headroom != nil {
+		fmt.Fprintf(w, "headroom: %s\n", r.Headroom.Note)
+	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+}

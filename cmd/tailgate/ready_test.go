@@ -1,0 +1,30 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+)
+
+func TestReadyCommand(t *testing.T) {
+	srv := simtest.Start(t, sim.DefaultConfig())
+	out := t.TempDir()
+	code, stdout, stderr := tgCmd("ready", "--target", srv.URL, "--model", "sim-llama-8b", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, `"ready": true`) || !strings.Contains(stderr, "ready after") {
+		t.Fatalf("ready: %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ready.json")); err != nil {
+		t.Error(err)
+	}
+	code, _, stderr = tgCmd("ready", "--target", "http://127.0.0.1:1", "--model", "m", "--interval", "50ms", "--timeout", "200ms")
+	if code != exitFailed || !strings.Contains(stderr, "not ready after") {
+		t.Errorf("down: %d %s", code, stderr)
+	}
+	if code, _, e := tgCmd("ready", "--target", srv.URL); code != exitUsage || !strings.Contains(e, "--model is required") {
+		t.Errorf("no model: %d %s", code, e)
+	}
+}

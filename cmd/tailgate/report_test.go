@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tailgate-llm/tailgate/report/reporttest"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+)
+
+// validate writes report.html into its evidence, inside the manifest;
+// report reads it back in both formats.
+func TestValidateWritesReportAndReportCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := simtest.Start(t, sim.DefaultConfig())
+	plan := writePlan(t, srv.URL, "1s", false)
+	out := filepath.Join(t.TempDir(), "out")
+	// Any verdict will do (a loaded machine can make the generator's
+	// self-check call a stage invalid): the report is written whatever it is.
+	if code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out); code == exitUsage {
+		t.Fatalf("validate: %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(b), "Verdicts") || !strings.Contains(string(b), "peak") {
+		t.Fatalf("validate's report.html: %v", err)
+	}
+	reporttest.Screenshot(t, filepath.Join(out, "report.html"), filepath.Join(t.TempDir(), "validate.png"))
+	if m, _ := os.ReadFile(filepath.Join(out, "manifest.json")); !strings.Contains(string(m), "report.html") {
+		t.Error("report.html is not in the manifest")
+	}
+	md := filepath.Join(t.TempDir(), "r.md")
+	if code, _, e := tgCmd("report", out, "--format", "md", "--out", md); code != exitOK {
+		t.Fatalf("report md: %d %s", code, e)
+	}
+	if b, _ := os.ReadFile(md); !strings.Contains(string(b), "| objective |") {
+		t.Errorf("markdown:\n%s", b)
+	}
+	if code, stdout, _ := tgCmd("report", out); code != exitOK || !strings.HasPrefix(stdout, "<!DOCTYPE html>") {
+		t.Errorf("report to stdout: %d", code)
+	}
+	if code, _, e := tgCmd("report", t.TempDir()); code != exitUsage || !strings.Contains(e, "neither summary.json nor requests.jsonl") {
+		t.Errorf("empty directory: %d %s", code, e)
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
+	var tf targetFlags
+	var tel telemetryFlags
+	tf.register(fs)
+	tel.register(fs)
+	prompt := fs.String("prompt", "Write a short story about a lighthouse keeper.", "prompt text when no --mix or --prompts is given")
+	mixPath := fs.String("mix", "", "prompt mix file (kind: Mix)")
+	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON")
+	sloPath := fs.String("slo", "", "SLO file (kind: SLO) every level is judged against, as validate judges a stage (required)")
+	from := fs.String("from", "", "bottom of the range: a rate (5) or a concurrency (c4)")
+	to := fs.String("to", "", "top of the range: a rate (200) or a concurrency (c256)")
+	levels := fs.String("levels", "", "instead of a range, levels to run in ascending order: 5,10,20 or c4,c16,c64")
+	precision := fs.Float64("precision", 0.05, "a range search ends when the bracket's top is within this share of its bottom")
+	maxLevels := fs.Int("max-levels", 16, "most levels to run")
+	arrival := fs.String("arrival", loadgen.ArrivalPoisson, "open-loop arrivals: constant, poisson or gamma")
+	burstiness := fs.Float64("burstiness", 1, "gamma shape: 1 = Poisson, <1 burstier, >1 smoother")
+	seed := fs.Uint64("seed", 1, "seed for arrivals and prompt sampling (the same for every level)")
+	warmup := fs.Duration("warmup", 5*time.Second, "open loop: start of each level left out of its figures (closed loop leaves out 2 × concurrency requests)")
+	minDur := fs.Duration("min-duration", 10*time.Second, "open loop: shortest measured part of a level")
+	maxDur := fs.Duration("max-duration", 5*time.Minute, "longest any level may run")
+	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "per-request timeout")
+	grace := fs.Duration("grace", 10*time.Second, "after a level's schedule ends, how long requests in flight may finish")
+	maxInFlight := fs.Int("max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight")
+	var maxErr float64
+	registerMaxErrorRate(fs, &maxErr)
+	selfCheck := fs.String("self-check", "fail", "when the generator distorted a level's figures: fail (the level is invalid) or warn")
+	current := fs.Float64("current-rate", 0, "today's demand in requests/s: the sweep reports the headroom to the SLO-max")
+	growth := fs.String("forecast-growth", "", "with --current-rate: demand growth (8%/month, 2%/week) to say when it reaches the SLO-max")
+	changes := registerChanges(fs)
+	outDir := fs.String("out", "", "directory for sweep.json, report.html and one results directory per level under levels/ (required)")
+	force := fs.Bool("force", false, "replace a sweep already in --out")
+	noReport := fs.Bool("no-report", false, "do not write report.html into --out")
+	asJSON := fs.Bool("json", false, "print sweep.json to stdout instead of the table")
+	noProgress := fs.Bool("no-progress", false, "no live progress bar")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tailgate sweep --slo slo.yaml --from R --to R --out DIR [flags]\n"+
+			"       tailgate sweep --slo slo.yaml --levels c4,c16,c64 --out DIR [flags]\n\n"+
+			"Finds the highest load that meets every objective of the SLO (the SLO-max) and the knee of the\n"+
+			"latency curve: each level is one run, judged as validate judges a stage, long enough that at least\n"+
+			"10 measured requests fall beyond the highest quantile judged. Rules: capacity/doc.go and sweep.json.\n"+
+			"Exit 0 an SLO-max was found (and covers --current-rate), 1 no level met the SLO or the current rate\n"+
+			"is past the SLO-max, 2 usage, 3 interrupted or results not written.\n\n%s", fs.FlagUsages())
+	}
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if *sloPath == "" || *outDir == "" {
+		return usageErr("--slo and --out are required\nRun 'tailgate help sweep' for the flags.")
+	}
+	search := capacity.Search{Precision: *precision, MaxLevels: *maxLevels}
+	switch {
+	case *levels != "" && (*from != "" || *to != ""):
+		return usageErr("--levels and --from/--to: give a list or a range")
+	case *levels != "":
+		ls, err := capacity.ParseLevels(*levels)
+		if err != nil {
+			return usageErr("--levels: %v", err)
+		}
+		search.Levels = ls
+	case *from == "" || *to == "":
+		return usageErr("give a range (--from and --to) or --levels")
+	default:
+		var err error
+		if search.From, err = capacity.ParseLevel(*from); err != nil {
+			return usageErr("--from: %v", err)
+		}
+		if search.To, err = capacity.ParseLevel(*to); err != nil {
+			return usageErr("--to: %v", err)
+		}
+		if search.From.Closed() != search.To.Closed() || search.From.Value() >= search.To.Value() {
+			return usageErr("--from %s --to %s: both rates or both concurrencies, the bottom below the top", *from, *to)
+		}
+	}
+	if *precision <= 0 || *precision >= 1 {
+		return usageErr("--precision %v: want a share between 0 and 1", *precision)
+	}
+	if *selfCheck != "fail" && *selfCheck != "warn" {
+		return usageErr("--self-check %q: want fail or warn", *selfCheck)
+	}
+	var g *capacity.Growth
+	if *growth != "" {
+		if *current <= 0 {
+			return usageErr("--forecast-growth needs --current-rate")
+		}
+		var err error
+		if g, err = capacity.ParseGrowth(*growth); err != nil {
+			return usageErr("--forecast-growth: %v", err)
+		}
+	}
+	spec, err := slo.LoadSpec(*sloPath)
+	if err != nil {
+		return err
+	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	out := results.Dir(*outDir)
+	if out.HasSweep() && !*force {
+		return usageErr("--out %s already holds a sweep (--force to replace it)", out)
+	}
+	mix, err := loadPrompts(fs, *mixPath, *promptsPath, *seed, 0)
+	if err != nil {
+		return err
+	}
+	if mix != nil && mix.IsTrace() {
+		return usageErr("%s is a trace: its timestamps set the load, which a sweep varies; use a mix of sampled classes", mix.Name())
+	}
+	source := func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}} }
+	if mix != nil {
+		source = func() loadgen.Source { return mix.Source(mix.Seed()) }
+	}
+	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
+	if err != nil {
+		return err
+	}
+	if err := tf.preflight(ctx, client); err != nil {
+		return invalidErr("preflight: %v", err)
+	}
+	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
+	if err != nil {
+		return err
+	}
+	cfg := capacity.Config{Client: client, Source: source, SLO: spec, Search: search,
+		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
+		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
+		MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), SelfCheckWarns: *selfCheck == "warn",
+		Telemetry: telCfg, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
+		Changes: cleanChanges(*changes), Log: stderr,
+		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
+	if isTerminal(stderr) && !*noProgress {
+		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }
+	}
+	res, err := capacity.Run(ctx, cfg)
+	if res == nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		capacity.WriteTable(stdout, res)
+	}
+	if err == nil && !*noReport {
+		err = writeDefaultReport(out, stderr)
+	}
+	fmt.Fprintf(stderr, "sweep in %s\n", out)
+	switch {
+	case err != nil:
+		return invalidErr("%v", err)
+	case res.Interrupted:
+		return invalidErr("interrupted; the levels run so far are in sweep.json")
+	case res.SLOMax == nil:
+		return exit(exitFailed)
+	case res.Headroom != nil && res.Headroom.HeadroomPct < 0:
+		return exit(exitFailed)
+	}
+	return nil
+}
+
+// registerChanges adds --change ID (repeatable): change-record ids to
+// record on the run, so compare can pin a regression to a change.
+func registerChanges(fs *pflag.FlagSet) *[]string {
+	return fs.StringArray("change", nil, "change-record id to record on the results (repeatable), shown by compare")
+}
+
+// cleanChanges trims and drops empty ids.
+func cleanChanges(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+)
+
+// capacitySim steps in 2 ms + 0.5 ms per running sequence, with free prefill:
+// 16-token answers saturate it at 1/(16 × 0.5 ms) = 125 req/s (see
+// capacity/sweep_test.go for the derivation).
+func capacitySim() sim.Config {
+	c := sim.DefaultConfig()
+	c.PrefillBase, c.PrefillPerToken = 0, 0
+	c.DecodeBase, c.DecodePerSeq = 2*time.Millisecond, 500*time.Microsecond
+	c.TruthLimit = -1
+	return c
+}
+
+func TestSweepCommand(t *testing.T) {
+	if raceEnabled {
+		t.Skip("held against the simulator's model: run without -race (make test runs it again without)")
+	}
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := simtest.Start(t, capacitySim())
+	dir := t.TempDir()
+	sloFile := filepath.Join(dir, "slo.yaml")
+	os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	args := []string{"sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "40,200", "--arrival", "constant",
+		"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn",
+		"--current-rate", "20", "--forecast-growth", "8%/month", "--change", "CHG-1", "--out", out}
+	code, stdout, stderr := tgCmd(args...)
+	if code != exitOK {
+		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"SLO-max: r40", "FAIL saturated", "headroom: 100% headroom", "months"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Errorf("sweep wrote no report.html: %v", err)
+	}
+	res, err := capacity.Read(results.Dir(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 1 || res.Changes[0] != "CHG-1" || len(res.Levels) != 2 {
+		t.Errorf("sweep.json: changes %v, %d levels", res.Changes, len(res.Levels))
+	}
+	s, err := results.Dir(out).Level("r40").ReadSummary()
+	if err != nil || s.SLO == nil || len(s.Changes) != 1 {
+		t.Fatalf("level summary: %v %+v", err, s)
+	}
+	// Again without --force: refused.
+	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds a sweep") {
+		t.Errorf("second sweep: %d %s", code, e)
+	}
+	// The list above capacity only: no SLO-max, exit 1.
+	args = append(args[:len(args)-1], filepath.Join(dir, "o2"))
+	args[6] = "200"
+	if code, stdout, _ := tgCmd(args...); code != exitFailed || !strings.Contains(stdout, "SLO-max: none") {
+		t.Errorf("nothing passes: %d\n%s", code, stdout)
+	}
+}
+
+func TestSweepUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", "--from", "5", "--to", "10"}, "--slo and --out are required"},
+		{[]string{"sweep", "--slo", "x", "--out", "y"}, "give a range"},
+		{[]string{"sweep", "--slo", "x", "--out", "y", "--from", "c4", "--to", "10"}, "both rates or both concurrencies"},
+		{[]string{"sweep", "--slo", "x", "--out", "y", "--levels", "c4,10"}, "mix rates and concurrencies"},
+		{[]string{"sweep", "--slo", "x", "--out", "y", "--levels", "5", "--forecast-growth", "8%/month"}, "needs --current-rate"},
+	} {
+		code, _, e := tgCmd(c.args...)
+		if code != exitUsage || !strings.Contains(e, c.want) {
+			t.Errorf("%v: %d %q, want usage error %q", c.args, code, e, c.want)
+		}
+	}
+}

@@ -1,0 +1,398 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/theater"
+)
+
+type levelT = capacity.LevelResult
+
+// Options tune a report.
+type Options struct {
+	Title string
+	// Version is tailgate's, printed in the footer.
+	Version string
+	// Now stamps the report (nil: time.Now).
+	Now func() time.Time
+}
+
+// page is what the template renders.
+type page struct {
+	Title, Generated, Version string
+	Sources                   []sourceView
+	Spectrum                  []template.HTML
+}
+
+type sourceView struct {
+	Dir, Kind string
+	Parts     []partView
+	Verdicts  []verdictView
+	Status    string
+	Problems  []string
+	Classes   []classView
+	OverTime  template.HTML
+	Util      template.HTML
+	Theater   []theaterView
+	Sweep     *sweepView
+}
+
+type partView struct {
+	Name                                               string
+	Sent, OK, Errors, CutAtEnd                         int64
+	ReqPerS, OfferedPerS, TokPerS, GoodPerS            string
+	TTFT50, TTFT99, ITL50, ITL99, TPOT99, E2E50, E2E99 string
+	Valid                                              string
+	Invalid, Warnings                                  []string
+	GPU, QueueP99, IdleShare                           string
+}
+
+type verdictView struct {
+	Objective, Stage, Class, Measured, Threshold, Target, Status, Note string
+	Fail                                                               bool
+}
+
+type classView struct {
+	Part, Class                                   string
+	Requests, Errors                              int64
+	ReqPerS, TTFT50, TTFT99, TPOT99, E2E50, E2E99 string
+}
+
+type theaterView struct {
+	Part, When, Why string
+}
+
+type sweepView struct {
+	Mode, SLOMax, Knee, Headroom string
+	Levels                       []levelView
+	Plots                        template.HTML
+	Rules                        []string
+	Warnings                     []string
+}
+
+type levelView struct {
+	Name, Offered, Achieved, Goodput, TTFT99, TPOT99, E2E99, GPU, Queue, Verdict string
+	Pass                                                                         bool
+}
+
+func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+func msText(h loadgen.Hist, pick func(loadgen.Hist) float64) string {
+	if h.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", pick(h))
+}
+
+var (
+	p50 = func(h loadgen.Hist) float64 { return h.P50 }
+	p99 = func(h loadgen.Hist) float64 { return h.P99 }
+)
+
+// buildTables assembles the page's figures without plots.
+func buildTables(srcs []*Source, opt Options) (*page, error) { return assemble(srcs, opt, false) }
+
+// build assembles the page's figures and plots.
+func build(srcs []*Source, opt Options) (*page, error) { return assemble(srcs, opt, true) }
+
+func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	pg := &page{Title: opt.Title, Generated: now().UTC().Format(time.RFC3339), Version: opt.Version}
+	if pg.Title == "" {
+		var dirs []string
+		for _, s := range srcs {
+			dirs = append(dirs, s.Dir)
+		}
+		pg.Title = "tailgate report: " + strings.Join(dirs, ", ")
+	}
+	many := len(srcs) > 1
+	spec := map[string][]spectrumSeries{}
+	for _, src := range srcs {
+		sv := sourceView{Dir: src.Dir, Kind: src.Kind}
+		var theaterBuckets []theater.Bucket
+		for _, part := range src.Parts {
+			sv.Parts = append(sv.Parts, viewPart(part))
+			sv.Classes = append(sv.Classes, viewClasses(part)...)
+			if s := part.Summary; s != nil && s.Capacity != nil {
+				for _, b := range s.Capacity.Buckets {
+					b.FromS += part.Offset.Seconds()
+					b.ToS += part.Offset.Seconds()
+					theaterBuckets = append(theaterBuckets, b)
+					if b.Flag {
+						sv.Theater = append(sv.Theater, theaterView{Part: part.Name, When: fmt.Sprintf("%g–%g s", b.FromS, b.ToS), Why: b.Why})
+					}
+				}
+			}
+			label := part.Name
+			if many {
+				label = src.Dir + ": " + part.Name
+			}
+			for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricE2E} {
+				ss := spectrumSeries{label: label, values: part.values(m)}
+				if m == loadgen.MetricITL {
+					ss.total = part.itlSeen
+				}
+				spec[m] = append(spec[m], ss)
+			}
+		}
+		if v := src.Verdict; v != nil {
+			sv.Status = fmt.Sprintf("%s (exit %d)", v.Status, v.ExitCode)
+			for _, x := range v.Verdicts {
+				sv.Verdicts = append(sv.Verdicts, verdictView{Objective: x.Objective, Stage: x.Stage, Class: x.Class,
+					Measured: x.MeasuredText(), Threshold: x.ThresholdLabel(), Target: x.TargetText, Status: string(x.Status),
+					Note: x.Note, Fail: x.Status != "PASS" && x.Status != "WAIVED"})
+			}
+			for _, p := range v.Problems {
+				sv.Problems = append(sv.Problems, strings.TrimSpace(p.Stage+" "+p.Check+": "+p.Detail))
+			}
+		}
+		var err error
+		if plots {
+			if sv.OverTime, err = svgOf(overTimePlots(src)...); err != nil {
+				return nil, err
+			}
+			if ps := utilisationPlots(src, theaterBuckets); ps != nil {
+				if sv.Util, err = svgOf(ps...); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if src.Sweep != nil {
+			if sv.Sweep, err = viewSweep(src, plots); err != nil {
+				return nil, err
+			}
+		}
+		pg.Sources = append(pg.Sources, sv)
+	}
+	for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricE2E} {
+		if !plots {
+			break
+		}
+		if !slices.ContainsFunc(spec[m], func(s spectrumSeries) bool { return len(s.values) > 0 }) {
+			continue
+		}
+		svg, err := svgOf(spectrumPlot(strings.ToUpper(m)+" percentile spectrum", spec[m]))
+		if err != nil {
+			return nil, err
+		}
+		pg.Spectrum = append(pg.Spectrum, svg)
+	}
+	return pg, nil
+}
+
+// values are the part's sorted samples of a metric (ms).
+func (p *Part) values(metric string) []float64 {
+	var v []float64
+	if metric == loadgen.MetricITL {
+		v = make([]float64, len(p.itl))
+		for i, x := range p.itl {
+			v[i] = float64(x)
+		}
+		slices.Sort(v)
+		return v
+	}
+	for _, r := range p.Reqs {
+		if !r.ok || r.e2e == 0 {
+			continue
+		}
+		switch metric {
+		case loadgen.MetricTTFT:
+			v = append(v, r.ttft)
+		case loadgen.MetricE2E:
+			v = append(v, r.e2e)
+		}
+	}
+	slices.Sort(v)
+	return v
+}
+
+func viewPart(p *Part) partView {
+	v := partView{Name: p.Name, ReqPerS: "-", OfferedPerS: "-", TokPerS: "-", GoodPerS: "-", Valid: "-", GPU: "-", QueueP99: "-", IdleShare: "-"}
+	s := p.Summary
+	if s == nil {
+		return v
+	}
+	q, th, l := s.Requests, s.Throughput, s.LatencyMs
+	v.Sent, v.OK, v.Errors, v.CutAtEnd = q.Sent, q.OK, q.Errors, q.CutAtEnd
+	v.ReqPerS, v.TokPerS, v.GoodPerS = f1(th.RequestsPerS), f1(th.OutputTokensPerS), f1(th.GoodputPerS)
+	if th.OfferedPerS > 0 {
+		v.OfferedPerS = f1(th.OfferedPerS)
+	}
+	v.TTFT50, v.TTFT99 = msText(l["ttft"], p50), msText(l["ttft"], p99)
+	v.ITL50, v.ITL99 = msText(l["itl"], p50), msText(l["itl"], p99)
+	v.TPOT99 = msText(l["tpot"], p99)
+	v.E2E50, v.E2E99 = msText(l["e2e"], p50), msText(l["e2e"], p99)
+	v.Valid = "valid"
+	v.Warnings = s.Warnings
+	if !s.Validity.Valid {
+		v.Valid = "INVALID"
+		v.Invalid = s.Validity.Reasons
+	}
+	if t := s.Telemetry; t != nil {
+		if t.GPUUtilization != nil {
+			v.GPU = fmt.Sprintf("%.0f%% mean, %.0f%% max", 100*t.GPUUtilization.Mean, 100*t.GPUUtilization.Max)
+		}
+		v.QueueP99 = queueP99(t.QueueDelay)
+		if idle := gpuIdleShare(t); idle != "" {
+			v.IdleShare = idle
+		}
+	}
+	return v
+}
+
+func viewClasses(p *Part) []classView {
+	s := p.Summary
+	if s == nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.Classes))
+	for n := range s.Classes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []classView
+	for _, n := range names {
+		c := s.Classes[n]
+		l := c.LatencyMs
+		out = append(out, classView{Part: p.Name, Class: n, Requests: c.Requests.Sent, Errors: c.Requests.Errors,
+			ReqPerS: f1(c.Throughput.RequestsPerS), TTFT50: msText(l["ttft"], p50), TTFT99: msText(l["ttft"], p99),
+			TPOT99: msText(l["tpot"], p99), E2E50: msText(l["e2e"], p50), E2E99: msText(l["e2e"], p99)})
+	}
+	return out
+}
+
+func viewSweep(src *Source, plots bool) (*sweepView, error) {
+	sw := src.Sweep
+	v := &sweepView{Mode: sw.Mode, SLOMax: "none: no level met every objective", Knee: "not found among the levels run", Warnings: sw.Warnings}
+	if m := sw.SLOMax; m != nil {
+		v.SLOMax = fmt.Sprintf("%s (%.1f req/s achieved): %s", m.Level, m.AchievedPerS, m.Note)
+	}
+	if k := sw.Knee; k != nil {
+		v.Knee = fmt.Sprintf("%s (%.1f req/s achieved): %s", k.Level, k.AchievedPerS, k.Note)
+	}
+	if h := sw.Headroom; h != nil {
+		v.Headroom = h.Note
+	}
+	ls := slices.Clone(sw.Levels)
+	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })
+	for _, l := range ls {
+		lv := levelView{Name: l.Name, Offered: "-", Achieved: f1(l.AchievedPerS), Goodput: f1(l.GoodputPerS),
+			TTFT99: msText(l.LatencyMs["ttft"], p99), TPOT99: msText(l.LatencyMs["tpot"], p99), E2E99: msText(l.LatencyMs["e2e"], p99),
+			GPU: "-", Queue: "-", Verdict: "PASS", Pass: l.Pass}
+		if l.OfferedPerS > 0 {
+			lv.Offered = f1(l.OfferedPerS)
+		}
+		if l.GPUUtilization != nil {
+			lv.GPU = fmt.Sprintf("%.0f%%", 100*l.GPUUtilization.Mean)
+		}
+		lv.Queue = queueP99(l.QueueDelay)
+		switch {
+		case l.Saturated:
+			lv.Verdict = "FAIL (saturated: " + l.Saturation + ")"
+		case l.Short:
+			lv.Verdict = "FAIL (short)"
+		case !l.Pass:
+			lv.Verdict = "FAIL"
+		}
+		v.Levels = append(v.Levels, lv)
+	}
+	for _, k := range []string{"min_requests", "search", "saturation", "knee", "headroom"} {
+		if r, ok := sw.Rules[k]; ok {
+			v.Rules = append(v.Rules, k+": "+r)
+		}
+	}
+	if !plots {
+		return v, nil
+	}
+	var err error
+	v.Plots, err = svgOf(sweepPlots(src)...)
+	return v, err
+}
+
+// WriteHTML writes the report of srcs as one self-contained HTML page.
+func WriteHTML(w io.Writer, srcs []*Source, opt Options) error {
+	pg, err := build(srcs, opt)
+	if err != nil {
+		return err
+	}
+	return pageTemplate.Execute(w, pg)
+}
+
+var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; color: #222; background: #fff; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; } th { background: #f2f2f2; }
+td.l, th.l { text-align: left; }
+.pass { color: #0a6b2d; font-weight: bold; } .fail { color: #b00020; font-weight: bold; }
+.warn { color: #8a5a00; } svg { display: block; margin: 0.5em 0; max-width: 100%; height: auto; }
+.note { color: #555; font-size: 0.85em; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="note">Generated {{.Generated}} by tailgate {{.Version}}. Latencies are measured from each request's intended start; warm-up is left out.</p>
+{{range .Sources}}
+<h2>{{.Dir}} ({{.Kind}})</h2>
+{{if .Status}}<p>Result: <span class="{{if eq (printf "%.4s" .Status) "PASS"}}pass{{else}}fail{{end}}">{{.Status}}</span></p>{{end}}
+<h3>Summary</h3>
+<table>
+<tr><th class="l">part</th><th>sent</th><th>ok</th><th>errors</th><th>cut</th><th>offered/s</th><th>completed/s</th><th>goodput/s</th><th>out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th class="l">GPU util</th><th>GPU idle</th><th>queue p99</th><th class="l">validity</th></tr>
+{{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.ITL50}}</td><td>{{.ITL99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td><td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
+{{end}}</table>
+<p class="note">Latencies in ms.</p>
+{{range .Parts}}{{$p := .Name}}{{range .Invalid}}<p class="fail">{{$p}}: invalid: {{.}}</p>{{end}}{{range .Warnings}}<p class="warn">{{$p}}: warning: {{.}}</p>{{end}}{{end}}
+{{if .Verdicts}}<h3>Verdicts</h3>
+<table>
+<tr><th class="l">objective</th><th class="l">stage</th><th class="l">class</th><th>measured</th><th>threshold</th><th>target</th><th class="l">status</th><th class="l">note</th></tr>
+{{range .Verdicts}}<tr><td class="l">{{.Objective}}</td><td class="l">{{.Stage}}</td><td class="l">{{.Class}}</td><td>{{.Measured}}</td><td>{{.Threshold}}</td><td>{{.Target}}</td><td class="l {{if .Fail}}fail{{else}}pass{{end}}">{{.Status}}</td><td class="l">{{.Note}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Problems}}<p class="fail">problem: {{.}}</p>{{end}}
+{{with .Sweep}}<h3>Sweep ({{.Mode}} loop)</h3>
+<p><b>SLO-max:</b> {{.SLOMax}}<br><b>Knee:</b> {{.Knee}}{{if .Headroom}}<br><b>Headroom:</b> {{.Headroom}}{{end}}</p>
+<table>
+<tr><th class="l">level</th><th>offered/s</th><th>achieved/s</th><th>goodput/s</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p99</th><th>GPU util</th><th>queue p99</th><th class="l">verdict</th></tr>
+{{range .Levels}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Achieved}}</td><td>{{.Goodput}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E99}}</td><td>{{.GPU}}</td><td>{{.Queue}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</td></tr>
+{{end}}</table>
+{{.Plots}}
+{{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
+<ul class="note">{{range .Rules}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
+<h3>Latency and throughput over time</h3>
+{{.OverTime}}
+{{if .Classes}}<h3>Per class</h3>
+<table>
+<tr><th class="l">part</th><th class="l">class</th><th>requests</th><th>errors</th><th>completed/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th></tr>
+{{range .Classes}}<tr><td class="l">{{.Part}}</td><td class="l">{{.Class}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ReqPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td></tr>
+{{end}}</table>{{end}}
+<h3>GPU utilisation, server queue and TTFT</h3>
+{{if .Util}}{{.Util}}
+{{if .Theater}}<p class="fail">Metric theater: the GPUs look busy while users wait longer (shaded above):</p><ul>{{range .Theater}}<li>{{.Part}} {{.When}}: {{.Why}}</li>{{end}}</ul>
+{{else}}<p class="note">No metric theater: no time bucket had the GPUs busy while the queue delay or TTFT p99 grew.</p>{{end}}
+{{else}}<p class="note">No server or GPU telemetry was sampled.</p>{{end}}
+{{end}}
+{{if .Spectrum}}<h2>Latency percentile spectrum</h2>
+<p class="note">HDR style: the percentile axis is log-scaled in 1/(1 − q), so 90%, 99% and 99.9% are equally spaced; each run, stage or level is one line.</p>
+{{range .Spectrum}}{{.}}
+{{end}}{{end}}
+</body>
+</html>
+`))

@@ -1,0 +1,421 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/tailgate-llm/tailgate/theater"
+)
+
+// Plot sizes: one column of the page, panels stacked under each other.
+const (
+	plotW  = 18 * vg.Centimeter
+	panelH = 6 * vg.Centimeter
+)
+
+// svgOf draws plots stacked in one column into an SVG fragment for
+// inlining (no XML prolog).
+func svgOf(plots ...*plot.Plot) (template.HTML, error) {
+	c := vgsvg.New(plotW, panelH*vg.Length(len(plots)))
+	dc := draw.New(c)
+	if len(plots) == 1 {
+		plots[0].Draw(dc)
+	} else {
+		col := make([][]*plot.Plot, len(plots))
+		for i, p := range plots {
+			col[i] = []*plot.Plot{p}
+		}
+		cs := plot.Align(col, draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Millimeter * 3}, dc)
+		for i, p := range plots {
+			p.Draw(cs[i][0])
+		}
+	}
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("report: rendering SVG: %w", err)
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func line(p *plot.Plot, i int, label string, xys plotter.XYs, dashed bool) {
+	if len(xys) == 0 {
+		return
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return
+	}
+	l.Color = plotutil.Color(i)
+	l.Width = vg.Points(1.4)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	}
+	p.Add(l)
+	if label != "" {
+		p.Legend.Add(label, l)
+	}
+}
+
+func points(p *plot.Plot, i int, label string, xys plotter.XYs) {
+	if len(xys) == 0 {
+		return
+	}
+	l, s, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return
+	}
+	l.Color, s.Color = plotutil.Color(i), plotutil.Color(i)
+	s.Shape = plotutil.Shape(i)
+	p.Add(l, s)
+	if label != "" {
+		p.Legend.Add(label, l, s)
+	}
+}
+
+// vline marks a value of the X axis across the whole plot, labelled at
+// the top.
+type vline struct {
+	x     float64
+	label string
+	color color.Color
+}
+
+func (v vline) Plot(c draw.Canvas, p *plot.Plot) {
+	x := c.X(p.X.Norm(v.x))
+	if x < c.Min.X || x > c.Max.X {
+		return
+	}
+	c.StrokeLine2(draw.LineStyle{Color: v.color, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}, x, c.Min.Y, x, c.Max.Y)
+	if v.label != "" {
+		sty := draw.TextStyle{Color: v.color, Font: font.From(plot.DefaultFont, vg.Points(7)), Handler: plot.DefaultTextHandler}
+		c.FillText(sty, vg.Point{X: x + vg.Points(2), Y: c.Max.Y - vg.Points(9)}, v.label)
+	}
+}
+
+// band shades X ranges (metric-theater buckets) behind the data.
+type band struct {
+	from, to []float64
+	color    color.Color
+}
+
+func (b band) Plot(c draw.Canvas, p *plot.Plot) {
+	for i := range b.from {
+		x0, x1 := c.X(p.X.Norm(b.from[i])), c.X(p.X.Norm(b.to[i]))
+		x0, x1 = max(x0, c.Min.X), min(x1, c.Max.X)
+		if x1 <= x0 {
+			continue
+		}
+		c.FillPolygon(b.color, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+}
+
+var (
+	boundaryColor = color.Gray{Y: 110}
+	sloMaxColor   = color.RGBA{R: 0, G: 130, B: 60, A: 255}
+	kneeColor     = color.RGBA{R: 200, G: 100, B: 0, A: 255}
+	theaterColor  = color.NRGBA{R: 255, G: 60, B: 60, A: 60}
+)
+
+// spectrumTicker labels -log10(1 − q) as percentiles: 0%, 90%, 99%, ….
+var spectrumTicker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	var t []plot.Tick
+	for v := 0.0; v <= math.Ceil(hi)+1e-9; v++ {
+		q := 100 * (1 - math.Pow(10, -v))
+		t = append(t, plot.Tick{Value: v, Label: strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", q), "0"), ".") + "%"})
+	}
+	return t
+})
+
+// spectrum is one series of sorted values per label.
+type spectrumSeries struct {
+	label  string
+	values []float64 // ascending
+	// total is the samples the values stand for, when they are a sample.
+	total int64
+}
+
+// spectrumPlot draws latency against percentile, HDR style: the X axis is
+// -log10(1 − q), so 90%, 99%, 99.9% are equally spaced.
+func spectrumPlot(title string, series []spectrumSeries) *plot.Plot {
+	p := newPlot(title, "percentile", "ms")
+	p.X.Tick.Marker = spectrumTicker
+	for i, s := range series {
+		n := len(s.values)
+		if n == 0 {
+			continue
+		}
+		var xys plotter.XYs
+		top := math.Log10(float64(n)) // the last rank: q = 1 − 1/n
+		for k := 0; k <= 200; k++ {
+			v := top * float64(k) / 200
+			q := 1 - math.Pow(10, -v)
+			idx := min(max(int(math.Ceil(q*float64(n)))-1, 0), n-1)
+			xys = append(xys, plotter.XY{X: v, Y: s.values[idx]})
+		}
+		label := fmt.Sprintf("%s (n=%d)", s.label, n)
+		if s.total > int64(n) {
+			label = fmt.Sprintf("%s (%d of n=%d)", s.label, n, s.total)
+		}
+		line(p, i, label, xys, false)
+	}
+	return p
+}
+
+// bucketOf picks a time bucket: 1 s, or longer so a run has at most 300.
+func bucketOf(span time.Duration) time.Duration {
+	b := time.Second
+	for span/b > 300 {
+		b *= 2
+	}
+	return b
+}
+
+// perBucket is the quantile q of the values of each bucket of t.
+func perBucket(n int, b time.Duration, keys []time.Duration, vals []float64, q float64) plotter.XYs {
+	groups := make([][]float64, n)
+	for i, k := range keys {
+		j := int(k / b)
+		if j >= 0 && j < n {
+			groups[j] = append(groups[j], vals[i])
+		}
+	}
+	var xys plotter.XYs
+	for j, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		slices.Sort(g)
+		idx := min(max(int(math.Ceil(q*float64(len(g))))-1, 0), len(g)-1)
+		xys = append(xys, plotter.XY{X: (float64(j) + 0.5) * b.Seconds(), Y: g[idx]})
+	}
+	return xys
+}
+
+// addBoundaries marks where each part (stage directory, sweep level)
+// starts and, inside a part, each load stage: the first intended start of
+// its records.
+func addBoundaries(p *plot.Plot, src *Source) {
+	for _, b := range boundaries(src) {
+		p.Add(vline{x: b.at.Seconds(), label: b.name, color: boundaryColor})
+	}
+}
+
+type boundary struct {
+	at   time.Duration
+	name string
+}
+
+func boundaries(src *Source) []boundary {
+	var out []boundary
+	for _, part := range src.Parts {
+		if len(src.Parts) > 1 {
+			out = append(out, boundary{part.Offset, part.Name})
+		}
+		first := map[string]time.Duration{}
+		var order []string
+		for _, r := range part.Reqs {
+			if at, ok := first[r.stage]; !ok || r.intended < at {
+				if !ok {
+					order = append(order, r.stage)
+				}
+				first[r.stage] = r.intended
+			}
+		}
+		if len(order) > 1 {
+			for _, st := range order {
+				out = append(out, boundary{first[st], st})
+			}
+		}
+	}
+	return out
+}
+
+// overTimePlots are latency and throughput over time, stage boundaries
+// marked.
+func overTimePlots(src *Source) []*plot.Plot {
+	var span time.Duration
+	var at, ttft, e2e, endAt, one []float64
+	var atD, endD []time.Duration
+	for _, part := range src.Parts {
+		span = max(span, part.Offset+part.Span)
+		for _, r := range part.Reqs {
+			if !r.ok || r.e2e == 0 {
+				continue
+			}
+			atD = append(atD, r.intended)
+			endD = append(endD, r.end)
+			ttft, e2e, one = append(ttft, r.ttft), append(e2e, r.e2e), append(one, 1)
+		}
+	}
+	_, _, _ = at, endAt, one
+	b := bucketOf(span)
+	n := int(span/b) + 1
+	lat := newPlot("Latency over time (by intended start)", "s", "ms")
+	line(lat, 0, "TTFT p50", perBucket(n, b, atD, ttft, 0.5), false)
+	line(lat, 1, "TTFT p99", perBucket(n, b, atD, ttft, 0.99), true)
+	line(lat, 2, "E2E p50", perBucket(n, b, atD, e2e, 0.5), false)
+	line(lat, 3, "E2E p99", perBucket(n, b, atD, e2e, 0.99), true)
+	addBoundaries(lat, src)
+
+	thr := newPlot("Throughput over time (completions by end)", "s", "requests/s")
+	counts := make([]float64, n)
+	for _, e := range endD {
+		if j := int(e / b); j >= 0 && j < n {
+			counts[j]++
+		}
+	}
+	var xys plotter.XYs
+	for j, c := range counts {
+		xys = append(xys, plotter.XY{X: (float64(j) + 0.5) * b.Seconds(), Y: c / b.Seconds()})
+	}
+	line(thr, 0, "completed/s", xys, false)
+	addBoundaries(thr, src)
+	return []*plot.Plot{lat, thr}
+}
+
+// utilisationPlots put GPU utilisation beside the server's queue delay and
+// TTFT p99, metric-theater buckets shaded; nil without telemetry.
+func utilisationPlots(src *Source, buckets []theater.Bucket) []*plot.Plot {
+	var gpu, queue, waiting plotter.XYs
+	var atD []time.Duration
+	var ttft []float64
+	var span time.Duration
+	for _, part := range src.Parts {
+		span = max(span, part.Offset+part.Span)
+		for _, t := range part.Tel {
+			x := t.t.Seconds()
+			if t.hasGPU {
+				gpu = append(gpu, plotter.XY{X: x, Y: 100 * t.gpu})
+			}
+			if t.hasQueue {
+				queue = append(queue, plotter.XY{X: x, Y: t.queueMs})
+			}
+			if t.hasWaiting {
+				waiting = append(waiting, plotter.XY{X: x, Y: t.waiting})
+			}
+		}
+		for _, r := range part.Reqs {
+			if r.ok && r.e2e > 0 {
+				atD, ttft = append(atD, r.intended), append(ttft, r.ttft)
+			}
+		}
+	}
+	if len(gpu) == 0 && len(queue) == 0 && len(waiting) == 0 {
+		return nil
+	}
+	var sh band
+	sh.color = theaterColor
+	for _, b := range buckets {
+		if b.Flag {
+			sh.from, sh.to = append(sh.from, b.FromS), append(sh.to, b.ToS)
+		}
+	}
+	g := newPlot("GPU utilisation", "s", "%")
+	g.Add(sh)
+	line(g, 0, "GPU util (mean over GPUs)", gpu, false)
+	g.Y.Min, g.Y.Max = 0, 100
+	q := newPlot("Server queue", "s", "ms / requests")
+	q.Add(sh)
+	line(q, 1, "queue delay (mean per interval, ms)", queue, false)
+	line(q, 2, "waiting requests", waiting, true)
+	b := bucketOf(span)
+	tt := newPlot("TTFT p99 (client)", "s", "ms")
+	tt.Add(sh)
+	line(tt, 3, "TTFT p99", perBucket(int(span/b)+1, b, atD, ttft, 0.99), false)
+	for _, p := range []*plot.Plot{g, q, tt} {
+		addBoundaries(p, src)
+	}
+	return []*plot.Plot{g, q, tt}
+}
+
+// sweepPlots are latency and goodput against load, SLO-max and knee
+// marked.
+func sweepPlots(src *Source) []*plot.Plot {
+	sw := src.Sweep
+	ls := slices.Clone(sw.Levels)
+	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })
+	xlabel := "offered load (requests/s)"
+	if sw.Mode == "closed" {
+		xlabel = "achieved throughput (requests/s)"
+	}
+	lat := newPlot("Latency against load", xlabel, "ms")
+	thr := newPlot("Goodput against load", xlabel, "requests/s")
+	var t99, tp99, e50, e99, ach, good, ideal plotter.XYs
+	for _, l := range ls {
+		x := l.Load()
+		if x <= 0 {
+			continue
+		}
+		t99 = append(t99, plotter.XY{X: x, Y: l.LatencyMs["ttft"].P99})
+		tp99 = append(tp99, plotter.XY{X: x, Y: l.LatencyMs["tpot"].P99})
+		e50 = append(e50, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P50})
+		e99 = append(e99, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P99})
+		ach = append(ach, plotter.XY{X: x, Y: l.AchievedPerS})
+		good = append(good, plotter.XY{X: x, Y: l.GoodputPerS})
+		ideal = append(ideal, plotter.XY{X: x, Y: x})
+	}
+	points(lat, 0, "TTFT p99", t99)
+	points(lat, 1, "TPOT p99", tp99)
+	points(lat, 2, "E2E p50", e50)
+	points(lat, 3, "E2E p99", e99)
+	points(thr, 0, "achieved", ach)
+	points(thr, 1, "goodput", good)
+	if sw.Mode != "closed" {
+		line(thr, 2, "offered", ideal, true)
+	}
+	for _, p := range []*plot.Plot{lat, thr} {
+		if m := sw.SLOMax; m != nil {
+			x := m.RatePerS
+			if sw.Mode == "closed" {
+				x = m.AchievedPerS
+			}
+			p.Add(vline{x: x, label: "SLO-max " + m.Level, color: sloMaxColor})
+		}
+		if k := sw.Knee; k != nil {
+			x := k.RatePerS
+			if sw.Mode == "closed" {
+				x = k.AchievedPerS
+			}
+			p.Add(vline{x: x, label: "knee " + k.Level, color: kneeColor})
+		}
+	}
+	return []*plot.Plot{lat, thr}
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,155 @@
+package report
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/report/reporttest"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry"
+	"github.com/tailgate-llm/tailgate/theater"
+)
+
+// The simulator of these tests steps in 2 ms + 0.5 ms per running
+// sequence: 16-token answers saturate it at 125 req/s.
+func simConfig() sim.Config {
+	c := sim.DefaultConfig()
+	c.PrefillBase, c.PrefillPerToken = 0, 0
+	c.DecodeBase, c.DecodePerSeq = 2*time.Millisecond, 500*time.Microsecond
+	c.TruthLimit = -1
+	return c
+}
+
+func client(t *testing.T, srv *simtest.Server) loadgen.Client {
+	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// mixSource alternates two classes, so the per-class table has rows.
+type mixSource struct{ n int }
+
+func (m *mixSource) Next() (*prompts.Prompt, error) {
+	m.n++
+	if m.n%3 == 0 {
+		return &prompts.Prompt{Class: "batch", Text: "summarise this", MaxTokens: 32}, nil
+	}
+	return &prompts.Prompt{Class: "chat", Text: "hello"}, nil
+}
+
+// runDir runs two stages (20 then 150 req/s, the second past capacity)
+// with telemetry into a results directory.
+func runDir(t *testing.T) string {
+	t.Helper()
+	srv := simtest.Start(t, simConfig())
+	dir := filepath.Join(t.TempDir(), "run")
+	spec, err := slo.ParseSpec("slo.yaml", []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: ttft, metric: ttft, threshold: 100ms, target: 90%}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge := slo.NewJudge(nil, spec)
+	res, err := pipeline.Run(context.Background(), pipeline.Spec{Client: client(t, srv), Source: &mixSource{},
+		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "normal", Rate: 20, Duration: 3 * time.Second}, {Name: "peak", Rate: 150, Duration: 3 * time.Second}},
+			Arrival: loadgen.ArrivalPoisson, Seed: 1, Grace: time.Second, Timeout: 10 * time.Second},
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Theater:   theaterOptions(), Out: results.Dir(dir), SelfCheckWarns: true, MaxErrorRate: -1}, pipeline.Func(judge.Add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Summary.SLO = judge.Assess(slo.Input{Now: time.Now()})
+	if err := results.Dir(dir).WriteSummary(res.Summary); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func sweepDir(t *testing.T) string {
+	t.Helper()
+	srv := simtest.Start(t, simConfig())
+	spec, err := slo.ParseSpec("slo.yaml", []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "sweep")
+	_, err = capacity.Run(context.Background(), capacity.Config{Client: client(t, srv), SLO: spec,
+		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
+		Search:  capacity.Search{Levels: []capacity.Level{{Rate: 30}, {Rate: 60}, {Rate: 90}, {Rate: 110}, {Rate: 160}}},
+		Arrival: loadgen.ArrivalConstant, Warmup: 300 * time.Millisecond, MinDuration: time.Second, Grace: time.Second,
+		Timeout: 10 * time.Second, SelfCheckWarns: true, CurrentRate: 50, Growth: &capacity.Growth{PerMonth: 0.08, Text: "8%/month"},
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Out:       results.Dir(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkHTML checks what a reader relies on: one file, no script, nothing
+// fetched, every part there.
+func checkHTML(t *testing.T, html string, want ...string) {
+	t.Helper()
+	if regexp.MustCompile(`(?i)<script|(src|href)\s*=\s*["']?(https?:)?//`).MatchString(html) {
+		t.Error("the report has a script or loads something")
+	}
+	if n := strings.Count(html, "<svg"); n < 4 {
+		t.Errorf("%d plots", n)
+	}
+	for _, w := range want {
+		if !strings.Contains(html, w) {
+			t.Errorf("the report lacks %q", w)
+		}
+	}
+}
+
+func TestReportOfARunAndASweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	run, sw := runDir(t), sweepDir(t)
+	out := t.TempDir()
+	for _, c := range []struct {
+		name string
+		dirs []string
+		want []string
+	}{
+		{"run", []string{run}, []string{"Verdicts", "percentile spectrum", "Per class", "batch", "GPU utilisation", "Metric theater", "peak"}},
+		{"sweep", []string{sw}, []string{"SLO-max:", "Knee:", "Headroom:", "Latency against load", "r160", "saturated"}},
+	} {
+		path := filepath.Join(out, c.name+".html")
+		if err := Write(path, FormatHTML, c.dirs, Options{Version: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(path)
+		checkHTML(t, string(b), c.want...)
+		reporttest.Screenshot(t, path, filepath.Join(out, c.name+".png"))
+		md := filepath.Join(out, c.name+".md")
+		if err := Write(md, FormatMarkdown, c.dirs, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ = os.ReadFile(md)
+		if !strings.Contains(string(b), "| part |") || strings.Contains(string(b), "<svg") {
+			t.Errorf("markdown:\n%s", b)
+		}
+	}
+	// Both overlaid in one report.
+	if err := Write(filepath.Join(out, "both.html"), FormatHTML, []string{run, sw}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func theaterOptions() theater.Options { return theater.Options{Bucket: time.Second} }

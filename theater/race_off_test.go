@@ -1,0 +1,5 @@
+//go:build !race
+
+package theater_test
+
+const raceEnabled = false

@@ -1,0 +1,249 @@
+package kserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+// maxChunkPrealloc caps the chunk slice made up front from max_tokens.
+const maxChunkPrealloc = 8192
+
+// Do sends p and fills rec; see the package documentation for what each
+// instant means. It leaves rec.Finalize to the runner.
+func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req, err := c.buildRequest(c.spec.Load(), p, id, maxTokens, c.stream)
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, 0, "building the request: "+err.Error())
+		return
+	}
+	keepText := p.FollowUp != nil
+	// A child context ends the stream whatever way Do returns.
+	callCtx, cancel := context.WithCancel(c.outgoing(ctx, id))
+	defer cancel()
+	if c.stream {
+		c.doStream(ctx, callCtx, req, rec, maxTokens, keepText)
+	} else {
+		c.doUnary(ctx, callCtx, req, rec, keepText)
+	}
+}
+
+// response is the state of one request's answer.
+type response struct {
+	rec      *loadgen.Record
+	keepText bool
+	text     []byte
+	buf      []byte // this response's text
+	pending  int    // tokens counted on responses without text, owed to the next chunk
+	final    bool
+	n        int // responses read
+}
+
+// feed takes one ModelInferResponse: its text (a chunk when not empty),
+// token counts, finish reason and final flag.
+func (s *response) feed(r *pb.ModelInferResponse) error {
+	s.n++
+	s.buf = s.buf[:0]
+	tokens, inTokens := int64(-1), int64(-1)
+	finish := ""
+	err := outputs(r, func(o *outputTensor) error {
+		var err error
+		switch o.name {
+		case outText:
+			s.buf, err = o.appendText(s.buf)
+		case outOutTokens:
+			tokens, err = o.sum()
+		case outInTokens:
+			inTokens, err = o.sum()
+		case outFinish:
+			var b []byte
+			if b, err = o.appendText(nil); err == nil {
+				finish = string(b)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rec := s.rec
+	if tokens >= 0 {
+		s.pending += int(tokens)
+		rec.OutputTokens += int(tokens)
+		rec.TokenSource = loadgen.TokensFromUsage
+	}
+	if inTokens > 0 {
+		rec.InputTokens = int(inTokens)
+	}
+	if finish != "" {
+		rec.FinishReason = finish
+	}
+	if len(s.buf) > 0 {
+		at := rec.Now()
+		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: s.pending})
+		s.pending = 0
+		if rec.FirstAnswer == 0 {
+			rec.FirstAnswer = at
+		}
+		if s.keepText {
+			s.text = append(s.text, s.buf...)
+		}
+	}
+	if p, ok := r.GetParameters()[ParamFinal]; ok && p.GetBoolParam() {
+		s.final = true
+	}
+	return nil
+}
+
+// settle gives tokens still owed (counted on the last responses, which
+// had no text) to the last chunk, and keeps the text when asked.
+func (s *response) settle() {
+	rec := s.rec
+	if n := len(rec.Chunks); n > 0 && s.pending > 0 {
+		rec.Chunks[n-1].Tokens += s.pending
+		s.pending = 0
+	}
+	if s.keepText {
+		rec.Text = string(s.text)
+	}
+}
+
+func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
+	if rec.Chunks == nil {
+		n := maxTokens + 1
+		if maxTokens <= 0 || n > maxChunkPrealloc {
+			n = 256
+		}
+		rec.Chunks = make([]loadgen.Chunk, 0, n)
+	}
+	s := response{rec: rec, keepText: keepText}
+	defer s.settle()
+	// Sent is taken before the stream is opened: connection setup, when
+	// the connection is not up yet, counts in TTFT as a user would feel it.
+	rec.Sent = rec.Now()
+	st, err := c.pick().ModelStreamInfer(callCtx)
+	if err == nil {
+		err = st.Send(req)
+	}
+	if err == nil {
+		err = st.CloseSend()
+	}
+	if err != nil {
+		// A failed Send hides the status: Recv has it.
+		if st != nil && !errors.Is(err, io.EOF) {
+			err = recvStatus(st, err)
+		} else if st != nil {
+			_, err = st.Recv()
+		}
+		rec.End = rec.Now()
+		kind, code, msg := classify(ctx, err, "before the response", false)
+		c.fail(rec, kind, code, msg)
+		return
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			rec.End = rec.Now()
+			if errors.Is(err, io.EOF) {
+				// The server ended the RPC with OK but no final response.
+				c.fail(rec, loadgen.ErrStreamTruncated, 0,
+					fmt.Sprintf("stream ended without %s after %d responses and %d chunks", ParamFinal, s.n, len(rec.Chunks)))
+				return
+			}
+			kind, code, msg := classify(ctx, err, s.where(), s.n > 0)
+			c.fail(rec, kind, code, msg)
+			return
+		}
+		if e := m.GetErrorMessage(); e != "" {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(e, maxErrorMessageBytes))
+			return
+		}
+		r := m.GetInferResponse()
+		if r == nil {
+			continue
+		}
+		if r.GetId() != "" && r.GetId() != req.GetId() {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", r.GetId(), req.GetId()))
+			return
+		}
+		if err := s.feed(r); err != nil {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response %d: %v", s.n, err))
+			return
+		}
+		if s.final {
+			rec.End = rec.Now()
+			return
+		}
+	}
+}
+
+// where describes how far a stream got, for error messages.
+func (s *response) where() string {
+	return fmt.Sprintf("after %d responses and %d chunks", s.n, len(s.rec.Chunks))
+}
+
+// recvStatus reads the status a failed Send stands for.
+func recvStatus(st interface {
+	Recv() (*pb.ModelStreamInferResponse, error)
+}, sendErr error) error {
+	for {
+		if _, err := st.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return sendErr
+			}
+			return err
+		}
+	}
+}
+
+func (c *Client) doUnary(ctx, callCtx context.Context, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+	rec.Unstreamed = true
+	s := response{rec: rec, keepText: keepText}
+	defer s.settle()
+	rec.Sent = rec.Now()
+	r, err := c.pick().ModelInfer(callCtx, req)
+	rec.End = rec.Now()
+	if err != nil {
+		kind, code, msg := classify(ctx, err, "before the response", false)
+		c.fail(rec, kind, code, msg)
+		return
+	}
+	if err := s.feed(r); err != nil {
+		c.fail(rec, loadgen.ErrProtocol, 0, "response: "+err.Error())
+		return
+	}
+	// One chunk at the end: the whole answer arrives at once.
+	for i := range rec.Chunks {
+		rec.Chunks[i].At = rec.End
+	}
+	if len(rec.Chunks) > 0 {
+		rec.FirstAnswer = rec.End
+	}
+}
+
+// fail records an error, scrubbed of every credential the client holds.
+func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, code int, msg string) {
+	rec.ErrorKind, rec.Error = kind, c.scrub(msg)
+	if code != 0 {
+		rec.Status = code
+	}
+}

@@ -237,4 +237,3 @@ func TestParseTarget(t *testing.T) {
 		t.Error("TLS files with a plaintext target accepted")
 	}
 }
-

@@ -73,6 +73,10 @@ func (c *Client) Preflight(ctx context.Context) error {
 	return nil
 }
 
+// Prepare is Preflight: the run cannot send the model's tensors before it
+// has read them (protocol.Preparer).
+func (c *Client) Prepare(ctx context.Context) error { return c.Preflight(ctx) }
+
 func (c *Client) modelName() string {
 	if c.version != "" {
 		return c.model + "@" + c.version

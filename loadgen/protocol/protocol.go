@@ -10,6 +10,7 @@
 package protocol
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,6 +48,14 @@ type Client interface {
 	loadgen.ModelDiscoverer
 	loadgen.Preflighter
 	loadgen.ServerDescriber
+}
+
+// Preparer is a Client that must learn about its target before the run
+// (the KServe client reads the model's readiness and tensors). run and
+// validate call Prepare once, after the model is known and before the
+// schedule starts; an error stops the run.
+type Preparer interface {
+	Prepare(ctx context.Context) error
 }
 
 // constructors is the table: one row per --api name.

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+)
+
+// A kserve-grpc run against the simulator's gRPC service: faults show under
+// their kinds, token counts come from num_output_tokens, and the streams
+// spread over --connections.
+func TestRunKServeGRPC(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, 2*time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 7}, {Kind: sim.FaultTruncate, Every: 11},
+		{Kind: sim.FaultErrorInStream, Every: 13}}
+	srv := simtest.StartGRPC(t, cfg)
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "--api", "kserve-grpc", "--target", "grpc://"+srv.GRPCAddr, "--model", srv.Config().Model,
+		"--rate", "100", "--arrival", "constant", "--duration", "1s", "--max-tokens", "8", "--connections", "3",
+		"--out", dir, "--max-error-rate", "1", "--nvml", "off")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, dir)
+	if s.Requests.Sent != 100 {
+		t.Errorf("%d sent, want 100", s.Requests.Sent)
+	}
+	for kind, n := range map[loadgen.ErrorKind]int64{loadgen.ErrRateLimited: 14, loadgen.ErrStreamTruncated: 8, loadgen.ErrStreamError: 6} { // first matching rule wins: 77 and 91 are 429s {
+		if got := s.Requests.ErrorsByKind[string(kind)]; got != n {
+			t.Errorf("%s: %d, want %d (errors_by_kind %v)", kind, got, n, s.Requests.ErrorsByKind)
+		}
+	}
+	if !strings.Contains(stdout, "from usage") || s.Telemetry != nil {
+		t.Errorf("token source or telemetry:\n%s", stdout)
+	}
+}
+
+// A model the server does not have stops the run before it starts.
+func TestRunKServeGRPCMissingModel(t *testing.T) {
+	srv := simtest.StartGRPC(t, sim.Config{FixedTTFT: time.Millisecond})
+	code, _, stderr := runCmd(t, "--api", "kserve-grpc", "--target", srv.GRPCAddr, "--model", "llama-70b",
+		"--rate", "10", "--duration", "1s", "--out", t.TempDir(), "--nvml", "off")
+	if code != exitInvalid || !strings.Contains(stderr, `model "llama-70b" is not ready`) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if n := len(srv.Truth()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}

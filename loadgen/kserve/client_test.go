@@ -237,3 +237,35 @@ func TestParseTarget(t *testing.T) {
 		t.Error("TLS files with a plaintext target accepted")
 	}
 }
+
+// A server whose connection goes away mid-stream: the request is
+// stream_truncated, with the chunks it got kept; the next request, with
+// nothing served, is connect.
+func TestConnectionLostMidStream(t *testing.T) {
+	cfg := fixed()
+	cfg.StallFor = 5 * time.Second
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g, err := s.ServeGRPC("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kserve.New(kserve.Config{Target: g.Addr, Model: cfg.Model, MaxTokens: 8,
+		Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall_mid"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.AfterFunc(200*time.Millisecond, func() { g.Close() })
+	rec := do(t, c, 1, prompts.Prompt{Text: "hi"}, 5*time.Second)
+	if rec.ErrorKind != loadgen.ErrStreamTruncated || len(rec.Chunks) != 4 || rec.Status != int(codes.Unavailable) {
+		t.Errorf("%s (%d) %q with %d chunks", rec.ErrorKind, rec.Status, rec.Error, len(rec.Chunks))
+	}
+	rec = do(t, c, 2, prompts.Prompt{Text: "hi"}, 5*time.Second)
+	if rec.ErrorKind != loadgen.ErrConnect {
+		t.Errorf("after the server went: %s %q", rec.ErrorKind, rec.Error)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -39,12 +40,16 @@ const GRPCStatusHeader = "x-sim-grpc-status"
 // Triton with the vLLM backend (see doc.go, "KServe v2 gRPC").
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	s *Server
+	s  *Server
+	nv *tritonMetrics
 }
 
 // GRPCService is the KServe v2 gRPC service over the server's engine,
 // truth and faults, for a grpc.Server of the caller's.
-func (s *Server) GRPCService() pb.GRPCInferenceServiceServer { return &grpcService{s: s} }
+// Its Triton-style nv_inference_* series join the server's /metrics.
+func (s *Server) GRPCService() pb.GRPCInferenceServiceServer {
+	return &grpcService{s: s, nv: newTritonMetrics(s.metrics.reg, s.cfg.Model)}
+}
 
 // GRPCRunning is the gRPC service serving on a listener.
 type GRPCRunning struct {
@@ -156,6 +161,15 @@ type grpcRequest struct {
 	path               string
 	rec                *truthRec
 	mid, sent, nchunks int
+	admitted, first    time.Time
+	pending            prometheus.Gauge // nv_inference_pending_request_count until admitted
+}
+
+// admit records the request's admission (left the queue).
+func (q *grpcRequest) admit(at time.Time) {
+	q.admitted = at
+	q.pending.Dec()
+	q.rec.update(func(t *Truth) { t.Admitted = at })
 }
 
 // rawInput returns input i's bytes: raw contents, else typed contents
@@ -391,7 +405,17 @@ func (q *grpcRequest) textResponse(s *Server, text []byte, tokens int, final boo
 func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink) error {
 	s := g.s
 	rec := q.rec
-	defer func() { s.truth.finish(rec, time.Now()) }()
+	reason := tritonCanceled // until it is answered
+	q.pending = g.nv.pending.WithLabelValues(g.nv.model, g.nv.version)
+	q.pending.Inc()
+	defer func() {
+		end := time.Now()
+		if q.admitted.IsZero() {
+			q.pending.Dec()
+		}
+		g.nv.done(q.arrived, q.admitted, q.first, end, reason)
+		s.truth.finish(rec, end)
+	}()
 	if !s.enter() {
 		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
 		return status.Error(codes.Unavailable, "the simulator is shutting down")
@@ -402,6 +426,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	statusErr := func(c codes.Code, msg string) error {
+		reason = tritonRejected
 		rec.update(func(t *Truth) { t.Outcome = "fault"; t.Status = int(c); t.Headers = time.Now() })
 		return status.Error(c, msg)
 	}
@@ -471,6 +496,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 				s.metrics.ttft.Observe(now.Sub(q.arrived).Seconds())
 				first = false
 			}
+			q.first = now // one response, at the end
 			return true
 		}
 		if err := sink.send(&pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, n, final)}); err != nil {
@@ -480,6 +506,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 		if first {
 			s.metrics.ttft.Observe(now.Sub(q.arrived).Seconds())
 			first = false
+			q.first = now
 		} else {
 			s.metrics.itl.Observe(now.Sub(last).Seconds() / float64(n))
 		}
@@ -489,6 +516,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	}
 	ok := g.produce(ctx, q, emit)
 	if ended != nil {
+		reason = tritonBackend
 		if ended == errTruncated {
 			return nil
 		}
@@ -506,6 +534,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 		}
 		return status.Error(codes.Unavailable, "the simulator is shutting down")
 	}
+	reason = ""
 	rec.update(func(t *Truth) { t.CompletionTokens = q.sent; t.FinishReason = "length" })
 	s.metrics.e2e.Observe(time.Since(q.arrived).Seconds())
 	s.metrics.successLen.Inc()
@@ -551,7 +580,7 @@ func (g *grpcService) produce(ctx context.Context, q *grpcRequest, emit func(n i
 		if !admitted && avail > 0 {
 			admitted = true
 			at := s.epoch.Add(time.Duration(sq.admittedAt.Load() - 1))
-			q.rec.update(func(t *Truth) { t.Admitted = at })
+			q.admit(at)
 		}
 		for q.sent < avail {
 			if !emit(min(tpc, avail-q.sent)) {
@@ -587,7 +616,7 @@ func (g *grpcService) produceFixed(ctx context.Context, q *grpcRequest, emit fun
 		s.fixedKV.Add(-kv)
 		s.fixedRunning.Add(-1)
 	}()
-	q.rec.update(func(t *Truth) { t.Admitted = now })
+	q.admit(now)
 	s.metrics.queueTime.Observe(now.Sub(q.arrived).Seconds())
 	s.metrics.promptTokens.Add(float64(q.promptTokens))
 	var rng *rand.Rand

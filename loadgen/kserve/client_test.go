@@ -2,6 +2,8 @@ package kserve_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +269,32 @@ func TestConnectionLostMidStream(t *testing.T) {
 	rec = do(t, c, 2, prompts.Prompt{Text: "hi"}, 5*time.Second)
 	if rec.ErrorKind != loadgen.ErrConnect {
 		t.Errorf("after the server went: %s %q", rec.ErrorKind, rec.Error)
+	}
+}
+
+// The simulator's /metrics carries Triton's series for what the gRPC
+// service served, beside the vLLM ones.
+func TestSimulatorTritonMetrics(t *testing.T) {
+	srv := simtest.StartGRPC(t, fixed())
+	c := newClient(t, srv, true)
+	do(t, c, 1, prompts.Prompt{Text: "hi"}, 5*time.Second)
+	c2 := newClient(t, srv, true, "X-Sim-Fault: http_429")
+	do(t, c2, 2, prompts.Prompt{Text: "hi"}, 5*time.Second)
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`nv_inference_request_success{model="sim-llama-8b",version="1"} 1`,
+		`nv_inference_request_failure{model="sim-llama-8b",reason="REJECTED",version="1"} 1`,
+		`nv_inference_pending_request_count{model="sim-llama-8b",version="1"} 0`,
+		`nv_inference_first_response_histogram_ms_count{model="sim-llama-8b",version="1"} 1`,
+		`vllm:num_requests_running`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

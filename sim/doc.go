@@ -12,6 +12,10 @@
 //	GET  /health                                      200, empty body
 //	GET  /metrics                                     Prometheus text format
 //
+// Server.ServeGRPC (tailgate sim --grpc ADDR) serves the same model, engine,
+// faults and truth over KServe v2 gRPC as Triton's vLLM backend does, and
+// adds Triton's nv_inference_* series to /metrics: see grpc.go.
+//
 // Every response carries Server: tailgate-sim/VERSION and X-Sim-Version;
 // completions echo X-Request-Id (or a generated "sim-N").
 //

@@ -37,7 +37,42 @@ const (
 const GRPCStatusHeader = "x-sim-grpc-status"
 
 // grpcService serves the simulator's model over KServe v2 gRPC, shaped like
-// Triton with the vLLM backend (see doc.go, "KServe v2 gRPC").
+// Triton with the vLLM backend:
+//
+//   - ServerLive, ServerReady (false once closing), ServerMetadata
+//     ("tailgate-sim"), ModelReady and ModelMetadata for Config.Model,
+//     version "1" (another name: not ready, and NotFound with Triton's
+//     words). The metadata lists the vLLM backend's tensors: text_input,
+//     stream, sampling_parameters, exclude_input_in_output,
+//     return_num_input_tokens, return_num_output_tokens; text_output,
+//     num_input_tokens, num_output_tokens.
+//   - A request is checked as Triton checks it (unknown inputs, wrong data
+//     types, a missing text_input, streaming without
+//     exclude_input_in_output: InvalidArgument); max_tokens comes from the
+//     sampling_parameters JSON. Inputs may be raw or typed contents.
+//   - ModelStreamInfer serves every request of a stream concurrently, each
+//     through the same engine (or fixed delays), truth and faults as an
+//     HTTP request: one response per chunk, its text_output the chunk's
+//     words (raw contents, a 4-byte length and the bytes), with
+//     num_output_tokens and num_input_tokens when asked, the last one
+//     flagged triton_final_response. A request that fails validation is
+//     answered in error_message and the stream stays open, as Triton does.
+//     ModelInfer answers a stream=false request with one response once
+//     the whole answer is generated.
+//   - Faults (X-Sim-Fault metadata, or Config.Faults): http_429 and
+//     http_503 end the RPC with ResourceExhausted and Unavailable, as a
+//     gateway or an overloaded server would; truncate ends the stream with
+//     OK after half the chunks, before the final response (ModelInfer:
+//     Internal); error_in_stream sends an error_message there (ModelInfer:
+//     Internal); malformed sends one response whose BYTES length runs past
+//     its end; hang, stall and stall_mid as over HTTP; ignore_stream and
+//     html_200 are HTTP's and do nothing here. GRPCStatusHeader metadata
+//     ends the request with any status.
+//   - Truth records the request under its id, with Path GRPCPathStream or
+//     GRPCPathInfer; a chunk's instant is when its Send returned, i.e. the
+//     message was handed to grpc-go's writer (a few µs to ms before the
+//     kernel has it, more under CPU contention).
+//   - /metrics gains Triton's nv_inference_* series (tritonMetrics).
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	s  *Server

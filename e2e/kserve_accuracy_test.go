@@ -96,6 +96,11 @@ func measureKServe(t *testing.T, concurrency, requests, tokens int, stream bool)
 	if len(recs) != requests {
 		t.Fatalf("%d records, want %d", len(recs), requests)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
 	truth := map[string]sim.Truth{}
 	for _, tr := range srv.Truth() {
 		truth[tr.ID] = tr

@@ -443,19 +443,23 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	reason := tritonCanceled // until it is answered
 	q.pending = g.nv.pending.WithLabelValues(g.nv.model, g.nv.version)
 	q.pending.Inc()
-	defer func() {
+	finish := func() {
 		end := time.Now()
 		if q.admitted.IsZero() {
 			q.pending.Dec()
 		}
 		g.nv.done(q.arrived, q.admitted, q.first, end, reason)
 		s.truth.finish(rec, end)
-	}()
+	}
 	if !s.enter() {
 		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
+		finish()
 		return status.Error(codes.Unavailable, "the simulator is shutting down")
 	}
+	// The record is finished before the request leaves: WaitIdle then
+	// sees its End.
 	defer s.leave()
+	defer finish()
 	if _, ok := s.gate.sleepUntil(q.arrived, ctx.Done(), s.quit, nil); !ok {
 		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
 		return status.FromContextError(ctx.Err()).Err()

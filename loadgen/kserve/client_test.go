@@ -43,6 +43,17 @@ func do(t *testing.T, c *kserve.Client, seq int64, p prompts.Prompt, timeout tim
 	return rec
 }
 
+// waitIdle waits until the simulator has finished every request, so its
+// truth has every End.
+func waitIdle(t *testing.T, srv *simtest.GRPCServer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func fixed() sim.Config {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 20*time.Millisecond, 5*time.Millisecond
@@ -62,6 +73,7 @@ func TestStreamAgainstSimulator(t *testing.T) {
 		rec.ChunkTokenSource != loadgen.ChunkTokensServer || rec.InputTokens != 2 || rec.Unstreamed {
 		t.Fatalf("record %+v", rec)
 	}
+	waitIdle(t, srv)
 	var tr sim.Truth
 	for _, x := range srv.Truth() {
 		if x.ID == "7" {
@@ -96,7 +108,8 @@ func TestUnaryAgainstSimulator(t *testing.T) {
 		rec.Text != " the of and to in a is that" {
 		t.Fatalf("record %+v", rec)
 	}
-	if tr := srv.Truth()[0]; tr.Path != sim.GRPCPathInfer || tr.Stream {
+	waitIdle(t, srv)
+	if tr := srv.Truth()[0]; tr.Path != sim.GRPCPathInfer || tr.Stream || tr.Outcome != "ok" {
 		t.Fatalf("truth %+v", tr)
 	}
 }
@@ -146,7 +159,7 @@ func TestFaults(t *testing.T) {
 		{"http_503", true, loadgen.ErrServer, 0, "Unavailable"},
 		{"http_429", false, loadgen.ErrRateLimited, 0, "ResourceExhausted"},
 		{"error_in_stream", false, loadgen.ErrServer, 0, "Internal"},
-		{"hang", true, loadgen.ErrTimeout, 0, "deadline"},
+		{"hang", true, loadgen.ErrTimeout, 0, "eadline"}, // ours, or grpc-go's DeadlineExceeded
 		{"stall_mid=100ms", true, loadgen.ErrNone, 8, ""},
 	} {
 		c := newClient(t, srv, tc.stream, "X-Sim-Fault: "+tc.fault)
@@ -213,6 +226,7 @@ func TestConcurrentStreams(t *testing.T) {
 			t.Errorf("request %d: %s %q, %d tokens", rec.Seq, rec.ErrorKind, rec.Error, rec.OutputTokens)
 		}
 	}
+	waitIdle(t, srv)
 	if tr := srv.Truth(); len(tr) != n {
 		t.Errorf("%d requests reached the server", len(tr))
 	}

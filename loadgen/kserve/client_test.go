@@ -86,7 +86,7 @@ func TestStreamAgainstSimulator(t *testing.T) {
 	epoch := rec.Epoch()
 	for i, ch := range rec.Chunks {
 		lag := epoch.Add(ch.At).Sub(tr.Chunks[i].At)
-		if lag < 0 || lag > 10*time.Millisecond { // loose: a busy box; e2e judges accuracy
+		if lag < -time.Millisecond || lag > 10*time.Millisecond { // the server stamps after Send returns, the writer may be quicker // loose: a busy box; e2e judges accuracy
 			t.Errorf("chunk %d read %v after the server sent it", i, lag)
 		}
 	}

@@ -75,8 +75,9 @@ const GRPCStatusHeader = "x-sim-grpc-status"
 //   - /metrics gains Triton's nv_inference_* series (tritonMetrics).
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	s  *Server
-	nv *tritonMetrics
+	s   *Server
+	nv  *tritonMetrics
+	raw bool // the server's codec is wireCodec: send responses pre-encoded
 }
 
 // GRPCService is the KServe v2 gRPC service over the server's engine,
@@ -106,8 +107,10 @@ func (s *Server) ServeGRPC(addr string) (*GRPCRunning, error) {
 	if err != nil {
 		return nil, err
 	}
-	gs := grpc.NewServer(grpc.MaxConcurrentStreams(1<<16), grpc.MaxRecvMsgSize(maxBodyBytes))
-	pb.RegisterGRPCInferenceServiceServer(gs, s.GRPCService())
+	gs := grpc.NewServer(grpc.MaxConcurrentStreams(1<<16), grpc.MaxRecvMsgSize(maxBodyBytes),
+		grpc.ForceServerCodecV2(newWireCodec()))
+	svc := &grpcService{s: s, nv: newTritonMetrics(s.metrics.reg, s.cfg.Model), raw: true}
+	pb.RegisterGRPCInferenceServiceServer(gs, svc)
 	r := &GRPCRunning{Addr: ln.Addr().String(), gs: gs, done: make(chan error, 1)}
 	go func() { r.done <- gs.Serve(ln) }()
 	return r, nil
@@ -409,7 +412,7 @@ func parseCode(v string) (codes.Code, error) {
 // grpcSink is where a request's responses go: a stream's Send (with the
 // truncation switch), or the collected text of a unary answer.
 type grpcSink struct {
-	send     func(*pb.ModelStreamInferResponse) error // nil: unary
+	send     func(any) error // a *pb.ModelStreamInferResponse or *encodedMessage; nil: unary
 	truncate func()                                   // ends the stream's RPC with OK
 	text     []byte
 }
@@ -490,6 +493,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	first := true
 	var last time.Time
 	chunks, midDone := 0, false
+	var head, scratch []byte
 	emit := func(n int) bool {
 		if !midDone && chunks >= q.mid {
 			midDone = true
@@ -538,7 +542,19 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 			q.first = now // one response, at the end
 			return true
 		}
-		if err := sink.send(&pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, n, final)}); err != nil {
+		var msg any
+		if g.raw {
+			if head == nil {
+				head = q.responseHead(s.cfg.Model)
+			}
+			// A new buffer each time: grpc-go writes it after Send returns.
+			var b []byte
+			b, scratch = q.appendStreamResponse(make([]byte, 0, len(head)+len(text)+64), scratch, head, q.promptTokens, text, n, final)
+			msg = &encodedMessage{b}
+		} else {
+			msg = &pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, n, final)}
+		}
+		if err := sink.send(msg); err != nil {
 			return false
 		}
 		now := time.Now()
@@ -723,13 +739,13 @@ func (g *grpcService) ModelStreamInfer(st pb.GRPCInferenceService_ModelStreamInf
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
 	var sendMu sync.Mutex
-	send := func(m *pb.ModelStreamInferResponse) error {
+	send := func(m any) error {
 		sendMu.Lock()
 		defer sendMu.Unlock()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return st.Send(m)
+		return st.SendMsg(m)
 	}
 	// end, once closed, ends the RPC: with endErr's status if set, else OK
 	// (a truncation: the stream closes before the request's final response).

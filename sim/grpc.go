@@ -413,7 +413,7 @@ func parseCode(v string) (codes.Code, error) {
 // truncation switch), or the collected text of a unary answer.
 type grpcSink struct {
 	send     func(any) error // a *pb.ModelStreamInferResponse or *encodedMessage; nil: unary
-	truncate func()                                   // ends the stream's RPC with OK
+	truncate func()          // ends the stream's RPC with OK
 	text     []byte
 }
 

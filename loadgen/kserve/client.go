@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"google.golang.org/grpc"
+
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -49,52 +51,29 @@ type response struct {
 	rec      *loadgen.Record
 	keepText bool
 	text     []byte
-	buf      []byte // this response's text
-	pending  int    // tokens counted on responses without text, owed to the next chunk
+	ev       event
+	pending  int // tokens counted on responses without text, owed to the next chunk
 	final    bool
 	n        int // responses read
 }
 
-// feed takes one ModelInferResponse: its text (a chunk when not empty),
+// feed takes one decoded response: its text (a chunk when not empty),
 // token counts, finish reason and final flag.
-func (s *response) feed(r *pb.ModelInferResponse) error {
+func (s *response) feed(ev *event) {
 	s.n++
-	s.buf = s.buf[:0]
-	tokens, inTokens := int64(-1), int64(-1)
-	finish := ""
-	err := outputs(r, func(o *outputTensor) error {
-		var err error
-		switch o.name {
-		case outText:
-			s.buf, err = o.appendText(s.buf)
-		case outOutTokens:
-			tokens, err = o.sum()
-		case outInTokens:
-			inTokens, err = o.sum()
-		case outFinish:
-			var b []byte
-			if b, err = o.appendText(nil); err == nil {
-				finish = string(b)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
 	rec := s.rec
-	if tokens >= 0 {
-		s.pending += int(tokens)
-		rec.OutputTokens += int(tokens)
+	if ev.tokens >= 0 {
+		s.pending += int(ev.tokens)
+		rec.OutputTokens += int(ev.tokens)
 		rec.TokenSource = loadgen.TokensFromUsage
 	}
-	if inTokens > 0 {
-		rec.InputTokens = int(inTokens)
+	if ev.inTokens > 0 {
+		rec.InputTokens = int(ev.inTokens)
 	}
-	if finish != "" {
-		rec.FinishReason = finish
+	if len(ev.finish) > 0 {
+		rec.FinishReason = string(ev.finish)
 	}
-	if len(s.buf) > 0 {
+	if len(ev.text) > 0 {
 		at := rec.Now()
 		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: s.pending})
 		s.pending = 0
@@ -102,13 +81,12 @@ func (s *response) feed(r *pb.ModelInferResponse) error {
 			rec.FirstAnswer = at
 		}
 		if s.keepText {
-			s.text = append(s.text, s.buf...)
+			s.text = append(s.text, ev.text...)
 		}
 	}
-	if p, ok := r.GetParameters()[ParamFinal]; ok && p.GetBoolParam() {
+	if ev.final {
 		s.final = true
 	}
-	return nil
 }
 
 // settle gives tokens still owed (counted on the last responses, which
@@ -137,7 +115,7 @@ func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferReques
 	// Sent is taken before the stream is opened: connection setup, when
 	// the connection is not up yet, counts in TTFT as a user would feel it.
 	rec.Sent = rec.Now()
-	st, err := c.pick().ModelStreamInfer(callCtx)
+	st, err := c.pick().ModelStreamInfer(callCtx, grpc.ForceCodecV2(c.codec))
 	if err == nil {
 		err = st.Send(req)
 	}
@@ -156,8 +134,10 @@ func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferReques
 		c.fail(rec, kind, code, msg)
 		return
 	}
+	var fr frame
+	ev := &s.ev
 	for {
-		m, err := st.Recv()
+		err := st.RecvMsg(&fr)
 		if err != nil {
 			rec.End = rec.Now()
 			if errors.Is(err, io.EOF) {
@@ -170,25 +150,25 @@ func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferReques
 			c.fail(rec, kind, code, msg)
 			return
 		}
-		if e := m.GetErrorMessage(); e != "" {
+		if err := decodeStream(fr.b, ev); err != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(e, maxErrorMessageBytes))
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response %d: %v", s.n+1, err))
 			return
 		}
-		r := m.GetInferResponse()
-		if r == nil {
+		if len(ev.errMsg) > 0 {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(string(ev.errMsg), maxErrorMessageBytes))
+			return
+		}
+		if !ev.hasResp {
 			continue
 		}
-		if r.GetId() != "" && r.GetId() != req.GetId() {
+		if len(ev.id) > 0 && string(ev.id) != req.GetId() {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", r.GetId(), req.GetId()))
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", ev.id, req.GetId()))
 			return
 		}
-		if err := s.feed(r); err != nil {
-			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response %d: %v", s.n, err))
-			return
-		}
+		s.feed(ev)
 		if s.final {
 			rec.End = rec.Now()
 			return
@@ -227,10 +207,12 @@ func (c *Client) doUnary(ctx, callCtx context.Context, req *pb.ModelInferRequest
 		c.fail(rec, kind, code, msg)
 		return
 	}
-	if err := s.feed(r); err != nil {
+	s.ev.reset()
+	if err := decodeResponse(r, &s.ev); err != nil {
 		c.fail(rec, loadgen.ErrProtocol, 0, "response: "+err.Error())
 		return
 	}
+	s.feed(&s.ev)
 	// One chunk at the end: the whole answer arrives at once.
 	for i := range rec.Chunks {
 		rec.Chunks[i].At = rec.End

@@ -85,6 +85,7 @@ type Client struct {
 	secrets    []string
 	spec       atomic.Pointer[modelSpec]
 
+	codec   frameCodec
 	conns   []*grpc.ClientConn
 	clients []pb.GRPCInferenceServiceClient
 	next    atomic.Uint64
@@ -122,6 +123,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{safeTarget: scheme + addr, model: cfg.Model, version: cfg.Version,
 		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
 	c.spec.Store(defaultSpec(cfg.Tensors))
+	c.codec = newFrameCodec()
 
 	hs, err := cfg.Transport.HeaderSet(nil)
 	if err != nil {

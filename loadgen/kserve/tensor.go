@@ -155,37 +155,19 @@ func toFloat(v any) (float64, bool) {
 
 // outputTensor is one output of a response: raw bytes, or typed contents.
 type outputTensor struct {
-	name, datatype string
+	name, datatype []byte
 	raw            []byte
 	contents       *pb.InferTensorContents
 	hasRaw         bool
 }
 
-// outputs pairs a response's output headers with their data: the raw
-// contents, one per output in order, when the server sent them (Triton
-// does), else each output's typed contents.
-func outputs(r *pb.ModelInferResponse, f func(o *outputTensor) error) error {
-	raw := r.GetRawOutputContents()
-	outs := r.GetOutputs()
-	if len(raw) > 0 && len(raw) != len(outs) {
-		return fmt.Errorf("response has %d outputs but %d raw contents", len(outs), len(raw))
-	}
-	var o outputTensor
-	for i, t := range outs {
-		o = outputTensor{name: t.GetName(), datatype: t.GetDatatype(), contents: t.GetContents()}
-		if len(raw) > 0 {
-			o.raw, o.hasRaw = raw[i], true
-		}
-		if err := f(&o); err != nil {
-			return err
-		}
-	}
-	return nil
+func errRawCount(outs, raws int) error {
+	return fmt.Errorf("response has %d outputs but %d raw contents", outs, raws)
 }
 
 // appendText appends every element of a BYTES output to b.
 func (o *outputTensor) appendText(b []byte) ([]byte, error) {
-	if o.datatype != "" && o.datatype != TypeBytes {
+	if len(o.datatype) > 0 && string(o.datatype) != TypeBytes {
 		return b, fmt.Errorf("output %q is %s, want BYTES", o.name, o.datatype)
 	}
 	if o.hasRaw {
@@ -206,7 +188,7 @@ func (o *outputTensor) sum() (int64, error) {
 	var n int64
 	if o.hasRaw {
 		size := 4
-		switch o.datatype {
+		switch string(o.datatype) {
 		case TypeInt32, TypeUint32:
 		case TypeInt64, TypeUint64:
 			size = 8
@@ -217,7 +199,7 @@ func (o *outputTensor) sum() (int64, error) {
 			return 0, fmt.Errorf("output %q: %d raw bytes is not a whole number of %s", o.name, len(o.raw), o.datatype)
 		}
 		for b := o.raw; len(b) > 0; b = b[size:] {
-			switch o.datatype {
+			switch string(o.datatype) {
 			case TypeInt32:
 				n += int64(int32(binary.LittleEndian.Uint32(b)))
 			case TypeUint32:

@@ -409,12 +409,48 @@ func parseCode(v string) (codes.Code, error) {
 	return 0, fmt.Errorf("%s %q: not a gRPC code", GRPCStatusHeader, v)
 }
 
-// grpcSink is where a request's responses go: a stream's Send (with the
-// truncation switch), or the collected text of a unary answer.
+// grpcSink is where a request's responses go: a stream (gRPC
+// ModelStreamInfer, or the HTTP generate_stream), or, when chunk is nil,
+// the collected text of a one-response answer.
 type grpcSink struct {
-	send     func(any) error // a *pb.ModelStreamInferResponse or *encodedMessage; nil: unary
-	truncate func()          // ends the stream's RPC with OK
+	// chunk sends one response: text of tokens tokens, the last if final.
+	chunk func(text []byte, tokens int, final bool) error
+	// errorMessage sends an error response (fault error_in_stream).
+	errorMessage func(msg string) error
+	// malformed sends a response the client cannot decode.
+	malformed func() error
+	// truncate ends the stream before its final response.
+	truncate func()
 	text     []byte
+}
+
+// grpcStreamSink sends gRPC ModelStreamInferResponses through send.
+func (g *grpcService) grpcStreamSink(q *grpcRequest, send func(any) error, stop func()) *grpcSink {
+	s := g.s
+	var head, scratch []byte
+	return &grpcSink{
+		chunk: func(text []byte, tokens int, final bool) error {
+			if !g.raw {
+				return send(&pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, tokens, final)})
+			}
+			if head == nil {
+				head = q.responseHead(s.cfg.Model)
+			}
+			// A new buffer each time: grpc-go writes it after Send returns.
+			var b []byte
+			b, scratch = q.appendStreamResponse(make([]byte, 0, len(head)+len(text)+64), scratch, head, q.promptTokens, text, tokens, final)
+			return send(&encodedMessage{b})
+		},
+		errorMessage: func(msg string) error {
+			return send(&pb.ModelStreamInferResponse{ErrorMessage: msg, InferResponse: &pb.ModelInferResponse{Id: q.id, ModelName: s.cfg.Model}})
+		},
+		malformed: func() error {
+			r := q.textResponse(s, nil, 0, false)
+			r.RawOutputContents[0] = []byte{0xff, 0xff, 0, 0, 'x'}
+			return send(&pb.ModelStreamInferResponse{InferResponse: r})
+		},
+		truncate: stop,
+	}
 }
 
 // textResponse is one response carrying text and, when asked, counts.
@@ -493,14 +529,13 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	first := true
 	var last time.Time
 	chunks, midDone := 0, false
-	var head, scratch []byte
 	emit := func(n int) bool {
 		if !midDone && chunks >= q.mid {
 			midDone = true
 			switch q.fault {
 			case FaultTruncate:
 				rec.update(func(t *Truth) { t.Outcome = "fault" })
-				if sink.send != nil {
+				if sink.chunk != nil {
 					sink.truncate()
 					ended = errTruncated
 				} else {
@@ -509,20 +544,17 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 				return false
 			case FaultErrorInStream:
 				rec.update(func(t *Truth) { t.Outcome = "fault" })
-				if sink.send != nil {
-					sink.send(&pb.ModelStreamInferResponse{ErrorMessage: "simulated engine failure (fault error_in_stream)",
-						InferResponse: &pb.ModelInferResponse{Id: q.id, ModelName: s.cfg.Model}})
+				if sink.chunk != nil {
+					sink.errorMessage("simulated engine failure (fault error_in_stream)")
 					ended = errTruncated
 				} else {
 					ended = status.Error(codes.Internal, "simulated engine failure (fault error_in_stream)")
 				}
 				return false
 			case FaultMalformed:
-				if sink.send != nil {
+				if sink.chunk != nil {
 					rec.update(func(t *Truth) { t.Outcome = "fault" })
-					r := q.textResponse(s, nil, 0, false)
-					r.RawOutputContents[0] = []byte{0xff, 0xff, 0, 0, 'x'}
-					if sink.send(&pb.ModelStreamInferResponse{InferResponse: r}) != nil {
+					if sink.malformed() != nil {
 						return false
 					}
 				}
@@ -532,7 +564,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 		q.sent += n
 		chunks++
 		final := q.sent >= q.max
-		if sink.send == nil {
+		if sink.chunk == nil {
 			sink.text = append(sink.text, text...)
 			now := time.Now()
 			if first {
@@ -542,19 +574,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 			q.first = now // one response, at the end
 			return true
 		}
-		var msg any
-		if g.raw {
-			if head == nil {
-				head = q.responseHead(s.cfg.Model)
-			}
-			// A new buffer each time: grpc-go writes it after Send returns.
-			var b []byte
-			b, scratch = q.appendStreamResponse(make([]byte, 0, len(head)+len(text)+64), scratch, head, q.promptTokens, text, n, final)
-			msg = &encodedMessage{b}
-		} else {
-			msg = &pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, n, final)}
-		}
-		if err := sink.send(msg); err != nil {
+		if err := sink.chunk(text, n, final); err != nil {
 			return false
 		}
 		now := time.Now()
@@ -593,7 +613,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	rec.update(func(t *Truth) { t.CompletionTokens = q.sent; t.FinishReason = "length" })
 	s.metrics.e2e.Observe(time.Since(q.arrived).Seconds())
 	s.metrics.successLen.Inc()
-	if sink.send == nil {
+	if sink.chunk == nil {
 		rec.update(func(t *Truth) { t.OutputTokens = q.sent })
 	}
 	return nil
@@ -787,7 +807,7 @@ func (g *grpcService) ModelStreamInfer(st pb.GRPCInferenceService_ModelStreamInf
 				InferResponse: &pb.ModelInferResponse{Id: in.r.GetId(), ModelName: in.r.GetModelName()}})
 			return
 		}
-		if err := g.serve(ctx, q, &grpcSink{send: send, truncate: func() { stop(nil) }}); err != nil {
+		if err := g.serve(ctx, q, g.grpcStreamSink(q, send, func() { stop(nil) })); err != nil {
 			// An injected status ends the RPC, as a gateway or an
 			// overloaded server would.
 			stop(err)

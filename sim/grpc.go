@@ -75,16 +75,26 @@ const GRPCStatusHeader = "x-sim-grpc-status"
 //   - /metrics gains Triton's nv_inference_* series (tritonMetrics).
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	s   *Server
-	nv  *tritonMetrics
-	raw bool // the server's codec is wireCodec: send responses pre-encoded
+	s      *Server
+	nvOnce sync.Once
+	nv     *tritonMetrics // through tm()
+	raw    bool           // the server's codec is wireCodec: send responses pre-encoded
+}
+
+// tm is the service's Triton series, registered on first use, so a
+// simulator serving neither gRPC nor generate keeps its vLLM-only /metrics.
+func (g *grpcService) tm() *tritonMetrics {
+	g.nvOnce.Do(func() { g.nv = newTritonMetrics(g.s.metrics.reg, g.s.cfg.Model) })
+	return g.nv
 }
 
 // GRPCService is the KServe v2 gRPC service over the server's engine,
 // truth and faults, for a grpc.Server of the caller's.
 // Its Triton-style nv_inference_* series join the server's /metrics.
 func (s *Server) GRPCService() pb.GRPCInferenceServiceServer {
-	return &grpcService{s: s, nv: newTritonMetrics(s.metrics.reg, s.cfg.Model)}
+	g := &grpcService{s: s}
+	g.tm()
+	return g
 }
 
 // GRPCRunning is the gRPC service serving on a listener.
@@ -109,7 +119,8 @@ func (s *Server) ServeGRPC(addr string) (*GRPCRunning, error) {
 	}
 	gs := grpc.NewServer(grpc.MaxConcurrentStreams(1<<16), grpc.MaxRecvMsgSize(maxBodyBytes),
 		grpc.ForceServerCodecV2(newWireCodec()))
-	svc := &grpcService{s: s, nv: newTritonMetrics(s.metrics.reg, s.cfg.Model), raw: true}
+	svc := &grpcService{s: s, raw: true}
+	svc.tm()
 	pb.RegisterGRPCInferenceServiceServer(gs, svc)
 	r := &GRPCRunning{Addr: ln.Addr().String(), gs: gs, done: make(chan error, 1)}
 	go func() { r.done <- gs.Serve(ln) }()
@@ -334,6 +345,17 @@ func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
 
 // begin registers a request's arrival: its truth record and its fault.
 func (g *grpcService) begin(ctx context.Context, path string, r *pb.ModelInferRequest, arrived time.Time) (*grpcRequest, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return g.beginWith(func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}, path, r, arrived)
+}
+
+// beginWith is begin with the request's headers (gRPC metadata or HTTP).
+func (g *grpcService) beginWith(header func(string) string, path string, r *pb.ModelInferRequest, arrived time.Time) (*grpcRequest, error) {
 	s := g.s
 	seqNo := s.seq.Add(1)
 	id := r.GetId()
@@ -353,18 +375,17 @@ func (g *grpcService) begin(ctx context.Context, path string, r *pb.ModelInferRe
 		s.truth.finish(rec, time.Now())
 		return nil, err
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
 	code := codes.OK
-	if v := md.Get(GRPCStatusHeader); len(v) > 0 {
-		c, err := parseCode(v[0])
+	if v := header(GRPCStatusHeader); v != "" {
+		c, err := parseCode(v)
 		if err != nil {
 			return fail(status.Error(codes.InvalidArgument, err.Error()))
 		}
 		code = c
 	}
 	fault, faultFor := FaultNone, time.Duration(0)
-	if v := md.Get("x-sim-fault"); len(v) > 0 {
-		k, d, err := parseFaultHeader(v[0])
+	if v := header("x-sim-fault"); v != "" {
+		k, d, err := parseFaultHeader(v)
 		if err != nil {
 			return fail(status.Error(codes.InvalidArgument, err.Error()))
 		}
@@ -480,14 +501,15 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 	s := g.s
 	rec := q.rec
 	reason := tritonCanceled // until it is answered
-	q.pending = g.nv.pending.WithLabelValues(g.nv.model, g.nv.version)
+	nv := g.tm()
+	q.pending = nv.pending.WithLabelValues(nv.model, nv.version)
 	q.pending.Inc()
 	finish := func() {
 		end := time.Now()
 		if q.admitted.IsZero() {
 			q.pending.Dec()
 		}
-		g.nv.done(q.arrived, q.admitted, q.first, end, reason)
+		nv.done(q.arrived, q.admitted, q.first, end, reason)
 		s.truth.finish(rec, end)
 	}
 	if !s.enter() {

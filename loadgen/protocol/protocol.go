@@ -63,6 +63,12 @@ var constructors = map[string]func(Target) (Client, error){
 	openai.APIChat:        newOpenAI,
 	openai.APICompletions: newOpenAI,
 	kserve.APIGRPC:        newKServe,
+	kserve.APIGenerate:    newGenerate,
+}
+
+func newGenerate(t Target) (Client, error) {
+	return kserve.NewGenerate(kserve.Config{Target: t.URL, Model: t.Model, Stream: kserve.Bool(t.Stream),
+		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
 }
 
 func newKServe(t Target) (Client, error) {

@@ -1,6 +1,10 @@
 // Package kserve is the protocol client for the KServe v2 (Open Inference
 // Protocol) gRPC API as Triton Inference Server serves it, with Triton's
 // ModelStreamInfer for decoupled (streaming) models: --api kserve-grpc.
+// GenerateClient (--api triton-generate) speaks Triton's generate extension
+// over HTTP with the same tensor conventions, instants and error kinds; its
+// stream ends with the body (no [DONE]) and an error inside it is
+// data: {"error": …} under HTTP 200 (stream_error).
 // It implements loadgen.Client: one Do call turns one prompt into one
 // loadgen.Record, with the same instants and figures as package openai.
 //
@@ -44,6 +48,10 @@
 //     context ends.
 //
 // A non-streamed answer is one chunk at End (Record.Unstreamed).
+//
+// Streamed responses are read as bytes and decoded in place by a protowire
+// walker (wire.go) for the shapes servers send; anything unusual is left to
+// proto.Unmarshal, and FuzzDecodeStream holds the two equal.
 //
 // # Token counts
 //

@@ -52,3 +52,21 @@ func TestRunKServeGRPCMissingModel(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 }
+
+// A triton-generate run against the simulator's generate extension.
+func TestRunTritonGenerate(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, 2*time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultErrorInStream, Every: 10}}
+	srv := simtest.Start(t, cfg)
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "--api", "triton-generate", "--target", srv.URL, "--model", srv.Config().Model,
+		"--rate", "50", "--arrival", "constant", "--duration", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1", "--nvml", "off")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, dir)
+	if s.Requests.Sent != 50 || s.Requests.ErrorsByKind[string(loadgen.ErrStreamError)] != 5 || s.Requests.OK != 45 {
+		t.Errorf("sent %d ok %d errors %v", s.Requests.Sent, s.Requests.OK, s.Requests.ErrorsByKind)
+	}
+}

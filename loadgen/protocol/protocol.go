@@ -18,7 +18,9 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/ollama"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/tgi"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
@@ -64,6 +66,18 @@ var constructors = map[string]func(Target) (Client, error){
 	openai.APICompletions: newOpenAI,
 	kserve.APIGRPC:        newKServe,
 	kserve.APIGenerate:    newGenerate,
+	tgi.API:               newTGI,
+	ollama.API:            newOllama,
+}
+
+func newTGI(t Target) (Client, error) {
+	return tgi.New(tgi.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
+		Transport: t.Transport, Warn: t.Warn})
+}
+
+func newOllama(t Target) (Client, error) {
+	return ollama.New(ollama.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
+		Transport: t.Transport, Warn: t.Warn})
 }
 
 func newGenerate(t Target) (Client, error) {

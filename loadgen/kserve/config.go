@@ -64,7 +64,9 @@ type Config struct {
 	// and extra headers, sent as metadata; a "Host" line sets the
 	// :authority. Proxies, MaxConnsPerHost and RoundTripper do not apply.
 	Transport transport.Config
-	// Warn, if not nil, gets once-only notices for the user.
+	// Warn, if not nil, gets once-only notices for the user (the gRPC
+	// client has none yet; GenerateClient's transport warns of a server
+	// that closes every connection).
 	Warn func(msg string)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -14,8 +15,13 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
-// maxChunkPrealloc caps the chunk slice made up front from max_tokens.
-const maxChunkPrealloc = 8192
+const (
+	// maxChunkPrealloc caps the chunk slice made up front from max_tokens.
+	maxChunkPrealloc = 8192
+	// drainAfterFinal bounds the wait for the stream's end after the final
+	// response; it is not in End.
+	drainAfterFinal = 100 * time.Millisecond
+)
 
 // Do sends p and fills rec; see the package documentation for what each
 // instant means. It leaves rec.Finalize to the runner.
@@ -40,7 +46,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	callCtx, cancel := context.WithCancel(c.outgoing(ctx, id))
 	defer cancel()
 	if c.stream {
-		c.doStream(ctx, callCtx, req, rec, maxTokens, keepText)
+		c.doStream(ctx, callCtx, cancel, req, rec, maxTokens, keepText)
 	} else {
 		c.doUnary(ctx, callCtx, req, rec, keepText)
 	}
@@ -102,7 +108,7 @@ func (s *response) settle() {
 	}
 }
 
-func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
+func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
 	if rec.Chunks == nil {
 		n := maxTokens + 1
 		if maxTokens <= 0 || n > maxChunkPrealloc {
@@ -171,6 +177,13 @@ func (c *Client) doStream(ctx, callCtx context.Context, req *pb.ModelInferReques
 		s.feed(ev)
 		if s.final {
 			rec.End = rec.Now()
+			// Read the RPC's end (the server closes a half-closed stream
+			// once its requests are answered), briefly, so the stream ends
+			// cleanly rather than by our cancellation.
+			t := time.AfterFunc(drainAfterFinal, cancel)
+			for st.RecvMsg(&fr) == nil {
+			}
+			t.Stop()
 			return
 		}
 	}

@@ -43,6 +43,7 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP|DecodeEvent' -benchmem -count 1 ./loadgen/openai/
+	$(GO) test -run '^$$' -bench 'DecodeStream' -benchmem -count 1 ./loadgen/kserve/
 	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
 
 # Short fuzzing of every parser (FUZZTIME each).

@@ -90,3 +90,27 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeStream: one Triton-shaped streamed response (a token of
+// text, its count, the final flag), the protowire decoder against
+// proto.Unmarshal and the reference reading.
+func BenchmarkDecodeStream(b *testing.B) {
+	m := streamVectors()[0]
+	m.InferResponse.Parameters = map[string]*pb.InferParameter{ParamFinal: boolParam(false)}
+	raw, _ := proto.Marshal(m)
+	for _, bc := range []struct {
+		name string
+		f    func([]byte, *event) error
+	}{{"fast", decodeStream}, {"reference", decodeStreamReference}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var ev event
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if err := bc.f(raw, &ev); err != nil || len(ev.text) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

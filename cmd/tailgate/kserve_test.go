@@ -38,6 +38,18 @@ func TestRunKServeGRPC(t *testing.T) {
 	if !strings.Contains(stdout, "from usage") || s.Telemetry != nil {
 		t.Errorf("token source or telemetry:\n%s", stdout)
 	}
+	// With --metrics-url, the simulator's Triton series are sampled (its
+	// vLLM ones beside them, as Triton with the vLLM backend exports).
+	dir = t.TempDir()
+	code, stdout, stderr = runCmd(t, "--api", "kserve-grpc", "--target", "grpc://"+srv.GRPCAddr, "--model", srv.Config().Model,
+		"--rate", "50", "--duration", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1", "--nvml", "off",
+		"--metrics-url", srv.URL+"/metrics")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if s := readSummary(t, dir); s.Telemetry == nil || !strings.Contains(s.Telemetry.Family, "triton") {
+		t.Errorf("telemetry %+v, want the triton family", s.Telemetry)
+	}
 }
 
 // A model the server does not have stops the run before it starts.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,24 @@ func TestRunTritonGenerate(t *testing.T) {
 	s := readSummary(t, dir)
 	if s.Requests.Sent != 50 || s.Requests.ErrorsByKind[string(loadgen.ErrStreamError)] != 5 || s.Requests.OK != 45 {
 		t.Errorf("sent %d ok %d errors %v", s.Requests.Sent, s.Requests.OK, s.Requests.ErrorsByKind)
+	}
+}
+
+// validate runs a plan over kserve-grpc: the preflight reads the model's
+// tensors, every stage runs, and the evidence names the server.
+func TestValidateKServeGRPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := simtest.StartGRPC(t, sim.DefaultConfig())
+	plan := writePlan(t, "grpc://"+srv.GRPCAddr, "1s", false)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := tgCmd("validate", "--api", "kserve-grpc", "--plan", plan, "--out", out, "--nvml", "off")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	env, err := os.ReadFile(filepath.Join(out, "environment.json"))
+	if err != nil || !strings.Contains(string(env), "tailgate-sim") {
+		t.Errorf("environment.json: %v %s", err, env)
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 // pki writes a CA, a server certificate for 127.0.0.1 and a client
@@ -190,5 +194,62 @@ func TestConnectionsSpread(t *testing.T) {
 		if n != 3 {
 			t.Errorf("%s carried %d streams, want 3", p, n)
 		}
+	}
+}
+
+// The simulator multiplexes requests on one stream, as Triton does:
+// responses carry their request's id, each request ends with its own final
+// response, and a bad request is answered in error_message while the
+// stream goes on.
+func TestSimulatorMultiplexesOneStream(t *testing.T) {
+	srv := simtest.StartGRPC(t, fixed())
+	cc, err := grpc.NewClient(srv.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := pb.NewGRPCInferenceServiceClient(cc).ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(id, model string, tokens int) *pb.ModelInferRequest {
+		sp := kserve.AppendBytesElement(nil, []byte(`{"max_tokens":`+strconv.Itoa(tokens)+`}`))
+		return &pb.ModelInferRequest{ModelName: model, Id: id, Inputs: []*pb.ModelInferRequest_InferInputTensor{
+			{Name: "text_input", Datatype: "BYTES", Shape: []int64{1}}, {Name: "stream", Datatype: "BOOL", Shape: []int64{1}},
+			{Name: "exclude_input_in_output", Datatype: "BOOL", Shape: []int64{1}}, {Name: "sampling_parameters", Datatype: "BYTES", Shape: []int64{1}}},
+			RawInputContents: [][]byte{kserve.AppendBytesElement(nil, []byte("hi")), {1}, {1}, sp}}
+	}
+	for _, r := range []*pb.ModelInferRequest{req("a", srv.Config().Model, 3), req("b", srv.Config().Model, 5), req("c", "nope", 1)} {
+		if err := st.Send(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.CloseSend()
+	got, finals, errs := map[string]int{}, map[string]bool{}, 0
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		if m.GetErrorMessage() != "" {
+			errs++
+			if !strings.Contains(m.GetErrorMessage(), "unknown model") || m.GetInferResponse().GetId() != "c" {
+				t.Errorf("error %q for %q", m.GetErrorMessage(), m.GetInferResponse().GetId())
+			}
+			continue
+		}
+		r := m.GetInferResponse()
+		got[r.GetId()]++
+		if r.GetParameters()[kserve.ParamFinal].GetBoolParam() {
+			finals[r.GetId()] = true
+		}
+	}
+	if got["a"] != 3 || got["b"] != 5 || !finals["a"] || !finals["b"] || errs != 1 {
+		t.Errorf("responses %v, finals %v, %d errors", got, finals, errs)
 	}
 }

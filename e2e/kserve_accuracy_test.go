@@ -11,6 +11,9 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/ollama"
+	"github.com/tailgate-llm/tailgate/loadgen/protocol"
+	"github.com/tailgate-llm/tailgate/loadgen/tgi"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -18,29 +21,21 @@ import (
 
 // runKServe drives the real runner and the KServe gRPC client against a
 // simulator's gRPC service.
-func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxTokens int, stream, generate bool) ([]*loadgen.Record, loadgen.Info) {
+func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxTokens int, stream bool, api string) ([]*loadgen.Record, loadgen.Info) {
 	t.Helper()
-	var c interface {
-		loadgen.Client
-		Preflight(context.Context) error
+	c, err := protocol.New(protocol.Target{URL: "grpc://" + srv.GRPCAddr, API: api, Model: srv.Config().Model,
+		Stream: stream, MaxTokens: maxTokens, Connections: 4})
+	if api != kserve.APIGRPC {
+		c, err = protocol.New(protocol.Target{URL: srv.URL, API: api, Model: srv.Config().Model, Stream: stream, MaxTokens: maxTokens})
 	}
-	cfg := kserve.Config{Target: "grpc://" + srv.GRPCAddr, Model: srv.Config().Model,
-		Stream: kserve.Bool(stream), MaxTokens: maxTokens, Connections: 4}
-	if generate {
-		cfg.Target = srv.URL
-		g, err := kserve.NewGenerate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.CloseIdleConnections()
-		c = g
-	} else {
-		g, err := kserve.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		c = g
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl, ok := c.(interface{ Close() error }); ok {
+		defer cl.Close()
+	}
+	if cl, ok := c.(interface{ CloseIdleConnections() }); ok {
+		defer cl.CloseIdleConnections()
 	}
 	if err := c.Preflight(context.Background()); err != nil {
 		t.Fatal(err)
@@ -70,7 +65,8 @@ func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxT
 // TestAccuracyKServeGRPC is TestAccuracyAgainstServerTruth for the gRPC
 // path: streamed (ModelStreamInfer) at concurrency 1, 64 and 512, and
 // unstreamed (ModelInfer: TTFT = E2E, no ITL) at 1 and 64, and Triton's
-// HTTP generate_stream at 64, tailgate's p50
+// HTTP generate_stream, TGI's /generate_stream and Ollama's /api/chat at
+// 64, tailgate's p50
 // and p99 must agree with the simulator's own record within 2 ms / 3%,
 // the truth again running from the client's intended start to the
 // server's send.
@@ -81,17 +77,15 @@ func TestAccuracyKServeGRPC(t *testing.T) {
 	const tokens = 12
 	for _, tc := range []struct {
 		concurrency, requests int
-		stream, generate      bool
-	}{{1, 30, true, false}, {64, 320, true, false}, {512, 1536, true, false}, {1, 30, false, false}, {64, 320, false, false},
-		{64, 320, true, true}} {
-		name := fmt.Sprintf("c%d/stream=%v", tc.concurrency, tc.stream)
-		if tc.generate {
-			name = fmt.Sprintf("generate_stream/c%d", tc.concurrency)
-		}
-		t.Run(name, func(t *testing.T) {
+		stream                bool
+		api                   string
+	}{{1, 30, true, kserve.APIGRPC}, {64, 320, true, kserve.APIGRPC}, {512, 1536, true, kserve.APIGRPC},
+		{1, 30, false, kserve.APIGRPC}, {64, 320, false, kserve.APIGRPC},
+		{64, 320, true, kserve.APIGenerate}, {64, 320, true, tgi.API}, {64, 320, true, ollama.API}} {
+		t.Run(fmt.Sprintf("%s/c%d/stream=%v", tc.api, tc.concurrency, tc.stream), func(t *testing.T) {
 			var bad []string
 			for attempt := 1; attempt <= 5; attempt++ {
-				if bad = measureKServe(t, tc.concurrency, tc.requests, tokens, tc.stream, tc.generate); len(bad) == 0 {
+				if bad = measureKServe(t, tc.concurrency, tc.requests, tokens, tc.stream, tc.api); len(bad) == 0 {
 					return
 				}
 				t.Logf("attempt %d disagrees with the server: %s", attempt, strings.Join(bad, "; "))
@@ -103,7 +97,7 @@ func TestAccuracyKServeGRPC(t *testing.T) {
 	}
 }
 
-func measureKServe(t *testing.T, concurrency, requests, tokens int, stream, generate bool) []string {
+func measureKServe(t *testing.T, concurrency, requests, tokens int, stream bool, api string) []string {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL, cfg.Jitter = 60*time.Millisecond, 20*time.Millisecond, 15*time.Millisecond
@@ -112,7 +106,7 @@ func measureKServe(t *testing.T, concurrency, requests, tokens int, stream, gene
 	rd0, _ := runDelay()
 	w0 := time.Now()
 	recs, info := runKServe(t, srv, loadgen.Options{Closed: true, Requests: requests, WarmupRequests: concurrency,
-		Stages: []loadgen.Stage{{Concurrency: concurrency, Duration: time.Minute}}}, tokens, stream, generate)
+		Stages: []loadgen.Stage{{Concurrency: concurrency, Duration: time.Minute}}}, tokens, stream, api)
 	rd1, _ := runDelay()
 	t.Logf("c%d: threads waited %v on the OS run queues over %v", concurrency, (rd1 - rd0).Round(time.Millisecond), time.Since(w0).Round(time.Millisecond))
 	if len(recs) != requests {

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,6 +148,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
 		return
 	}
+	// Ollama ignores it; proxies and the simulator log it.
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req.Header.Set("X-Request-Id", id)
 	rec.Sent = rec.Now()
 	resp, retries, err := c.http.Do(req)
 	rec.Retries += retries

@@ -11,7 +11,10 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/ollama"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 func serve(t *testing.T, body string, status int) *httptest.Server {
@@ -110,5 +113,35 @@ func TestErrorsAndPreflight(t *testing.T) {
 	c, _ := ollama.New(ollama.Config{BaseURL: url})
 	if m, err := c.DiscoverModel(context.Background()); err != nil || m != "gemma4:4b" {
 		t.Errorf("discover %q %v", m, err)
+	}
+}
+
+// Against the simulator's /api/chat: an answer with exact counts, each
+// fault under its kind, and an unknown model.
+func TestAgainstSimulator(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	for fault, want := range map[string]loadgen.ErrorKind{"none": loadgen.ErrNone, "http_429": loadgen.ErrRateLimited,
+		"http_503": loadgen.ErrServer, "error_in_stream": loadgen.ErrStreamError, "truncate": loadgen.ErrStreamTruncated,
+		"malformed": loadgen.ErrProtocol} {
+		c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
+			Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Preflight(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec := loadgen.NewRecord(time.Now())
+		c.Do(context.Background(), &prompts.Prompt{Text: "hello there"}, rec)
+		rec.Finalize()
+		if rec.ErrorKind != want || want == loadgen.ErrNone && (len(rec.Chunks) != 6 || rec.OutputTokens != 6 || rec.InputTokens != 2) {
+			t.Errorf("%s: %s %q, %d chunks, %d/%d tokens", fault, rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.OutputTokens)
+		}
+	}
+	c, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: "qwen3"})
+	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), `"qwen3"`) {
+		t.Errorf("unknown model: %v", err)
 	}
 }

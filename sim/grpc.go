@@ -753,8 +753,15 @@ func (g *grpcService) produceFixed(ctx context.Context, q *grpcRequest, emit fun
 	return true
 }
 
+// GRPCDecoupledHeader is request metadata that makes ModelInfer refuse the
+// model as decoupled, as Triton refuses the vLLM backend's.
+const GRPCDecoupledHeader = "x-sim-decoupled"
+
 func (g *grpcService) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
 	arrived := time.Now()
+	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get(GRPCDecoupledHeader)) > 0 {
+		return nil, status.Error(codes.Unimplemented, "ModelInfer RPC doesn't support models with decoupled transaction policy")
+	}
 	q, err := g.begin(ctx, GRPCPathInfer, r, arrived)
 	if err != nil {
 		return nil, err
@@ -827,6 +834,17 @@ func (g *grpcService) ModelStreamInfer(st pb.GRPCInferenceService_ModelStreamInf
 			// error_message and the stream stays open.
 			send(&pb.ModelStreamInferResponse{ErrorMessage: status.Convert(err).Message(),
 				InferResponse: &pb.ModelInferResponse{Id: in.r.GetId(), ModelName: in.r.GetModelName()}})
+			return
+		}
+		if !q.stream {
+			// stream=false: one response, the whole answer, flagged final,
+			// as the vLLM backend answers.
+			sink := &grpcSink{}
+			if err := g.serve(ctx, q, sink); err != nil {
+				stop(err)
+				return
+			}
+			send(&pb.ModelStreamInferResponse{InferResponse: q.textResponse(g.s, sink.text, q.sent, true)})
 			return
 		}
 		if err := g.serve(ctx, q, g.grpcStreamSink(q, send, func() { stop(nil) })); err != nil {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
@@ -45,11 +48,33 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	// A child context ends the stream whatever way Do returns.
 	callCtx, cancel := context.WithCancel(c.outgoing(ctx, id))
 	defer cancel()
-	if c.stream {
+	switch {
+	case c.stream:
 		c.doStream(ctx, callCtx, cancel, req, rec, maxTokens, keepText)
-	} else {
-		c.doUnary(ctx, callCtx, req, rec, keepText)
+	case c.unaryOverStream.Load():
+		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+	default:
+		c.doUnary(ctx, callCtx, cancel, req, rec, keepText)
 	}
+}
+
+// doOverStream asks for one response (stream false) over ModelStreamInfer:
+// the unstreamed answer of a decoupled model, which refuses ModelInfer.
+func (c *Client) doOverStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+	if req.Parameters == nil {
+		req.Parameters = map[string]*pb.InferParameter{}
+	}
+	req.Parameters[paramEmptyFinal] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+	rec.Unstreamed = true
+	c.doStream(ctx, callCtx, cancel, req, rec, 0, keepText)
+}
+
+// decoupledRefusal reports whether err is Triton refusing ModelInfer for a
+// decoupled model ("ModelInfer RPC doesn't support models with decoupled
+// transaction policy", UNIMPLEMENTED).
+func decoupledRefusal(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unimplemented && strings.Contains(st.Message(), "decoupled")
 }
 
 // response is the state of one request's answer.
@@ -208,13 +233,27 @@ func recvStatus(st interface {
 	}
 }
 
-func (c *Client) doUnary(ctx, callCtx context.Context, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
 	rec.Unstreamed = true
 	s := response{rec: rec, keepText: keepText}
 	defer s.settle()
 	rec.Sent = rec.Now()
 	r, err := c.pick().ModelInfer(callCtx, req)
 	rec.End = rec.Now()
+	if err != nil && decoupledRefusal(err) {
+		// The model is decoupled: from now on every unstreamed request goes
+		// over ModelStreamInfer. This one is sent again at once; its
+		// latency still counts from the intended start, and Sent stays the
+		// first send.
+		if c.unaryOverStream.CompareAndSwap(false, true) && c.warn != nil {
+			c.warn("the model is decoupled and refuses ModelInfer: --stream=false requests go over ModelStreamInfer, one response each")
+		}
+		sent := rec.Sent
+		rec.Retries++
+		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+		rec.Sent = sent
+		return
+	}
 	if err != nil {
 		kind, code, msg := classify(ctx, err, "before the response", false)
 		c.fail(rec, kind, code, msg)

@@ -312,3 +312,30 @@ func TestSimulatorTritonMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A decoupled model refuses ModelInfer (Triton's vLLM backend): the client
+// says so once and sends unstreamed requests over ModelStreamInfer with
+// stream false, one response each; the first one is sent again.
+func TestDecoupledModelUnstreamed(t *testing.T) {
+	srv := simtest.StartGRPC(t, fixed())
+	var warned []string
+	c, err := kserve.New(kserve.Config{Target: srv.GRPCAddr, Model: srv.Config().Model, Stream: kserve.Bool(false), MaxTokens: 8,
+		Transport: transport.Config{Headers: []string{sim.GRPCDecoupledHeader + ": true"}},
+		Warn:      func(m string) { warned = append(warned, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Preflight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, retries := range []int{1, 0} {
+		rec := do(t, c, int64(i+1), prompts.Prompt{Text: "hi"}, 5*time.Second)
+		if !rec.OK() || !rec.Unstreamed || len(rec.Chunks) != 1 || rec.OutputTokens != 8 || rec.Retries != retries {
+			t.Errorf("request %d: %s %q, %d chunks, %d tokens, %d retries", i+1, rec.ErrorKind, rec.Error, len(rec.Chunks), rec.OutputTokens, rec.Retries)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "decoupled") {
+		t.Errorf("warnings %q", warned)
+	}
+}

@@ -42,7 +42,9 @@ type Config struct {
 	// server's choice.
 	Model, Version string
 	// Stream uses ModelStreamInfer (decoupled models, one response per
-	// piece of text); false uses ModelInfer (one response). nil means true.
+	// piece of text); false asks for one response, by ModelInfer, or over
+	// ModelStreamInfer once a decoupled model (the vLLM backend's) has
+	// refused ModelInfer. nil means true.
 	Stream *bool
 	// MaxTokens is sent when a prompt sets none; 0 sends none (the
 	// TensorRT-LLM ensemble then fails: it requires max_tokens).
@@ -64,9 +66,9 @@ type Config struct {
 	// and extra headers, sent as metadata; a "Host" line sets the
 	// :authority. Proxies, MaxConnsPerHost and RoundTripper do not apply.
 	Transport transport.Config
-	// Warn, if not nil, gets once-only notices for the user (the gRPC
-	// client has none yet; GenerateClient's transport warns of a server
-	// that closes every connection).
+	// Warn, if not nil, gets once-only notices for the user: a decoupled
+	// model that refuses ModelInfer (GenerateClient: a server that closes
+	// every connection).
 	Warn func(msg string)
 }
 
@@ -86,6 +88,10 @@ type Client struct {
 	md         metadata.MD
 	secrets    []string
 	spec       atomic.Pointer[modelSpec]
+	warn       func(string)
+	// unaryOverStream: the model refused ModelInfer as decoupled, so
+	// unstreamed requests go over ModelStreamInfer.
+	unaryOverStream atomic.Bool
 
 	codec   frameCodec
 	conns   []*grpc.ClientConn
@@ -126,6 +132,9 @@ func New(cfg Config) (*Client, error) {
 		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
 	c.spec.Store(defaultSpec(cfg.Tensors))
 	c.codec = newFrameCodec()
+	if cfg.Warn != nil {
+		c.warn = func(msg string) { cfg.Warn(c.safeTarget + ": " + msg) }
+	}
 
 	hs, err := cfg.Transport.HeaderSet(nil)
 	if err != nil {

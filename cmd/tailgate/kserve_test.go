@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -103,3 +108,59 @@ func TestValidateKServeGRPC(t *testing.T) {
 		t.Errorf("environment.json: %v %s", err, env)
 	}
 }
+
+// tailgate sim --grpc serves KServe v2 gRPC beside the HTTP API until
+// interrupted; a non-loopback --grpc is refused.
+func TestSimServesGRPC(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- cmdSim(ctx, []string{"--addr", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--fixed-ttft", "1ms"}, &out, &errb)
+	}()
+	var addr string
+	for deadline := time.Now().Add(5 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, after, ok := strings.Cut(out.String(), "KServe v2 gRPC on grpc://"); ok {
+			addr = strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+		}
+	}
+	if addr == "" {
+		cancel()
+		<-done
+		t.Fatalf("no gRPC address announced:\n%s\n%s", out.String(), errb.String())
+	}
+	c, err := kserve.New(kserve.Config{Target: addr, Model: "sim-llama-8b", MaxTokens: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := loadgen.NewRecord(time.Now())
+	c.Do(ctx, &prompts.Prompt{Text: "hi"}, rec)
+	if !rec.OK() || len(rec.Chunks) != 3 {
+		t.Errorf("%s %q, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	var o, e bytes.Buffer
+	if code := cmdSim(context.Background(), []string{"--grpc", "0.0.0.0:0"}, &o, &e); code != exitUsage || !strings.Contains(e.String(), "--grpc") {
+		t.Errorf("remote --grpc: exit %d %s", code, e.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write and read from two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -73,6 +73,9 @@ const GRPCStatusHeader = "x-sim-grpc-status"
 //     message was handed to grpc-go's writer (a few µs to ms before the
 //     kernel has it, more under CPU contention).
 //   - /metrics gains Triton's nv_inference_* series (tritonMetrics).
+//   - The HTTP-only behaviours (CloseAfter, Dialect, EOSNotStreamed,
+//     HTTPThreads, MetricsFromLoop) do not apply; GRPCDecoupledHeader
+//     makes ModelInfer refuse the model as Triton refuses a decoupled one.
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	s      *Server

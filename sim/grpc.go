@@ -75,7 +75,9 @@ const GRPCStatusHeader = "x-sim-grpc-status"
 //   - /metrics gains Triton's nv_inference_* series (tritonMetrics).
 //   - The HTTP-only behaviours (CloseAfter, Dialect, EOSNotStreamed,
 //     HTTPThreads, MetricsFromLoop) do not apply; GRPCDecoupledHeader
-//     makes ModelInfer refuse the model as Triton refuses a decoupled one.
+//     makes ModelInfer refuse the model as Triton refuses a decoupled one,
+//     and GRPCTensorsHeader makes it the TensorRT-LLM ensemble (its
+//     tensors, shapes with the batch dimension, max_tokens required).
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	s      *Server
@@ -189,12 +191,58 @@ var simOutputs = []*pb.ModelMetadataResponse_TensorMetadata{
 	{Name: "num_output_tokens", Datatype: "UINT32", Shape: []int64{-1}},
 }
 
-func (g *grpcService) ModelMetadata(_ context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+// GRPCTensorsHeader is request metadata that makes the model look like the
+// TensorRT-LLM backend's ensemble ("trtllm"): its metadata lists
+// text_input, max_tokens (INT32, required), stream, exclude_input_in_output,
+// temperature, end_id and pad_id, every shape with a leading batch
+// dimension ([-1, 1]), and requests are checked against that.
+const GRPCTensorsHeader = "x-sim-tensors"
+
+// The TensorRT-LLM ensemble's tensors (config.pbtxt with max_batch_size
+// > 0: a leading batch dimension).
+var trtInputs = []*pb.ModelMetadataResponse_TensorMetadata{
+	{Name: "text_input", Datatype: "BYTES", Shape: []int64{-1, 1}},
+	{Name: "max_tokens", Datatype: "INT32", Shape: []int64{-1, 1}},
+	{Name: "stream", Datatype: "BOOL", Shape: []int64{-1, 1}},
+	{Name: "exclude_input_in_output", Datatype: "BOOL", Shape: []int64{-1, 1}},
+	{Name: "temperature", Datatype: "FP32", Shape: []int64{-1, 1}},
+	{Name: "end_id", Datatype: "INT32", Shape: []int64{-1, 1}},
+	{Name: "pad_id", Datatype: "INT32", Shape: []int64{-1, 1}},
+}
+
+var trtOutputs = []*pb.ModelMetadataResponse_TensorMetadata{
+	{Name: "text_output", Datatype: "BYTES", Shape: []int64{-1, -1}},
+}
+
+// tensorsOf is the model's inputs and outputs for a request's metadata.
+func tensorsOf(header func(string) string) (in, out []*pb.ModelMetadataResponse_TensorMetadata, trt bool) {
+	if header(GRPCTensorsHeader) == "trtllm" {
+		return trtInputs, trtOutputs, true
+	}
+	return simInputs, simOutputs, false
+}
+
+func metadataHeader(ctx context.Context) func(string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+func (g *grpcService) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
 	if !g.known(r.GetName(), r.GetVersion()) {
 		return nil, g.unknownModel(r.GetName())
 	}
-	return &pb.ModelMetadataResponse{Name: g.s.cfg.Model, Versions: []string{"1"}, Platform: "vllm",
-		Inputs: simInputs, Outputs: simOutputs}, nil
+	in, out, trt := tensorsOf(metadataHeader(ctx))
+	platform := "vllm"
+	if trt {
+		platform = "ensemble"
+	}
+	return &pb.ModelMetadataResponse{Name: g.s.cfg.Model, Versions: []string{"1"}, Platform: platform,
+		Inputs: in, Outputs: out}, nil
 }
 
 // grpcRequest is a validated inference request.
@@ -249,6 +297,20 @@ func rawInput(r *pb.ModelInferRequest, i int) []byte {
 	return b
 }
 
+// shapeFits reports whether a request's shape matches a declared one: as
+// many dimensions, -1 taking any size.
+func shapeFits(got, decl []int64) bool {
+	if len(got) != len(decl) {
+		return false
+	}
+	for i := range got {
+		if decl[i] != -1 && got[i] != decl[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // firstBytesElement decodes the first element of a raw BYTES tensor.
 func firstBytesElement(raw []byte) (string, error) {
 	if len(raw) < 4 {
@@ -261,9 +323,11 @@ func firstBytesElement(raw []byte) (string, error) {
 	return string(raw[4 : 4+n]), nil
 }
 
-// parse checks a request against the model's tensors, as Triton and the
-// vLLM backend do.
-func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
+// parse checks a request against the model's tensors (names, data types,
+// shapes), as Triton and the vLLM backend (or the TensorRT-LLM ensemble)
+// do.
+func (g *grpcService) parse(r *pb.ModelInferRequest, header func(string) string) (*grpcRequest, error) {
+	inputs, _, trt := tensorsOf(header)
 	s := g.s
 	if !g.known(r.GetModelName(), r.GetModelVersion()) {
 		return nil, g.unknownModel(r.GetModelName())
@@ -272,18 +336,22 @@ func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "expected %d raw input contents, got %d", len(r.GetInputs()), len(raw))
 	}
 	q := &grpcRequest{id: r.GetId(), max: s.cfg.DefaultMaxTokens}
-	haveText := false
+	haveText, haveMax := false, false
 	for i, in := range r.GetInputs() {
 		raw := rawInput(r, i)
 		name := in.GetName()
 		var decl *pb.ModelMetadataResponse_TensorMetadata
-		for _, t := range simInputs {
+		for _, t := range inputs {
 			if t.Name == name {
 				decl = t
 			}
 		}
 		if decl == nil {
 			return nil, status.Errorf(codes.InvalidArgument, "[request id: %s] unexpected inference input '%s' for model '%s'", q.id, name, s.cfg.Model)
+		}
+		if !shapeFits(in.GetShape(), decl.Shape) {
+			return nil, status.Errorf(codes.InvalidArgument, "[request id: %s] unexpected shape for input '%s' for model '%s'. Expected %v, got %v",
+				q.id, name, s.cfg.Model, decl.Shape, in.GetShape())
 		}
 		if in.GetDatatype() != decl.Datatype {
 			return nil, status.Errorf(codes.InvalidArgument, "[request id: %s] inference input '%s' data-type is '%s', but model '%s' expects '%s'",
@@ -303,6 +371,15 @@ func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
 				q.wantIn = v
 			case "return_num_output_tokens":
 				q.wantOut = v
+			}
+			continue
+		}
+		if decl.Datatype == "INT32" || decl.Datatype == "FP32" {
+			if len(raw) < 4 {
+				return nil, status.Errorf(codes.InvalidArgument, "input '%s': fewer than 4 bytes", name)
+			}
+			if name == "max_tokens" {
+				q.max, haveMax = int(int32(binary.LittleEndian.Uint32(raw))), true
 			}
 			continue
 		}
@@ -332,7 +409,10 @@ func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
 	if !haveText {
 		return nil, status.Errorf(codes.InvalidArgument, "[request id: %s] expected 1 inputs but got 0 inputs for model '%s': input 'text_input' is missing", q.id, s.cfg.Model)
 	}
-	if q.stream && !q.exclude {
+	if trt && !haveMax {
+		return nil, status.Errorf(codes.InvalidArgument, "[request id: %s] expected 2 inputs but got 1 inputs for model '%s': input 'max_tokens' is missing", q.id, s.cfg.Model)
+	}
+	if q.stream && !q.exclude && !trt {
 		return nil, status.Error(codes.InvalidArgument, "When streaming, `exclude_input_in_output` = False is not allowed.")
 	}
 	if q.max < 1 {
@@ -348,13 +428,7 @@ func (g *grpcService) parse(r *pb.ModelInferRequest) (*grpcRequest, error) {
 
 // begin registers a request's arrival: its truth record and its fault.
 func (g *grpcService) begin(ctx context.Context, path string, r *pb.ModelInferRequest, arrived time.Time) (*grpcRequest, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	return g.beginWith(func(k string) string {
-		if v := md.Get(k); len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}, path, r, arrived)
+	return g.beginWith(metadataHeader(ctx), path, r, arrived)
 }
 
 // beginWith is begin with the request's headers (gRPC metadata or HTTP).
@@ -399,7 +473,7 @@ func (g *grpcService) beginWith(header func(string) string, path string, r *pb.M
 	if faultFor == 0 {
 		faultFor = s.cfg.StallFor
 	}
-	q, err := g.parse(r)
+	q, err := g.parse(r, header)
 	if err != nil {
 		return fail(err)
 	}

@@ -339,3 +339,31 @@ func TestDecoupledModelUnstreamed(t *testing.T) {
 		t.Errorf("warnings %q", warned)
 	}
 }
+
+// Against a model shaped like the TensorRT-LLM ensemble: the preflight
+// picks its convention from the metadata, and the requests it sends (with
+// the batch dimension, max_tokens as an INT32 tensor, a mix's temperature
+// and end_id as tensors) pass the simulator's checks of names, types and
+// shapes. Without per-response counts, tokens are one per chunk.
+func TestTensorRTLLMEnsemble(t *testing.T) {
+	srv := simtest.StartGRPC(t, fixed())
+	c := newClient(t, srv, true, sim.GRPCTensorsHeader+": trtllm")
+	p := prompts.Prompt{Text: "What is ML?", Params: map[string]any{"temperature": 0.2, "end_id": 2}}
+	rec := do(t, c, 1, p, 5*time.Second)
+	if !rec.OK() || len(rec.Chunks) != 8 || rec.OutputTokens != 8 || rec.TokenSource != loadgen.TokensFromChunks {
+		t.Fatalf("%s %q, %d chunks, %d tokens from %s", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.OutputTokens, rec.TokenSource)
+	}
+	// The vLLM convention forced on it misses max_tokens: the server says so.
+	v, err := kserve.New(kserve.Config{Target: srv.GRPCAddr, Model: srv.Config().Model, MaxTokens: 8, Tensors: kserve.TensorsVLLM,
+		Transport: transport.Config{Headers: []string{sim.GRPCTensorsHeader + ": trtllm"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.Preflight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rec := do(t, v, 2, prompts.Prompt{Text: "hi"}, 5*time.Second); rec.ErrorKind != loadgen.ErrStreamError || !strings.Contains(rec.Error, "max_tokens") {
+		t.Errorf("vLLM tensors on the ensemble: %s %q", rec.ErrorKind, rec.Error)
+	}
+}

@@ -6,7 +6,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean
+.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
 
 all: build
 
@@ -46,6 +46,7 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP|DecodeEvent' -benchmem -count 1 ./loadgen/openai/
+	$(GO) test -run '^$$' -bench 'DecodeStream' -benchmem -count 1 ./loadgen/kserve/
 	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
 
 # tailgate beside wrk, hey and a no-parse stream reader on this machine, in
@@ -61,6 +62,42 @@ fuzz:
 		echo "fuzz $$pkg $$fn"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1 $$pkg || exit 1; \
 	done
+
+# Generated Go for the KServe v2 gRPC protocol (loadgen/kserve/inferencepb).
+# The code is committed, so a build needs no protoc; `make proto` rebuilds
+# it with protoc (Debian: protobuf-compiler) and these plugin versions,
+# installed from the Go module proxy into bin/. `make proto-check` (CI)
+# fails when the committed code is not what they generate; only the
+# protoc version comment may differ.
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
+PROTO_DIR   := loadgen/kserve/inferencepb
+PROTO_FILES := $(PROTO_DIR)/inference.proto
+PLUGIN_BIN  := $(CURDIR)/bin/protoc-plugins
+
+proto-plugins:
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	GOBIN=$(PLUGIN_BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(PLUGIN_BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+# protoc-gen-go-grpc keeps only what the file needs: the client and server.
+proto: proto-plugins
+	PATH=$(PLUGIN_BIN):$$PATH protoc -I $(PROTO_DIR) \
+		--go_out=paths=source_relative:$(PROTO_DIR) \
+		--go-grpc_out=paths=source_relative:$(PROTO_DIR) $(PROTO_FILES)
+
+proto-check: proto-plugins
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	PATH=$(PLUGIN_BIN):$$PATH protoc -I $(PROTO_DIR) \
+		--go_out=paths=source_relative:$$tmp --go-grpc_out=paths=source_relative:$$tmp $(PROTO_FILES) || exit 1; \
+	for f in $$tmp/*.go; do \
+		g=$(PROTO_DIR)/$$(basename $$f); \
+		if ! diff -u -I '^// *protoc  *v' -I '^// - protoc  *v' $$g $$f; then \
+			echo "$$g is stale: run make proto and commit the result"; exit 1; fi; \
+	done; \
+	n=$$(ls $(PROTO_DIR)/*.pb.go | wc -l); m=$$(ls $$tmp/*.go | wc -l); \
+	if [ $$n != $$m ]; then echo "$(PROTO_DIR): $$n generated files committed, protoc makes $$m"; exit 1; fi; \
+	echo "proto-check: generated code is current"
 
 clean:
 	rm -rf bin demo-out

@@ -38,6 +38,12 @@ func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) re
 		b.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
+	return driveClient(b, c, opts)
+}
+
+// driveClient runs opts through c and samples memory while it runs.
+func driveClient(b *testing.B, c loadgen.Client, opts loadgen.Options) result {
+	b.Helper()
 	r, err := loadgen.NewRunner(c, &loadgen.Repeat{Prompt: prompts.Prompt{Text: "benchmark"}}, opts)
 	if err != nil {
 		b.Fatal(err)

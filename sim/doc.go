@@ -12,6 +12,13 @@
 //	GET  /health                                      200, empty body
 //	GET  /metrics                                     Prometheus text format
 //
+// Server.ServeGRPC (tailgate sim --grpc ADDR) serves the same model, engine,
+// faults and truth over KServe v2 gRPC as Triton's vLLM backend does, and
+// adds Triton's nv_inference_* series to /metrics: see grpc.go. The HTTP
+// address also serves Triton's /v2 endpoints and generate extension
+// (generate.go) and TGI's and Ollama's native APIs (native.go), over the
+// same engine, faults and truth.
+//
 // Every response carries Server: tailgate-sim/VERSION and X-Sim-Version;
 // completions echo X-Request-Id (or a generated "sim-N").
 //

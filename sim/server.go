@@ -293,6 +293,8 @@ func (s *Server) routes() http.Handler {
 		s.serveCompletion(w, r, false)
 	})
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	s.generateRoutes(mux) // Triton's /v2 endpoints (generate.go)
+	s.nativeRoutes(mux)   // TGI's and Ollama's native APIs (native.go)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	var exposition http.Handler = promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 	if s.cfg.Metrics == MetricsLlamaCpp {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -31,11 +32,14 @@ type targetFlags struct {
 	headers            []string
 	insecure           bool
 	caFile             string
+	certFile, keyFile  string
+	connections        int
+	keepalive          time.Duration
 	apiKey             string // read by client(); never printed
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&t.target, "target", "http://127.0.0.1:8000", "base URL of the OpenAI-compatible server")
+	fs.StringVar(&t.target, "target", "http://127.0.0.1:8000", "base URL of the OpenAI-compatible server; for kserve-grpc grpc://HOST:PORT or grpcs://HOST:PORT (TLS)")
 	fs.StringVar(&t.api, "api", "openai-chat", "protocol: "+strings.Join(protocol.Names(), ", "))
 	fs.StringVar(&t.model, "model", "", "model name (default: the first one the server lists at /v1/models)")
 	fs.IntVar(&t.maxTokens, "max-tokens", 128, "max output tokens when the prompt does not set them")
@@ -44,6 +48,10 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&t.headers, "header", nil, "extra request header \"Name: value\" (repeatable)")
 	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification")
 	fs.StringVar(&t.caFile, "ca-file", "", "PEM CA bundle to verify the server with")
+	fs.StringVar(&t.certFile, "cert-file", "", "PEM client certificate for mutual TLS (with --key-file)")
+	fs.StringVar(&t.keyFile, "key-file", "", "PEM key of --cert-file")
+	fs.IntVar(&t.connections, "connections", 1, "kserve-grpc: HTTP/2 connections to spread the streams over (servers cap the streams of one connection, often at 100)")
+	fs.DurationVar(&t.keepalive, "grpc-keepalive", 0, "kserve-grpc: ping idle connections this often (0: off; servers refuse frequent pings)")
 }
 
 // checkTarget rejects a target URL that cannot work, saying how to fix it.
@@ -91,8 +99,14 @@ func (t *targetFlags) auth() http.Header {
 // client builds the protocol client for the target; warn gets once-only
 // notices (a server that closes every connection).
 func (t *targetFlags) client(warn func(string)) (protocol.Client, error) {
-	if err := checkTarget(t.target); err != nil {
-		return nil, err
+	// A gRPC target is checked by its client: it has other schemes.
+	if t.api != kserve.APIGRPC {
+		if err := checkTarget(t.target); err != nil {
+			return nil, err
+		}
+	}
+	if t.connections < 1 {
+		return nil, fmt.Errorf("--connections %d: want at least 1", t.connections)
 	}
 	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
 	if err != nil {
@@ -100,8 +114,9 @@ func (t *targetFlags) client(warn func(string)) (protocol.Client, error) {
 	}
 	t.apiKey = key
 	return protocol.New(protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
-		MaxTokens: t.maxTokens, Warn: warn, Transport: transport.Config{APIKey: key, Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile}})
+		MaxTokens: t.maxTokens, Warn: warn, Connections: t.connections, Keepalive: t.keepalive,
+		Transport: transport.Config{APIKey: key, Headers: t.headers,
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile}})
 }
 
 // discoverModel asks the server for its model when --model is not given.
@@ -115,6 +130,20 @@ func (t *targetFlags) discoverModel(ctx context.Context, c protocol.Client) erro
 	}
 	t.model = m
 	c.SetModel(m)
+	return nil
+}
+
+// prepare lets a client that must learn about its target before the run
+// (protocol.Preparer: kserve-grpc reads the model's readiness and tensors)
+// do so; its failure stops the run before it starts.
+func (t *targetFlags) prepare(ctx context.Context, c protocol.Client) error {
+	p, ok := c.(protocol.Preparer)
+	if !ok {
+		return nil
+	}
+	if err := p.Prepare(ctx); err != nil {
+		return invalidErr("%s", redact.Text(err.Error(), t.apiKey))
+	}
 	return nil
 }
 
@@ -281,6 +310,11 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 	case "off", "none":
 	default:
 		if mu == "" {
+			if grpcTarget(target) {
+				// Triton serves metrics on their own HTTP port (8002):
+				// only --metrics-url can say where.
+				break
+			}
 			mu = metricsURLFor(target)
 		}
 		sc := telemetry.ScrapeConfig{URL: mu}
@@ -324,6 +358,13 @@ func metricsURLFor(target string) string {
 	p = strings.TrimSuffix(p, "/v1")
 	u.Path, u.RawQuery, u.Fragment = p+"/metrics", "", ""
 	return u.String()
+}
+
+// grpcTarget reports whether target is a gRPC address (grpc://, grpcs://
+// or a bare host:port), which has no /metrics of its own.
+func grpcTarget(target string) bool {
+	t := strings.TrimSpace(target)
+	return strings.HasPrefix(t, "grpc://") || strings.HasPrefix(t, "grpcs://") || !strings.Contains(t, "://")
 }
 
 func sameHost(a, b string) bool {

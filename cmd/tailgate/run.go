@@ -96,6 +96,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := tf.discoverModel(ctx, client); err != nil {
 		return err
 	}
+	if err := tf.prepare(ctx, client); err != nil {
+		return err
+	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err

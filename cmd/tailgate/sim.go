@@ -33,6 +33,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		closeAfter  string
 		metrics     string
 		dialect     string
+		grpcAddr    string
 	)
 	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -71,6 +72,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for fault and jitter decisions")
 	fs.DurationVar(&cfg.StallFor, "stall-for", cfg.StallFor, "length of the stall and stall_mid faults and of the --stall-at freeze")
 	fs.DurationVar(&cfg.StallAt, "stall-at", 0, "freeze the whole server for --stall-for once, this long after the first request")
+	fs.StringVar(&grpcAddr, "grpc", "", "also serve KServe v2 gRPC (ModelStreamInfer, ModelInfer; Triton vLLM-backend tensors) on this address, e.g. 127.0.0.1:8001")
 	fs.StringVar(&readyFile, "ready-file", "", "write the listening URL to this file once listening (removed on exit)")
 	printUsage := func(w io.Writer) {
 		fmt.Fprintf(w, "Usage: tailgate sim [flags]\n\nServe a simulated OpenAI-compatible LLM endpoint (vLLM-shaped streams, /metrics,\nfault injection, and modes for real servers' behaviours: --profile llamacpp) until\ninterrupted.\n\nFlags:\n%s", fs.FlagUsages())
@@ -121,6 +123,12 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tailgate sim: --addr %s: %v (pass --allow-remote to serve beyond this machine)\n", addr, err)
 		return exitUsage
 	}
+	if grpcAddr != "" {
+		if err := checkLoopback(grpcAddr); err != nil && !allowRemote {
+			fmt.Fprintf(stderr, "tailgate sim: --grpc %s: %v (pass --allow-remote to serve beyond this machine)\n", grpcAddr, err)
+			return exitUsage
+		}
+	}
 
 	run, err := sim.Start(cfg, addr)
 	if err != nil {
@@ -158,6 +166,17 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		desc += "; " + modes
 	}
 	fmt.Fprintf(stdout, "tailgate sim %s: serving %q on %s (%s mode: %s)\n", sim.Version, c.Model, run.URL, c.Mode, desc)
+	if grpcAddr != "" {
+		g, err := run.ServeGRPC(grpcAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "tailgate sim: --grpc: %v\n", err)
+			return exitUsage
+		}
+		// The simulator first, so requests in flight end at once, then
+		// the gRPC listener.
+		defer func() { run.Close(); g.Close() }()
+		fmt.Fprintf(stdout, "tailgate sim: KServe v2 gRPC on grpc://%s\n", g.Addr)
+	}
 	if readyFile != "" {
 		if err := atomicWriteString(readyFile, run.URL+"\n"); err != nil {
 			fmt.Fprintf(stderr, "tailgate sim: --ready-file: %v\n", err)

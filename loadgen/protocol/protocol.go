@@ -1,14 +1,26 @@
 // Package protocol maps --api names to protocol clients, so a new protocol
-// (KServe gRPC next) is one package under loadgen/ and one row here.
+// is one package under loadgen/ and one row here.
+//
+// A protocol package provides a client that implements loadgen.Client
+// (one prompt in, one Record filled: Sent, a Chunk per content-bearing
+// piece as it arrives, FirstAnswer, token counts, End, and an ErrorKind
+// from loadgen's protocol-neutral list on failure) and the three side
+// interfaces of Client below. It shares loadgen/transport's Config (TLS,
+// headers, API key) and scrubs credentials from every error.
 package protocol
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/ollama"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/tgi"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
@@ -20,6 +32,11 @@ type Target struct {
 	// Stream asks for a streamed answer.
 	Stream    bool
 	Transport transport.Config
+	// Connections is how many connections a multiplexing protocol (gRPC)
+	// spreads its streams over; 0 means 1. HTTP/1.1 protocols ignore it.
+	Connections int
+	// Keepalive, when positive, pings idle gRPC connections this often.
+	Keepalive time.Duration
 	// Warn, if not nil, gets once-only notices for the user (a server that
 	// closes every connection). It may be called from any goroutine.
 	Warn func(msg string)
@@ -35,10 +52,43 @@ type Client interface {
 	loadgen.ServerDescriber
 }
 
+// Preparer is a Client that must learn about its target before the run
+// (the KServe client reads the model's readiness and tensors). run and
+// validate call Prepare once, after the model is known and before the
+// schedule starts; an error stops the run.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
 // constructors is the table: one row per --api name.
 var constructors = map[string]func(Target) (Client, error){
 	openai.APIChat:        newOpenAI,
 	openai.APICompletions: newOpenAI,
+	kserve.APIGRPC:        newKServe,
+	kserve.APIGenerate:    newGenerate,
+	tgi.API:               newTGI,
+	ollama.API:            newOllama,
+}
+
+func newTGI(t Target) (Client, error) {
+	return tgi.New(tgi.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
+		Transport: t.Transport, Warn: t.Warn})
+}
+
+func newOllama(t Target) (Client, error) {
+	return ollama.New(ollama.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
+		Transport: t.Transport, Warn: t.Warn})
+}
+
+func newGenerate(t Target) (Client, error) {
+	return kserve.NewGenerate(kserve.Config{Target: t.URL, Model: t.Model, Stream: kserve.Bool(t.Stream),
+		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
+}
+
+func newKServe(t Target) (Client, error) {
+	return kserve.New(kserve.Config{Target: t.URL, Model: t.Model, Stream: kserve.Bool(t.Stream),
+		MaxTokens: t.MaxTokens, Connections: t.Connections, Keepalive: t.Keepalive,
+		Transport: t.Transport, Warn: t.Warn})
 }
 
 func newOpenAI(t Target) (Client, error) {

@@ -12,7 +12,7 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := New(Target{URL: "http://127.0.0.1:1", API: "kserve-grpc"}); err == nil || !strings.Contains(err.Error(), "openai-chat") {
+	if _, err := New(Target{URL: "http://127.0.0.1:1", API: "triton-http"}); err == nil || !strings.Contains(err.Error(), "openai-chat") {
 		t.Errorf("unknown api: %v", err)
 	}
 }

@@ -36,6 +36,9 @@ type Config struct {
 	Insecure bool
 	// CAFile is a PEM bundle trusted besides the system roots.
 	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and its key, sent
+	// for mutual TLS; both or neither.
+	CertFile, KeyFile string
 	// Headers are extra request headers as "Name: value" lines (the form
 	// of a repeated --header flag). They override the protocol's defaults
 	// and the API key's Authorization. A "Host" line sets the request's
@@ -59,12 +62,10 @@ type Config struct {
 	RoundTripper http.RoundTripper
 }
 
-// Transport builds the tuned *http.Transport for c.
-func (c Config) Transport() (*http.Transport, error) {
-	dialTimeout := c.DialTimeout
-	if dialTimeout <= 0 {
-		dialTimeout = DefaultDialTimeout
-	}
+// TLSConfig is the TLS client configuration of c: verification (or
+// Insecure), the CA bundle beside the system roots, and the client
+// certificate for mutual TLS. HTTP and gRPC clients share it.
+func (c Config) TLSConfig() (*tls.Config, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: c.Insecure}
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
@@ -79,6 +80,30 @@ func (c Config) Transport() (*http.Transport, error) {
 			return nil, fmt.Errorf("CA file %s: no PEM certificates found", c.CAFile)
 		}
 		tlsCfg.RootCAs = pool
+	}
+	switch {
+	case c.CertFile != "" && c.KeyFile != "":
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			// The error names neither file's contents, only what is wrong.
+			return nil, fmt.Errorf("client certificate %s / key %s: %v", c.CertFile, c.KeyFile, err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
+	case c.CertFile != "" || c.KeyFile != "":
+		return nil, errors.New("client certificate: give both the certificate and the key file")
+	}
+	return tlsCfg, nil
+}
+
+// Transport builds the tuned *http.Transport for c.
+func (c Config) Transport() (*http.Transport, error) {
+	dialTimeout := c.DialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	tlsCfg, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
 	}
 	proxy := c.Proxy
 	if proxy == nil {

@@ -1,0 +1,283 @@
+package kserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+const (
+	// maxChunkPrealloc caps the chunk slice made up front from max_tokens.
+	maxChunkPrealloc = 8192
+	// drainAfterFinal bounds the wait for the stream's end after the final
+	// response; it is not in End.
+	drainAfterFinal = 100 * time.Millisecond
+)
+
+// Do sends p and fills rec; see the package documentation for what each
+// instant means. It leaves rec.Finalize to the runner.
+func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req, err := c.buildRequest(c.spec.Load(), p, id, maxTokens, c.stream)
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, 0, "building the request: "+err.Error())
+		return
+	}
+	keepText := p.FollowUp != nil
+	// A child context ends the stream whatever way Do returns.
+	callCtx, cancel := context.WithCancel(c.outgoing(ctx, id))
+	defer cancel()
+	switch {
+	case c.stream:
+		c.doStream(ctx, callCtx, cancel, req, rec, maxTokens, keepText)
+	case c.unaryOverStream.Load():
+		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+	default:
+		c.doUnary(ctx, callCtx, cancel, req, rec, keepText)
+	}
+}
+
+// doOverStream asks for one response (stream false) over ModelStreamInfer:
+// the unstreamed answer of a decoupled model, which refuses ModelInfer.
+func (c *Client) doOverStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+	if req.Parameters == nil {
+		req.Parameters = map[string]*pb.InferParameter{}
+	}
+	req.Parameters[paramEmptyFinal] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+	rec.Unstreamed = true
+	c.doStream(ctx, callCtx, cancel, req, rec, 0, keepText)
+}
+
+// decoupledRefusal reports whether err is Triton refusing ModelInfer for a
+// decoupled model ("ModelInfer RPC doesn't support models with decoupled
+// transaction policy", UNIMPLEMENTED).
+func decoupledRefusal(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unimplemented && strings.Contains(st.Message(), "decoupled")
+}
+
+// response is the state of one request's answer.
+type response struct {
+	rec      *loadgen.Record
+	keepText bool
+	text     []byte
+	ev       event
+	pending  int // tokens counted on responses without text, owed to the next chunk
+	final    bool
+	n        int // responses read
+}
+
+// feed takes one decoded response: its text (a chunk when not empty),
+// token counts, finish reason and final flag.
+func (s *response) feed(ev *event) {
+	s.n++
+	rec := s.rec
+	if ev.tokens >= 0 {
+		s.pending += int(ev.tokens)
+		rec.OutputTokens += int(ev.tokens)
+		rec.TokenSource = loadgen.TokensFromUsage
+	}
+	if ev.inTokens > 0 {
+		rec.InputTokens = int(ev.inTokens)
+	}
+	if len(ev.finish) > 0 {
+		rec.FinishReason = string(ev.finish)
+	}
+	if len(ev.text) > 0 {
+		at := rec.Now()
+		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: s.pending})
+		s.pending = 0
+		if rec.FirstAnswer == 0 {
+			rec.FirstAnswer = at
+		}
+		if s.keepText {
+			s.text = append(s.text, ev.text...)
+		}
+	}
+	if ev.final {
+		s.final = true
+	}
+}
+
+// settle gives tokens still owed (counted on the last responses, which
+// had no text) to the last chunk, and keeps the text when asked.
+func (s *response) settle() {
+	rec := s.rec
+	if n := len(rec.Chunks); n > 0 && s.pending > 0 {
+		rec.Chunks[n-1].Tokens += s.pending
+		s.pending = 0
+	}
+	if s.keepText {
+		rec.Text = string(s.text)
+	}
+}
+
+func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
+	if rec.Chunks == nil {
+		n := maxTokens + 1
+		if maxTokens <= 0 || n > maxChunkPrealloc {
+			n = 256
+		}
+		rec.Chunks = make([]loadgen.Chunk, 0, n)
+	}
+	s := response{rec: rec, keepText: keepText}
+	defer s.settle()
+	// Sent is taken before the stream is opened: connection setup, when
+	// the connection is not up yet, counts in TTFT as a user would feel it.
+	rec.Sent = rec.Now()
+	st, err := c.pick().ModelStreamInfer(callCtx, grpc.ForceCodecV2(c.codec))
+	if err == nil {
+		err = st.Send(req)
+	}
+	if err == nil {
+		err = st.CloseSend()
+	}
+	if err != nil {
+		// A failed Send hides the status: Recv has it.
+		if st != nil && !errors.Is(err, io.EOF) {
+			err = recvStatus(st, err)
+		} else if st != nil {
+			_, err = st.Recv()
+		}
+		rec.End = rec.Now()
+		kind, code, msg := classify(ctx, err, "before the response", false)
+		c.fail(rec, kind, code, msg)
+		return
+	}
+	var fr frame
+	ev := &s.ev
+	for {
+		err := st.RecvMsg(&fr)
+		if err != nil {
+			rec.End = rec.Now()
+			if errors.Is(err, io.EOF) {
+				// The server ended the RPC with OK but no final response.
+				c.fail(rec, loadgen.ErrStreamTruncated, 0,
+					fmt.Sprintf("stream ended without %s after %d responses and %d chunks", ParamFinal, s.n, len(rec.Chunks)))
+				return
+			}
+			kind, code, msg := classify(ctx, err, s.where(), s.n > 0)
+			c.fail(rec, kind, code, msg)
+			return
+		}
+		if err := decodeStream(fr.b, ev); err != nil {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response %d: %v", s.n+1, err))
+			return
+		}
+		if len(ev.errMsg) > 0 {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(string(ev.errMsg), maxErrorMessageBytes))
+			return
+		}
+		if !ev.hasResp {
+			continue
+		}
+		if len(ev.id) > 0 && string(ev.id) != req.GetId() {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", ev.id, req.GetId()))
+			return
+		}
+		s.feed(ev)
+		if s.final {
+			rec.End = rec.Now()
+			// Read the RPC's end (the server closes a half-closed stream
+			// once its requests are answered), briefly, so the stream ends
+			// cleanly rather than by our cancellation.
+			t := time.AfterFunc(drainAfterFinal, cancel)
+			for st.RecvMsg(&fr) == nil {
+			}
+			t.Stop()
+			return
+		}
+	}
+}
+
+// where describes how far a stream got, for error messages.
+func (s *response) where() string {
+	return fmt.Sprintf("after %d responses and %d chunks", s.n, len(s.rec.Chunks))
+}
+
+// recvStatus reads the status a failed Send stands for.
+func recvStatus(st interface {
+	Recv() (*pb.ModelStreamInferResponse, error)
+}, sendErr error) error {
+	for {
+		if _, err := st.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return sendErr
+			}
+			return err
+		}
+	}
+}
+
+func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+	rec.Unstreamed = true
+	s := response{rec: rec, keepText: keepText}
+	defer s.settle()
+	rec.Sent = rec.Now()
+	r, err := c.pick().ModelInfer(callCtx, req)
+	rec.End = rec.Now()
+	if err != nil && decoupledRefusal(err) {
+		// The model is decoupled: from now on every unstreamed request goes
+		// over ModelStreamInfer. This one is sent again at once; its
+		// latency still counts from the intended start, and Sent stays the
+		// first send.
+		if c.unaryOverStream.CompareAndSwap(false, true) && c.warn != nil {
+			c.warn("the model is decoupled and refuses ModelInfer: --stream=false requests go over ModelStreamInfer, one response each")
+		}
+		sent := rec.Sent
+		rec.Retries++
+		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+		rec.Sent = sent
+		return
+	}
+	if err != nil {
+		kind, code, msg := classify(ctx, err, "before the response", false)
+		c.fail(rec, kind, code, msg)
+		return
+	}
+	s.ev.reset()
+	if err := decodeResponse(r, &s.ev); err != nil {
+		c.fail(rec, loadgen.ErrProtocol, 0, "response: "+err.Error())
+		return
+	}
+	s.feed(&s.ev)
+	// One chunk at the end: the whole answer arrives at once.
+	for i := range rec.Chunks {
+		rec.Chunks[i].At = rec.End
+	}
+	if len(rec.Chunks) > 0 {
+		rec.FirstAnswer = rec.End
+	}
+}
+
+// fail records an error, scrubbed of every credential the client holds.
+func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, code int, msg string) {
+	rec.ErrorKind, rec.Error = kind, c.scrub(msg)
+	if code != 0 {
+		rec.Status = code
+	}
+}

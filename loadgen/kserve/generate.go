@@ -1,0 +1,509 @@
+package kserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+// APIGenerate is the --api name of Triton's generate extension over HTTP.
+const APIGenerate = "triton-generate"
+
+// Bounds of what is read from an HTTP answer.
+const (
+	maxGenerateBody = 64 << 20
+	maxErrorBody    = 64 << 10
+)
+
+// GenerateClient speaks Triton's generate extension: POST
+// /v2/models/{model}/generate_stream (Server-Sent Events, one response per
+// event, no [DONE]: the stream ends with the body) or /generate (one JSON
+// answer), with the KServe v2 HTTP health and metadata endpoints for the
+// preflight. The body is {"text_input": …, "parameters": {…}, …}: other
+// keys fill the model's input tensors of those names, as Triton maps them.
+// It implements the same interfaces as Client and is safe for concurrent
+// use.
+type GenerateClient struct {
+	base     string // scheme://host:port[/prefix], credentials included: send only
+	safeBase string
+	model    string
+	version  string
+	stream   bool
+	maxToks  int
+	tensors  Tensors
+	spec     atomic.Pointer[modelSpec]
+	http     *transport.Client
+}
+
+var (
+	_ loadgen.Client          = (*GenerateClient)(nil)
+	_ loadgen.ModelDiscoverer = (*GenerateClient)(nil)
+	_ loadgen.Preflighter     = (*GenerateClient)(nil)
+	_ loadgen.ServerDescriber = (*GenerateClient)(nil)
+)
+
+// NewGenerate returns a generate-extension client for cfg; cfg.Target is
+// the server's HTTP root (http://triton:8000). Connections, Keepalive and
+// the gRPC-only settings do not apply.
+func NewGenerate(cfg Config) (*GenerateClient, error) {
+	u, err := url.Parse(strings.TrimSpace(cfg.Target))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("kserve: generate target %q: want http://host:port", redact.URL(cfg.Target))
+	}
+	switch cfg.Tensors {
+	case TensorsAuto, TensorsVLLM, TensorsTRTLLM:
+	default:
+		return nil, fmt.Errorf("kserve: tensors %q: want %q or %q", cfg.Tensors, TensorsVLLM, TensorsTRTLLM)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	c := &GenerateClient{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model, version: cfg.Version,
+		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
+	c.spec.Store(defaultSpec(cfg.Tensors))
+	defaults := http.Header{}
+	defaults.Set("Content-Type", "application/json")
+	defaults.Set("User-Agent", "tailgate")
+	var warn func(string)
+	if cfg.Warn != nil {
+		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
+	}
+	c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...)
+	if err != nil {
+		return nil, fmt.Errorf("kserve: %v", err)
+	}
+	return c, nil
+}
+
+// modelPath is /v2/models/{model}[/versions/{v}].
+func (c *GenerateClient) modelPath() string {
+	p := "/v2/models/" + url.PathEscape(c.model)
+	if c.version != "" {
+		p += "/versions/" + url.PathEscape(c.version)
+	}
+	return p
+}
+
+// generateBody builds the request body by the model's tensors: what
+// buildRequest sends as tensors goes as keys of those names; max_tokens
+// and sampling options go in "parameters" (the vLLM backend reads them
+// there) or, for TensorRT-LLM, as the max_tokens key.
+func (c *GenerateClient) generateBody(spec *modelSpec, p *prompts.Prompt, maxTokens int) ([]byte, error) {
+	body := map[string]any{inText: p.Completion()}
+	params := map[string]any{}
+	set := func(name string, v any) {
+		if spec.has(name) {
+			body[name] = v
+		}
+	}
+	set(inStream, c.stream)
+	set(inExclude, true)
+	if spec.known {
+		set(inRetInTokens, true)
+		set(inRetOutTokens, true)
+	}
+	if maxTokens > 0 {
+		if spec.tensors == TensorsTRTLLM {
+			body[inMaxTokens] = maxTokens
+		} else {
+			params[inMaxTokens] = maxTokens
+		}
+	}
+	for k, v := range p.Params {
+		switch {
+		case k == paramsKey:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("params.parameters: want an object, got %T", v)
+			}
+			for pk, pv := range m {
+				params[pk] = pv
+			}
+		case k == inText || k == inStream:
+			return nil, fmt.Errorf("params.%s: set by tailgate", k)
+		case spec.has(k):
+			body[k] = v
+		default:
+			params[k] = v
+		}
+	}
+	if len(params) > 0 {
+		body[paramsKey] = params
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// generateEvent is one generate response: text_output and the counts,
+// each a value or an array of them, or an error.
+type generateEvent struct {
+	Error      json.RawMessage `json:"error"`
+	Text       json.RawMessage `json:"text_output"`
+	OutTokens  json.RawMessage `json:"num_output_tokens"`
+	InTokens   json.RawMessage `json:"num_input_tokens"`
+	FinishText json.RawMessage `json:"finish_reason"`
+}
+
+// decode fills ev (as the gRPC path's event) from one JSON response.
+func (g *generateEvent) decode(b []byte, ev *event) error {
+	*g = generateEvent{}
+	ev.reset()
+	if err := json.Unmarshal(b, g); err != nil {
+		return err
+	}
+	if len(g.Error) > 0 && string(g.Error) != "null" {
+		var s string
+		if json.Unmarshal(g.Error, &s) != nil {
+			s = string(g.Error)
+		}
+		ev.errMsg = []byte(s)
+		if len(ev.errMsg) == 0 {
+			ev.errMsg = []byte("(no message)")
+		}
+		return nil
+	}
+	var err error
+	if ev.text, err = jsonText(g.Text, ev.text); err != nil {
+		return fmt.Errorf("text_output: %v", err)
+	}
+	if ev.finish, err = jsonText(g.FinishText, ev.finish); err != nil {
+		return fmt.Errorf("finish_reason: %v", err)
+	}
+	if ev.tokens, err = jsonCount(g.OutTokens); err != nil {
+		return fmt.Errorf("num_output_tokens: %v", err)
+	}
+	if ev.inTokens, err = jsonCount(g.InTokens); err != nil {
+		return fmt.Errorf("num_input_tokens: %v", err)
+	}
+	return nil
+}
+
+// jsonText appends a string or an array of strings.
+func jsonText(raw json.RawMessage, b []byte) ([]byte, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return b, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return append(b, s...), nil
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err != nil {
+		return b, errors.New("want a string or an array of strings")
+	}
+	for _, s := range ss {
+		b = append(b, s...)
+	}
+	return b, nil
+}
+
+// jsonCount sums a number or an array of numbers; -1 when absent.
+func jsonCount(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return -1, nil
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) == nil {
+		return n, nil
+	}
+	var ns []int64
+	if err := json.Unmarshal(raw, &ns); err != nil {
+		return -1, errors.New("want a whole number or an array of them")
+	}
+	n = 0
+	for _, x := range ns {
+		n += x
+	}
+	return n, nil
+}
+
+// Do sends p and fills rec, with the instants of the gRPC path: a chunk
+// per event with non-empty text_output, End at the end of the body.
+func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	body, err := c.generateBody(c.spec.Load(), p, maxTokens)
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building the request: "+err.Error())
+		return
+	}
+	endpoint := "/generate"
+	if c.stream {
+		endpoint = "/generate_stream"
+	}
+	req, err := c.http.NewRequest(ctx, http.MethodPost, c.base+c.modelPath()+endpoint, bytes.NewReader(body))
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		return
+	}
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req.Header.Set("X-Request-Id", id)
+	if c.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	rec.Sent = rec.Now()
+	resp, retries, err := c.http.Do(req)
+	rec.Retries += retries
+	if err != nil {
+		rec.End = rec.Now()
+		kind, msg := transport.Classify(ctx, err, "before the response")
+		c.fail(rec, kind, msg)
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		rec.End = rec.Now()
+		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg += ": " + truncate(e.Error, maxErrorMessageBytes)
+		}
+		c.fail(rec, transport.StatusKind(resp.StatusCode), msg)
+		return
+	}
+	s := response{rec: rec, keepText: p.FollowUp != nil}
+	defer s.settle()
+	var g generateEvent
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "text/event-stream") {
+		rec.Unstreamed = true
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxGenerateBody))
+		rec.End = rec.Now()
+		if err != nil {
+			kind, msg := transport.Classify(ctx, err, "reading the response body")
+			if kind == loadgen.ErrConnect {
+				kind = loadgen.ErrStreamTruncated
+			}
+			c.fail(rec, kind, msg)
+			return
+		}
+		if err := g.decode(b, &s.ev); err != nil {
+			c.fail(rec, loadgen.ErrProtocol, "bad response JSON: "+err.Error())
+			return
+		}
+		if len(s.ev.errMsg) > 0 {
+			c.fail(rec, loadgen.ErrStreamError, "error in response: "+truncate(string(s.ev.errMsg), maxErrorMessageBytes))
+			return
+		}
+		s.feed(&s.ev)
+		for i := range rec.Chunks {
+			rec.Chunks[i].At = rec.End
+		}
+		if len(rec.Chunks) > 0 {
+			rec.FirstAnswer = rec.End
+		}
+		return
+	}
+	sc := openai.NewScanner(resp.Body)
+	for sc.Next() {
+		data := bytes.TrimSpace(sc.Data())
+		if len(data) == 0 {
+			continue
+		}
+		if err := g.decode(data, &s.ev); err != nil {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", s.n+1, err))
+			return
+		}
+		if len(s.ev.errMsg) > 0 {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrStreamError, "error event in stream: "+truncate(string(s.ev.errMsg), maxErrorMessageBytes))
+			return
+		}
+		s.feed(&s.ev)
+	}
+	rec.End = rec.Now()
+	switch err := sc.Err(); {
+	case err != nil:
+		kind, msg := transport.Classify(ctx, err, s.where())
+		if kind == loadgen.ErrConnect {
+			kind = loadgen.ErrStreamTruncated // the response had begun
+		}
+		c.fail(rec, kind, msg)
+	case s.n == 0:
+		c.fail(rec, loadgen.ErrStreamTruncated, "stream ended without any response")
+	case sc.PartialLine():
+		c.fail(rec, loadgen.ErrStreamTruncated, "stream ended inside an event "+s.where())
+	}
+}
+
+func (c *GenerateClient) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
+	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
+}
+
+// get fetches path; status 0 when no answer came.
+func (c *GenerateClient) get(ctx context.Context, method, path string) (int, []byte, error) {
+	req, err := c.http.NewRequest(ctx, method, c.base+path, nil)
+	if err != nil {
+		return 0, nil, errors.New(c.http.Scrub(transport.Unwrap(err).Error()))
+	}
+	req.Header.Del("Content-Type")
+	resp, _, err := c.http.Do(req)
+	if err != nil {
+		_, msg := transport.Classify(ctx, err, "before the response")
+		return 0, nil, errors.New(c.http.Scrub(msg))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return resp.StatusCode, b, nil
+}
+
+func errorText(b []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return ": " + truncate(e.Error, maxErrorMessageBytes)
+	}
+	return ""
+}
+
+// Preflight checks, as the gRPC client does, that the server is live
+// (GET /v2/health/live) and ready (/v2/health/ready), that the model is
+// ready (/v2/models/{model}/ready), and reads its tensors (GET
+// /v2/models/{model}).
+func (c *GenerateClient) Preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	if c.model == "" {
+		return fmt.Errorf("target %s: no model named (pass --model)", c.safeBase)
+	}
+	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
+		code, b, err := c.get(ctx, http.MethodGet, step.path)
+		if err != nil {
+			return fmt.Errorf("target %s does not answer: GET %s: %v", c.safeBase, step.path, err)
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("target %s: the server says it is not %s (GET %s: HTTP %d%s)", c.safeBase, step.what, step.path, code, errorText(b))
+		}
+	}
+	code, b, err := c.get(ctx, http.MethodGet, c.modelPath()+"/ready")
+	if err != nil {
+		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("target %s: model %q is not ready (HTTP %d%s): not loaded, still loading, or not served", c.safeBase, c.model, code, errorText(b))
+	}
+	code, b, err = c.get(ctx, http.MethodGet, c.modelPath())
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("target %s: model %q metadata: HTTP %d%s %v", c.safeBase, c.model, code, errorText(b), err)
+	}
+	var md struct {
+		Name    string `json:"name"`
+		Inputs  []tensorJSON
+		Outputs []tensorJSON
+	}
+	if err := json.Unmarshal(b, &md); err != nil {
+		return fmt.Errorf("target %s: model %q metadata: %v", c.safeBase, c.model, err)
+	}
+	m := &pb.ModelMetadataResponse{Name: md.Name}
+	for _, t := range md.Inputs {
+		m.Inputs = append(m.Inputs, t.pb())
+	}
+	for _, t := range md.Outputs {
+		m.Outputs = append(m.Outputs, t.pb())
+	}
+	spec, err := specFromMetadata(m, c.tensors)
+	if err != nil {
+		return fmt.Errorf("target %s: %v", c.safeBase, c.http.Scrub(err.Error()))
+	}
+	c.spec.Store(spec)
+	return nil
+}
+
+type tensorJSON struct {
+	Name     string  `json:"name"`
+	Datatype string  `json:"datatype"`
+	Shape    []int64 `json:"shape"`
+}
+
+func (t tensorJSON) pb() *pb.ModelMetadataResponse_TensorMetadata {
+	return &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape}
+}
+
+// Prepare is Preflight (protocol.Preparer).
+func (c *GenerateClient) Prepare(ctx context.Context) error { return c.Preflight(ctx) }
+
+// DescribeServer reports GET /v2's name and version.
+func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo {
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	info := loadgen.ServerInfo{URL: c.safeBase}
+	if c.model != "" {
+		info.Models = []string{c.model}
+	}
+	code, b, err := c.get(ctx, http.MethodGet, "/v2")
+	if err != nil || code != http.StatusOK {
+		info.Error = fmt.Sprintf("GET /v2: HTTP %d %v", code, err)
+		return info
+	}
+	var sm struct{ Name, Version string }
+	if json.Unmarshal(b, &sm) == nil {
+		info.Headers = map[string]string{"server": c.http.Scrub(sm.Name), "server-version": c.http.Scrub(sm.Version)}
+	}
+	return info
+}
+
+// DiscoverModel returns the first ready model of POST /v2/repository/index.
+func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	code, b, err := c.get(ctx, http.MethodPost, "/v2/repository/index")
+	if err != nil || code != http.StatusOK {
+		return "", fmt.Errorf("discovering the model: POST /v2/repository/index: HTTP %d %v (name one with --model)", code, err)
+	}
+	var idx []struct{ Name, State string }
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return "", fmt.Errorf("discovering the model: repository index: %v", err)
+	}
+	var names []string
+	for _, m := range idx {
+		if m.State == "" || m.State == "READY" {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", errors.New("discovering the model: the repository lists no ready model")
+	}
+	slices.Sort(names)
+	return names[0], nil
+}
+
+// SetModel sets the model requests name. Call it before the first Do.
+func (c *GenerateClient) SetModel(m string) { c.model = m }
+
+// CloseIdleConnections closes kept-alive connections.
+func (c *GenerateClient) CloseIdleConnections() { c.http.CloseIdleConnections() }

@@ -1,0 +1,356 @@
+// Package ollama is the protocol client for Ollama's native chat API
+// (--api ollama-chat): POST /api/chat, answered as newline-delimited JSON
+// objects ("stream": true) or one object. It implements loadgen.Client
+// with the OpenAI path's instants: a chunk per object whose message has
+// content or thinking, at its arrival; FirstAnswer at the first content;
+// End at the object with "done": true.
+//
+// The final object's eval_count and prompt_eval_count give OutputTokens
+// and InputTokens (Ollama counts exactly; chunk counts are then spread
+// over the chunks), done_reason the finish reason. An {"error": …} object
+// inside the stream is stream_error (the HTTP status stays 200); a body
+// that ends before "done": true is stream_truncated.
+package ollama
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+// API is the --api name.
+const API = "ollama-chat"
+
+const (
+	maxLineBytes    = 16 << 20
+	maxErrorBody    = 64 << 10
+	maxErrorMessage = 200
+	sideTimeout     = 10 * time.Second
+)
+
+// Config describes one Ollama target.
+type Config struct {
+	// BaseURL is the server root (http://127.0.0.1:11434).
+	BaseURL string
+	Model   string
+	// Stream asks for NDJSON; nil means true.
+	Stream *bool
+	// MaxTokens is sent as options.num_predict when a prompt sets none.
+	MaxTokens int
+	Transport transport.Config
+	Warn      func(msg string)
+}
+
+// Client sends requests to one Ollama server. It is safe for concurrent use.
+type Client struct {
+	base, safeBase string
+	model          string
+	stream         bool
+	maxToks        int
+	http           *transport.Client
+}
+
+var (
+	_ loadgen.Client          = (*Client)(nil)
+	_ loadgen.ModelDiscoverer = (*Client)(nil)
+	_ loadgen.Preflighter     = (*Client)(nil)
+	_ loadgen.ServerDescriber = (*Client)(nil)
+)
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("ollama: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
+		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
+	defaults := http.Header{}
+	defaults.Set("Content-Type", "application/json")
+	defaults.Set("User-Agent", "tailgate")
+	var warn func(string)
+	if cfg.Warn != nil {
+		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
+	}
+	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+		return nil, fmt.Errorf("ollama: %v", err)
+	}
+	return c, nil
+}
+
+// object is one NDJSON line, or the whole answer.
+type object struct {
+	Message *struct {
+		Content  string `json:"content"`
+		Thinking string `json:"thinking"`
+	} `json:"message"`
+	// Response is /api/generate's text field: read too, so a proxy that
+	// answers chat in the generate shape still measures.
+	Response        string  `json:"response"`
+	Done            bool    `json:"done"`
+	DoneReason      string  `json:"done_reason"`
+	EvalCount       int     `json:"eval_count"`
+	PromptEvalCount int     `json:"prompt_eval_count"`
+	Error           *string `json:"error"`
+}
+
+func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
+	opts := map[string]any{}
+	if maxTokens > 0 {
+		opts["num_predict"] = maxTokens
+	}
+	for k, v := range p.Params {
+		opts[k] = v
+	}
+	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.stream}
+	if len(opts) > 0 {
+		m["options"] = opts
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Do sends p and fills rec.
+func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	body, err := c.body(p, maxTokens)
+	var req *http.Request
+	if err == nil {
+		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+"/api/chat", bytes.NewReader(body))
+	}
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		return
+	}
+	// Ollama ignores it; proxies and the simulator log it.
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req.Header.Set("X-Request-Id", id)
+	rec.Sent = rec.Now()
+	resp, retries, err := c.http.Do(req)
+	rec.Retries += retries
+	if err != nil {
+		rec.End = rec.Now()
+		kind, msg := transport.Classify(ctx, err, "before the response")
+		c.fail(rec, kind, msg)
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		rec.End = rec.Now()
+		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
+		return
+	}
+	rec.Unstreamed = !c.stream
+	keepText := p.FollowUp != nil
+	var text []byte
+	r := bufio.NewReaderSize(resp.Body, 16<<10)
+	lines, done := 0, false
+	for !done {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			var o object
+			if jerr := json.Unmarshal(line, &o); jerr != nil {
+				rec.End = rec.Now()
+				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.stream {
+					c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
+					return
+				}
+				c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
+				return
+			}
+			if o.Error != nil {
+				rec.End = rec.Now()
+				c.fail(rec, loadgen.ErrStreamError, "error in stream: "+truncate(*o.Error, maxErrorMessage))
+				return
+			}
+			content, thinking := o.Response, ""
+			if m := o.Message; m != nil {
+				content, thinking = m.Content+content, m.Thinking
+			}
+			if content != "" || thinking != "" {
+				at := rec.Now()
+				rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at})
+				if content != "" && rec.FirstAnswer == 0 {
+					rec.FirstAnswer = at
+				}
+				if keepText {
+					text = append(text, content...)
+				}
+			}
+			if o.Done {
+				done = true
+				rec.FinishReason = o.DoneReason
+				if o.EvalCount > 0 {
+					rec.OutputTokens = o.EvalCount
+					rec.TokenSource = loadgen.TokensFromUsage
+				}
+				if o.PromptEvalCount > 0 {
+					rec.InputTokens = o.PromptEvalCount
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	rec.End = rec.Now()
+	if keepText {
+		rec.Text = string(text)
+	}
+	if done {
+		return
+	}
+	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
+}
+
+// readLine reads one line (with its \n) of at most maxLineBytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		b, err := r.ReadSlice('\n')
+		out = append(out, b...)
+		if err == bufio.ErrBufferFull {
+			if len(out) > maxLineBytes {
+				return out, errors.New("line too long")
+			}
+			continue
+		}
+		return out, err
+	}
+}
+
+func errorText(b []byte) string {
+	var o object
+	if json.Unmarshal(b, &o) == nil && o.Error != nil {
+		return ": " + truncate(*o.Error, maxErrorMessage)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
+	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
+}
+
+// tags lists GET /api/tags's model names.
+func (c *Client) tags(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
+	defer cancel()
+	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/api/tags", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, _, err := c.http.Do(req)
+	if err != nil {
+		_, msg := transport.Classify(ctx, err, "before the response")
+		return nil, errors.New(c.http.Scrub(msg))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/tags: HTTP %d%s", resp.StatusCode, errorText(b))
+	}
+	var list struct {
+		Models []struct {
+			Name, Model string
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("GET /api/tags: %v", err)
+	}
+	var names []string
+	for _, m := range list.Models {
+		if m.Name != "" {
+			names = append(names, m.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// has reports whether names holds m, an untagged name meaning ":latest".
+func has(names []string, m string) bool {
+	return slices.Contains(names, m) || !strings.Contains(m, ":") && slices.Contains(names, m+":latest")
+}
+
+// Preflight checks that the server answers and has the model pulled.
+func (c *Client) Preflight(ctx context.Context) error {
+	names, err := c.tags(ctx)
+	if err != nil {
+		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+	}
+	if c.model != "" && !has(names, c.model) {
+		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.safeBase, c.model, names)
+	}
+	return nil
+}
+
+// DiscoverModel returns the first model /api/tags lists.
+func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
+	names, err := c.tags(ctx)
+	if err != nil {
+		return "", fmt.Errorf("discovering the model: %v", err)
+	}
+	if len(names) == 0 {
+		return "", errors.New("discovering the model: the server has no model pulled")
+	}
+	return names[0], nil
+}
+
+// SetModel sets the model requests name. Call it before the first Do.
+func (c *Client) SetModel(m string) { c.model = m }
+
+// DescribeServer reports the models the server has.
+func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
+	info := loadgen.ServerInfo{URL: c.safeBase}
+	names, err := c.tags(ctx)
+	if err != nil {
+		info.Error = err.Error()
+	}
+	info.Models = names
+	return info
+}
+
+// CloseIdleConnections closes kept-alive connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }

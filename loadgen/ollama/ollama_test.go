@@ -1,0 +1,147 @@
+package ollama_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/ollama"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+)
+
+func serve(t *testing.T, body string, status int) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/tags" {
+			io.WriteString(w, `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest"},{"name":"gemma4:4b"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func do(t *testing.T, url string) *loadgen.Record {
+	t.Helper()
+	c, err := ollama.New(ollama.Config{BaseURL: url, Model: "llama3.2", MaxTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec := loadgen.NewRecord(time.Now())
+	c.Do(ctx, &prompts.Prompt{Text: "hi"}, rec)
+	rec.Finalize()
+	return rec
+}
+
+// TestVectors: protocols.md §3.5's O1 (done_reason on the last line), O2
+// (the final object with metrics), O3 (an error mid-stream), and /api/chat
+// objects built from them.
+func TestVectors(t *testing.T) {
+	o1 := `{"model":"gemma4","created_at":"2025-10-26T17:15:24.097767Z","response":"That","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.109172Z","response":"'","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.121485Z","response":"s","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.132802Z","response":" a","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.143931Z","response":" fantastic","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.155176Z","response":" question","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:15:24.166576Z","response":"!","done":true, "done_reason": "stop"}
+`
+	o2 := `{"model":"llama3.2","created_at":"2023-08-04T19:22:45.499127Z","response":"","done":true,"context":[1,2,3],"total_duration":10706818083,"load_duration":6338219291,"prompt_eval_count":26,"prompt_eval_duration":130079000,"eval_count":259,"eval_duration":4232710000}` + "\n"
+	o3 := `{"model":"gemma4","created_at":"2025-10-26T17:21:21.196249Z","response":" Yes","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:21:21.207235Z","response":".","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:21:21.219166Z","response":"I","done":false}
+{"model":"gemma4","created_at":"2025-10-26T17:21:21.231094Z","response":"can","done":false}
+{"error":"an error was encountered while running the model"}
+`
+	chat := `{"model":"llama3.2","created_at":"2025-10-26T17:15:24.09Z","message":{"role":"assistant","content":"","thinking":"Hmm"},"done":false}
+{"model":"llama3.2","created_at":"2025-10-26T17:15:24.10Z","message":{"role":"assistant","content":"Hi"},"done":false}
+{"model":"llama3.2","created_at":"2025-10-26T17:15:24.11Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"length","prompt_eval_count":26,"eval_count":4}
+`
+	for _, tc := range []struct {
+		name, body    string
+		kind          loadgen.ErrorKind
+		chunks, out   int
+		in            int
+		finish        string
+		answerIsFirst bool
+	}{
+		{"O1", o1, loadgen.ErrNone, 7, 7, 0, "stop", true},
+		{"O1 + O2 metrics", strings.Replace(o1, `"done":true, "done_reason": "stop"}`, `"done":false}`, 1) + o2, loadgen.ErrNone, 7, 259, 26, "", true},
+		{"O3", o3, loadgen.ErrStreamError, 4, 0, 0, "", true},
+		{"chat with thinking", chat, loadgen.ErrNone, 2, 4, 26, "length", false},
+		{"cut", strings.Join(strings.Split(o1, "\n")[:3], "\n"), loadgen.ErrStreamTruncated, 3, 0, 0, "", true},
+		{"cut inside an object", o1[:100], loadgen.ErrStreamTruncated, 1, 0, 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := do(t, serve(t, tc.body, 200).URL)
+			if rec.ErrorKind != tc.kind || len(rec.Chunks) != tc.chunks || rec.InputTokens != tc.in || rec.FinishReason != tc.finish {
+				t.Fatalf("%s %q, %d chunks, in %d, finish %q", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.FinishReason)
+			}
+			if tc.kind == loadgen.ErrNone && rec.OutputTokens != tc.out {
+				t.Errorf("%d output tokens, want %d", rec.OutputTokens, tc.out)
+			}
+			if tc.kind == loadgen.ErrNone && (rec.FirstAnswer == rec.Chunks[0].At) != tc.answerIsFirst {
+				t.Errorf("first answer %v, first chunk %v", rec.FirstAnswer, rec.Chunks[0].At)
+			}
+		})
+	}
+}
+
+func TestErrorsAndPreflight(t *testing.T) {
+	rec := do(t, serve(t, `{"error":"model \"llama3.2\" not found, try pulling it first"}`, 404).URL)
+	if rec.ErrorKind != loadgen.ErrClient || !strings.Contains(rec.Error, "try pulling") {
+		t.Errorf("404: %s %q", rec.ErrorKind, rec.Error)
+	}
+	url := serve(t, "", 200).URL
+	for model, ok := range map[string]bool{"llama3.2": true, "gemma4:4b": true, "gemma4": false, "qwen3": false} {
+		c, _ := ollama.New(ollama.Config{BaseURL: url, Model: model})
+		if err := c.Preflight(context.Background()); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "pull it first") {
+			t.Errorf("%s: %v", model, err)
+		}
+	}
+	c, _ := ollama.New(ollama.Config{BaseURL: url})
+	if m, err := c.DiscoverModel(context.Background()); err != nil || m != "gemma4:4b" {
+		t.Errorf("discover %q %v", m, err)
+	}
+}
+
+// Against the simulator's /api/chat: an answer with exact counts, each
+// fault under its kind, and an unknown model.
+func TestAgainstSimulator(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	for fault, want := range map[string]loadgen.ErrorKind{"none": loadgen.ErrNone, "http_429": loadgen.ErrRateLimited,
+		"http_503": loadgen.ErrServer, "error_in_stream": loadgen.ErrStreamError, "truncate": loadgen.ErrStreamTruncated,
+		"malformed": loadgen.ErrProtocol} {
+		c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
+			Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Preflight(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec := loadgen.NewRecord(time.Now())
+		c.Do(context.Background(), &prompts.Prompt{Text: "hello there"}, rec)
+		rec.Finalize()
+		if rec.ErrorKind != want || want == loadgen.ErrNone && (len(rec.Chunks) != 6 || rec.OutputTokens != 6 || rec.InputTokens != 2) {
+			t.Errorf("%s: %s %q, %d chunks, %d/%d tokens", fault, rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.OutputTokens)
+		}
+	}
+	c, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: "qwen3"})
+	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), `"qwen3"`) {
+		t.Errorf("unknown model: %v", err)
+	}
+}

@@ -1,0 +1,387 @@
+// Package tgi is the protocol client for Hugging Face TGI's native API
+// (--api tgi-generate): POST /generate_stream, Server-Sent Events with one
+// generated token per event and no [DONE] (the last event carries
+// generated_text, and details when asked), or POST /generate for one
+// answer. It implements loadgen.Client with the OpenAI path's instants:
+// a chunk per event whose token has text and is not special, at its
+// arrival; End at the final event.
+//
+// Every event is one token, so chunk token counts are exact: a special or
+// empty token (end of sequence) is counted on the next chunk, or the last.
+// details.generated_tokens and input_length (details is always asked for)
+// give OutputTokens and InputTokens. An event {"error": …, "error_type":
+// …} inside the 200 stream is stream_error; a stream that ends before the
+// generated_text event is stream_truncated (TGI's own
+// IncompleteGenerationStream).
+package tgi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/prompts"
+)
+
+// API is the --api name.
+const API = "tgi-generate"
+
+const (
+	maxBody         = 64 << 20
+	maxErrorBody    = 64 << 10
+	maxErrorMessage = 200
+	sideTimeout     = 10 * time.Second
+)
+
+// Config describes one TGI target.
+type Config struct {
+	// BaseURL is the server root (http://tgi:8080).
+	BaseURL string
+	// Model is informational: TGI serves one model. When set, Preflight
+	// checks it against /info's model_id.
+	Model string
+	// Stream uses /generate_stream; false /generate. nil means true.
+	Stream *bool
+	// MaxTokens is sent as parameters.max_new_tokens when a prompt sets
+	// none; 0 sends none.
+	MaxTokens int
+	Transport transport.Config
+	Warn      func(msg string)
+}
+
+// Client sends requests to one TGI server. It is safe for concurrent use.
+type Client struct {
+	base, safeBase string
+	model          string
+	stream         bool
+	maxToks        int
+	http           *transport.Client
+}
+
+var (
+	_ loadgen.Client          = (*Client)(nil)
+	_ loadgen.ModelDiscoverer = (*Client)(nil)
+	_ loadgen.Preflighter     = (*Client)(nil)
+	_ loadgen.ServerDescriber = (*Client)(nil)
+)
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("tgi: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
+		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
+	defaults := http.Header{}
+	defaults.Set("Content-Type", "application/json")
+	defaults.Set("User-Agent", "tailgate")
+	var warn func(string)
+	if cfg.Warn != nil {
+		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
+	}
+	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+		return nil, fmt.Errorf("tgi: %v", err)
+	}
+	return c, nil
+}
+
+// event is one /generate_stream event, or the /generate answer.
+type event struct {
+	Token *struct {
+		Text    string `json:"text"`
+		Special bool   `json:"special"`
+	} `json:"token"`
+	GeneratedText *string `json:"generated_text"`
+	Details       *struct {
+		FinishReason    string `json:"finish_reason"`
+		GeneratedTokens int    `json:"generated_tokens"`
+		InputLength     int    `json:"input_length"`
+	} `json:"details"`
+	Error     *string `json:"error"`
+	ErrorType string  `json:"error_type"`
+}
+
+func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
+	params := map[string]any{"details": true}
+	if maxTokens > 0 {
+		params["max_new_tokens"] = maxTokens
+	}
+	for k, v := range p.Params {
+		params[k] = v
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{"inputs": p.Completion(), "parameters": params}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Do sends p and fills rec.
+func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = c.maxToks
+	}
+	body, err := c.body(p, maxTokens)
+	endpoint := "/generate"
+	if c.stream {
+		endpoint = "/generate_stream"
+	}
+	var req *http.Request
+	if err == nil {
+		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+endpoint, bytes.NewReader(body))
+	}
+	if err != nil {
+		rec.Sent = rec.Now()
+		rec.End = rec.Sent
+		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		return
+	}
+	id := p.ID
+	if id == "" {
+		id = strconv.FormatInt(rec.Seq, 10)
+	}
+	req.Header.Set("X-Request-Id", id)
+	rec.Sent = rec.Now()
+	resp, retries, err := c.http.Do(req)
+	rec.Retries += retries
+	if err != nil {
+		rec.End = rec.Now()
+		kind, msg := transport.Classify(ctx, err, "before the response")
+		c.fail(rec, kind, msg)
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		rec.End = rec.Now()
+		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
+		return
+	}
+	keepText := p.FollowUp != nil
+	var text []byte
+	if !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		rec.Unstreamed = true
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		rec.End = rec.Now()
+		var ev event
+		switch {
+		case err != nil:
+			_, msg := transport.Classify(ctx, err, "reading the response body")
+			c.fail(rec, loadgen.ErrStreamTruncated, msg)
+			return
+		case json.Unmarshal(b, &ev) != nil:
+			c.fail(rec, loadgen.ErrProtocol, "bad response JSON")
+			return
+		case ev.Error != nil:
+			c.fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
+			return
+		}
+		if ev.GeneratedText != nil && *ev.GeneratedText != "" {
+			rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: rec.End})
+			rec.FirstAnswer = rec.End
+			text = []byte(*ev.GeneratedText)
+		}
+		c.details(rec, &ev)
+		if len(rec.Chunks) == 1 && rec.OutputTokens > 0 {
+			rec.Chunks[0].Tokens = rec.OutputTokens
+		}
+		if keepText {
+			rec.Text = string(text)
+		}
+		return
+	}
+	sc := openai.NewScanner(resp.Body)
+	events, pending, final := 0, 0, false
+	for !final && sc.Next() {
+		data := bytes.TrimSpace(sc.Data())
+		if len(data) == 0 {
+			continue // a keep-alive comment
+		}
+		events++
+		var ev event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
+			return
+		}
+		if ev.Error != nil {
+			rec.End = rec.Now()
+			c.fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
+			return
+		}
+		if ev.Token != nil {
+			pending++
+			if !ev.Token.Special && ev.Token.Text != "" {
+				at := rec.Now()
+				rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: pending})
+				pending = 0
+				if rec.FirstAnswer == 0 {
+					rec.FirstAnswer = at
+				}
+				if keepText {
+					text = append(text, ev.Token.Text...)
+				}
+			}
+		}
+		if ev.GeneratedText != nil {
+			final = true
+			c.details(rec, &ev)
+		}
+	}
+	rec.End = rec.Now()
+	if n := len(rec.Chunks); n > 0 && pending > 0 {
+		rec.Chunks[n-1].Tokens += pending
+	}
+	if keepText {
+		rec.Text = string(text)
+	}
+	if final {
+		if rec.OutputTokens == 0 { // no details: one token per event
+			rec.OutputTokens = events
+			rec.TokenSource = loadgen.TokensFromChunks
+		}
+		return
+	}
+	if err := sc.Err(); err != nil {
+		kind, msg := transport.Classify(ctx, err, fmt.Sprintf("after %d events", events))
+		if kind == loadgen.ErrConnect {
+			kind = loadgen.ErrStreamTruncated
+		}
+		c.fail(rec, kind, msg)
+		return
+	}
+	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
+}
+
+func (c *Client) details(rec *loadgen.Record, ev *event) {
+	if d := ev.Details; d != nil {
+		rec.FinishReason = d.FinishReason
+		if d.GeneratedTokens > 0 {
+			rec.OutputTokens = d.GeneratedTokens
+			rec.TokenSource = loadgen.TokensFromUsage
+		}
+		if d.InputLength > 0 {
+			rec.InputTokens = d.InputLength
+		}
+	}
+}
+
+func errorWords(ev *event) string {
+	msg := truncate(*ev.Error, maxErrorMessage)
+	if ev.ErrorType != "" {
+		msg += " (" + truncate(ev.ErrorType, 40) + ")"
+	}
+	return msg
+}
+
+func errorText(b []byte) string {
+	var e event
+	if json.Unmarshal(b, &e) == nil && e.Error != nil {
+		return ": " + errorWords(&e)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
+	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
+}
+
+// info is GET /info.
+func (c *Client) info(ctx context.Context) (modelID, version string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
+	defer cancel()
+	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/info", nil)
+	if err != nil {
+		return "", "", err
+	}
+	resp, _, err := c.http.Do(req)
+	if err != nil {
+		_, msg := transport.Classify(ctx, err, "before the response")
+		return "", "", errors.New(c.http.Scrub(msg))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("GET /info: HTTP %d%s", resp.StatusCode, errorText(b))
+	}
+	var in struct {
+		ModelID string `json:"model_id"`
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return "", "", fmt.Errorf("GET /info: %v", err)
+	}
+	return in.ModelID, in.Version, nil
+}
+
+// Preflight checks that /info answers and, when a model is named, that it
+// is the one served.
+func (c *Client) Preflight(ctx context.Context) error {
+	id, _, err := c.info(ctx)
+	if err != nil {
+		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+	}
+	if c.model != "" && id != "" && id != c.model {
+		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.safeBase, c.model, id)
+	}
+	return nil
+}
+
+// DiscoverModel returns /info's model_id.
+func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
+	id, _, err := c.info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("discovering the model: %v", err)
+	}
+	if id == "" {
+		return "", errors.New("discovering the model: /info names none")
+	}
+	return id, nil
+}
+
+// SetModel sets the model Preflight checks for.
+func (c *Client) SetModel(m string) { c.model = m }
+
+// DescribeServer reports /info's model and version.
+func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
+	info := loadgen.ServerInfo{URL: c.safeBase}
+	id, v, err := c.info(ctx)
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	info.Models = []string{id}
+	info.Headers = map[string]string{"server": "text-generation-inference", "server-version": c.http.Scrub(v)}
+	return info
+}
+
+// CloseIdleConnections closes kept-alive connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }

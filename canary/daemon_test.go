@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,27 +30,10 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/promtest"
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
-
-// syncBuffer is a log the daemon writes from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const canaryFile = `
 kind: Canary
@@ -78,11 +60,11 @@ const downTarget = `  - name: down
 
 // startCanary runs a daemon on a canary file written for srvURL and stops
 // it when the test ends, failing the test if it does not stop in time.
-func startCanary(t *testing.T, body string) (*Daemon, string, *syncBuffer) {
+func startCanary(t *testing.T, body string) (*Daemon, string, *syncbuf.Buffer) {
 	t.Helper()
 	dir := writeFiles(t, map[string]string{"canary.yaml": body, "slo.yaml": sloFile})
 	path := filepath.Join(dir, "canary.yaml")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	d, err := New(path, Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

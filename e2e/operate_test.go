@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/tailgate-llm/tailgate/canary"
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/promtest"
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -76,7 +75,7 @@ targets:
 `, sloPath, srv.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	d, err := canary.New(cfgPath, canary.Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -234,22 +233,4 @@ func byOutcome(v []promtest.Sample) map[string]float64 {
 		out[s.Metric["outcome"]] += s.Value
 	}
 	return out
-}
-
-// lockedBuffer is the canary's log, written from its goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -247,7 +247,7 @@ func (g *grpcService) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequ
 
 // grpcRequest is a validated inference request.
 type grpcRequest struct {
-	engine int // the engine that serves it (0 in ModeFixed): whose series it feeds
+	engine             int // the engine that serves it (0 in ModeFixed): whose series it feeds
 	id                 string
 	stream             bool
 	exclude            bool

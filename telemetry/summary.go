@@ -129,6 +129,7 @@ type Capacity struct {
 	// last sample's.
 	KVBlocks *float64 `json:"kv_blocks,omitempty"`
 }
+
 // IdleUtilization is the utilisation (0–1) under which a GPU counts as
 // idle for Summary.GPUIdleShare.
 const IdleUtilization = 0.05

@@ -148,12 +148,19 @@ func (t *targetFlags) prepare(ctx context.Context, c protocol.Client) error {
 }
 
 // preflight checks that the target answers and serves the model
-// (discovering it when --model is not given), within seconds.
+// (discovering it when --model is not given), within seconds, then lets a
+// protocol read what it needs of the model (kserve-grpc: its tensors).
 func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
+	var err error
 	if t.model == "" {
-		return t.discoverModel(ctx, c)
+		err = t.discoverModel(ctx, c)
+	} else {
+		err = c.Preflight(ctx)
 	}
-	return c.Preflight(ctx)
+	if err != nil {
+		return err
+	}
+	return t.prepare(ctx, c)
 }
 
 // loadFlags describe the schedule.

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -113,7 +113,7 @@ func TestValidateKServeGRPC(t *testing.T) {
 // interrupted; a non-loopback --grpc is refused.
 func TestSimServesGRPC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int)
 	go func() {
 		done <- cmdSim(ctx, []string{"--addr", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--fixed-ttft", "1ms"}, &out, &errb)
@@ -151,16 +151,3 @@ func TestSimServesGRPC(t *testing.T) {
 		t.Errorf("remote --grpc: exit %d %s", code, e.String())
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe to write and read from two goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -7,27 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // tailgate sim --engines 2 --restart-engine 1@…: two engines' series, and
 // engine 1 restarted once a scrape has seen it idle.
@@ -45,7 +29,7 @@ func TestSimEnginesAndRestartFlag(t *testing.T) {
 
 	ready := filepath.Join(t.TempDir(), "url")
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cmdSim(ctx, []string{"--addr", "127.0.0.1:0", "--engines", "2", "--restart-engine", "1@50ms", "--ready-file", ready}, &out, &out)

@@ -15,10 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 )
 
 // RequireEnv, set to 1, makes a missing tool a failure rather than a skip.
@@ -103,7 +103,7 @@ scrape_configs:
 	if o.Native {
 		args = append(args, "--enable-feature=native-histograms")
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -225,22 +225,4 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-// syncBuffer collects the process's output (written from two pipes).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -47,6 +47,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			"Exit 0 ok, 1 an --slo objective failed, 2 usage, 3 run invalid (too many errors, nothing measured,\n"+
 			"generator distorted the figures, interrupted, results not written).\n\n%s", fs.FlagUsages())
 	}
+	changes := registerChanges(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -105,7 +106,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg,
 		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
-		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
+		Changes: cleanChanges(*changes),
+		Meta:    loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
 		return usageErr("%v", err)
 	}

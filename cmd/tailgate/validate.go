@@ -54,6 +54,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			"Open-loop stages use Poisson arrivals unless the plan says otherwise (as run does).\n"+
 			"Exit 0 all pass or waived, 1 an objective failed or a manual stage is pending, 2 usage, 3 run invalid.\n\n%s", fs.FlagUsages())
 	}
+	changes := registerChanges(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -101,7 +102,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
 		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
-		GPUs: gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
+		Changes: cleanChanges(*changes),
+		GPUs:    gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {
 			info := client.DescribeServer(ctx)
 			return &info

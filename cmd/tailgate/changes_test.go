@@ -1,0 +1,21 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+// run --change ID (repeatable) records change-record ids in summary.json,
+// for compare to show; blanks are dropped.
+func TestRunRecordsChanges(t *testing.T) {
+	srv := fastSim(t)
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "10", "--duration", "500ms",
+		"--max-tokens", "2", "--change", "CHG-101", "--change", " ", "--change", "CHG-102", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("run: %d %s", code, stderr)
+	}
+	if got := readSummary(t, dir).Changes; !slices.Equal(got, []string{"CHG-101", "CHG-102"}) {
+		t.Errorf("changes %q", got)
+	}
+}

@@ -386,7 +386,7 @@ td.l, th.l { text-align: left; }
 <h3>GPU utilisation, server queue and TTFT</h3>
 {{if .Util}}{{.Util}}
 {{if .Theater}}<p class="fail">Metric theater: the GPUs look busy while users wait longer (shaded above):</p><ul>{{range .Theater}}<li>{{.Part}} {{.When}}: {{.Why}}</li>{{end}}</ul>
-{{else}}<p class="note">No metric theater: no time bucket had the GPUs busy while the queue delay or TTFT p99 grew.</p>{{end}}
+{{else}}<p class="note">No metric theater: no time bucket had the GPUs busy while the queue delay or the TTFT tail grew.</p>{{end}}
 {{else}}<p class="note">No server or GPU telemetry was sampled.</p>{{end}}
 {{end}}
 {{if .Spectrum}}<h2>Latency percentile spectrum</h2>

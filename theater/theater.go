@@ -8,10 +8,13 @@
 // Time is cut into buckets (default 10 s, from the run's start). A bucket
 // is flagged when its mean GPU utilisation is at least Threshold (default
 // 80%) and, against the bucket before it, the mean queue delay grew by at
-// least 25% and 10 ms, or the TTFT p99 of the interactive classes grew by
+// least 25% and 10 ms, or the TTFT tail of the interactive classes grew by
 // at least 25% and 20 ms. The absolute floors keep a quiet run's
 // bucket-to-bucket jitter from flagging; the relative ones a slow but
-// steady one. Without GPU utilisation nothing is flagged, and the section
+// steady one. The tail is the p99 when a bucket holds at least 1000
+// requests (10 beyond it), else the quantile with 10 requests beyond it
+// (the median at least): a p99 of 80 requests is their slowest one, and
+// one slow request on a noisy client flagged a run at a third of capacity. Without GPU utilisation nothing is flagged, and the section
 // says so.
 package theater
 
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -35,7 +39,7 @@ type Options struct {
 
 // Rule is the rule in words, written beside the buckets.
 const Rule = "a bucket is flagged when its mean GPU utilisation is at least the threshold while, against the bucket before, " +
-	"the mean server queue delay grew by >= 25% and >= 10 ms or the interactive classes' TTFT p99 grew by >= 25% and >= 20 ms"
+	"the mean server queue delay grew by >= 25% and >= 10 ms or the interactive classes' TTFT tail (p99, or with fewer than 1000 requests the quantile with 10 beyond it) grew by >= 25% and >= 20 ms"
 
 // Section is summary.json's "capacity" section.
 type Section struct {
@@ -60,11 +64,14 @@ type Bucket struct {
 	// QueueDelayMs is the mean server queue delay of requests admitted in
 	// the bucket.
 	QueueDelayMs *float64 `json:"queue_delay_ms,omitempty"`
-	// TTFTP99Ms is the interactive classes' TTFT p99, by intended start.
-	TTFTP99Ms *float64 `json:"ttft_p99_ms,omitempty"`
-	Requests  int      `json:"requests"`
-	Flag      bool     `json:"flag"`
-	Why       string   `json:"why,omitempty"`
+	// TTFTTailMs is the interactive classes' TTFT at TTFTTailQuantile
+	// (0–1), by intended start: the p99 from 1000 requests, else the
+	// quantile with 10 requests beyond it (see the package doc).
+	TTFTTailMs       *float64 `json:"ttft_tail_ms,omitempty"`
+	TTFTTailQuantile float64  `json:"ttft_tail_quantile,omitempty"`
+	Requests         int      `json:"requests"`
+	Flag             bool     `json:"flag"`
+	Why              string   `json:"why,omitempty"`
 }
 
 // Detector collects samples and requests as they come; it is safe for
@@ -178,8 +185,9 @@ func (d *Detector) Section() *Section {
 			v := slices.Clone(d.ttft[i])
 			slices.Sort(v)
 			b.Requests = len(v)
-			k := min(max(int(math.Ceil(0.99*float64(len(v))))-1, 0), len(v)-1)
-			b.TTFTP99Ms = new(float64(v[k]))
+			q := tailQuantile(len(v))
+			k := min(max(int(math.Ceil(q*float64(len(v))))-1, 0), len(v)-1)
+			b.TTFTTailMs, b.TTFTTailQuantile = new(float64(v[k])), q
 		}
 		s.Buckets = append(s.Buckets, b)
 	}
@@ -196,8 +204,8 @@ func (d *Detector) Section() *Section {
 		if grew(prev.QueueDelayMs, b.QueueDelayMs, 10) {
 			why = append(why, fmt.Sprintf("queue delay %.0f → %.0f ms", *prev.QueueDelayMs, *b.QueueDelayMs))
 		}
-		if grew(prev.TTFTP99Ms, b.TTFTP99Ms, 20) {
-			why = append(why, fmt.Sprintf("TTFT p99 %.0f → %.0f ms", *prev.TTFTP99Ms, *b.TTFTP99Ms))
+		if grew(prev.TTFTTailMs, b.TTFTTailMs, 20) {
+			why = append(why, fmt.Sprintf("TTFT %s %.0f → %.0f ms", quantileName(b.TTFTTailQuantile), *prev.TTFTTailMs, *b.TTFTTailMs))
 		}
 		if len(why) > 0 {
 			b.Flag = true
@@ -207,6 +215,17 @@ func (d *Detector) Section() *Section {
 	}
 	s.MetricTheater = s.Flagged > 0
 	return s
+}
+
+// tailQuantile is the TTFT quantile judged in a bucket of n requests: 0.99
+// from 1000, else the one with 10 requests beyond it, the median at least.
+func tailQuantile(n int) float64 {
+	return max(0.5, min(0.99, 1-10/float64(n)))
+}
+
+// quantileName writes q as "p99", "p87.5".
+func quantileName(q float64) string {
+	return "p" + strconv.FormatFloat(math.Round(q*1000)/10, 'f', -1, 64)
 }
 
 // grew: b is at least 25% and floor ms above a.

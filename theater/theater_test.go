@@ -3,6 +3,7 @@ package theater_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,33 @@ func TestRuleFloors(t *testing.T) {
 	d.Queue(15*time.Second, 500, 1)
 	if s := d.Section(); s.MetricTheater || s.Note == "" {
 		t.Errorf("without GPU: %+v", s)
+	}
+}
+
+// One slow request in a bucket of 80 is that bucket's p99: the TTFT tail
+// judged there is the quantile with 10 requests beyond it, which one
+// request cannot move; a bucket where most requests slowed is flagged.
+func TestOneSlowRequestIsNotATail(t *testing.T) {
+	run := func(slow int) *theater.Section {
+		d := theater.New(theater.Options{Bucket: time.Second})
+		for b := range 2 {
+			d.GPU(time.Duration(b)*time.Second+500*time.Millisecond, 0.95)
+			for i := range 80 {
+				at := time.Duration(b)*time.Second + time.Duration(i)*10*time.Millisecond
+				ttft := 8 * time.Millisecond
+				if b == 1 && i < slow {
+					ttft = 40 * time.Millisecond
+				}
+				d.Request("chat", at, ttft)
+			}
+		}
+		return d.Section()
+	}
+	if s := run(1); s.MetricTheater {
+		t.Errorf("one slow request of 80 flagged: %+v", s.Buckets)
+	}
+	s := run(60)
+	if !s.MetricTheater || s.Buckets[1].TTFTTailQuantile != 0.875 || !strings.Contains(s.Buckets[1].Why, "TTFT p87.5 8 → 40 ms") {
+		t.Errorf("60 slow requests of 80: %+v", s.Buckets)
 	}
 }

@@ -112,3 +112,64 @@ func (w *scrapeWatch) wrap(h http.Handler) http.Handler {
 		}
 	})
 }
+
+// engineJob is one request as a batching engine runs it.
+type engineJob struct {
+	prompt, max int
+	arrived     time.Time
+	fault       FaultKind
+	faultFor    time.Duration
+	mid         int // content chunks before a mid-stream stall
+}
+
+// runOnEngine feeds one request through a batching engine, for the HTTP
+// and the gRPC paths alike: the stall fault first, then the engine pick
+// deals it to (told to onEngine before it is submitted), admitted once at
+// its first token, and produced each time the engine has made more:
+// produced(avail) sends what it may of the avail tokens made so far and
+// reports false to stop. runOnEngine reports true when the engine has
+// made all max tokens, false when the request was cancelled, the server
+// closed or produced refused; the engine drops a request left unfinished.
+func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i int), admitted func(at time.Time), produced func(avail int) bool) bool {
+	if j.fault == FaultStall {
+		if _, ok := s.gate.sleepUntil(time.Now().Add(j.faultFor), ctx.Done(), s.quit, nil); !ok {
+			return false
+		}
+	}
+	q := newSeq(j.prompt, j.max, j.arrived)
+	if j.fault == FaultStallMid {
+		q.pauseAt = min(j.mid*s.cfg.TokensPerChunk, j.max)
+		q.pauseFor = j.faultFor
+	}
+	i := s.pick()
+	onEngine(i)
+	eng := s.engines[i]
+	eng.submit(q)
+	defer func() {
+		if q.avail.Load() < int64(q.max) {
+			eng.cancel(q)
+		}
+		s.engReqs[i].Add(-1)
+	}()
+	isAdmitted := false
+	for {
+		avail := int(q.avail.Load())
+		if !isAdmitted && avail > 0 {
+			isAdmitted = true
+			admitted(s.epoch.Add(time.Duration(q.admittedAt.Load() - 1)))
+		}
+		if !produced(avail) {
+			return false
+		}
+		if avail >= j.max {
+			return true
+		}
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			return false
+		case <-s.quit:
+			return false
+		}
+	}
+}

@@ -733,50 +733,15 @@ func (g *grpcService) produce(ctx context.Context, q *grpcRequest, emit func(n i
 	if len(s.engines) == 0 {
 		return g.produceFixed(ctx, q, emit)
 	}
-	if q.fault == FaultStall {
-		if _, ok := s.gate.sleepUntil(time.Now().Add(q.faultFor), ctx.Done(), s.quit, nil); !ok {
-			return false
-		}
-	}
-	sq := newSeq(q.promptTokens, q.max, q.arrived)
-	if q.fault == FaultStallMid {
-		sq.pauseAt = min(q.mid*tpc, q.max)
-		sq.pauseFor = q.faultFor
-	}
-	i := s.pick()
-	q.engine = i
-	eng := s.engines[i]
-	eng.submit(sq)
-	defer func() {
-		if sq.avail.Load() < int64(sq.max) {
-			eng.cancel(sq)
-		}
-		s.engReqs[i].Add(-1)
-	}()
-	admitted := false
-	for {
-		avail := int(sq.avail.Load())
-		if !admitted && avail > 0 {
-			admitted = true
-			at := s.epoch.Add(time.Duration(sq.admittedAt.Load() - 1))
-			q.admit(at)
-		}
+	j := engineJob{prompt: q.promptTokens, max: q.max, arrived: q.arrived, fault: q.fault, faultFor: q.faultFor, mid: q.mid}
+	return s.runOnEngine(ctx, j, func(i int) { q.engine = i }, q.admit, func(avail int) bool {
 		for q.sent < avail {
 			if !emit(min(tpc, avail-q.sent)) {
 				return false
 			}
 		}
-		if avail >= q.max {
-			return true
-		}
-		select {
-		case <-sq.notify:
-		case <-ctx.Done():
-			return false
-		case <-s.quit:
-			return false
-		}
-	}
+		return true
+	})
 }
 
 func (g *grpcService) produceFixed(ctx context.Context, q *grpcRequest, emit func(n int) bool) bool {

@@ -657,61 +657,31 @@ const htmlPage = `<!DOCTYPE html>
 
 // runBatch feeds the request through the engine and streams what it emits.
 func (s *Server) runBatch(rs *responder) {
-	ctx := rs.ctx
-	if rs.fault == FaultStall {
-		if _, ok := s.gate.sleepUntil(time.Now().Add(rs.faultFor), ctx.Done(), s.quit, nil); !ok {
-			rs.cancelled()
-			return
-		}
+	j := engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid}
+	faulted := false // beforeChunk ended the request itself
+	admitted := func(at time.Time) {
+		rs.admitted = at
+		rs.rec.update(func(t *Truth) { t.Admitted = at })
 	}
-	q := newSeq(rs.prompt, rs.max, rs.arrived)
-	if rs.fault == FaultStallMid {
-		q.pauseAt = min(rs.mid*s.cfg.TokensPerChunk, rs.max)
-		q.pauseFor = rs.faultFor
-	}
-	i := s.pick()
-	rs.engine = i
-	eng := s.engines[i]
-	eng.submit(q)
-	defer func() {
-		if q.avail.Load() < int64(q.max) {
-			eng.cancel(q)
-		}
-		s.engReqs[i].Add(-1)
-	}()
-	admitted := false
-	for {
-		avail := int(q.avail.Load())
-		if !admitted && avail > 0 {
-			admitted = true
-			at := s.epoch.Add(time.Duration(q.admittedAt.Load() - 1))
-			rs.admitted = at
-			rs.rec.update(func(t *Truth) { t.Admitted = at })
-		}
+	ok := s.runOnEngine(rs.ctx, j, func(i int) { rs.engine = i }, admitted, func(avail int) bool {
 		limit := min(avail, rs.content) // an EOS token is produced, not sent
 		for rs.sent < limit {
 			if !rs.beforeChunk() {
-				return
+				faulted = true
+				return false
 			}
 			if !rs.chunk(min(s.cfg.TokensPerChunk, limit-rs.sent)) {
-				rs.cancelled()
-				return
+				return false
 			}
 		}
-		if avail >= rs.max {
-			break
-		}
-		select {
-		case <-q.notify:
-		case <-ctx.Done():
-			rs.cancelled()
-			return
-		case <-s.quit:
-			rs.cancelled()
-			return
-		}
+		return true
+	})
+	switch {
+	case ok:
+		rs.finish()
+	case !faulted:
+		rs.cancelled()
 	}
-	rs.finish()
 }
 
 // runFixed times the request on its own: FixedTTFT to the first chunk,

@@ -21,9 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,10 +35,9 @@ import (
 const API = "ollama-chat"
 
 const (
-	maxLineBytes    = 16 << 20
-	maxErrorBody    = 64 << 10
-	maxErrorMessage = 200
-	sideTimeout     = 10 * time.Second
+	maxLineBytes = 16 << 20
+	maxTagsBytes = 4 << 20
+	sideTimeout  = 10 * time.Second
 )
 
 // Config describes one Ollama target.
@@ -74,21 +71,13 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("ollama: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
+	u, err := transport.ParseRoot(cfg.BaseURL, "base URL")
+	if err != nil {
+		return nil, fmt.Errorf("ollama: %v", err)
 	}
-	u.Path = strings.TrimRight(u.Path, "/")
 	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
 		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
-	}
-	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+	if c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(""), cfg.Warn); err != nil {
 		return nil, fmt.Errorf("ollama: %v", err)
 	}
 	return c, nil
@@ -122,13 +111,7 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	if len(opts) > 0 {
 		m["options"] = opts
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(m)
 }
 
 // Do sends p and fills rec.
@@ -138,39 +121,16 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		maxTokens = c.maxToks
 	}
 	body, err := c.body(p, maxTokens)
-	var req *http.Request
-	if err == nil {
-		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+"/api/chat", bytes.NewReader(body))
-	}
 	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		c.http.FailBuilding(rec, err)
 		return
 	}
-	// Ollama ignores it; proxies and the simulator log it.
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
-	}
-	req.Header.Set("X-Request-Id", id)
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	// Ollama ignores the X-Request-Id; proxies and the simulator log it.
+	resp := c.http.Send(ctx, rec, transport.Post{URL: c.base + "/api/chat", Body: body, ID: p.ID, ErrorWords: errorWords})
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		rec.End = rec.Now()
-		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
-		return
-	}
 	rec.Unstreamed = !c.stream
 	keepText := p.FollowUp != nil
 	var text []byte
@@ -184,15 +144,15 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			if jerr := json.Unmarshal(line, &o); jerr != nil {
 				rec.End = rec.Now()
 				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.stream {
-					c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
+					c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
 					return
 				}
-				c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
+				c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
 				return
 			}
 			if o.Error != nil {
 				rec.End = rec.Now()
-				c.fail(rec, loadgen.ErrStreamError, "error in stream: "+truncate(*o.Error, maxErrorMessage))
+				c.http.Fail(rec, loadgen.ErrStreamError, "error in stream: "+transport.Truncate(*o.Error, transport.MaxErrorMessage))
 				return
 			}
 			content, thinking := o.Response, ""
@@ -232,7 +192,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if done {
 		return
 	}
-	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
+	c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
 }
 
 // readLine reads one line (with its \n) of at most maxLineBytes.
@@ -251,45 +211,25 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func errorText(b []byte) string {
+// errorWords is the message of an {"error": …} body.
+func errorWords(b []byte) string {
 	var o object
 	if json.Unmarshal(b, &o) == nil && o.Error != nil {
-		return ": " + truncate(*o.Error, maxErrorMessage)
+		return transport.Truncate(*o.Error, transport.MaxErrorMessage)
 	}
 	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // tags lists GET /api/tags's model names.
 func (c *Client) tags(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/api/tags", nil)
+	code, b, err := c.http.Fetch(ctx, http.MethodGet, c.base+"/api/tags", maxTagsBytes)
 	if err != nil {
 		return nil, err
 	}
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return nil, errors.New(c.http.Scrub(msg))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/tags: HTTP %d%s", resp.StatusCode, errorText(b))
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/tags: %s", transport.StatusText(code, errorWords(b)))
 	}
 	var list struct {
 		Models []struct {

@@ -21,10 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,10 +36,8 @@ import (
 const API = "tgi-generate"
 
 const (
-	maxBody         = 64 << 20
-	maxErrorBody    = 64 << 10
-	maxErrorMessage = 200
-	sideTimeout     = 10 * time.Second
+	maxBody     = 64 << 20
+	sideTimeout = 10 * time.Second
 )
 
 // Config describes one TGI target.
@@ -79,21 +74,13 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("tgi: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
+	u, err := transport.ParseRoot(cfg.BaseURL, "base URL")
+	if err != nil {
+		return nil, fmt.Errorf("tgi: %v", err)
 	}
-	u.Path = strings.TrimRight(u.Path, "/")
 	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
 		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
-	}
-	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+	if c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(""), cfg.Warn); err != nil {
 		return nil, fmt.Errorf("tgi: %v", err)
 	}
 	return c, nil
@@ -123,13 +110,7 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	for k, v := range p.Params {
 		params[k] = v
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]any{"inputs": p.Completion(), "parameters": params}); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(map[string]any{"inputs": p.Completion(), "parameters": params})
 }
 
 // Do sends p and fills rec.
@@ -139,59 +120,35 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		maxTokens = c.maxToks
 	}
 	body, err := c.body(p, maxTokens)
+	if err != nil {
+		c.http.FailBuilding(rec, err)
+		return
+	}
 	endpoint := "/generate"
 	if c.stream {
 		endpoint = "/generate_stream"
 	}
-	var req *http.Request
-	if err == nil {
-		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+endpoint, bytes.NewReader(body))
-	}
-	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
-		return
-	}
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
-	}
-	req.Header.Set("X-Request-Id", id)
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	resp := c.http.Send(ctx, rec, transport.Post{URL: c.base + endpoint, Body: body, ID: p.ID, ErrorWords: errorBody})
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		rec.End = rec.Now()
-		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
-		return
-	}
 	keepText := p.FollowUp != nil
 	var text []byte
 	if !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		rec.Unstreamed = true
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		b, kind, msg := transport.ReadWhole(ctx, resp.Body, maxBody)
 		rec.End = rec.Now()
 		var ev event
 		switch {
-		case err != nil:
-			_, msg := transport.Classify(ctx, err, "reading the response body")
-			c.fail(rec, loadgen.ErrStreamTruncated, msg)
+		case kind != loadgen.ErrNone:
+			c.http.Fail(rec, kind, msg)
 			return
 		case json.Unmarshal(b, &ev) != nil:
-			c.fail(rec, loadgen.ErrProtocol, "bad response JSON")
+			c.http.Fail(rec, loadgen.ErrProtocol, "bad response JSON")
 			return
 		case ev.Error != nil:
-			c.fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
+			c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
 			return
 		}
 		if ev.GeneratedText != nil && *ev.GeneratedText != "" {
@@ -219,12 +176,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		var ev event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
+			c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
 			return
 		}
 		if ev.Error != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
+			c.http.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
 			return
 		}
 		if ev.Token != nil {
@@ -261,14 +218,11 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		return
 	}
 	if err := sc.Err(); err != nil {
-		kind, msg := transport.Classify(ctx, err, fmt.Sprintf("after %d events", events))
-		if kind == loadgen.ErrConnect {
-			kind = loadgen.ErrStreamTruncated
-		}
-		c.fail(rec, kind, msg)
+		kind, msg := transport.ClassifyBody(ctx, err, fmt.Sprintf("after %d events", events))
+		c.http.Fail(rec, kind, msg)
 		return
 	}
-	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
+	c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
 }
 
 func (c *Client) details(rec *loadgen.Record, ev *event) {
@@ -285,52 +239,32 @@ func (c *Client) details(rec *loadgen.Record, ev *event) {
 }
 
 func errorWords(ev *event) string {
-	msg := truncate(*ev.Error, maxErrorMessage)
+	msg := transport.Truncate(*ev.Error, transport.MaxErrorMessage)
 	if ev.ErrorType != "" {
-		msg += " (" + truncate(ev.ErrorType, 40) + ")"
+		msg += " (" + transport.Truncate(ev.ErrorType, 40) + ")"
 	}
 	return msg
 }
 
-func errorText(b []byte) string {
+// errorBody is the message of an error body, an {"error": …} event.
+func errorBody(b []byte) string {
 	var e event
 	if json.Unmarshal(b, &e) == nil && e.Error != nil {
-		return ": " + errorWords(&e)
+		return errorWords(&e)
 	}
 	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // info is GET /info.
 func (c *Client) info(ctx context.Context) (modelID, version string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/info", nil)
+	code, b, err := c.http.Fetch(ctx, http.MethodGet, c.base+"/info", transport.MaxErrorBody)
 	if err != nil {
 		return "", "", err
 	}
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return "", "", errors.New(c.http.Scrub(msg))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if resp.StatusCode != http.StatusOK {
-		return "", "", fmt.Errorf("GET /info: HTTP %d%s", resp.StatusCode, errorText(b))
+	if code != http.StatusOK {
+		return "", "", fmt.Errorf("GET /info: %s", transport.StatusText(code, errorBody(b)))
 	}
 	var in struct {
 		ModelID string `json:"model_id"`

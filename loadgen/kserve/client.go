@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -188,7 +189,7 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 		}
 		if len(ev.errMsg) > 0 {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(string(ev.errMsg), maxErrorMessageBytes))
+			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+transport.Truncate(string(ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
 		if !ev.hasResp {

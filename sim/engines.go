@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -119,7 +120,8 @@ type engineJob struct {
 	arrived     time.Time
 	fault       FaultKind
 	faultFor    time.Duration
-	mid         int // content chunks before a mid-stream stall
+	mid         int   // content chunks before a mid-stream stall
+	seqNo       int64 // seeds the jitter of ModeFixed
 }
 
 // runOnEngine feeds one request through a batching engine, for the HTTP
@@ -172,4 +174,68 @@ func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i i
 			return false
 		}
 	}
+}
+
+// runOnTimer times one request on its own (ModeFixed), for the HTTP and
+// the gRPC paths alike: admitted at once, FixedTTFT to the first chunk
+// (plus a stall fault's time) and FixedITL between chunks, each ± Jitter,
+// a mid-stream stall after j.mid chunks. produced(n, at) sends the next
+// chunk of n tokens, made at at, and reports false to stop. runOnTimer
+// reports true when all max tokens were made, false when the request was
+// cancelled, the server closed or produced refused.
+func (s *Server) runOnTimer(ctx context.Context, j engineJob, admitted func(at time.Time), produced func(n int, at time.Time) bool) bool {
+	now := time.Now()
+	kv := int64(j.prompt + j.max)
+	s.fixedRunning.Add(1)
+	s.fixedKV.Add(kv)
+	s.busy.begin(now)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		s.busy.end(time.Now())
+		s.fixedKV.Add(-kv)
+		s.fixedRunning.Add(-1)
+	}()
+	admitted(now)
+	eng := s.metrics.engine(0)
+	eng.queueTime.Observe(now.Sub(j.arrived).Seconds())
+	eng.promptTokens.Add(float64(j.prompt))
+	var rng *rand.Rand
+	if s.cfg.Jitter > 0 {
+		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(j.seqNo)))
+	}
+	jit := func(d time.Duration) time.Duration {
+		if rng == nil {
+			return d
+		}
+		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
+		return max(0, d)
+	}
+	first := s.cfg.FixedTTFT
+	if j.fault == FaultStall {
+		first += j.faultFor
+	}
+	due := now.Add(jit(first))
+	paused := false
+	tpc := s.cfg.TokensPerChunk
+	for made, chunks := 0, 0; made < j.max; chunks++ {
+		if j.fault == FaultStallMid && !paused && chunks >= j.mid {
+			paused = true
+			due = due.Add(j.faultFor)
+		}
+		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
+		if !ok {
+			return false
+		}
+		n := min(tpc, j.max-made)
+		made += n
+		if !produced(n, eff) {
+			return false
+		}
+		eng.genTokens.Add(float64(n))
+		due = eff.Add(jit(s.cfg.FixedITL))
+	}
+	return true
 }

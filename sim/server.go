@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -684,82 +683,42 @@ func (s *Server) runBatch(rs *responder) {
 	}
 }
 
-// runFixed times the request on its own: FixedTTFT to the first chunk,
-// FixedITL between chunks, each ± Jitter.
+// runFixed times the request on its own (runOnTimer) and streams it.
 func (s *Server) runFixed(rs *responder, seqNo int64) {
-	ctx := rs.ctx
-	now := time.Now()
-	kv := int64(rs.prompt + rs.max)
-	s.fixedRunning.Add(1)
-	s.fixedKV.Add(kv)
-	s.busy.begin(now)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		s.busy.end(time.Now())
-		s.fixedKV.Add(-kv)
-		s.fixedRunning.Add(-1)
-	}()
-	rs.admitted = now
-	rs.rec.update(func(t *Truth) { t.Admitted = now })
-	s.metrics.engine(0).queueTime.Observe(now.Sub(rs.arrived).Seconds())
-	s.metrics.engine(0).promptTokens.Add(float64(rs.prompt))
-
-	var rng *rand.Rand
-	if s.cfg.Jitter > 0 {
-		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(seqNo)))
+	j := engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid, seqNo: seqNo}
+	faulted := false // beforeChunk ended the request itself
+	produced, prev := 0, time.Time{}
+	admitted := func(at time.Time) {
+		rs.admitted, prev = at, at
+		rs.rec.update(func(t *Truth) { t.Admitted = at })
 	}
-	jit := func(d time.Duration) time.Duration {
-		if rng == nil {
-			return d
-		}
-		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
-		return max(0, d)
-	}
-	first := s.cfg.FixedTTFT
-	if rs.fault == FaultStall {
-		first += rs.faultFor
-	}
-	due := now.Add(jit(first))
-	paused := false
-	tpc := s.cfg.TokensPerChunk
-	gen := s.metrics.engine(0).genTokens
-	prev := now
-	for produced := 0; produced < rs.max; {
-		if rs.fault == FaultStallMid && !paused && rs.chunks >= rs.mid {
-			paused = true
-			due = due.Add(rs.faultFor)
-		}
-		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
-		if !ok {
-			rs.cancelled()
-			return
-		}
-		n := min(tpc, rs.max-produced)
+	ok := s.runOnTimer(rs.ctx, j, admitted, func(n int, at time.Time) bool {
 		produced += n
 		if send := min(n, rs.content-rs.sent); send > 0 { // an EOS token is not sent
 			if !rs.beforeChunk() {
-				return
+				faulted = true
+				return false
 			}
 			if !rs.chunk(send) {
-				rs.cancelled()
-				return
+				return false
 			}
 		}
-		gen.Add(float64(n))
 		// One "decode" per produced chunk: the first carries the prompt's
 		// time, as a prefill would.
-		took := eff.Sub(prev)
+		took := at.Sub(prev)
 		if produced == n {
 			s.metrics.llama.add(rs.prompt, took, 0, 0, 0, 0)
 			s.metrics.llama.add(0, 0, n, 0, 1, int(s.fixedRunning.Load()))
 		} else {
 			s.metrics.llama.add(0, 0, n, took, 1, int(s.fixedRunning.Load()))
 		}
-		prev = eff
-		due = eff.Add(jit(s.cfg.FixedITL))
+		prev = at
+		return true
+	})
+	switch {
+	case ok:
+		rs.finish()
+	case !faulted:
+		rs.cancelled()
 	}
-	rs.finish()
 }

@@ -25,7 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -40,26 +39,15 @@ const (
 	sideTimeout  = 10 * time.Second
 )
 
-// Config describes one Ollama target.
-type Config struct {
-	// BaseURL is the server root (http://127.0.0.1:11434).
-	BaseURL string
-	Model   string
-	// Stream asks for NDJSON; nil means true.
-	Stream *bool
-	// MaxTokens is sent as options.num_predict when a prompt sets none.
-	MaxTokens int
-	Transport transport.Config
-	Warn      func(msg string)
-}
+// Config describes one Ollama target: BaseURL is the server root
+// (http://127.0.0.1:11434), Stream asks for NDJSON, MaxTokens is sent as
+// options.num_predict when a prompt sets none.
+type Config = transport.RootConfig
 
 // Client sends requests to one Ollama server. It is safe for concurrent use.
 type Client struct {
-	base, safeBase string
-	model          string
-	stream         bool
-	maxToks        int
-	http           *transport.Client
+	root  transport.Root
+	model string
 }
 
 var (
@@ -71,16 +59,11 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := transport.ParseRoot(cfg.BaseURL, "base URL")
+	root, err := cfg.Open("base URL")
 	if err != nil {
 		return nil, fmt.Errorf("ollama: %v", err)
 	}
-	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	if c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(""), cfg.Warn); err != nil {
-		return nil, fmt.Errorf("ollama: %v", err)
-	}
-	return c, nil
+	return &Client{root: root, model: cfg.Model}, nil
 }
 
 // object is one NDJSON line, or the whole answer.
@@ -107,7 +90,7 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	for k, v := range p.Params {
 		opts[k] = v
 	}
-	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.stream}
+	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.root.Stream}
 	if len(opts) > 0 {
 		m["options"] = opts
 	}
@@ -118,20 +101,20 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.body(p, maxTokens)
 	if err != nil {
-		c.http.FailBuilding(rec, err)
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
 	// Ollama ignores the X-Request-Id; proxies and the simulator log it.
-	resp := c.http.Send(ctx, rec, transport.Post{URL: c.base + "/api/chat", Body: body, ID: p.ID, ErrorWords: errorWords})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, ErrorWords: errorWords})
 	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Unstreamed = !c.stream
+	rec.Unstreamed = !c.root.Stream
 	keepText := p.FollowUp != nil
 	var text []byte
 	r := bufio.NewReaderSize(resp.Body, 16<<10)
@@ -143,16 +126,16 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			var o object
 			if jerr := json.Unmarshal(line, &o); jerr != nil {
 				rec.End = rec.Now()
-				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.stream {
-					c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
+				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.root.Stream {
+					c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
 					return
 				}
-				c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
+				c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
 				return
 			}
 			if o.Error != nil {
 				rec.End = rec.Now()
-				c.http.Fail(rec, loadgen.ErrStreamError, "error in stream: "+transport.Truncate(*o.Error, transport.MaxErrorMessage))
+				c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in stream: "+transport.Truncate(*o.Error, transport.MaxErrorMessage))
 				return
 			}
 			content, thinking := o.Response, ""
@@ -192,7 +175,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if done {
 		return
 	}
-	c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
+	c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
 }
 
 // readLine reads one line (with its \n) of at most maxLineBytes.
@@ -224,7 +207,7 @@ func errorWords(b []byte) string {
 func (c *Client) tags(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	code, b, err := c.http.Fetch(ctx, http.MethodGet, c.base+"/api/tags", maxTagsBytes)
+	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/api/tags", maxTagsBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -258,10 +241,10 @@ func has(names []string, m string) bool {
 func (c *Client) Preflight(ctx context.Context) error {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && !has(names, c.model) {
-		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.safeBase, c.model, names)
+		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names)
 	}
 	return nil
 }
@@ -283,7 +266,7 @@ func (c *Client) SetModel(m string) { c.model = m }
 
 // DescribeServer reports the models the server has.
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	names, err := c.tags(ctx)
 	if err != nil {
 		info.Error = err.Error()
@@ -293,4 +276,4 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

@@ -25,7 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -40,29 +39,17 @@ const (
 	sideTimeout = 10 * time.Second
 )
 
-// Config describes one TGI target.
-type Config struct {
-	// BaseURL is the server root (http://tgi:8080).
-	BaseURL string
-	// Model is informational: TGI serves one model. When set, Preflight
-	// checks it against /info's model_id.
-	Model string
-	// Stream uses /generate_stream; false /generate. nil means true.
-	Stream *bool
-	// MaxTokens is sent as parameters.max_new_tokens when a prompt sets
-	// none; 0 sends none.
-	MaxTokens int
-	Transport transport.Config
-	Warn      func(msg string)
-}
+// Config describes one TGI target: BaseURL is the server root
+// (http://tgi:8080); Model is informational, as TGI serves one model, and
+// when set Preflight checks it against /info's model_id; Stream uses
+// /generate_stream, false /generate; MaxTokens is sent as
+// parameters.max_new_tokens when a prompt sets none.
+type Config = transport.RootConfig
 
 // Client sends requests to one TGI server. It is safe for concurrent use.
 type Client struct {
-	base, safeBase string
-	model          string
-	stream         bool
-	maxToks        int
-	http           *transport.Client
+	root  transport.Root
+	model string
 }
 
 var (
@@ -74,16 +61,11 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := transport.ParseRoot(cfg.BaseURL, "base URL")
+	root, err := cfg.Open("base URL")
 	if err != nil {
 		return nil, fmt.Errorf("tgi: %v", err)
 	}
-	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	if c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(""), cfg.Warn); err != nil {
-		return nil, fmt.Errorf("tgi: %v", err)
-	}
-	return c, nil
+	return &Client{root: root, model: cfg.Model}, nil
 }
 
 // event is one /generate_stream event, or the /generate answer.
@@ -117,18 +99,18 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.body(p, maxTokens)
 	if err != nil {
-		c.http.FailBuilding(rec, err)
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
 	endpoint := "/generate"
-	if c.stream {
+	if c.root.Stream {
 		endpoint = "/generate_stream"
 	}
-	resp := c.http.Send(ctx, rec, transport.Post{URL: c.base + endpoint, Body: body, ID: p.ID, ErrorWords: errorBody})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, ErrorWords: errorBody})
 	if resp == nil {
 		return
 	}
@@ -142,13 +124,13 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		var ev event
 		switch {
 		case kind != loadgen.ErrNone:
-			c.http.Fail(rec, kind, msg)
+			c.root.HTTP.Fail(rec, kind, msg)
 			return
 		case json.Unmarshal(b, &ev) != nil:
-			c.http.Fail(rec, loadgen.ErrProtocol, "bad response JSON")
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, "bad response JSON")
 			return
 		case ev.Error != nil:
-			c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
 			return
 		}
 		if ev.GeneratedText != nil && *ev.GeneratedText != "" {
@@ -176,12 +158,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		var ev event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			rec.End = rec.Now()
-			c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
 			return
 		}
 		if ev.Error != nil {
 			rec.End = rec.Now()
-			c.http.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
 			return
 		}
 		if ev.Token != nil {
@@ -219,10 +201,10 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	}
 	if err := sc.Err(); err != nil {
 		kind, msg := transport.ClassifyBody(ctx, err, fmt.Sprintf("after %d events", events))
-		c.http.Fail(rec, kind, msg)
+		c.root.HTTP.Fail(rec, kind, msg)
 		return
 	}
-	c.http.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
+	c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
 }
 
 func (c *Client) details(rec *loadgen.Record, ev *event) {
@@ -259,7 +241,7 @@ func errorBody(b []byte) string {
 func (c *Client) info(ctx context.Context) (modelID, version string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	code, b, err := c.http.Fetch(ctx, http.MethodGet, c.base+"/info", transport.MaxErrorBody)
+	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/info", transport.MaxErrorBody)
 	if err != nil {
 		return "", "", err
 	}
@@ -281,10 +263,10 @@ func (c *Client) info(ctx context.Context) (modelID, version string, err error) 
 func (c *Client) Preflight(ctx context.Context) error {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && id != "" && id != c.model {
-		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.safeBase, c.model, id)
+		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id)
 	}
 	return nil
 }
@@ -306,16 +288,16 @@ func (c *Client) SetModel(m string) { c.model = m }
 
 // DescribeServer reports /info's model and version.
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	id, v, err := c.info(ctx)
 	if err != nil {
 		info.Error = err.Error()
 		return info
 	}
 	info.Models = []string{id}
-	info.Headers = map[string]string{"server": "text-generation-inference", "server-version": c.http.Scrub(v)}
+	info.Headers = map[string]string{"server": "text-generation-inference", "server-version": c.root.HTTP.Scrub(v)}
 	return info
 }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

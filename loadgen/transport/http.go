@@ -210,3 +210,48 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// RootConfig describes one target of a protocol that appends its own
+// paths to the server's root URL (TGI's and Ollama's native APIs,
+// Triton's generate extension).
+type RootConfig struct {
+	// BaseURL is the server root (http://host:port[/prefix]). Its user
+	// info is sent as basic auth and never printed.
+	BaseURL string
+	// Model is the model requests name, or the one Preflight checks for
+	// on a server that serves one.
+	Model string
+	// Stream asks for a streamed answer; nil means true.
+	Stream *bool
+	// MaxTokens is the protocol's output cap when a prompt sets none; 0
+	// sends none.
+	MaxTokens int
+	// Transport is TLS, headers, the API key, proxies and the pool.
+	Transport Config
+	// Warn, if not nil, is called once with a notice for the user.
+	Warn func(msg string)
+}
+
+// Root is a checked RootConfig: what its protocol client sends with.
+type Root struct {
+	Base      string // the root, credentials included: send only
+	SafeBase  string // the root as it may be printed
+	Stream    bool
+	MaxTokens int
+	HTTP      *Client
+}
+
+// Open checks c and builds its client, with JSON headers and Warn's
+// notices prefixed with the redacted root. what names the URL in errors
+// ("base URL").
+func (c RootConfig) Open(what string) (Root, error) {
+	u, err := ParseRoot(c.BaseURL, what)
+	if err != nil {
+		return Root{}, err
+	}
+	r := Root{Base: u.String(), SafeBase: redact.URL(u.String()), Stream: c.Stream == nil || *c.Stream, MaxTokens: c.MaxTokens}
+	if r.HTTP, err = c.Transport.NewClientFor(u, JSONHeaders(""), c.Warn); err != nil {
+		return Root{}, err
+	}
+	return r, nil
+}

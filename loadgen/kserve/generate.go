@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
@@ -35,15 +34,11 @@ const maxGenerateBody = 64 << 20
 // It implements the same interfaces as Client and is safe for concurrent
 // use.
 type GenerateClient struct {
-	base     string // scheme://host:port[/prefix], credentials included: send only
-	safeBase string
-	model    string
-	version  string
-	stream   bool
-	maxToks  int
-	tensors  Tensors
-	spec     atomic.Pointer[modelSpec]
-	http     *transport.Client
+	root    transport.Root
+	model   string
+	version string
+	tensors Tensors
+	spec    atomic.Pointer[modelSpec]
 }
 
 var (
@@ -57,7 +52,8 @@ var (
 // the server's HTTP root (http://triton:8000). Connections, Keepalive and
 // the gRPC-only settings do not apply.
 func NewGenerate(cfg Config) (*GenerateClient, error) {
-	u, err := transport.ParseRoot(cfg.Target, "generate target")
+	root, err := transport.RootConfig{BaseURL: cfg.Target, Stream: cfg.Stream, MaxTokens: cfg.MaxTokens,
+		Transport: cfg.Transport, Warn: cfg.Warn}.Open("generate target")
 	if err != nil {
 		return nil, fmt.Errorf("kserve: %v", err)
 	}
@@ -66,13 +62,8 @@ func NewGenerate(cfg Config) (*GenerateClient, error) {
 	default:
 		return nil, fmt.Errorf("kserve: tensors %q: want %q or %q", cfg.Tensors, TensorsVLLM, TensorsTRTLLM)
 	}
-	c := &GenerateClient{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model, version: cfg.Version,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
+	c := &GenerateClient{root: root, model: cfg.Model, version: cfg.Version, tensors: cfg.Tensors}
 	c.spec.Store(defaultSpec(cfg.Tensors))
-	c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(""), cfg.Warn)
-	if err != nil {
-		return nil, fmt.Errorf("kserve: %v", err)
-	}
 	return c, nil
 }
 
@@ -97,7 +88,7 @@ func (c *GenerateClient) generateBody(spec *modelSpec, p *prompts.Prompt, maxTok
 			body[name] = v
 		}
 	}
-	set(inStream, c.stream)
+	set(inStream, c.root.Stream)
 	set(inExclude, true)
 	if spec.known {
 		set(inRetInTokens, true)
@@ -222,18 +213,18 @@ func jsonCount(raw json.RawMessage) (int64, error) {
 func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.generateBody(c.spec.Load(), p, maxTokens)
 	if err != nil {
-		c.http.FailBuilding(rec, err)
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	post := transport.Post{URL: c.base + c.modelPath() + "/generate", Body: body, ID: p.ID, ErrorWords: errorWords}
-	if c.stream {
-		post.URL, post.Accept = c.base+c.modelPath()+"/generate_stream", "text/event-stream"
+	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, ErrorWords: errorWords}
+	if c.root.Stream {
+		post.URL, post.Accept = c.root.Base+c.modelPath()+"/generate_stream", "text/event-stream"
 	}
-	resp := c.http.Send(ctx, rec, post)
+	resp := c.root.HTTP.Send(ctx, rec, post)
 	if resp == nil {
 		return
 	}
@@ -247,15 +238,15 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		b, kind, msg := transport.ReadWhole(ctx, resp.Body, maxGenerateBody)
 		rec.End = rec.Now()
 		if kind != loadgen.ErrNone {
-			c.http.Fail(rec, kind, msg)
+			c.root.HTTP.Fail(rec, kind, msg)
 			return
 		}
 		if err := g.decode(b, &s.ev); err != nil {
-			c.http.Fail(rec, loadgen.ErrProtocol, "bad response JSON: "+err.Error())
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, "bad response JSON: "+err.Error())
 			return
 		}
 		if len(s.ev.errMsg) > 0 {
-			c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
 		s.feed(&s.ev)
@@ -275,12 +266,12 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		}
 		if err := g.decode(data, &s.ev); err != nil {
 			rec.End = rec.Now()
-			c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", s.n+1, err))
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", s.n+1, err))
 			return
 		}
 		if len(s.ev.errMsg) > 0 {
 			rec.End = rec.Now()
-			c.http.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
 		s.feed(&s.ev)
@@ -289,17 +280,17 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 	switch err := sc.Err(); {
 	case err != nil:
 		kind, msg := transport.ClassifyBody(ctx, err, s.where())
-		c.http.Fail(rec, kind, msg)
+		c.root.HTTP.Fail(rec, kind, msg)
 	case s.n == 0:
-		c.http.Fail(rec, loadgen.ErrStreamTruncated, "stream ended without any response")
+		c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, "stream ended without any response")
 	case sc.PartialLine():
-		c.http.Fail(rec, loadgen.ErrStreamTruncated, "stream ended inside an event "+s.where())
+		c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, "stream ended inside an event "+s.where())
 	}
 }
 
 // get fetches path; status 0 when no answer came.
 func (c *GenerateClient) get(ctx context.Context, method, path string) (int, []byte, error) {
-	return c.http.Fetch(ctx, method, c.base+path, transport.MaxErrorBody)
+	return c.root.HTTP.Fetch(ctx, method, c.root.Base+path, transport.MaxErrorBody)
 }
 
 // errorWords is the message of an {"error": "…"} body.
@@ -321,27 +312,27 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	if c.model == "" {
-		return fmt.Errorf("target %s: no model named (pass --model)", c.safeBase)
+		return fmt.Errorf("target %s: no model named (pass --model)", c.root.SafeBase)
 	}
 	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
 		code, b, err := c.get(ctx, http.MethodGet, step.path)
 		if err != nil {
-			return fmt.Errorf("target %s does not answer: GET %s: %v", c.safeBase, step.path, err)
+			return fmt.Errorf("target %s does not answer: GET %s: %v", c.root.SafeBase, step.path, err)
 		}
 		if code != http.StatusOK {
-			return fmt.Errorf("target %s: the server says it is not %s (GET %s: %s)", c.safeBase, step.what, step.path, transport.StatusText(code, errorWords(b)))
+			return fmt.Errorf("target %s: the server says it is not %s (GET %s: %s)", c.root.SafeBase, step.what, step.path, transport.StatusText(code, errorWords(b)))
 		}
 	}
 	code, b, err := c.get(ctx, http.MethodGet, c.modelPath()+"/ready")
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q is not ready (%s): not loaded, still loading, or not served", c.safeBase, c.model, transport.StatusText(code, errorWords(b)))
+		return fmt.Errorf("target %s: model %q is not ready (%s): not loaded, still loading, or not served", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)))
 	}
 	code, b, err = c.get(ctx, http.MethodGet, c.modelPath())
 	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q metadata: %s %v", c.safeBase, c.model, transport.StatusText(code, errorWords(b)), err)
+		return fmt.Errorf("target %s: model %q metadata: %s %v", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)), err)
 	}
 	var md struct {
 		Name    string `json:"name"`
@@ -349,7 +340,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 		Outputs []tensorJSON
 	}
 	if err := json.Unmarshal(b, &md); err != nil {
-		return fmt.Errorf("target %s: model %q metadata: %v", c.safeBase, c.model, err)
+		return fmt.Errorf("target %s: model %q metadata: %v", c.root.SafeBase, c.model, err)
 	}
 	m := &pb.ModelMetadataResponse{Name: md.Name}
 	for _, t := range md.Inputs {
@@ -360,7 +351,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	}
 	spec, err := specFromMetadata(m, c.tensors)
 	if err != nil {
-		return fmt.Errorf("target %s: %v", c.safeBase, c.http.Scrub(err.Error()))
+		return fmt.Errorf("target %s: %v", c.root.SafeBase, c.root.HTTP.Scrub(err.Error()))
 	}
 	c.spec.Store(spec)
 	return nil
@@ -383,7 +374,7 @@ func (c *GenerateClient) Prepare(ctx context.Context) error { return c.Preflight
 func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	if c.model != "" {
 		info.Models = []string{c.model}
 	}
@@ -394,7 +385,7 @@ func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo 
 	}
 	var sm struct{ Name, Version string }
 	if json.Unmarshal(b, &sm) == nil {
-		info.Headers = map[string]string{"server": c.http.Scrub(sm.Name), "server-version": c.http.Scrub(sm.Version)}
+		info.Headers = map[string]string{"server": c.root.HTTP.Scrub(sm.Name), "server-version": c.root.HTTP.Scrub(sm.Version)}
 	}
 	return info
 }
@@ -428,4 +419,4 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 func (c *GenerateClient) SetModel(m string) { c.model = m }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *GenerateClient) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *GenerateClient) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

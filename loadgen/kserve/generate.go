@@ -249,13 +249,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
-		s.feed(&s.ev)
-		for i := range rec.Chunks {
-			rec.Chunks[i].At = rec.End
-		}
-		if len(rec.Chunks) > 0 {
-			rec.FirstAnswer = rec.End
-		}
+		s.feedWhole(&s.ev)
 		return
 	}
 	sc := openai.NewScanner(resp.Body)

@@ -27,7 +27,6 @@ const (
 	maxDrainBytes       = 256 << 10
 	readerBufferBytes   = 16 << 10
 	maxPooledEventBytes = 1 << 20
-	maxChunkPrealloc    = 8192
 )
 
 var scannerPool = sync.Pool{New: func() any {
@@ -277,13 +276,7 @@ func (s *stream) streamError(data []byte) {
 func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool) {
 	sc := getScanner(body)
 	defer putScanner(sc)
-	if rec.Chunks == nil {
-		n := maxTokens + 1
-		if maxTokens <= 0 || n > maxChunkPrealloc {
-			n = 256
-		}
-		rec.Chunks = make([]loadgen.Chunk, 0, n)
-	}
+	rec.ReserveChunks(maxTokens)
 	s := stream{rec: rec, keepText: keepText}
 	s.run(sc)
 	rec.End = rec.Now()

@@ -180,19 +180,32 @@ func ClassifyBody(ctx context.Context, err error, where string) (loadgen.ErrorKi
 	return kind, msg
 }
 
-// Fetch sends a side request (health, metadata, a model list) without a
-// body and reads at most limit bytes of the answer; status is 0 when no
-// answer came. Errors are scrubbed.
-func (cl *Client) Fetch(ctx context.Context, method, url string, limit int) (status int, body []byte, err error) {
+// SideRequest sends a side request (health, metadata, a model list)
+// without a body, with Accept accept when not empty; the caller reads and
+// closes the answer. Errors are Classify's words, scrubbed.
+func (cl *Client) SideRequest(ctx context.Context, method, url, accept string) (*http.Response, error) {
 	req, err := cl.NewRequest(ctx, method, url, nil)
 	if err != nil {
-		return 0, nil, errors.New(cl.Scrub(Unwrap(err).Error()))
+		return nil, errors.New(cl.Scrub(Unwrap(err).Error()))
 	}
 	req.Header.Del("Content-Type")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	resp, _, err := cl.Do(req)
 	if err != nil {
 		_, msg := Classify(ctx, err, "before the response")
-		return 0, nil, errors.New(cl.Scrub(msg))
+		return nil, errors.New(cl.Scrub(msg))
+	}
+	return resp, nil
+}
+
+// Fetch is SideRequest, reading at most limit bytes of the answer; status
+// is 0 when no answer came.
+func (cl *Client) Fetch(ctx context.Context, method, url string, limit int) (status int, body []byte, err error) {
+	resp, err := cl.SideRequest(ctx, method, url, "")
+	if err != nil {
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, int64(limit)))

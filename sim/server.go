@@ -656,52 +656,29 @@ const htmlPage = `<!DOCTYPE html>
 
 // runBatch feeds the request through the engine and streams what it emits.
 func (s *Server) runBatch(rs *responder) {
-	j := engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid}
-	faulted := false // beforeChunk ended the request itself
-	admitted := func(at time.Time) {
-		rs.admitted = at
-		rs.rec.update(func(t *Truth) { t.Admitted = at })
-	}
-	ok := s.runOnEngine(rs.ctx, j, func(i int) { rs.engine = i }, admitted, func(avail int) bool {
+	tpc := s.cfg.TokensPerChunk
+	rs.settle(s.runOnEngine(rs.ctx, rs.job(0), func(i int) { rs.engine = i }, rs.admit, func(avail int) bool {
 		limit := min(avail, rs.content) // an EOS token is produced, not sent
 		for rs.sent < limit {
-			if !rs.beforeChunk() {
-				faulted = true
-				return false
-			}
-			if !rs.chunk(min(s.cfg.TokensPerChunk, limit-rs.sent)) {
+			if !rs.sendChunk(min(tpc, limit-rs.sent)) {
 				return false
 			}
 		}
 		return true
-	})
-	switch {
-	case ok:
-		rs.finish()
-	case !faulted:
-		rs.cancelled()
-	}
+	}))
 }
 
 // runFixed times the request on its own (runOnTimer) and streams it.
 func (s *Server) runFixed(rs *responder, seqNo int64) {
-	j := engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid, seqNo: seqNo}
-	faulted := false // beforeChunk ended the request itself
 	produced, prev := 0, time.Time{}
 	admitted := func(at time.Time) {
-		rs.admitted, prev = at, at
-		rs.rec.update(func(t *Truth) { t.Admitted = at })
+		rs.admit(at)
+		prev = at
 	}
-	ok := s.runOnTimer(rs.ctx, j, admitted, func(n int, at time.Time) bool {
+	rs.settle(s.runOnTimer(rs.ctx, rs.job(seqNo), admitted, func(n int, at time.Time) bool {
 		produced += n
-		if send := min(n, rs.content-rs.sent); send > 0 { // an EOS token is not sent
-			if !rs.beforeChunk() {
-				faulted = true
-				return false
-			}
-			if !rs.chunk(send) {
-				return false
-			}
+		if send := min(n, rs.content-rs.sent); send > 0 && !rs.sendChunk(send) { // an EOS token is not sent
+			return false
 		}
 		// One "decode" per produced chunk: the first carries the prompt's
 		// time, as a prefill would.
@@ -714,11 +691,5 @@ func (s *Server) runFixed(rs *responder, seqNo int64) {
 		}
 		prev = at
 		return true
-	})
-	switch {
-	case ok:
-		rs.finish()
-	case !faulted:
-		rs.cancelled()
-	}
+	}))
 }

@@ -272,6 +272,11 @@ func (q *grpcRequest) admit(at time.Time) {
 	q.rec.update(func(t *Truth) { t.Admitted = at })
 }
 
+// job is the request as runOnEngine and runOnTimer take it.
+func (q *grpcRequest) job() engineJob {
+	return engineJob{prompt: q.promptTokens, max: q.max, arrived: q.arrived, fault: q.fault, faultFor: q.faultFor, mid: q.mid, seqNo: q.seqNo}
+}
+
 // rawInput returns input i's bytes: raw contents, else typed contents
 // re-encoded raw.
 func rawInput(r *pb.ModelInferRequest, i int) []byte {
@@ -732,8 +737,7 @@ func (g *grpcService) produce(ctx context.Context, q *grpcRequest, emit func(n i
 	if len(s.engines) == 0 {
 		return g.produceFixed(ctx, q, emit)
 	}
-	j := engineJob{prompt: q.promptTokens, max: q.max, arrived: q.arrived, fault: q.fault, faultFor: q.faultFor, mid: q.mid, seqNo: q.seqNo}
-	return s.runOnEngine(ctx, j, func(i int) { q.engine = i }, q.admit, func(avail int) bool {
+	return s.runOnEngine(ctx, q.job(), func(i int) { q.engine = i }, q.admit, func(avail int) bool {
 		for q.sent < avail {
 			if !emit(min(tpc, avail-q.sent)) {
 				return false
@@ -744,8 +748,7 @@ func (g *grpcService) produce(ctx context.Context, q *grpcRequest, emit func(n i
 }
 
 func (g *grpcService) produceFixed(ctx context.Context, q *grpcRequest, emit func(n int) bool) bool {
-	j := engineJob{prompt: q.promptTokens, max: q.max, arrived: q.arrived, fault: q.fault, faultFor: q.faultFor, mid: q.mid, seqNo: q.seqNo}
-	return g.s.runOnTimer(ctx, j, q.admit, func(n int, _ time.Time) bool { return emit(n) })
+	return g.s.runOnTimer(ctx, q.job(), q.admit, func(n int, _ time.Time) bool { return emit(n) })
 }
 
 // GRPCDecoupledHeader is request metadata that makes ModelInfer refuse the

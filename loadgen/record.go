@@ -135,6 +135,24 @@ func (r *Record) Now() time.Duration { return time.Since(r.epoch) }
 // Epoch is the run start this record's offsets are measured from.
 func (r *Record) Epoch() time.Time { return r.epoch }
 
+// maxChunkReserve caps the chunk slice ReserveChunks makes.
+const maxChunkReserve = 8192
+
+// ReserveChunks makes room in Chunks, unless it has some already, for a
+// streamed answer of up to maxTokens tokens (one chunk each, and a final
+// one), so that appending does not grow the slice mid-stream; 256 when
+// maxTokens is unknown (0) or over maxChunkReserve.
+func (r *Record) ReserveChunks(maxTokens int) {
+	if r.Chunks != nil {
+		return
+	}
+	n := maxTokens + 1
+	if maxTokens <= 0 || n > maxChunkReserve {
+		n = 256
+	}
+	r.Chunks = make([]Chunk, 0, n)
+}
+
 // OK reports whether the request completed without error.
 func (r *Record) OK() bool { return r.ErrorKind == ErrNone }
 

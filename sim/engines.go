@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -111,4 +112,130 @@ func (w *scrapeWatch) wrap(h http.Handler) http.Handler {
 			close(ch)
 		}
 	})
+}
+
+// engineJob is one request as a batching engine runs it.
+type engineJob struct {
+	prompt, max int
+	arrived     time.Time
+	fault       FaultKind
+	faultFor    time.Duration
+	mid         int   // content chunks before a mid-stream stall
+	seqNo       int64 // seeds the jitter of ModeFixed
+}
+
+// runOnEngine feeds one request through a batching engine, for the HTTP
+// and the gRPC paths alike: the stall fault first, then the engine pick
+// deals it to (told to onEngine before it is submitted), admitted once at
+// its first token, and produced each time the engine has made more:
+// produced(avail) sends what it may of the avail tokens made so far and
+// reports false to stop. runOnEngine reports true when the engine has
+// made all max tokens, false when the request was cancelled, the server
+// closed or produced refused; the engine drops a request left unfinished.
+func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i int), admitted func(at time.Time), produced func(avail int) bool) bool {
+	if j.fault == FaultStall {
+		if _, ok := s.gate.sleepUntil(time.Now().Add(j.faultFor), ctx.Done(), s.quit, nil); !ok {
+			return false
+		}
+	}
+	q := newSeq(j.prompt, j.max, j.arrived)
+	if j.fault == FaultStallMid {
+		q.pauseAt = min(j.mid*s.cfg.TokensPerChunk, j.max)
+		q.pauseFor = j.faultFor
+	}
+	i := s.pick()
+	onEngine(i)
+	eng := s.engines[i]
+	eng.submit(q)
+	defer func() {
+		if q.avail.Load() < int64(q.max) {
+			eng.cancel(q)
+		}
+		s.engReqs[i].Add(-1)
+	}()
+	isAdmitted := false
+	for {
+		avail := int(q.avail.Load())
+		if !isAdmitted && avail > 0 {
+			isAdmitted = true
+			admitted(s.epoch.Add(time.Duration(q.admittedAt.Load() - 1)))
+		}
+		if !produced(avail) {
+			return false
+		}
+		if avail >= j.max {
+			return true
+		}
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			return false
+		case <-s.quit:
+			return false
+		}
+	}
+}
+
+// runOnTimer times one request on its own (ModeFixed), for the HTTP and
+// the gRPC paths alike: admitted at once, FixedTTFT to the first chunk
+// (plus a stall fault's time) and FixedITL between chunks, each ± Jitter,
+// a mid-stream stall after j.mid chunks. produced(n, at) sends the next
+// chunk of n tokens, made at at, and reports false to stop. runOnTimer
+// reports true when all max tokens were made, false when the request was
+// cancelled, the server closed or produced refused.
+func (s *Server) runOnTimer(ctx context.Context, j engineJob, admitted func(at time.Time), produced func(n int, at time.Time) bool) bool {
+	now := time.Now()
+	kv := int64(j.prompt + j.max)
+	s.fixedRunning.Add(1)
+	s.fixedKV.Add(kv)
+	s.busy.begin(now)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		s.busy.end(time.Now())
+		s.fixedKV.Add(-kv)
+		s.fixedRunning.Add(-1)
+	}()
+	admitted(now)
+	eng := s.metrics.engine(0)
+	eng.queueTime.Observe(now.Sub(j.arrived).Seconds())
+	eng.promptTokens.Add(float64(j.prompt))
+	var rng *rand.Rand
+	if s.cfg.Jitter > 0 {
+		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(j.seqNo)))
+	}
+	jit := func(d time.Duration) time.Duration {
+		if rng == nil {
+			return d
+		}
+		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
+		return max(0, d)
+	}
+	first := s.cfg.FixedTTFT
+	if j.fault == FaultStall {
+		first += j.faultFor
+	}
+	due := now.Add(jit(first))
+	paused := false
+	tpc := s.cfg.TokensPerChunk
+	for made, chunks := 0, 0; made < j.max; chunks++ {
+		if j.fault == FaultStallMid && !paused && chunks >= j.mid {
+			paused = true
+			due = due.Add(j.faultFor)
+		}
+		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
+		if !ok {
+			return false
+		}
+		n := min(tpc, j.max-made)
+		made += n
+		if !produced(n, eff) {
+			return false
+		}
+		eng.genTokens.Add(float64(n))
+		due = eff.Add(jit(s.cfg.FixedITL))
+	}
+	return true
 }

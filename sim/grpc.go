@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -271,6 +270,11 @@ func (q *grpcRequest) admit(at time.Time) {
 	q.admitted = at
 	q.pending.Dec()
 	q.rec.update(func(t *Truth) { t.Admitted = at })
+}
+
+// job is the request as runOnEngine and runOnTimer take it.
+func (q *grpcRequest) job() engineJob {
+	return engineJob{prompt: q.promptTokens, max: q.max, arrived: q.arrived, fault: q.fault, faultFor: q.faultFor, mid: q.mid, seqNo: q.seqNo}
 }
 
 // rawInput returns input i's bytes: raw contents, else typed contents
@@ -733,106 +737,18 @@ func (g *grpcService) produce(ctx context.Context, q *grpcRequest, emit func(n i
 	if len(s.engines) == 0 {
 		return g.produceFixed(ctx, q, emit)
 	}
-	if q.fault == FaultStall {
-		if _, ok := s.gate.sleepUntil(time.Now().Add(q.faultFor), ctx.Done(), s.quit, nil); !ok {
-			return false
-		}
-	}
-	sq := newSeq(q.promptTokens, q.max, q.arrived)
-	if q.fault == FaultStallMid {
-		sq.pauseAt = min(q.mid*tpc, q.max)
-		sq.pauseFor = q.faultFor
-	}
-	i := s.pick()
-	q.engine = i
-	eng := s.engines[i]
-	eng.submit(sq)
-	defer func() {
-		if sq.avail.Load() < int64(sq.max) {
-			eng.cancel(sq)
-		}
-		s.engReqs[i].Add(-1)
-	}()
-	admitted := false
-	for {
-		avail := int(sq.avail.Load())
-		if !admitted && avail > 0 {
-			admitted = true
-			at := s.epoch.Add(time.Duration(sq.admittedAt.Load() - 1))
-			q.admit(at)
-		}
+	return s.runOnEngine(ctx, q.job(), func(i int) { q.engine = i }, q.admit, func(avail int) bool {
 		for q.sent < avail {
 			if !emit(min(tpc, avail-q.sent)) {
 				return false
 			}
 		}
-		if avail >= q.max {
-			return true
-		}
-		select {
-		case <-sq.notify:
-		case <-ctx.Done():
-			return false
-		case <-s.quit:
-			return false
-		}
-	}
+		return true
+	})
 }
 
 func (g *grpcService) produceFixed(ctx context.Context, q *grpcRequest, emit func(n int) bool) bool {
-	s := g.s
-	now := time.Now()
-	kv := int64(q.promptTokens + q.max)
-	s.fixedRunning.Add(1)
-	s.fixedKV.Add(kv)
-	s.busy.begin(now)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		s.busy.end(time.Now())
-		s.fixedKV.Add(-kv)
-		s.fixedRunning.Add(-1)
-	}()
-	q.admit(now)
-	s.metrics.engine(q.engine).queueTime.Observe(now.Sub(q.arrived).Seconds())
-	s.metrics.engine(q.engine).promptTokens.Add(float64(q.promptTokens))
-	var rng *rand.Rand
-	if s.cfg.Jitter > 0 {
-		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(q.seqNo)))
-	}
-	jit := func(d time.Duration) time.Duration {
-		if rng == nil {
-			return d
-		}
-		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
-		return max(0, d)
-	}
-	first := s.cfg.FixedTTFT
-	if q.fault == FaultStall {
-		first += q.faultFor
-	}
-	due := now.Add(jit(first))
-	paused := false
-	tpc := s.cfg.TokensPerChunk
-	for chunks := 0; q.sent < q.max; chunks++ {
-		if q.fault == FaultStallMid && !paused && chunks >= q.mid {
-			paused = true
-			due = due.Add(q.faultFor)
-		}
-		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
-		if !ok {
-			return false
-		}
-		n := min(tpc, q.max-q.sent)
-		if !emit(n) {
-			return false
-		}
-		s.metrics.engine(q.engine).genTokens.Add(float64(n))
-		due = eff.Add(jit(s.cfg.FixedITL))
-	}
-	return true
+	return g.s.runOnTimer(ctx, q.job(), q.admit, func(n int, _ time.Time) bool { return emit(n) })
 }
 
 // GRPCDecoupledHeader is request metadata that makes ModelInfer refuse the

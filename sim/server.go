@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -657,139 +656,40 @@ const htmlPage = `<!DOCTYPE html>
 
 // runBatch feeds the request through the engine and streams what it emits.
 func (s *Server) runBatch(rs *responder) {
-	ctx := rs.ctx
-	if rs.fault == FaultStall {
-		if _, ok := s.gate.sleepUntil(time.Now().Add(rs.faultFor), ctx.Done(), s.quit, nil); !ok {
-			rs.cancelled()
-			return
-		}
-	}
-	q := newSeq(rs.prompt, rs.max, rs.arrived)
-	if rs.fault == FaultStallMid {
-		q.pauseAt = min(rs.mid*s.cfg.TokensPerChunk, rs.max)
-		q.pauseFor = rs.faultFor
-	}
-	i := s.pick()
-	rs.engine = i
-	eng := s.engines[i]
-	eng.submit(q)
-	defer func() {
-		if q.avail.Load() < int64(q.max) {
-			eng.cancel(q)
-		}
-		s.engReqs[i].Add(-1)
-	}()
-	admitted := false
-	for {
-		avail := int(q.avail.Load())
-		if !admitted && avail > 0 {
-			admitted = true
-			at := s.epoch.Add(time.Duration(q.admittedAt.Load() - 1))
-			rs.admitted = at
-			rs.rec.update(func(t *Truth) { t.Admitted = at })
-		}
+	tpc := s.cfg.TokensPerChunk
+	rs.settle(s.runOnEngine(rs.ctx, rs.job(0), func(i int) { rs.engine = i }, rs.admit, func(avail int) bool {
 		limit := min(avail, rs.content) // an EOS token is produced, not sent
 		for rs.sent < limit {
-			if !rs.beforeChunk() {
-				return
-			}
-			if !rs.chunk(min(s.cfg.TokensPerChunk, limit-rs.sent)) {
-				rs.cancelled()
-				return
+			if !rs.sendChunk(min(tpc, limit-rs.sent)) {
+				return false
 			}
 		}
-		if avail >= rs.max {
-			break
-		}
-		select {
-		case <-q.notify:
-		case <-ctx.Done():
-			rs.cancelled()
-			return
-		case <-s.quit:
-			rs.cancelled()
-			return
-		}
-	}
-	rs.finish()
+		return true
+	}))
 }
 
-// runFixed times the request on its own: FixedTTFT to the first chunk,
-// FixedITL between chunks, each ± Jitter.
+// runFixed times the request on its own (runOnTimer) and streams it.
 func (s *Server) runFixed(rs *responder, seqNo int64) {
-	ctx := rs.ctx
-	now := time.Now()
-	kv := int64(rs.prompt + rs.max)
-	s.fixedRunning.Add(1)
-	s.fixedKV.Add(kv)
-	s.busy.begin(now)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		s.busy.end(time.Now())
-		s.fixedKV.Add(-kv)
-		s.fixedRunning.Add(-1)
-	}()
-	rs.admitted = now
-	rs.rec.update(func(t *Truth) { t.Admitted = now })
-	s.metrics.engine(0).queueTime.Observe(now.Sub(rs.arrived).Seconds())
-	s.metrics.engine(0).promptTokens.Add(float64(rs.prompt))
-
-	var rng *rand.Rand
-	if s.cfg.Jitter > 0 {
-		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(seqNo)))
+	produced, prev := 0, time.Time{}
+	admitted := func(at time.Time) {
+		rs.admit(at)
+		prev = at
 	}
-	jit := func(d time.Duration) time.Duration {
-		if rng == nil {
-			return d
-		}
-		d += time.Duration(rng.Int64N(int64(2*s.cfg.Jitter)+1)) - s.cfg.Jitter
-		return max(0, d)
-	}
-	first := s.cfg.FixedTTFT
-	if rs.fault == FaultStall {
-		first += rs.faultFor
-	}
-	due := now.Add(jit(first))
-	paused := false
-	tpc := s.cfg.TokensPerChunk
-	gen := s.metrics.engine(0).genTokens
-	prev := now
-	for produced := 0; produced < rs.max; {
-		if rs.fault == FaultStallMid && !paused && rs.chunks >= rs.mid {
-			paused = true
-			due = due.Add(rs.faultFor)
-		}
-		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
-		if !ok {
-			rs.cancelled()
-			return
-		}
-		n := min(tpc, rs.max-produced)
+	rs.settle(s.runOnTimer(rs.ctx, rs.job(seqNo), admitted, func(n int, at time.Time) bool {
 		produced += n
-		if send := min(n, rs.content-rs.sent); send > 0 { // an EOS token is not sent
-			if !rs.beforeChunk() {
-				return
-			}
-			if !rs.chunk(send) {
-				rs.cancelled()
-				return
-			}
+		if send := min(n, rs.content-rs.sent); send > 0 && !rs.sendChunk(send) { // an EOS token is not sent
+			return false
 		}
-		gen.Add(float64(n))
 		// One "decode" per produced chunk: the first carries the prompt's
 		// time, as a prefill would.
-		took := eff.Sub(prev)
+		took := at.Sub(prev)
 		if produced == n {
 			s.metrics.llama.add(rs.prompt, took, 0, 0, 0, 0)
 			s.metrics.llama.add(0, 0, n, 0, 1, int(s.fixedRunning.Load()))
 		} else {
 			s.metrics.llama.add(0, 0, n, took, 1, int(s.fixedRunning.Load()))
 		}
-		prev = eff
-		due = eff.Add(jit(s.cfg.FixedITL))
-	}
-	rs.finish()
+		prev = at
+		return true
+	}))
 }

@@ -113,6 +113,7 @@ type responder struct {
 	firstAt                 time.Time // first content chunk flushed
 	midDone                 bool
 	ended                   bool // finish sent or the stream was ended by a fault
+	faulted                 bool // a mid-stream fault ended the response (sendChunk)
 	engine                  int  // the engine serving it (ModeBatch)
 }
 
@@ -299,6 +300,40 @@ func (rs *responder) beforeChunk() bool {
 		return false
 	}
 	return true
+}
+
+// sendChunk fires the mid-stream faults and sends n tokens. It returns
+// false when the handler must stop: a fault ended the response (faulted)
+// or the client is gone.
+func (rs *responder) sendChunk(n int) bool {
+	if !rs.beforeChunk() {
+		rs.faulted = true
+		return false
+	}
+	return rs.chunk(n)
+}
+
+// job is the request as runOnEngine and runOnTimer take it.
+func (rs *responder) job(seqNo int64) engineJob {
+	return engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid, seqNo: seqNo}
+}
+
+// admit records the request's admission (left the queue).
+func (rs *responder) admit(at time.Time) {
+	rs.admitted = at
+	rs.rec.update(func(t *Truth) { t.Admitted = at })
+}
+
+// settle ends the response when runOnEngine or runOnTimer returns: the
+// finish when every token was made (done), else cancelled, unless a
+// fault ended it.
+func (rs *responder) settle(done bool) {
+	switch {
+	case done:
+		rs.finish()
+	case !rs.faulted:
+		rs.cancelled()
+	}
 }
 
 func (rs *responder) markFault() {

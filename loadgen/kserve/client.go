@@ -15,12 +15,11 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
 const (
-	// maxChunkPrealloc caps the chunk slice made up front from max_tokens.
-	maxChunkPrealloc = 8192
 	// drainAfterFinal bounds the wait for the stream's end after the final
 	// response; it is not in End.
 	drainAfterFinal = 100 * time.Millisecond
@@ -88,6 +87,19 @@ type response struct {
 	n        int // responses read
 }
 
+// feedWhole takes a whole (non-streamed) answer: its chunks all arrive
+// at once, at rec.End.
+func (s *response) feedWhole(ev *event) {
+	s.feed(ev)
+	rec := s.rec
+	for i := range rec.Chunks {
+		rec.Chunks[i].At = rec.End
+	}
+	if len(rec.Chunks) > 0 {
+		rec.FirstAnswer = rec.End
+	}
+}
+
 // feed takes one decoded response: its text (a chunk when not empty),
 // token counts, finish reason and final flag.
 func (s *response) feed(ev *event) {
@@ -134,13 +146,7 @@ func (s *response) settle() {
 }
 
 func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
-	if rec.Chunks == nil {
-		n := maxTokens + 1
-		if maxTokens <= 0 || n > maxChunkPrealloc {
-			n = 256
-		}
-		rec.Chunks = make([]loadgen.Chunk, 0, n)
-	}
+	rec.ReserveChunks(maxTokens)
 	s := response{rec: rec, keepText: keepText}
 	defer s.settle()
 	// Sent is taken before the stream is opened: connection setup, when
@@ -188,7 +194,7 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 		}
 		if len(ev.errMsg) > 0 {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+truncate(string(ev.errMsg), maxErrorMessageBytes))
+			c.fail(rec, loadgen.ErrStreamError, 0, "error in stream: "+transport.Truncate(string(ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
 		if !ev.hasResp {
@@ -264,14 +270,7 @@ func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc
 		c.fail(rec, loadgen.ErrProtocol, 0, "response: "+err.Error())
 		return
 	}
-	s.feed(&s.ev)
-	// One chunk at the end: the whole answer arrives at once.
-	for i := range rec.Chunks {
-		rec.Chunks[i].At = rec.End
-	}
-	if len(rec.Chunks) > 0 {
-		rec.FirstAnswer = rec.End
-	}
+	s.feedWhole(&s.ev)
 }
 
 // fail records an error, scrubbed of every credential the client holds.

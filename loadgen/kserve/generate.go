@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
@@ -25,11 +22,8 @@ import (
 // APIGenerate is the --api name of Triton's generate extension over HTTP.
 const APIGenerate = "triton-generate"
 
-// Bounds of what is read from an HTTP answer.
-const (
-	maxGenerateBody = 64 << 20
-	maxErrorBody    = 64 << 10
-)
+// maxGenerateBody bounds a non-streamed answer.
+const maxGenerateBody = 64 << 20
 
 // GenerateClient speaks Triton's generate extension: POST
 // /v2/models/{model}/generate_stream (Server-Sent Events, one response per
@@ -40,15 +34,11 @@ const (
 // It implements the same interfaces as Client and is safe for concurrent
 // use.
 type GenerateClient struct {
-	base     string // scheme://host:port[/prefix], credentials included: send only
-	safeBase string
-	model    string
-	version  string
-	stream   bool
-	maxToks  int
-	tensors  Tensors
-	spec     atomic.Pointer[modelSpec]
-	http     *transport.Client
+	root    transport.Root
+	model   string
+	version string
+	tensors Tensors
+	spec    atomic.Pointer[modelSpec]
 }
 
 var (
@@ -62,31 +52,18 @@ var (
 // the server's HTTP root (http://triton:8000). Connections, Keepalive and
 // the gRPC-only settings do not apply.
 func NewGenerate(cfg Config) (*GenerateClient, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.Target))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("kserve: generate target %q: want http://host:port", redact.URL(cfg.Target))
+	root, err := transport.RootConfig{BaseURL: cfg.Target, Stream: cfg.Stream, MaxTokens: cfg.MaxTokens,
+		Transport: cfg.Transport, Warn: cfg.Warn}.Open("generate target")
+	if err != nil {
+		return nil, fmt.Errorf("kserve: %v", err)
 	}
 	switch cfg.Tensors {
 	case TensorsAuto, TensorsVLLM, TensorsTRTLLM:
 	default:
 		return nil, fmt.Errorf("kserve: tensors %q: want %q or %q", cfg.Tensors, TensorsVLLM, TensorsTRTLLM)
 	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawQuery, u.Fragment = "", ""
-	c := &GenerateClient{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model, version: cfg.Version,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
+	c := &GenerateClient{root: root, model: cfg.Model, version: cfg.Version, tensors: cfg.Tensors}
 	c.spec.Store(defaultSpec(cfg.Tensors))
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
-	}
-	c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...)
-	if err != nil {
-		return nil, fmt.Errorf("kserve: %v", err)
-	}
 	return c, nil
 }
 
@@ -111,7 +88,7 @@ func (c *GenerateClient) generateBody(spec *modelSpec, p *prompts.Prompt, maxTok
 			body[name] = v
 		}
 	}
-	set(inStream, c.stream)
+	set(inStream, c.root.Stream)
 	set(inExclude, true)
 	if spec.known {
 		set(inRetInTokens, true)
@@ -145,13 +122,7 @@ func (c *GenerateClient) generateBody(spec *modelSpec, p *prompts.Prompt, maxTok
 	if len(params) > 0 {
 		body[paramsKey] = params
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(body)
 }
 
 // generateEvent is one generate response: text_output and the counts,
@@ -242,89 +213,43 @@ func jsonCount(raw json.RawMessage) (int64, error) {
 func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.generateBody(c.spec.Load(), p, maxTokens)
 	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+err.Error())
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	endpoint := "/generate"
-	if c.stream {
-		endpoint = "/generate_stream"
+	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, ErrorWords: errorWords}
+	if c.root.Stream {
+		post.URL, post.Accept = c.root.Base+c.modelPath()+"/generate_stream", "text/event-stream"
 	}
-	req, err := c.http.NewRequest(ctx, http.MethodPost, c.base+c.modelPath()+endpoint, bytes.NewReader(body))
-	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
-		return
-	}
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
-	}
-	req.Header.Set("X-Request-Id", id)
-	if c.stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	resp := c.root.HTTP.Send(ctx, rec, post)
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		rec.End = rec.Now()
-		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg += ": " + truncate(e.Error, maxErrorMessageBytes)
-		}
-		c.fail(rec, transport.StatusKind(resp.StatusCode), msg)
-		return
-	}
 	s := response{rec: rec, keepText: p.FollowUp != nil}
 	defer s.settle()
 	var g generateEvent
 	ct := strings.ToLower(resp.Header.Get("Content-Type"))
 	if !strings.HasPrefix(ct, "text/event-stream") {
 		rec.Unstreamed = true
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxGenerateBody))
+		b, kind, msg := transport.ReadWhole(ctx, resp.Body, maxGenerateBody)
 		rec.End = rec.Now()
-		if err != nil {
-			kind, msg := transport.Classify(ctx, err, "reading the response body")
-			if kind == loadgen.ErrConnect {
-				kind = loadgen.ErrStreamTruncated
-			}
-			c.fail(rec, kind, msg)
+		if kind != loadgen.ErrNone {
+			c.root.HTTP.Fail(rec, kind, msg)
 			return
 		}
 		if err := g.decode(b, &s.ev); err != nil {
-			c.fail(rec, loadgen.ErrProtocol, "bad response JSON: "+err.Error())
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, "bad response JSON: "+err.Error())
 			return
 		}
 		if len(s.ev.errMsg) > 0 {
-			c.fail(rec, loadgen.ErrStreamError, "error in response: "+truncate(string(s.ev.errMsg), maxErrorMessageBytes))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
-		s.feed(&s.ev)
-		for i := range rec.Chunks {
-			rec.Chunks[i].At = rec.End
-		}
-		if len(rec.Chunks) > 0 {
-			rec.FirstAnswer = rec.End
-		}
+		s.feedWhole(&s.ev)
 		return
 	}
 	sc := openai.NewScanner(resp.Body)
@@ -335,12 +260,12 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		}
 		if err := g.decode(data, &s.ev); err != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", s.n+1, err))
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", s.n+1, err))
 			return
 		}
 		if len(s.ev.errMsg) > 0 {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, "error event in stream: "+truncate(string(s.ev.errMsg), maxErrorMessageBytes))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+transport.Truncate(string(s.ev.errMsg), transport.MaxErrorMessage))
 			return
 		}
 		s.feed(&s.ev)
@@ -348,45 +273,27 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 	rec.End = rec.Now()
 	switch err := sc.Err(); {
 	case err != nil:
-		kind, msg := transport.Classify(ctx, err, s.where())
-		if kind == loadgen.ErrConnect {
-			kind = loadgen.ErrStreamTruncated // the response had begun
-		}
-		c.fail(rec, kind, msg)
+		kind, msg := transport.ClassifyBody(ctx, err, s.where())
+		c.root.HTTP.Fail(rec, kind, msg)
 	case s.n == 0:
-		c.fail(rec, loadgen.ErrStreamTruncated, "stream ended without any response")
+		c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, "stream ended without any response")
 	case sc.PartialLine():
-		c.fail(rec, loadgen.ErrStreamTruncated, "stream ended inside an event "+s.where())
+		c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, "stream ended inside an event "+s.where())
 	}
-}
-
-func (c *GenerateClient) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // get fetches path; status 0 when no answer came.
 func (c *GenerateClient) get(ctx context.Context, method, path string) (int, []byte, error) {
-	req, err := c.http.NewRequest(ctx, method, c.base+path, nil)
-	if err != nil {
-		return 0, nil, errors.New(c.http.Scrub(transport.Unwrap(err).Error()))
-	}
-	req.Header.Del("Content-Type")
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return 0, nil, errors.New(c.http.Scrub(msg))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return resp.StatusCode, b, nil
+	return c.root.HTTP.Fetch(ctx, method, c.root.Base+path, transport.MaxErrorBody)
 }
 
-func errorText(b []byte) string {
+// errorWords is the message of an {"error": "…"} body.
+func errorWords(b []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return ": " + truncate(e.Error, maxErrorMessageBytes)
+		return transport.Truncate(e.Error, transport.MaxErrorMessage)
 	}
 	return ""
 }
@@ -399,27 +306,27 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	if c.model == "" {
-		return fmt.Errorf("target %s: no model named (pass --model)", c.safeBase)
+		return fmt.Errorf("target %s: no model named (pass --model)", c.root.SafeBase)
 	}
 	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
 		code, b, err := c.get(ctx, http.MethodGet, step.path)
 		if err != nil {
-			return fmt.Errorf("target %s does not answer: GET %s: %v", c.safeBase, step.path, err)
+			return fmt.Errorf("target %s does not answer: GET %s: %v", c.root.SafeBase, step.path, err)
 		}
 		if code != http.StatusOK {
-			return fmt.Errorf("target %s: the server says it is not %s (GET %s: HTTP %d%s)", c.safeBase, step.what, step.path, code, errorText(b))
+			return fmt.Errorf("target %s: the server says it is not %s (GET %s: %s)", c.root.SafeBase, step.what, step.path, transport.StatusText(code, errorWords(b)))
 		}
 	}
 	code, b, err := c.get(ctx, http.MethodGet, c.modelPath()+"/ready")
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q is not ready (HTTP %d%s): not loaded, still loading, or not served", c.safeBase, c.model, code, errorText(b))
+		return fmt.Errorf("target %s: model %q is not ready (%s): not loaded, still loading, or not served", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)))
 	}
 	code, b, err = c.get(ctx, http.MethodGet, c.modelPath())
 	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q metadata: HTTP %d%s %v", c.safeBase, c.model, code, errorText(b), err)
+		return fmt.Errorf("target %s: model %q metadata: %s %v", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)), err)
 	}
 	var md struct {
 		Name    string `json:"name"`
@@ -427,7 +334,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 		Outputs []tensorJSON
 	}
 	if err := json.Unmarshal(b, &md); err != nil {
-		return fmt.Errorf("target %s: model %q metadata: %v", c.safeBase, c.model, err)
+		return fmt.Errorf("target %s: model %q metadata: %v", c.root.SafeBase, c.model, err)
 	}
 	m := &pb.ModelMetadataResponse{Name: md.Name}
 	for _, t := range md.Inputs {
@@ -438,7 +345,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	}
 	spec, err := specFromMetadata(m, c.tensors)
 	if err != nil {
-		return fmt.Errorf("target %s: %v", c.safeBase, c.http.Scrub(err.Error()))
+		return fmt.Errorf("target %s: %v", c.root.SafeBase, c.root.HTTP.Scrub(err.Error()))
 	}
 	c.spec.Store(spec)
 	return nil
@@ -461,7 +368,7 @@ func (c *GenerateClient) Prepare(ctx context.Context) error { return c.Preflight
 func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	if c.model != "" {
 		info.Models = []string{c.model}
 	}
@@ -472,7 +379,7 @@ func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo 
 	}
 	var sm struct{ Name, Version string }
 	if json.Unmarshal(b, &sm) == nil {
-		info.Headers = map[string]string{"server": c.http.Scrub(sm.Name), "server-version": c.http.Scrub(sm.Version)}
+		info.Headers = map[string]string{"server": c.root.HTTP.Scrub(sm.Name), "server-version": c.root.HTTP.Scrub(sm.Version)}
 	}
 	return info
 }
@@ -506,4 +413,4 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 func (c *GenerateClient) SetModel(m string) { c.model = m }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *GenerateClient) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *GenerateClient) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

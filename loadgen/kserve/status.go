@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // CodeKind is the error kind of a gRPC status a server sent, as HTTP
@@ -57,7 +58,7 @@ func classify(ctx context.Context, err error, where string, started bool) (loadg
 	code := st.Code()
 	msg := fmt.Sprintf("gRPC %s %s", code, where)
 	if m := strings.TrimSpace(st.Message()); m != "" {
-		msg += ": " + truncate(m, maxErrorMessageBytes)
+		msg += ": " + transport.Truncate(m, transport.MaxErrorMessage)
 	}
 	kind := CodeKind(code)
 	if code == codes.Unavailable && transportFailure(st.Message()) {
@@ -89,18 +90,4 @@ func transportFailure(msg string) bool {
 		}
 	}
 	return false
-}
-
-// maxErrorMessageBytes bounds the server's words in Record.Error.
-const maxErrorMessageBytes = 200
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
 }

@@ -21,13 +21,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -37,32 +34,20 @@ import (
 const API = "ollama-chat"
 
 const (
-	maxLineBytes    = 16 << 20
-	maxErrorBody    = 64 << 10
-	maxErrorMessage = 200
-	sideTimeout     = 10 * time.Second
+	maxLineBytes = 16 << 20
+	maxTagsBytes = 4 << 20
+	sideTimeout  = 10 * time.Second
 )
 
-// Config describes one Ollama target.
-type Config struct {
-	// BaseURL is the server root (http://127.0.0.1:11434).
-	BaseURL string
-	Model   string
-	// Stream asks for NDJSON; nil means true.
-	Stream *bool
-	// MaxTokens is sent as options.num_predict when a prompt sets none.
-	MaxTokens int
-	Transport transport.Config
-	Warn      func(msg string)
-}
+// Config describes one Ollama target: BaseURL is the server root
+// (http://127.0.0.1:11434), Stream asks for NDJSON, MaxTokens is sent as
+// options.num_predict when a prompt sets none.
+type Config = transport.RootConfig
 
 // Client sends requests to one Ollama server. It is safe for concurrent use.
 type Client struct {
-	base, safeBase string
-	model          string
-	stream         bool
-	maxToks        int
-	http           *transport.Client
+	root  transport.Root
+	model string
 }
 
 var (
@@ -74,24 +59,11 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("ollama: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
-	}
-	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+	root, err := cfg.Open("base URL")
+	if err != nil {
 		return nil, fmt.Errorf("ollama: %v", err)
 	}
-	return c, nil
+	return &Client{root: root, model: cfg.Model}, nil
 }
 
 // object is one NDJSON line, or the whole answer.
@@ -118,60 +90,31 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	for k, v := range p.Params {
 		opts[k] = v
 	}
-	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.stream}
+	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.root.Stream}
 	if len(opts) > 0 {
 		m["options"] = opts
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(m)
 }
 
 // Do sends p and fills rec.
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.body(p, maxTokens)
-	var req *http.Request
-	if err == nil {
-		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+"/api/chat", bytes.NewReader(body))
-	}
 	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	// Ollama ignores it; proxies and the simulator log it.
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
-	}
-	req.Header.Set("X-Request-Id", id)
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	// Ollama ignores the X-Request-Id; proxies and the simulator log it.
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, ErrorWords: errorWords})
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		rec.End = rec.Now()
-		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
-		return
-	}
-	rec.Unstreamed = !c.stream
+	rec.Unstreamed = !c.root.Stream
 	keepText := p.FollowUp != nil
 	var text []byte
 	r := bufio.NewReaderSize(resp.Body, 16<<10)
@@ -183,16 +126,16 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			var o object
 			if jerr := json.Unmarshal(line, &o); jerr != nil {
 				rec.End = rec.Now()
-				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.stream {
-					c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
+				if err != nil && !errors.Is(err, io.EOF) || errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n")) && c.root.Stream {
+					c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body cut inside object %d", lines))
 					return
 				}
-				c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
+				c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("object %d: bad JSON: %v", lines, jerr))
 				return
 			}
 			if o.Error != nil {
 				rec.End = rec.Now()
-				c.fail(rec, loadgen.ErrStreamError, "error in stream: "+truncate(*o.Error, maxErrorMessage))
+				c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in stream: "+transport.Truncate(*o.Error, transport.MaxErrorMessage))
 				return
 			}
 			content, thinking := o.Response, ""
@@ -232,7 +175,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if done {
 		return
 	}
-	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
+	c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("body ended without \"done\": true after %d objects", lines))
 }
 
 // readLine reads one line (with its \n) of at most maxLineBytes.
@@ -251,45 +194,25 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func errorText(b []byte) string {
+// errorWords is the message of an {"error": …} body.
+func errorWords(b []byte) string {
 	var o object
 	if json.Unmarshal(b, &o) == nil && o.Error != nil {
-		return ": " + truncate(*o.Error, maxErrorMessage)
+		return transport.Truncate(*o.Error, transport.MaxErrorMessage)
 	}
 	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // tags lists GET /api/tags's model names.
 func (c *Client) tags(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/api/tags", nil)
+	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/api/tags", maxTagsBytes)
 	if err != nil {
 		return nil, err
 	}
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return nil, errors.New(c.http.Scrub(msg))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/tags: HTTP %d%s", resp.StatusCode, errorText(b))
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/tags: %s", transport.StatusText(code, errorWords(b)))
 	}
 	var list struct {
 		Models []struct {
@@ -318,10 +241,10 @@ func has(names []string, m string) bool {
 func (c *Client) Preflight(ctx context.Context) error {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && !has(names, c.model) {
-		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.safeBase, c.model, names)
+		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names)
 	}
 	return nil
 }
@@ -343,7 +266,7 @@ func (c *Client) SetModel(m string) { c.model = m }
 
 // DescribeServer reports the models the server has.
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	names, err := c.tags(ctx)
 	if err != nil {
 		info.Error = err.Error()
@@ -353,4 +276,4 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

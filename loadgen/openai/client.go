@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,13 +18,8 @@ import (
 )
 
 const (
-	// maxErrorBodyBytes is how much of an HTTP error body is read for its
-	// message.
-	maxErrorBodyBytes = 64 << 10
 	// maxResponseBytes bounds a non-streamed response body.
 	maxResponseBytes = 64 << 20
-	// maxErrorMessageBytes bounds the server's words in Record.Error.
-	maxErrorMessageBytes = 200
 	// drainAfterDone bounds the wait for the end of the body after [DONE]:
 	// reading to EOF lets the connection be reused; a server that keeps
 	// the stream open after [DONE] costs only this much.
@@ -33,7 +27,6 @@ const (
 	maxDrainBytes       = 256 << 10
 	readerBufferBytes   = 16 << 10
 	maxPooledEventBytes = 1 << 20
-	maxChunkPrealloc    = 8192
 )
 
 var scannerPool = sync.Pool{New: func() any {
@@ -66,45 +59,20 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	}
 	body, err := c.requestBody(p, maxTokens)
 	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building request body: "+err.Error())
+		c.http.FailBuilding(rec, err)
 		return
 	}
 	// A child context lets the drain after [DONE] be cut short without
-	// touching the caller's.
+	// touching the caller's. Sent is the first send, even when the
+	// transport re-sends on a fresh connection (rec.Retries): schedule lag
+	// is the generator's lateness.
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := c.http.NewRequest(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building request: "+transport.Unwrap(err).Error())
-		return
-	}
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
-	}
-	req.Header.Set("X-Request-Id", id)
-
-	// Sent is the first send, even when the transport re-sends on a fresh
-	// connection (rec.Retries): schedule lag is the generator's lateness.
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	resp := c.http.Send(reqCtx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		c.httpError(rec, resp)
-		return
-	}
 	keepText := p.FollowUp != nil
 	// The Content-Type wins over what was asked for: some servers ignore
 	// "stream" one way or the other. Without one, trust the request.
@@ -128,7 +96,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		if !c.stream {
 			want = "JSON"
 		}
-		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
+		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
 	}
 }
 
@@ -180,13 +148,7 @@ func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 		m["prompt"] = p.Completion()
 		delete(m, "messages")
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // send prompts byte for byte
-	if err := enc.Encode(m); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(m)
 }
 
 // stream is the state of one streamed response.
@@ -314,13 +276,7 @@ func (s *stream) streamError(data []byte) {
 func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool) {
 	sc := getScanner(body)
 	defer putScanner(sc)
-	if rec.Chunks == nil {
-		n := maxTokens + 1
-		if maxTokens <= 0 || n > maxChunkPrealloc {
-			n = 256
-		}
-		rec.Chunks = make([]loadgen.Chunk, 0, n)
-	}
+	rec.ReserveChunks(maxTokens)
 	s := stream{rec: rec, keepText: keepText}
 	s.run(sc)
 	rec.End = rec.Now()
@@ -329,25 +285,22 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	}
 	switch {
 	case s.kind != loadgen.ErrNone:
-		c.fail(rec, s.kind, s.msg)
+		c.http.Fail(rec, s.kind, s.msg)
 	case s.doneSeen:
 	case sc.Err() != nil:
 		err := sc.Err()
 		if errors.Is(err, ErrEventTooLarge) {
-			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("after %d events: %v", s.events, err))
+			c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("after %d events: %v", s.events, err))
 			return
 		}
-		kind, msg := transport.Classify(ctx, err, fmt.Sprintf("after %d events and %d chunks", s.events, len(rec.Chunks)))
-		if kind == loadgen.ErrConnect {
-			kind = loadgen.ErrStreamTruncated // the response had begun
-		}
-		c.fail(rec, kind, msg)
+		kind, msg := transport.ClassifyBody(ctx, err, fmt.Sprintf("after %d events and %d chunks", s.events, len(rec.Chunks)))
+		c.http.Fail(rec, kind, msg)
 		return
 	case s.finished && !sc.PartialLine():
 		// No [DONE], but the body ended cleanly after a finish_reason:
 		// the answer is complete (servers that omit the terminator).
 	default:
-		c.fail(rec, loadgen.ErrStreamTruncated,
+		c.http.Fail(rec, loadgen.ErrStreamTruncated,
 			fmt.Sprintf("stream ended without [DONE] after %d events and %d chunks", s.events, len(rec.Chunks)))
 		return
 	}
@@ -368,28 +321,20 @@ func drain(sc *Scanner, cancel context.CancelFunc) {
 // one chunk at the end gives TTFT = E2E and no inter-token gaps.
 func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record, keepText bool) {
 	rec.Unstreamed = true
-	b, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
+	b, kind, msg := transport.ReadWhole(ctx, body, maxResponseBytes)
 	rec.End = rec.Now()
-	if err != nil {
-		kind, msg := transport.Classify(ctx, err, "reading the response body")
-		if kind == loadgen.ErrConnect {
-			kind = loadgen.ErrStreamTruncated
-		}
-		c.fail(rec, kind, msg)
-		return
-	}
-	if len(b) > maxResponseBytes {
-		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("response body over %d bytes", maxResponseBytes))
+	if kind != loadgen.ErrNone {
+		c.http.Fail(rec, kind, msg)
 		return
 	}
 	var ev event
 	text, err := decodeEvent(b, &ev, nil, keepText)
 	if err != nil {
-		c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
+		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
 		return
 	}
 	if ev.isError {
-		c.fail(rec, loadgen.ErrStreamError, "error in response: "+describeError(ev.errMessage, ev.errCode))
+		c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+describeError(ev.errMessage, ev.errCode))
 		return
 	}
 	// One chunk at the end of the body: the whole answer arrives at once.
@@ -404,17 +349,6 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	if keepText {
 		rec.Text = string(text)
 	}
-}
-
-func (c *Client) httpError(rec *loadgen.Record, resp *http.Response) {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
-	rec.End = rec.Now()
-	kind := transport.StatusKind(resp.StatusCode)
-	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
-	if detail := errorBodyMessage(b); detail != "" {
-		msg += ": " + detail
-	}
-	c.fail(rec, kind, msg)
 }
 
 // errorBodyMessage finds the message in an error body: the JSON shapes of
@@ -433,7 +367,7 @@ func errorBodyMessage(b []byte) string {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		b = b[:i]
 	}
-	return truncate(strings.TrimSpace(string(b)), maxErrorMessageBytes)
+	return transport.Truncate(strings.TrimSpace(string(b)), transport.MaxErrorMessage)
 }
 
 // errorFields pulls a message and code out of any of the error shapes:
@@ -478,21 +412,16 @@ func errorFields(b []byte) (msg, code string) {
 }
 
 func describeError(msg, code string) string {
-	msg = truncate(strings.TrimSpace(msg), maxErrorMessageBytes)
+	msg = transport.Truncate(strings.TrimSpace(msg), transport.MaxErrorMessage)
 	switch {
 	case msg == "" && code == "":
 		return "(no message)"
 	case code == "":
 		return msg
 	case msg == "":
-		return "code " + truncate(code, 40)
+		return "code " + transport.Truncate(code, 40)
 	}
-	return msg + " (code " + truncate(code, 40) + ")"
-}
-
-// fail records an error, scrubbed of every credential the client holds.
-func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
+	return msg + " (code " + transport.Truncate(code, 40) + ")"
 }
 
 // quoteSnippet shows the start of a payload, for error messages.
@@ -502,15 +431,4 @@ func quoteSnippet(b []byte) string {
 		return strconv.QuoteToASCII(string(b[:n])) + "..."
 	}
 	return strconv.QuoteToASCII(string(b))
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
 }

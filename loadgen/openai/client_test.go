@@ -446,7 +446,7 @@ func TestHTTPErrors(t *testing.T) {
 			if !strings.Contains(rec.Error, tt.want) {
 				t.Errorf("Error %q, want it to contain %q", rec.Error, tt.want)
 			}
-			if len(rec.Error) > maxErrorMessageBytes+64 {
+			if len(rec.Error) > transport.MaxErrorMessage+64 {
 				t.Errorf("Error is %d bytes long", len(rec.Error))
 			}
 			if !utf8Valid(rec.Error) {

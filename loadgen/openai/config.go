@@ -3,7 +3,6 @@ package openai
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -98,19 +97,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.url, c.safeURL = u.String(), redact.URL(u.String())
 
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
+	accept := "application/json"
 	if c.stream {
-		defaults.Set("Accept", "text/event-stream")
-	} else {
-		defaults.Set("Accept", "application/json")
+		accept = "text/event-stream"
 	}
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeURL + ": " + msg) }
-	}
-	c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...)
+	c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(accept), cfg.Warn)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // Side requests (the model list) are bounded so that a target that does
@@ -50,16 +49,9 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 	u := c.modelsURL()
 	info := loadgen.ServerInfo{URL: c.safeURL}
 	where := "GET " + c.http.Scrub(u)
-	req, err := c.http.NewRequest(ctx, http.MethodGet, u, nil)
+	resp, err := c.http.SideRequest(ctx, http.MethodGet, u, "application/json")
 	if err != nil {
-		return info, &modelsError{msg: where + ": " + c.http.Scrub(transport.Unwrap(err).Error())}
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Del("Content-Type")
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return info, &modelsError{msg: where + ": " + c.http.Scrub(msg)}
+		return info, &modelsError{msg: where + ": " + err.Error()}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes))

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 var _ loadgen.Preconnector = (*Client)(nil)
@@ -47,17 +46,9 @@ func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 					got.Done()
 				}
 			}()
-			req, err := c.http.NewRequest(httptrace.WithClientTrace(ctx, trace), http.MethodGet, c.modelsURL(), nil)
+			resp, err := c.http.SideRequest(httptrace.WithClientTrace(ctx, trace), http.MethodGet, c.modelsURL(), "application/json")
 			if err != nil {
-				errOnce.Do(func() { first = err })
-				return
-			}
-			req.Header.Set("Accept", "application/json")
-			req.Header.Del("Content-Type")
-			resp, _, err := c.http.Do(req)
-			if err != nil {
-				_, msg := transport.Classify(ctx, err, "before the response")
-				errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %s", c.http.Scrub(c.modelsURL()), c.http.Scrub(msg)) })
+				errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %v", c.http.Scrub(c.modelsURL()), err) })
 				return
 			}
 			answered = true

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // parseBody runs the stream reader over an in-memory body, as Do does
@@ -93,7 +94,7 @@ func checkStream(t *testing.T, c *Client, in []byte) {
 		default:
 			t.Fatalf("unexpected kind %q for an in-memory body", rec.ErrorKind)
 		}
-		if len(rec.Error) > 2*maxErrorMessageBytes+200 {
+		if len(rec.Error) > 2*transport.MaxErrorMessage+200 {
 			t.Fatalf("Error is %d bytes", len(rec.Error))
 		}
 

@@ -21,14 +21,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -39,35 +35,21 @@ import (
 const API = "tgi-generate"
 
 const (
-	maxBody         = 64 << 20
-	maxErrorBody    = 64 << 10
-	maxErrorMessage = 200
-	sideTimeout     = 10 * time.Second
+	maxBody     = 64 << 20
+	sideTimeout = 10 * time.Second
 )
 
-// Config describes one TGI target.
-type Config struct {
-	// BaseURL is the server root (http://tgi:8080).
-	BaseURL string
-	// Model is informational: TGI serves one model. When set, Preflight
-	// checks it against /info's model_id.
-	Model string
-	// Stream uses /generate_stream; false /generate. nil means true.
-	Stream *bool
-	// MaxTokens is sent as parameters.max_new_tokens when a prompt sets
-	// none; 0 sends none.
-	MaxTokens int
-	Transport transport.Config
-	Warn      func(msg string)
-}
+// Config describes one TGI target: BaseURL is the server root
+// (http://tgi:8080); Model is informational, as TGI serves one model, and
+// when set Preflight checks it against /info's model_id; Stream uses
+// /generate_stream, false /generate; MaxTokens is sent as
+// parameters.max_new_tokens when a prompt sets none.
+type Config = transport.RootConfig
 
 // Client sends requests to one TGI server. It is safe for concurrent use.
 type Client struct {
-	base, safeBase string
-	model          string
-	stream         bool
-	maxToks        int
-	http           *transport.Client
+	root  transport.Root
+	model string
 }
 
 var (
@@ -79,24 +61,11 @@ var (
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("tgi: base URL %q: want http://host:port", redact.URL(cfg.BaseURL))
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	c := &Client{base: u.String(), safeBase: redact.URL(u.String()), model: cfg.Model,
-		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens}
-	defaults := http.Header{}
-	defaults.Set("Content-Type", "application/json")
-	defaults.Set("User-Agent", "tailgate")
-	var warn func(string)
-	if cfg.Warn != nil {
-		warn = func(msg string) { cfg.Warn(c.safeBase + ": " + msg) }
-	}
-	if c.http, err = cfg.Transport.NewClient(defaults, warn, transport.URLSecrets(u)...); err != nil {
+	root, err := cfg.Open("base URL")
+	if err != nil {
 		return nil, fmt.Errorf("tgi: %v", err)
 	}
-	return c, nil
+	return &Client{root: root, model: cfg.Model}, nil
 }
 
 // event is one /generate_stream event, or the /generate answer.
@@ -123,75 +92,45 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	for k, v := range p.Params {
 		params[k] = v
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]any{"inputs": p.Completion(), "parameters": params}); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return transport.EncodeJSON(map[string]any{"inputs": p.Completion(), "parameters": params})
 }
 
 // Do sends p and fills rec.
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
-		maxTokens = c.maxToks
+		maxTokens = c.root.MaxTokens
 	}
 	body, err := c.body(p, maxTokens)
-	endpoint := "/generate"
-	if c.stream {
-		endpoint = "/generate_stream"
-	}
-	var req *http.Request
-	if err == nil {
-		req, err = c.http.NewRequest(ctx, http.MethodPost, c.base+endpoint, bytes.NewReader(body))
-	}
 	if err != nil {
-		rec.Sent = rec.Now()
-		rec.End = rec.Sent
-		c.fail(rec, loadgen.ErrProtocol, "building the request: "+transport.Unwrap(err).Error())
+		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	id := p.ID
-	if id == "" {
-		id = strconv.FormatInt(rec.Seq, 10)
+	endpoint := "/generate"
+	if c.root.Stream {
+		endpoint = "/generate_stream"
 	}
-	req.Header.Set("X-Request-Id", id)
-	rec.Sent = rec.Now()
-	resp, retries, err := c.http.Do(req)
-	rec.Retries += retries
-	if err != nil {
-		rec.End = rec.Now()
-		kind, msg := transport.Classify(ctx, err, "before the response")
-		c.fail(rec, kind, msg)
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, ErrorWords: errorBody})
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	rec.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		rec.End = rec.Now()
-		c.fail(rec, transport.StatusKind(resp.StatusCode), fmt.Sprintf("HTTP %d%s", resp.StatusCode, errorText(b)))
-		return
-	}
 	keepText := p.FollowUp != nil
 	var text []byte
 	if !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		rec.Unstreamed = true
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		b, kind, msg := transport.ReadWhole(ctx, resp.Body, maxBody)
 		rec.End = rec.Now()
 		var ev event
 		switch {
-		case err != nil:
-			_, msg := transport.Classify(ctx, err, "reading the response body")
-			c.fail(rec, loadgen.ErrStreamTruncated, msg)
+		case kind != loadgen.ErrNone:
+			c.root.HTTP.Fail(rec, kind, msg)
 			return
 		case json.Unmarshal(b, &ev) != nil:
-			c.fail(rec, loadgen.ErrProtocol, "bad response JSON")
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, "bad response JSON")
 			return
 		case ev.Error != nil:
-			c.fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
 			return
 		}
 		if ev.GeneratedText != nil && *ev.GeneratedText != "" {
@@ -219,12 +158,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		var ev event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
+			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("event %d: bad JSON: %v", events, err))
 			return
 		}
 		if ev.Error != nil {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
 			return
 		}
 		if ev.Token != nil {
@@ -261,14 +200,11 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		return
 	}
 	if err := sc.Err(); err != nil {
-		kind, msg := transport.Classify(ctx, err, fmt.Sprintf("after %d events", events))
-		if kind == loadgen.ErrConnect {
-			kind = loadgen.ErrStreamTruncated
-		}
-		c.fail(rec, kind, msg)
+		kind, msg := transport.ClassifyBody(ctx, err, fmt.Sprintf("after %d events", events))
+		c.root.HTTP.Fail(rec, kind, msg)
 		return
 	}
-	c.fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
+	c.root.HTTP.Fail(rec, loadgen.ErrStreamTruncated, fmt.Sprintf("stream ended without generated_text after %d events", events))
 }
 
 func (c *Client) details(rec *loadgen.Record, ev *event) {
@@ -285,52 +221,32 @@ func (c *Client) details(rec *loadgen.Record, ev *event) {
 }
 
 func errorWords(ev *event) string {
-	msg := truncate(*ev.Error, maxErrorMessage)
+	msg := transport.Truncate(*ev.Error, transport.MaxErrorMessage)
 	if ev.ErrorType != "" {
-		msg += " (" + truncate(ev.ErrorType, 40) + ")"
+		msg += " (" + transport.Truncate(ev.ErrorType, 40) + ")"
 	}
 	return msg
 }
 
-func errorText(b []byte) string {
+// errorBody is the message of an error body, an {"error": …} event.
+func errorBody(b []byte) string {
 	var e event
 	if json.Unmarshal(b, &e) == nil && e.Error != nil {
-		return ": " + errorWords(&e)
+		return errorWords(&e)
 	}
 	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.http.Scrub(msg)
 }
 
 // info is GET /info.
 func (c *Client) info(ctx context.Context) (modelID, version string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	req, err := c.http.NewRequest(ctx, http.MethodGet, c.base+"/info", nil)
+	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/info", transport.MaxErrorBody)
 	if err != nil {
 		return "", "", err
 	}
-	resp, _, err := c.http.Do(req)
-	if err != nil {
-		_, msg := transport.Classify(ctx, err, "before the response")
-		return "", "", errors.New(c.http.Scrub(msg))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if resp.StatusCode != http.StatusOK {
-		return "", "", fmt.Errorf("GET /info: HTTP %d%s", resp.StatusCode, errorText(b))
+	if code != http.StatusOK {
+		return "", "", fmt.Errorf("GET /info: %s", transport.StatusText(code, errorBody(b)))
 	}
 	var in struct {
 		ModelID string `json:"model_id"`
@@ -347,10 +263,10 @@ func (c *Client) info(ctx context.Context) (modelID, version string, err error) 
 func (c *Client) Preflight(ctx context.Context) error {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.safeBase, err)
+		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && id != "" && id != c.model {
-		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.safeBase, c.model, id)
+		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id)
 	}
 	return nil
 }
@@ -372,16 +288,16 @@ func (c *Client) SetModel(m string) { c.model = m }
 
 // DescribeServer reports /info's model and version.
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
-	info := loadgen.ServerInfo{URL: c.safeBase}
+	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	id, v, err := c.info(ctx)
 	if err != nil {
 		info.Error = err.Error()
 		return info
 	}
 	info.Models = []string{id}
-	info.Headers = map[string]string{"server": "text-generation-inference", "server-version": c.http.Scrub(v)}
+	info.Headers = map[string]string{"server": "text-generation-inference", "server-version": c.root.HTTP.Scrub(v)}
 	return info
 }
 
 // CloseIdleConnections closes kept-alive connections.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.root.HTTP.CloseIdleConnections() }

@@ -1,9 +1,11 @@
 // Package transport is what every HTTP protocol client shares: the tuned
 // connection pool (TLS, CA bundle, proxies), the header set, the retry of a
 // request that a server's silently closed keep-alive connection lost, how a
-// failure maps to a loadgen.ErrorKind, and the scrubbing of credentials
-// from every error text. A protocol package (loadgen/openai, later a gRPC
-// one) owns only its wire format.
+// failure maps to a loadgen.ErrorKind, the scrubbing of credentials from
+// every error text, and one request's path through them (Send: the
+// X-Request-Id, Sent, retries, the status and its error; ReadWhole,
+// ClassifyBody, Fetch; RootConfig for a protocol on a server root). A
+// protocol package (openai, tgi, ollama, kserve) owns only its wire format.
 package transport
 
 import (

@@ -220,9 +220,15 @@ func (s *Server) runOnTimer(ctx context.Context, j engineJob, admitted func(at t
 	due := now.Add(jit(first))
 	paused := false
 	tpc := s.cfg.TokensPerChunk
+	var flushed time.Time // when the last chunk's write returned
 	for made, chunks := 0, 0; made < j.max; chunks++ {
 		if j.fault == FaultStallMid && !paused && chunks >= j.mid {
+			// The stall runs from the last chunk's flush, so the gap the
+			// client sees is at least the stall however long that took.
 			paused = true
+			if due.Before(flushed) {
+				due = flushed
+			}
 			due = due.Add(j.faultFor)
 		}
 		eff, ok := s.gate.sleepUntil(due, ctx.Done(), s.quit, &timer)
@@ -234,6 +240,7 @@ func (s *Server) runOnTimer(ctx context.Context, j engineJob, admitted func(at t
 		if !produced(n, eff) {
 			return false
 		}
+		flushed = time.Now()
 		eng.genTokens.Add(float64(n))
 		due = eff.Add(jit(s.cfg.FixedITL))
 	}

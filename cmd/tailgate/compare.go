@@ -29,7 +29,8 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			"percentile: the change, its interval (%s; 95%% for all rows together) and\n"+
 			"a verdict. A stage whose offered load or class mix differs is demand change, not regression.\n"+
 			"Shows the change ids recorded on each side (--change). Exit 0 no regression beyond --tolerance,\n"+
-			"1 a significant regression beyond it, 2 usage or different plans/mixes without --force.\n\n%s", comparison.Method, fs.FlagUsages())
+			"1 a significant regression beyond it, 2 usage or different plans/mixes without --force, 4 no row had\n"+
+			"enough requests to be judged.\n\n%s", comparison.Method, fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err

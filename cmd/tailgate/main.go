@@ -50,7 +50,7 @@ var commands = map[string]command{
 	"merge":    {"merge the results of the shards of one schedule (run --shard) into one", cmdMerge},
 	"canary":   {"probe live endpoints on a schedule, judge the SLO continuously, serve Prometheus metrics", cmdCanary},
 	"slo":      {"operate-phase tools for an SLO file: tailgate slo rules writes burn-rate rules", cmdSLO},
-	"compare":  {"compare two results: regression, improvement or no significant change per metric", cmdCompare},
+	"compare":  {"compare two results: regression, improvement or not shown to differ, per metric", cmdCompare},
 	"ready":    {"measure a restarting server's time to its first successful answer, and the errors meanwhile", cmdReady},
 	"report":   {"write one HTML (or Markdown) report of results directories, with plots", cmdReport},
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},

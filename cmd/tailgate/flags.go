@@ -282,6 +282,10 @@ func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, err
 	if o.Requests > 0 && o.WarmupRequests >= o.Requests {
 		return o, fmt.Errorf("--warmup %d with --requests %d: nothing would be measured", o.WarmupRequests, o.Requests)
 	}
+	// The runner's own checks too, before anything reaches the target.
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 

@@ -122,6 +122,11 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			return nil, &InvalidError{fmt.Errorf("preflight: %w", err)}
 		}
 	}
+	if cfg.Force {
+		if err := out.Replace(log); err != nil {
+			return nil, err
+		}
+	}
 	if err := out.Create(); err != nil {
 		return nil, err
 	}

@@ -77,8 +77,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Search.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Out != "" && cfg.Out.HasSweep() && !cfg.Force {
-		return nil, fmt.Errorf("%s already holds a sweep (--force to replace it)", cfg.Out)
+	if cfg.Out != "" && cfg.Out.HasResults() && !cfg.Force {
+		return nil, fmt.Errorf("%s already holds results (--force to replace them)", cfg.Out)
 	}
 	now := cfg.Now
 	if now == nil {
@@ -106,6 +106,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Plan = []string{cfg.Search.From.Name(), cfg.Search.To.Name()}
 	}
 	if cfg.Out != "" {
+		if cfg.Force {
+			if err := cfg.Out.Replace(log); err != nil {
+				return nil, err
+			}
+		}
 		if err := cfg.Out.Create(); err != nil {
 			return nil, err
 		}

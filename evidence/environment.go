@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/results"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,10 +21,10 @@ import (
 
 // EnvironmentFile is where the fingerprint goes in an evidence directory.
 const (
-	EnvironmentFile   = "environment.json"
+	EnvironmentFile   = results.EnvironmentFile
 	EnvironmentSchema = "tailgate.environment/v1"
 	// InputsDir holds exact copies of the plan, SLO and mix files.
-	InputsDir = "inputs"
+	InputsDir = results.InputsDir
 )
 
 // Environment is what a reviewer needs to know about where a run ran.

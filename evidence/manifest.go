@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/results"
 	"io"
 	"io/fs"
 	"os"
@@ -18,8 +19,8 @@ import (
 
 // File names in an evidence directory.
 const (
-	ManifestFile  = "manifest.json"
-	SignatureFile = "manifest.dsse.json"
+	ManifestFile  = results.ManifestFile
+	SignatureFile = results.SignatureFile
 	// ManifestSchema names manifest.json's format.
 	ManifestSchema = "tailgate.manifest/v1"
 )

@@ -130,6 +130,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if pushSink != nil {
 		sinks = append(sinks, pushSink)
 	}
+	if *force && out != "" {
+		if err := out.Replace(stderr); err != nil {
+			return err
+		}
+	}
 	res, err := pipeline.Run(ctx, ps, sinks...)
 	if res == nil {
 		return err

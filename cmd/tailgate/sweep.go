@@ -120,8 +120,8 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	out := results.Dir(*outDir)
-	if out.HasSweep() && !*force {
-		return usageErr("--out %s already holds a sweep (--force to replace it)", out)
+	if out.HasResults() && !*force {
+		return usageErr("--out %s already holds results (--force to replace them)", out)
 	}
 	mix, err := loadPrompts(fs, *mixPath, *promptsPath, *seed, 0)
 	if err != nil {

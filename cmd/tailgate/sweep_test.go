@@ -63,7 +63,7 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatalf("level summary: %v %+v", err, s)
 	}
 	// Again without --force: refused.
-	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds a sweep") {
+	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
 		t.Errorf("second sweep: %d %s", code, e)
 	}
 	// The list above capacity only: no SLO-max, exit 1.

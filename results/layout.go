@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // File names of a results directory. Users' scripts read them: add, never

@@ -79,7 +79,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageErr("%s already holds results (--force to replace them)", out)
 	}
 	if !fs.Changed("target") {
-		tf.target = plan.Target
+		if tf.target, err = plan.TargetURL(); err != nil {
+			return err
+		}
 	}
 	if !fs.Changed("model") && plan.Model != "" {
 		tf.model = plan.Model

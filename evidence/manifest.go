@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tailgate-llm/tailgate/results"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // File names in an evidence directory.

@@ -65,8 +65,8 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 	// Without an energy source the figures are absent, and the summary
 	// says why.
 	res, err = Run(context.Background(), Spec{Client: okClient, Source: &loadgen.Repeat{Prompt: prompts.Prompt{Class: "c"}},
-		Options:   loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: time.Second}}},
-		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/nothing"}}, Interval: 200 * time.Millisecond},
+		Options:      loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: time.Second}}},
+		Telemetry:    &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/nothing"}}, Interval: 200 * time.Millisecond},
 		MaxErrorRate: -1, SelfCheckWarns: true})
 	if err != nil {
 		t.Fatal(err)

@@ -84,11 +84,15 @@ type SweepEntry struct {
 // Efficiency is a result's use of its GPUs: the share of time they sat
 // idle, when measured.
 type Efficiency struct {
-	Dir              string   `json:"dir"`
-	Part             string   `json:"part"`
-	GPUIdleShare     *float64 `json:"gpu_idle_share,omitempty"`
-	GPUUtilMean      *float64 `json:"gpu_utilization_mean,omitempty"`
-	OutputTokensPerS float64  `json:"output_tokens_per_s"`
+	Dir          string   `json:"dir"`
+	Part         string   `json:"part"`
+	GPUIdleShare *float64 `json:"gpu_idle_share,omitempty"`
+	GPUUtilMean  *float64 `json:"gpu_utilization_mean,omitempty"`
+	// JoulesPerOutputToken and CostPerMillionOutputTokensUSD are the
+	// part's energy figures, when its GPUs' energy was read.
+	JoulesPerOutputToken          *float64 `json:"joules_per_output_token,omitempty"`
+	CostPerMillionOutputTokensUSD *float64 `json:"cost_per_million_output_tokens_usd,omitempty"`
+	OutputTokensPerS              float64  `json:"output_tokens_per_s"`
 }
 
 // Regression is a result compared with the previous comparable one of the
@@ -173,11 +177,14 @@ func ReadReview(root string, since time.Duration, now time.Time) (*Review, error
 			rv.Capacity = append(rv.Capacity, sweepEntry(f.e, f.src.Sweep))
 		}
 		for _, p := range f.src.Parts {
-			if s := p.Summary; s != nil && s.Telemetry != nil && (s.Telemetry.GPUIdleShare != nil || s.Telemetry.GPUUtilization != nil) {
+			if s := p.Summary; s != nil && s.Telemetry != nil && (s.Telemetry.GPUIdleShare != nil || s.Telemetry.GPUUtilization != nil || s.Energy != nil) {
 				ef := Efficiency{Dir: f.e.Dir, Part: p.Name, GPUIdleShare: s.Telemetry.GPUIdleShare, OutputTokensPerS: s.Throughput.OutputTokensPerS}
 				if u := s.Telemetry.GPUUtilization; u != nil {
 					m := u.Mean
 					ef.GPUUtilMean = &m
+				}
+				for _, e := range s.Energy { // a part is one stage
+					ef.JoulesPerOutputToken, ef.CostPerMillionOutputTokensUSD = e.JoulesPerOutputToken, e.CostPerMillionOutputTokensUSD
 				}
 				rv.Efficiency = append(rv.Efficiency, ef)
 			}

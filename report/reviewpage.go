@@ -49,6 +49,12 @@ var reviewFuncs = template.FuncMap{
 		return fmt.Sprintf("%.2f%% of %d", 100*float64(g)/float64(t), t)
 	},
 	"days": func(s float64) string { return fmt.Sprintf("%.1f d", s/86400) },
+	"num": func(f *float64) string {
+		if f == nil {
+			return "not measured"
+		}
+		return fmt.Sprintf("%.3g", *f)
+	},
 	"join": strings.Join,
 	"md":   md,
 	"reaches": func(t *time.Time) string {
@@ -89,8 +95,8 @@ th { background: #f2f2f2; } .note { color: #555; font-size: 0.85em; } .fail { co
 {{range .Capacity}}<tr><td>{{date .At}}</td><td>{{.Dir}}</td><td>{{.SLOMax}}</td><td>{{.Knee}}</td><td>{{.Headroom}}</td><td>{{reaches .ReachesAt}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No sweep in the period: capacity was not measured.</p>{{end}}
 <h2>Efficiency</h2>
-{{if .Efficiency}}<table><tr><th>result</th><th>part</th><th>GPU utilisation (mean)</th><th>GPU idle share</th><th>output tokens/s</th></tr>
-{{range .Efficiency}}<tr><td>{{.Dir}}</td><td>{{.Part}}</td><td>{{pctp .GPUUtilMean}}</td><td>{{pctp .GPUIdleShare}}</td><td>{{printf "%.1f" .OutputTokensPerS}}</td></tr>
+{{if .Efficiency}}<table><tr><th>result</th><th>part</th><th>GPU utilisation (mean)</th><th>GPU idle share</th><th>output tokens/s</th><th>J per output token</th><th>$ per million output tokens</th></tr>
+{{range .Efficiency}}<tr><td>{{.Dir}}</td><td>{{.Part}}</td><td>{{pctp .GPUUtilMean}}</td><td>{{pctp .GPUIdleShare}}</td><td>{{printf "%.1f" .OutputTokensPerS}}</td><td>{{num .JoulesPerOutputToken}}</td><td>{{num .CostPerMillionOutputTokensUSD}}</td></tr>
 {{end}}</table>{{else}}<p class="note">GPU utilisation was not measured in the period (no NVML, dcgm-exporter or server GPU gauge).</p>{{end}}
 <h2>Performance regressions</h2>
 {{if .Regressions}}<table><tr><th>baseline</th><th>candidate</th><th>verdict</th><th>rows</th></tr>
@@ -136,9 +142,9 @@ No sweep in the period: capacity was not measured.
 {{end}}
 ## Efficiency
 {{if .Efficiency}}
-| result | part | GPU utilisation (mean) | GPU idle share | output tokens/s |
-|---|---|--:|--:|--:|
-{{range .Efficiency}}| {{md .Dir}} | {{md .Part}} | {{pctp .GPUUtilMean}} | {{pctp .GPUIdleShare}} | {{printf "%.1f" .OutputTokensPerS}} |
+| result | part | GPU utilisation (mean) | GPU idle share | output tokens/s | J per output token | $ per million output tokens |
+|---|---|--:|--:|--:|--:|--:|
+{{range .Efficiency}}| {{md .Dir}} | {{md .Part}} | {{pctp .GPUUtilMean}} | {{pctp .GPUIdleShare}} | {{printf "%.1f" .OutputTokensPerS}} | {{num .JoulesPerOutputToken}} | {{num .CostPerMillionOutputTokensUSD}} |
 {{end}}{{else}}
 GPU utilisation was not measured in the period.
 {{end}}

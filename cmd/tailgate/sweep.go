@@ -149,7 +149,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
 		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
 		MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), SelfCheckWarns: *selfCheck == "warn",
-		Telemetry: telCfg, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
+		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
 	if isTerminal(stderr) && !*noProgress {

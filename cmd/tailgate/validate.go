@@ -103,7 +103,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
-		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
+		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),
 		GPUs:    gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {

@@ -172,8 +172,10 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	limit := shards[0].h.MaxErrorRate
-	sum.Validity = pipeline.Validity(sum, limit, shards[0].h.SelfCheckWarns, writeErr)
+	// One run, judged by the one model with the bounds the shards were
+	// held to (saved with each: shard 0's, as check of the merged
+	// directory reads them back).
+	sum.Validity = pipeline.Validity(sum, shards[0].h.Bounds(), writeErr)
 	for _, s := range shards {
 		if s.sum != nil && !s.sum.Validity.Valid {
 			for _, r := range s.sum.Validity.Reasons {

@@ -86,10 +86,7 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "note:", n)
 	}
 	fmt.Fprintf(stderr, "merged %d shards (%d records) into %s\n", len(dirs), res.Records, out)
-	if !res.Summary.Validity.Valid {
-		return invalidErr("RUN INVALID: %v", res.Summary.Validity.Reasons)
-	}
-	return nil
+	return judgedExit(results.Exit(&res.Summary.Validity, nil))
 }
 
 // mergePlan merges the evidence of a sharded validate and prints the one
@@ -113,5 +110,5 @@ func mergePlan(dirs []results.Dir, out results.Dir, opts merge.Options, stdout, 
 	if err != nil {
 		return err
 	}
-	return exit(res.Report.ExitCode)
+	return judgedExit(results.Exit(nil, res.Report))
 }

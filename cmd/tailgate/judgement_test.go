@@ -20,32 +20,28 @@ const lenientSLO = "kind: SLO\nname: lenient\nowner: team\nobjectives:\n" +
 
 // One judgement: the same faulted traffic (20% HTTP 503) gets the same
 // verdict and exit code from run, validate, check and merge, with the
-// default bounds (invalid: 20% > 5%) and with --max-error-rate 0.3 (pass)
-// — and check of each directory agrees with the command that wrote it.
+// default bounds (invalid: 20% > 5%), with --max-error-rate 0.3 (pass),
+// and with an objective that fails (exit 1) — and check of each directory
+// agrees with the command that wrote it.
 func TestOneJudgementAcrossCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
 	srv := fastSim(t, sim.FaultRule{Kind: sim.FaultHTTP503, Every: 5})
-	base := t.TempDir()
-	sloFile := filepath.Join(base, "slo.yaml")
-	os.WriteFile(sloFile, []byte(lenientSLO), 0o644)
 	mix, err := filepath.Abs("../../testdata/mixes/chat.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	planFile := filepath.Join(base, "plan.yaml")
-	os.WriteFile(planFile, []byte("kind: Plan\nname: p\ntarget: "+srv.URL+"\nmodel: sim-llama-8b\nslo: slo.yaml\nmix: "+mix+
-		"\nseed: 3\nstages:\n  - {name: main, rate: 25, duration: 2s, arrival: constant}\n"), 0o644)
 	load := []string{"--target", srv.URL, "--model", "sim-llama-8b", "--rate", "25", "--arrival", "constant", "--duration", "2s",
 		"--max-tokens", "4", "--metrics-url", "off", "--nvml", "off", "--self-check", "warn"}
 
 	type outcome struct {
 		cmd    string
 		code   int
-		status string // verdict.json's, or "" for a merge without an SLO
+		status string // verdict.json's
 		dir    string
 	}
+	var sloFile, planFile string
 	check := func(t *testing.T, o outcome) {
 		t.Helper()
 		code, stdout, stderr := tgCmd("check", "--slo", sloFile, o.dir)
@@ -64,13 +60,22 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 		}
 		return rep.Status
 	}
+	// strict fails the 20% errors as an objective: exit 1 once the run is
+	// valid.
+	strict := strings.Replace(lenientSLO, "threshold: 50%", "threshold: 1%", 1)
 	for _, c := range []struct {
 		name  string
+		slo   string
 		extra []string
 		code  int
-	}{{"default bounds", nil, exitInvalid}, {"max-error-rate 0.3", []string{"--max-error-rate", "0.3"}, exitOK}} {
+	}{{"default bounds", lenientSLO, nil, exitInvalid}, {"max-error-rate 0.3", lenientSLO, []string{"--max-error-rate", "0.3"}, exitOK},
+		{"objective fails", strict, []string{"--max-error-rate", "0.3"}, exitFailed}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
+			sloFile, planFile = filepath.Join(dir, "slo.yaml"), filepath.Join(dir, "plan.yaml")
+			os.WriteFile(sloFile, []byte(c.slo), 0o644)
+			os.WriteFile(planFile, []byte("kind: Plan\nname: p\ntarget: "+srv.URL+"\nmodel: sim-llama-8b\nslo: slo.yaml\nmix: "+mix+
+				"\nseed: 3\nstages:\n  - {name: main, rate: 25, duration: 2s, arrival: constant}\n"), 0o644)
 			var got []outcome
 
 			runDir := filepath.Join(dir, "run")
@@ -80,7 +85,7 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 				t.Errorf("run: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}
 			s := readSummary(t, runDir)
-			if s.Validity.Valid != (c.code == exitOK) || s.Validity.Bounds == nil || (c.code == exitInvalid && !strings.Contains(strings.Join(s.Validity.Reasons, ";"), "errors")) {
+			if s.Validity.Valid != (c.code != exitInvalid) || s.Validity.Bounds == nil || (c.code == exitInvalid && !strings.Contains(strings.Join(s.Validity.Reasons, ";"), "errors")) {
 				t.Errorf("run summary validity %+v", s.Validity)
 			}
 
@@ -95,7 +100,7 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 				t.Errorf("validate: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}
 			// The stage's own summary agrees with the plan's verdict.
-			if st := readSummary(t, filepath.Join(valDir, "stages", "main")); st.Validity.Valid != (c.code == exitOK) {
+			if st := readSummary(t, filepath.Join(valDir, "stages", "main")); st.Validity.Valid != (c.code != exitInvalid) {
 				t.Errorf("validate: stages/main/summary.json validity %+v, verdict exit %d", st.Validity, code)
 			}
 
@@ -105,8 +110,8 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 				t.Errorf("shard run: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}
 			merged := filepath.Join(dir, "merged")
-			code, stdout, stderr = tgCmd("merge", "--out", merged, shard)
-			got = append(got, outcome{"merge", code, "", merged})
+			code, stdout, stderr = tgCmd("merge", "--slo", sloFile, "--out", merged, shard)
+			got = append(got, outcome{"merge", code, status(t, merged), merged})
 			if code != c.code {
 				t.Errorf("merge: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}

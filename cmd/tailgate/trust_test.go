@@ -482,7 +482,7 @@ func TestSelfCheckFails(t *testing.T) {
 	if code != exitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
 		t.Errorf("exit %d %s", code, stderr)
 	}
-	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1")...); code != exitOK {
+	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1", "--max-cut-at-end", "1")...); code != exitOK {
 		t.Errorf("--self-check warn: exit %d %s", code, stderr)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	Waived  Status = "WAIVED"  // a FAIL or NO_DATA that an unexpired waiver covers
 	NoData  Status = "NO_DATA" // nothing to measure: the run is invalid
 	Pending Status = "PENDING" // a manual stage nobody has recorded yet
+	// Inconclusive (confidence.go): the sample does not decide the objective.
 )
 
 // Verdict is one objective judged on one stage.
@@ -67,6 +68,15 @@ type Verdict struct {
 	// (dropped), neither a failure of the server; the note says which.
 	LeftOut uint64  `json:"left_out,omitempty"`
 	WindowS float64 `json:"window_s,omitempty"`
+	// Confidence is the confidence the verdict was decided at (latency and
+	// ratio objectives); NeedRequests, on an INCONCLUSIVE verdict, how many
+	// events would decide it if the observed miss rate held (0: none would).
+	Confidence   float64 `json:"confidence,omitempty"`
+	NeedRequests uint64  `json:"need_requests,omitempty"`
+	// LagMissed counts events that missed a latency threshold only by the
+	// load generator's schedule lag (value > threshold ≥ value − lag); see
+	// lagflip.go.
+	LagMissed uint64 `json:"lag_missed,omitempty"`
 	// Result is the outcome before waivers; Status after them.
 	Result Status `json:"result"`
 	Status Status `json:"status"`
@@ -193,10 +203,11 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 	switch o.Kind() {
 	case KindLatency:
 		if o.Metric == QueueDelay {
-			judgeQueueDelay(&v, o, qd)
+			judgeQueueDelay(&v, o, qd, oj.conf)
 			break
 		}
-		judgeLatency(&v, o, &oj.lat)
+		judgeLatency(&v, o, &oj.lat, oj.conf)
+		v.LagMissed = oj.lagMissed
 		if v.Result == NoData {
 			v.Note = oj.noSamples()
 		} else if oj.metric != nil && oj.metric.Streamed && oj.unstreamed > 0 {
@@ -220,10 +231,7 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 			break
 		}
 		v.Measured = float64(oj.bad) / float64(oj.counted)
-		v.Result = Fail
-		if o.Limit.CmpRatio(oj.bad, oj.counted) <= 0 {
-			v.Result = Pass
-		}
+		applyConfidence(&v, o.Limit.Float(), oj.conf)
 	case KindFloor:
 		if o.Metric == GoodputPerS {
 			v.Note = "good: " + oj.cons.String()
@@ -284,7 +292,7 @@ func rateAtLeast(count uint64, w time.Duration, limit Decimal) bool {
 // held on the side of the threshold the counts decide: when they pass, an
 // HDR bucket straddling the threshold reports the threshold, a value of
 // that bucket.
-func judgeLatency(v *Verdict, o *Objective, c *latencyCount) {
+func judgeLatency(v *Verdict, o *Objective, c *latencyCount, conf float64) {
 	v.Good, v.Total = c.good, c.total
 	if c.total == 0 {
 		v.Result = NoData
@@ -299,10 +307,8 @@ func judgeLatency(v *Verdict, o *Objective, c *latencyCount) {
 		f := ms(q)
 		v.QuantileMs, v.QuantileFrom = &f, QuantileFromHDR
 	}
-	v.Result = Fail
-	if pass {
-		v.Result = Pass
-	}
+	p0, _ := o.ErrorBudget()
+	applyConfidence(v, p0, conf)
 }
 
 // rankValue is the highest value equivalent to the rank-th smallest
@@ -321,7 +327,7 @@ func rankValue(h *hdrhistogram.Histogram, rank uint64) (time.Duration, bool) {
 	return 0, false
 }
 
-func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
+func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry, conf float64) {
 	if qd == nil || len(qd.Samples) == 0 && len(qd.Buckets) == 0 {
 		v.Result = NoData
 		v.Note = "no server queue-delay telemetry for this stage"
@@ -336,7 +342,7 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 		for _, d := range qd.Samples {
 			c.add(trunc(d), o.meets(trunc(d)), 1)
 		}
-		judgeLatency(v, o, &c)
+		judgeLatency(v, o, &c, conf)
 		if v.Result == NoData {
 			v.Note = "no queue-delay samples"
 		}
@@ -415,10 +421,8 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 		}
 		prev = x.Le
 	}
-	v.Result = Fail
-	if o.Target.CmpRatio(v.Good, total) >= 0 {
-		v.Result = Pass
-	}
+	p0, _ := o.ErrorBudget()
+	applyConfidence(v, p0, conf)
 }
 
 func bucketText(lo, hi time.Duration) string {
@@ -444,7 +448,7 @@ func applyWaivers(v *Verdict, waivers []Waiver, now time.Time) {
 		wc := *w
 		v.Waiver, v.WaiverExpired = &wc, false
 		switch v.Result {
-		case Fail, NoData, Pending:
+		case Fail, NoData, Pending, Inconclusive:
 			v.Status = Waived
 			addNote(v, wc.Describe())
 		case Pass:

@@ -112,12 +112,17 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 				break
 			}
 		}
-		v.Result = Fail
-		if o.Target.CmpRatio(good, total) >= 0 {
-			v.Result = Pass
+		p0, _ := o.ErrorBudget()
+		applyConfidence(&v, p0, ConfidenceOf(spec))
+		if lagMeasured(o.Metric) {
+			for _, r := range recs {
+				if d, ok := m.Of(r); ok && d > o.Threshold && d-loadgen.ScheduleLagOf(r) <= o.Threshold {
+					v.LagMissed++
+				}
+			}
 		}
 		if m.Streamed && unstreamed > 0 {
-			v.Note = fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric)
+			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric))
 		}
 	case KindRatio:
 		var bad, total, cut, dropped uint64
@@ -153,10 +158,7 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			break
 		}
 		v.Measured = float64(bad) / float64(total)
-		v.Result = Fail
-		if o.Limit.CmpRatio(bad, total) <= 0 {
-			v.Result = Pass
-		}
+		applyConfidence(&v, o.Limit.Float(), ConfidenceOf(spec))
 	case KindFloor:
 		var count uint64
 		cons := spec.Goodput

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -12,7 +13,10 @@ import (
 // (TTFT, TTFAT, E2E) includes the request's schedule lag (send − intended
 // start) by design; Metrics.LagCorrected keeps the same figures less that
 // lag. A figure is distorted when the lag moved it by more than the stated
-// share (DefaultMaxShift) and by more than ShiftFloorMicros; the verdicts
+// share (DefaultMaxShift), by more than ShiftFloorMicros, and beyond the
+// figure's own 95% sampling interval (so the sample resolves the shift: a
+// p90 of 100 requests is uncertain by more than a few late sends move
+// it, a p90 of 5000 is not); the verdicts
 // an SLO gives are judged the same way by the slo package's lag-flip rule.
 // A generator whose own CPU was saturated while sending distorts every
 // timestamp it takes, not only its sends: that is invalid by itself. The
@@ -85,11 +89,30 @@ type SelfCheck struct {
 // FigureShift is one reported figure and what it would be had every
 // request been sent on time.
 type FigureShift struct {
-	Figure      string  `json:"figure"` // "ttft p90"
+	Figure      string  `json:"figure"` // "TTFT p90"
 	ValueMs     float64 `json:"value_ms"`
 	CorrectedMs float64 `json:"corrected_ms"`
 	ShiftMs     float64 `json:"shift_ms"`
 	Share       float64 `json:"share"` // ShiftMs / ValueMs
+	// LowMs is the lower end of the figure's 95% sampling interval
+	// (distribution-free, from order statistics): a corrected value at or
+	// above it is a shift the sample cannot tell from its own noise.
+	LowMs float64 `json:"low_ms"`
+	// Resolved: CorrectedMs is below LowMs.
+	Resolved bool `json:"resolved"`
+}
+
+// quantileLow is the value at the lower end of the 95% interval of the
+// q-th percentile of h's n values: the rank n·p − 1.96·√(n·p·(1−p)) (the
+// normal approximation of the binomial count below the quantile).
+func quantileLow(h *hdrhistogram.Histogram, q float64) int64 {
+	n := float64(h.TotalCount())
+	p := q / 100
+	rank := n*p - 1.96*math.Sqrt(n*p*(1-p))
+	if rank < 1 {
+		return h.Min()
+	}
+	return h.ValueAtQuantile(100 * rank / n)
 }
 
 // SelfCheckInput is what CheckSelf judges.
@@ -135,8 +158,9 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 			if float64(n)*(100-q)/100 < TailEvents {
 				continue
 			}
-			v, c := fig.ValueAtQuantile(q), cor.ValueAtQuantile(q)
-			fs := FigureShift{Figure: fmt.Sprintf("%s p%g", strings.ToUpper(name), q), ValueMs: float64(v) / 1000, CorrectedMs: float64(c) / 1000}
+			v, c, lo := fig.ValueAtQuantile(q), cor.ValueAtQuantile(q), quantileLow(fig, q)
+			fs := FigureShift{Figure: fmt.Sprintf("%s p%g", strings.ToUpper(name), q), ValueMs: float64(v) / 1000, CorrectedMs: float64(c) / 1000,
+				LowMs: float64(lo) / 1000, Resolved: c < lo}
 			fs.ShiftMs = max(fs.ValueMs-fs.CorrectedMs, 0)
 			if v > 0 {
 				fs.Share = fs.ShiftMs / fs.ValueMs
@@ -145,9 +169,9 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 			if worst == nil || fs.Share > worst.Share {
 				worst = &sc.Shifts[len(sc.Shifts)-1]
 			}
-			if fs.Share > maxShift && fs.ShiftMs*1000 > ShiftFloorMicros {
-				distorting = append(distorting, fmt.Sprintf("%s %.2f ms would be %.2f ms had every request been sent on time (moved %.2f ms, %.0f%%)",
-					fs.Figure, fs.ValueMs, fs.CorrectedMs, fs.ShiftMs, 100*fs.Share))
+			if fs.Share > maxShift && fs.ShiftMs*1000 > ShiftFloorMicros && fs.Resolved {
+				distorting = append(distorting, fmt.Sprintf("%s %.2f ms would be %.2f ms had every request been sent on time (moved %.2f ms, %.0f%%, below its 95%% sampling interval from %.2f ms)",
+					fs.Figure, fs.ValueMs, fs.CorrectedMs, fs.ShiftMs, 100*fs.Share, fs.LowMs))
 			}
 		}
 	}
@@ -169,10 +193,18 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 	}
 	if !sc.Distorted && notable {
 		sc.Warnings = append(sc.Warnings, fmt.Sprintf(
-			"requests were sent late (schedule lag p50 %.2f ms, p99 %.2f ms): the largest figure moved is %s, by %.2f ms (%.1f%%, within the %.0f%% bound); cause: %s",
-			sc.LagP50Ms, sc.LagP99Ms, worst.Figure, worst.ShiftMs, 100*worst.Share, 100*maxShift, sc.CauseText))
+			"requests were sent late (schedule lag p50 %.2f ms, p99 %.2f ms): the largest figure moved is %s, by %.2f ms (%.1f%%; %s); cause: %s",
+			sc.LagP50Ms, sc.LagP99Ms, worst.Figure, worst.ShiftMs, 100*worst.Share, within(worst, maxShift), sc.CauseText))
 	}
 	return sc
+}
+
+// within says why a notable shift did not distort.
+func within(fs *FigureShift, maxShift float64) string {
+	if fs.Share <= maxShift {
+		return fmt.Sprintf("within the %.0f%% bound", 100*maxShift)
+	}
+	return fmt.Sprintf("within the figure's own 95%% sampling interval, from %.2f ms: the sample cannot tell the shift from its noise", fs.LowMs)
 }
 
 // ownShare is the generator's CPU over the sending window as a share of

@@ -13,10 +13,11 @@ import (
 // (TTFT, TTFAT, E2E) includes the request's schedule lag (send − intended
 // start) by design; Metrics.LagCorrected keeps the same figures less that
 // lag. A figure is distorted when the lag moved it by more than the stated
-// share (DefaultMaxShift), by more than ShiftFloorMicros, and beyond the
-// figure's own 95% sampling interval (so the sample resolves the shift: a
-// p90 of 100 requests is uncertain by more than a few late sends move
-// it, a p90 of 5000 is not); the verdicts
+// share (DefaultMaxShift), by more than ShiftFloorMicros, and past the
+// 95% sampling interval of the lag-corrected figure (so the sample
+// resolves the shift: on-time sends could not plausibly have given the
+// reported value; a p90 of 100 requests is uncertain by more than a few
+// late sends move it, a p90 of 5000 is not); the verdicts
 // an SLO gives are judged the same way by the slo package's lag-flip rule.
 // A generator whose own CPU was saturated while sending distorts every
 // timestamp it takes, not only its sends: that is invalid by itself. The
@@ -94,23 +95,24 @@ type FigureShift struct {
 	CorrectedMs float64 `json:"corrected_ms"`
 	ShiftMs     float64 `json:"shift_ms"`
 	Share       float64 `json:"share"` // ShiftMs / ValueMs
-	// LowMs is the lower end of the figure's 95% sampling interval
-	// (distribution-free, from order statistics): a corrected value at or
-	// above it is a shift the sample cannot tell from its own noise.
-	LowMs float64 `json:"low_ms"`
-	// Resolved: CorrectedMs is below LowMs.
+	// CorrectedHighMs is the upper end of the lag-corrected figure's 95%
+	// sampling interval (distribution-free, from order statistics): a
+	// reported value at or under it is a shift the sample cannot tell from
+	// the server's own spread.
+	CorrectedHighMs float64 `json:"corrected_high_ms"`
+	// Resolved: ValueMs is above CorrectedHighMs.
 	Resolved bool `json:"resolved"`
 }
 
-// quantileLow is the value at the lower end of the 95% interval of the
-// q-th percentile of h's n values: the rank n·p − 1.96·√(n·p·(1−p)) (the
+// quantileHigh is the value at the upper end of the 95% interval of the
+// q-th percentile of h's n values: the rank n·p + 1.96·√(n·p·(1−p)) (the
 // normal approximation of the binomial count below the quantile).
-func quantileLow(h *hdrhistogram.Histogram, q float64) int64 {
+func quantileHigh(h *hdrhistogram.Histogram, q float64) int64 {
 	n := float64(h.TotalCount())
 	p := q / 100
-	rank := n*p - 1.96*math.Sqrt(n*p*(1-p))
-	if rank < 1 {
-		return h.Min()
+	rank := n*p + 1.96*math.Sqrt(n*p*(1-p))
+	if rank >= n {
+		return h.Max()
 	}
 	return h.ValueAtQuantile(100 * rank / n)
 }
@@ -158,9 +160,9 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 			if float64(n)*(100-q)/100 < TailEvents {
 				continue
 			}
-			v, c, lo := fig.ValueAtQuantile(q), cor.ValueAtQuantile(q), quantileLow(fig, q)
+			v, c, hi := fig.ValueAtQuantile(q), cor.ValueAtQuantile(q), quantileHigh(cor, q)
 			fs := FigureShift{Figure: fmt.Sprintf("%s p%g", strings.ToUpper(name), q), ValueMs: float64(v) / 1000, CorrectedMs: float64(c) / 1000,
-				LowMs: float64(lo) / 1000, Resolved: c < lo}
+				CorrectedHighMs: float64(hi) / 1000, Resolved: v > hi}
 			fs.ShiftMs = max(fs.ValueMs-fs.CorrectedMs, 0)
 			if v > 0 {
 				fs.Share = fs.ShiftMs / fs.ValueMs
@@ -170,8 +172,8 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 				worst = &sc.Shifts[len(sc.Shifts)-1]
 			}
 			if fs.Share > maxShift && fs.ShiftMs*1000 > ShiftFloorMicros && fs.Resolved {
-				distorting = append(distorting, fmt.Sprintf("%s %.2f ms would be %.2f ms had every request been sent on time (moved %.2f ms, %.0f%%, below its 95%% sampling interval from %.2f ms)",
-					fs.Figure, fs.ValueMs, fs.CorrectedMs, fs.ShiftMs, 100*fs.Share, fs.LowMs))
+				distorting = append(distorting, fmt.Sprintf("%s %.2f ms would be %.2f ms had every request been sent on time (moved %.2f ms, %.0f%%, past the corrected figure's 95%% sampling interval, up to %.2f ms)",
+					fs.Figure, fs.ValueMs, fs.CorrectedMs, fs.ShiftMs, 100*fs.Share, fs.CorrectedHighMs))
 			}
 		}
 	}
@@ -204,7 +206,7 @@ func within(fs *FigureShift, maxShift float64) string {
 	if fs.Share <= maxShift {
 		return fmt.Sprintf("within the %.0f%% bound", 100*maxShift)
 	}
-	return fmt.Sprintf("within the figure's own 95%% sampling interval, from %.2f ms: the sample cannot tell the shift from its noise", fs.LowMs)
+	return fmt.Sprintf("within the corrected figure's 95%% sampling interval, up to %.2f ms: the sample cannot tell the shift from the server's own spread", fs.CorrectedHighMs)
 }
 
 // ownShare is the generator's CPU over the sending window as a share of

@@ -51,7 +51,7 @@ func TestSelfCheck(t *testing.T) {
 		// 30 of 200 sends 10 ms late on a 20 ms TTFT: p90 is 30 ms where
 		// on-time sends would give 20 ms.
 		{"p90 moved 33%", lagRun(200, 30, 20*time.Millisecond, 10*time.Millisecond), busy, true, false,
-			"TTFT p90 30.02 ms would be 20.02 ms had every request been sent on time (moved 10.00 ms, 33%, below its 95% sampling interval from 30.02 ms)"},
+			"TTFT p90 30.02 ms would be 20.02 ms had every request been sent on time (moved 10.00 ms, 33%, past the corrected figure's 95% sampling interval, up to 20.02 ms)"},
 		// The same lag beside a 1 s TTFT is 1%: a warning naming the cause.
 		{"1% of a 1 s TTFT", lagRun(200, 30, time.Second, 10*time.Millisecond), busy, false, true,
 			"cause: the machine's run queue (other processes)"},
@@ -59,11 +59,11 @@ func TestSelfCheck(t *testing.T) {
 		{"0.8 ms on 2 ms", lagRun(200, 30, 2*time.Millisecond, 800*time.Microsecond), busy, false, false, ""},
 		// One outlier of 45 (make demo): only p50 is resolved, and it holds.
 		{"one outlier of 45", lagRun(45, 1, 20*time.Millisecond, 30*time.Millisecond), busy, false, false, ""},
-		// 11 of 20 late by 10 ms move the p50 from 20 to 30 ms, but the
-		// p50 of 20 requests is uncertain from 20 ms (rank 5.6) up: the
-		// sample cannot tell the shift from its own noise.
-		{"unresolved p50 of 20", lagRunOn(20, 11, 20*time.Millisecond, 10*time.Millisecond, 0), busy, false, true,
-			"the sample cannot tell the shift from its noise"},
+		// 20 requests of 20 to 39 ms, all 4 ms late, move the p50 from 29
+		// to 33 ms (12%), but the p50 of 20 such requests could be up to
+		// 33 ms (rank 14.4) had they been on time: the sample cannot tell.
+		{"unresolved p50 of 20", spreadRun(20, 4*time.Millisecond), busy, false, true,
+			"the sample cannot tell the shift from the server's own spread"},
 		// 15 requests resolve no quantile: nothing is judged.
 		{"15 all late", lagRun(15, 15, 20*time.Millisecond, 50*time.Millisecond), busy, false, false, ""},
 		// Most sends late: p50 moves too.
@@ -99,19 +99,38 @@ func TestSelfCheck(t *testing.T) {
 	}
 }
 
-// The 95% interval's lower end of a percentile: for 1..100 ms, p90's rank
-// is 90 − 1.96·√9 = 84.12, the 84th value (HDR rounds the rank).
-func TestQuantileLow(t *testing.T) {
+// The 95% interval's upper end of a percentile: for 1..100 ms, p90's rank
+// is 90 + 1.96·√9 = 95.88, the 96th value (HDR rounds the rank).
+func TestQuantileHigh(t *testing.T) {
 	h := NewHistogram()
 	for i := int64(1); i <= 100; i++ {
 		h.RecordValue(i * 1000)
 	}
-	if lo := quantileLow(h, 90); !h.ValuesAreEquivalent(lo, 84000) {
-		t.Errorf("p90 low %d µs, want 84 ms", lo)
+	if hi := quantileHigh(h, 90); !h.ValuesAreEquivalent(hi, 96000) {
+		t.Errorf("p90 high %d µs, want 96 ms", hi)
 	}
-	if lo := quantileLow(h, 50); !h.ValuesAreEquivalent(lo, 40000) { // 50 − 1.96·5 = 40.2
-		t.Errorf("p50 low %d µs, want 40 ms", lo)
+	if hi := quantileHigh(h, 50); !h.ValuesAreEquivalent(hi, 60000) { // 50 + 1.96·5 = 59.8
+		t.Errorf("p50 high %d µs, want 60 ms", hi)
 	}
+	if hi := quantileHigh(h, 99); !h.ValuesAreEquivalent(hi, 100000) { // past the last rank: the max
+		t.Errorf("p99 high %d µs, want 100 ms", hi)
+	}
+}
+
+// spreadRun is n OK records whose server took 20 + i ms to the first
+// token, each sent lag late.
+func spreadRun(n int, lag time.Duration) *Metrics {
+	m := NewMetrics()
+	for i := 0; i < n; i++ {
+		at := time.Duration(i) * 100 * time.Millisecond
+		sent := at + lag
+		ttft := time.Duration(20+i) * time.Millisecond
+		r := &Record{Intended: at, Sent: sent, End: sent + ttft + 10*time.Millisecond, OutputTokens: 2,
+			Chunks: []Chunk{{At: sent + ttft}, {At: sent + ttft + 10*time.Millisecond}}}
+		r.Finalize()
+		m.Add(r)
+	}
+	return m
 }
 
 // The cause classifier on injected readings.

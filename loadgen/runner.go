@@ -652,6 +652,9 @@ func (r *Runner) openLoop(rn *run) (err error) {
 			case slots <- struct{}{}:
 				timer.Stop() // Go ≥1.23: no stale tick can follow Stop
 			case <-timer.C:
+				// Sending ended with the schedule: the host readings cover
+				// it, not the recording of the dropped rest.
+				r.endSending(rn, rn.end)
 				r.dropRest(rn, rec, arr)
 				natural = true
 				return nil

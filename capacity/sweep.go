@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -208,18 +207,21 @@ func (c *Config) arrival() string {
 }
 
 // MinRequests is the measured requests a level needs (see the package
-// doc): ⌈10 / (1 − q)⌉ for the highest latency target q, 99% without one.
+// doc): the fewest that can PASS the strictest objective with no misses
+// at the spec's confidence (slo.MinDecisive: ⌈ln α / ln(1 − p)⌉ for the
+// smallest allowed miss fraction p, a latency objective's 1 − target or
+// an error rate's limit: 299 for 99% or 1% at 95%); 1% without one.
 func MinRequests(spec *slo.Spec) int {
-	q := 0.0
-	for _, o := range spec.Objectives {
-		if o.Kind() == slo.KindLatency {
-			q = max(q, o.Target.Float())
+	p := 1.0
+	for i := range spec.Objectives {
+		if b, ok := spec.Objectives[i].ErrorBudget(); ok && b > 0 {
+			p = min(p, b)
 		}
 	}
-	if q <= 0 || q >= 1 {
-		q = 0.99
+	if p >= 1 {
+		p = 0.01
 	}
-	return int(math.Ceil(10/(1-q) - 1e-9))
+	return int(slo.MinDecisive(p, slo.ConfidenceOf(spec)))
 }
 
 // options are the load options of one level.

@@ -99,7 +99,7 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 			s.Tests++
 			c := junitCase{Name: caseName(v), Classname: name + "." + st.Name, Time: "0", SystemOut: &junitText{detail(v)}}
 			switch v.Status {
-			case slo.Fail, slo.Pending:
+			case slo.Fail, slo.Pending, slo.Inconclusive: // INCONCLUSIVE: the note says how many would decide it
 				s.Failures++
 				c.Failure = &junitMessage{Message: summaryLine(v), Type: "slo." + string(v.Status), Body: detail(v)}
 				c.SystemOut = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -231,6 +232,15 @@ loop:
 
 	res := &Result{Info: info, Metrics: metrics, Stopped: stopped}
 	ls := metrics.Summary(info, spec.Meta)
+	// The summary's self-check is at the default share; at the run's
+	// stated share its reasons and warnings replace the default's.
+	if share := judge.Validity().MaxDistortion.Float(); share > 0 && share != loadgen.DefaultMaxShift {
+		def := ls.SelfCheck
+		ls.SelfCheck = metrics.CheckSelf(info, share)
+		ls.Warnings = append(slices.DeleteFunc(ls.Warnings, func(w string) bool {
+			return slices.Contains(def.Reasons, w) || slices.Contains(def.Warnings, w)
+		}), append(ls.SelfCheck.Reasons, ls.SelfCheck.Warnings...)...)
+	}
 	res.Summary = &results.Summary{Summary: *ls}
 	if tel != nil {
 		ts, qd, serr := tel.stop()

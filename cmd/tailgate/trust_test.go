@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // Every command says what was wrong with a flag and where to look, on
@@ -144,24 +145,25 @@ func TestRunServerKilledMidRunIsInvalid(t *testing.T) {
 	}
 }
 
-// run --slo judges the run like check: exit 1 on a failed objective,
-// verdict.json beside summary.json, the report in summary.slo.
+// run --slo judges the run like check: exit 1 on a failed objective, 4 on
+// one the sample does not decide (20 requests cannot show a 99% target
+// met), verdict.json beside summary.json, the report in summary.slo.
 func TestRunJudgesSLO(t *testing.T) {
 	srv := fastSim(t)
 	base := t.TempDir()
-	write := func(name, ttft string) string {
+	write := func(name, ttft, target string) string {
 		p := filepath.Join(base, name)
-		os.WriteFile(p, []byte("kind: SLO\nname: t\nowner: o\nobjectives:\n  - {name: ttft-p99, metric: ttft, threshold: "+ttft+", target: 99%}\n"+
-			"  - {name: errors, metric: error_rate, threshold: 1%}\n"), 0o644)
+		os.WriteFile(p, []byte("kind: SLO\nname: t\nowner: o\nobjectives:\n  - {name: ttft-p99, metric: ttft, threshold: "+ttft+", target: "+target+"}\n"+
+			"  - {name: errors, metric: error_rate, threshold: 50%}\n"), 0o644)
 		return p
 	}
-	for _, c := range []struct {
-		ttft string
-		code int
-	}{{"1s", exitOK}, {"1us", exitFailed}} {
-		dir := filepath.Join(base, "out-"+c.ttft)
+	for i, c := range []struct {
+		ttft, target string
+		code         int
+	}{{"1s", "50%", exitOK}, {"1s", "99%", slo.ExitInconclusive}, {"1us", "99%", exitFailed}} {
+		dir := filepath.Join(base, fmt.Sprint("out-", i))
 		code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "20", "--duration", "1s",
-			"--max-tokens", "4", "--slo", write("slo-"+c.ttft+".yaml", c.ttft), "--out", dir)
+			"--max-tokens", "4", "--slo", write(fmt.Sprint("slo-", i, ".yaml"), c.ttft, c.target), "--out", dir)
 		if code != c.code || !strings.Contains(stdout, "ttft-p99") {
 			t.Errorf("ttft ≤ %s: exit %d, want %d\n%s\n%s", c.ttft, code, c.code, stdout, stderr)
 		}
@@ -238,7 +240,7 @@ func TestCheckCutShortAndTornLine(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, b[:len(b)-20], 0o644)
 	code, _, stderr = tgCmd("check", "--slo", s, dir)
-	if code != exitInvalid || !strings.Contains(stderr, "is torn") || !strings.Contains(stderr, "judged the 199 records before it") {
+	if code != exitInvalid || !strings.Contains(stderr, "is torn") || !strings.Contains(stderr, "judged the 799 records before it") {
 		t.Errorf("torn: exit %d\n%s", code, stderr)
 	}
 	// A bad line in the middle is still an error naming file and line.

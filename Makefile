@@ -2,7 +2,10 @@
 GO       ?= go
 BIN      := bin/tailgate
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+# The revision goes in by -ldflags: builds here run with GOFLAGS=-buildvcs=false,
+# so the toolchain's vcs.revision stamp is absent (tailgate_build_info{revision}).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 

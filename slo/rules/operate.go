@@ -131,7 +131,9 @@ func canaryGroup(spec *slo.Spec, matchers string, downFor time.Duration) Group {
 
 // Alertmanager writes an Alertmanager configuration for the rules: the
 // route (pages and tickets grouped per owner and target, so one outage is
-// one notification) and the inhibition that makes one outage one page:
+// one notification; group_wait 1m, over the usual evaluation interval, so
+// every page of the outage is in before the first goes out) and the
+// inhibition that makes one outage one page:
 //
 //   - an availability page mutes every latency alert and the no-success
 //     ticket of the same target (a failed probe is a bad event for every
@@ -151,7 +153,12 @@ func (r *Result) Alertmanager() ([]byte, error) {
 		"route": map[string]any{
 			"receiver":        "tailgate-ticket",
 			"group_by":        []string{"owner", "target"},
-			"group_wait":      "30s",
+			// Longer than the rule evaluation interval: each objective's
+			// rules are their own groups, evaluated apart, so the pages of
+			// one outage reach Alertmanager up to an interval apart; the
+			// availability page must be there to inhibit the latency ones
+			// before the group's first notification goes out.
+			"group_wait":      "1m",
 			"group_interval":  "5m",
 			"repeat_interval": "4h",
 			"routes": []any{

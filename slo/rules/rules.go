@@ -581,8 +581,11 @@ func (s SLO) payload(tiers []slo.BurnRateAlert) map[string]string {
 	fmt.Fprintf(&w, "{{ if not (query (printf `group(%s{slo=%%q, objective=%%q, target=%%q%s})` $labels.%s $labels.%s $labels.target)) }}[held: the canary is not reporting]{{ end }}",
 		EventsMetric, s.matchers, labelService, labelSLO)
 	return map[string]string{
-		"burn_rate": fmt.Sprintf("{{ with query (printf `%s{%s=%%q, target=%%q}` $labels.%s $labels.target) }}{{ . | first | value | printf \"%%.3g\" }}{{ else }}unknown{{ end }}",
-			RecordCurrentBurnRate, labelID, labelID),
+		// From the SLI record the condition read, not the metadata group's
+		// current burn rate: groups run on their own schedules, and that
+		// one can lag the alert by an evaluation.
+		"burn_rate": fmt.Sprintf("{{ with query (printf `%s{%s=%%q, target=%%q} / %s` $labels.%s $labels.target) }}{{ . | first | value | printf \"%%.3g\" }}{{ else }}unknown{{ end }}",
+			SLIRecord(s.shortest()), labelID, s.ErrorBudget, labelID),
 		"windows": w.String(),
 		"target_url": fmt.Sprintf("{{ with query (printf `%s{target=%%q%s}` $labels.target) }}{{ . | first | label \"url\" }}{{ end }}",
 			TargetInfoMetric, s.matchers),

@@ -151,8 +151,8 @@ func (r *Result) Alertmanager() ([]byte, error) {
 	owner := r.Spec.Owner
 	cfg := map[string]any{
 		"route": map[string]any{
-			"receiver":        "tailgate-ticket",
-			"group_by":        []string{"owner", "target"},
+			"receiver": "tailgate-ticket",
+			"group_by": []string{"owner", "target"},
 			// Longer than the rule evaluation interval: each objective's
 			// rules are their own groups, evaluated apart, so the pages of
 			// one outage reach Alertmanager up to an interval apart; the

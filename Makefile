@@ -9,12 +9,19 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
+.PHONY: all build image test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tailgate
+
+# The container image (Dockerfile: static binary on distroless, non-root).
+# deploy/kubernetes's TestDockerfile checks the file, and builds it where
+# a docker daemon answers.
+IMAGE ?= ghcr.io/tailgate-llm/tailgate:$(VERSION)
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 # The README's test command: formatting, vet, every test with the race
 # detector, then the end-to-end timing-accuracy tests and the tests held

@@ -54,6 +54,9 @@ type Options struct {
 	Native bool
 	// Alertmanager, if set, is the host:port alerts go to.
 	Alertmanager string
+	// Pushgateway, if set, is a Pushgateway's host:port, scraped too as
+	// job "pushgateway" with honor_labels (pushed series keep their job).
+	Pushgateway string
 }
 
 // Server is a running Prometheus.
@@ -90,6 +93,9 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, rules, o.Job, o.Target)
+	if o.Pushgateway != "" {
+		cfg += fmt.Sprintf("  - job_name: pushgateway\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n", o.Pushgateway)
+	}
 	if o.Alertmanager != "" {
 		cfg += fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", o.Alertmanager)
 	}
@@ -133,6 +139,33 @@ func AlertmanagerTool(t testing.TB) string {
 	}
 	t.Skipf("alertmanager not found (apt-get install -y prometheus-alertmanager); set %s=1 to fail instead", RequireEnv)
 	return ""
+}
+
+// PushgatewayTool is the Pushgateway binary: pushgateway, or Debian's
+// prometheus-pushgateway.
+func PushgatewayTool(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"pushgateway", "prometheus-pushgateway"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("pushgateway not found and %s=1: apt-get install -y prometheus-pushgateway", RequireEnv)
+	}
+	t.Skipf("pushgateway not found (apt-get install -y prometheus-pushgateway); set %s=1 to fail instead", RequireEnv)
+	return ""
+}
+
+// StartPushgateway runs a Pushgateway on a free loopback port (no
+// persistence) and stops it when the test ends; it returns host:port once
+// it is ready.
+func StartPushgateway(t testing.TB) string {
+	t.Helper()
+	bin := PushgatewayTool(t)
+	addr := freeAddr(t)
+	run(t, "pushgateway", bin, []string{"--web.listen-address=" + addr, "--log.level=warn"}, "http://"+addr+"/-/ready")
+	return addr
 }
 
 // StartAlertmanager runs Alertmanager with config (YAML) on a free

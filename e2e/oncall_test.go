@@ -303,3 +303,103 @@ func amAlerts(t *testing.T, addr, alertname string, inhibited bool) []any {
 	}
 	return got
 }
+
+// The generated inhibition on the five alerts one outage raised before it
+// (chat.yaml at a 50% error ratio with hours of history: the errors and
+// TTFT pages, and the errors, ITL and TPOT tickets), posted to a real
+// Alertmanager with their labels from the generated rules: one page is
+// delivered, nothing else. A latency-only burn still pages, its ticket
+// muted by its page.
+func TestInhibitionOneOutageOnePage(t *testing.T) {
+	promtest.AlertmanagerTool(t)
+	sloPath := "../testdata/slo/chat.yaml"
+	spec, err := slo.LoadSpec(sloPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := rules.Generate(spec, rules.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &webhook{}
+	hookSrv := httptest.NewServer(hook)
+	t.Cleanup(hookSrv.Close)
+	amText, _ := gen.Alertmanager()
+	var am map[string]any
+	if err := yaml.Unmarshal(amText, &am); err != nil {
+		t.Fatal(err)
+	}
+	route := am["route"].(map[string]any)
+	route["group_wait"], route["group_interval"], route["repeat_interval"] = "2s", "1s", "1h"
+	for _, r := range am["receivers"].([]any) {
+		r.(map[string]any)["webhook_configs"] = []any{map[string]any{"url": hookSrv.URL}}
+	}
+	amText, _ = yaml.Marshal(am)
+	addr := promtest.StartAlertmanager(t, amText)
+
+	// labels of objective's alert of severity, as Prometheus sends them.
+	labels := func(objective, severity, target string) map[string]string {
+		for _, g := range gen.File.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" && r.Labels["sloth_severity"] == severity && strings.HasSuffix(g.Name, "-"+objective) {
+					l := map[string]string{"alertname": r.Alert, "sloth_id": "chat-" + objective, "sloth_service": "chat",
+						"sloth_slo": objective, "target": target}
+					for k, v := range r.Labels {
+						l[k] = v
+					}
+					return l
+				}
+			}
+		}
+		t.Fatalf("no %s alert for %s", severity, objective)
+		return nil
+	}
+	post := func(ls ...map[string]string) {
+		var alerts []map[string]any
+		for _, l := range ls {
+			alerts = append(alerts, map[string]any{"labels": l, "startsAt": time.Now().UTC().Format(time.RFC3339)})
+		}
+		b, _ := json.Marshal(alerts)
+		resp, err := http.Post("http://"+addr+"/api/v2/alerts", "application/json", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST alerts: %s", resp.Status)
+		}
+	}
+	delivered := func(target string) []string {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		var out []string
+		for _, n := range hook.got {
+			for _, a := range n.Alerts {
+				if a.Labels["target"] == target && a.Status == "firing" {
+					out = append(out, a.Labels["alertname"]+"/"+a.Labels["severity"])
+				}
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+
+	// One outage on target a: five alerts raised, the errors page first
+	// within the group's wait, as rule groups send them.
+	post(labels("errors", "page", "a"), labels("ttft-p99", "page", "a"), labels("errors", "ticket", "a"),
+		labels("itl-p95", "ticket", "a"), labels("tpot-p90", "ticket", "a"))
+	// A latency-only burn on target b: its page and its ticket.
+	post(labels("ttft-p99", "page", "b"), labels("ttft-p99", "ticket", "b"))
+	promtest.WaitFor(t, 30*time.Second, "notifications for both targets", func() bool {
+		return len(delivered("a")) > 0 && len(delivered("b")) > 0
+	})
+	time.Sleep(3 * time.Second) // a few group intervals: nothing more comes
+	if got := strings.Join(delivered("a"), ","); got != "ChatErrorsErrorBudgetBurn/page" {
+		t.Errorf("outage on a: delivered %s; want the errors page alone (5 alerts raised)", got)
+	}
+	if got := strings.Join(delivered("b"), ","); got != "ChatTtftP99ErrorBudgetBurn/page" {
+		t.Errorf("latency burn on b: delivered %s; want its page alone", got)
+	}
+	t.Logf("alerts per outage: 5 raised (2 pages, 3 tickets), %d delivered; latency-only burn: 2 raised, %d delivered",
+		len(delivered("a")), len(delivered("b")))
+}

@@ -122,8 +122,8 @@ func canaryGroup(spec *slo.Spec, matchers string, downFor time.Duration) Group {
 			Labels: merge(owner, map[string]string{"severity": "ticket", "tailgate_alert": "no_recent_success", "tailgate_sli": "availability"}),
 			Annotations: map[string]string{
 				"summary": fmt.Sprintf("No successful probe of {{ $labels.target }} for over %s.", PromDuration(noSuccessAfter)),
-				"description": "The canary's last successful probe of {{ $labels.target }} ended {{ $value | humanizeDuration }} ago. " +
-					"{{ with query (printf `" + TargetInfoMetric + "{target=%q" + matchers + "}` $labels.target) }}URL {{ . | first | label \"url\" }}.{{ end }}",
+				"description": "The canary's last successful probe of {{ $labels.target }} ended {{ $value | humanizeDuration }} ago." +
+					"{{ with query (printf `" + TargetInfoMetric + "{target=%q" + matchers + "}` $labels.target) }} URL {{ . | first | label \"url\" }}.{{ end }}",
 			},
 		},
 	}}

@@ -2,16 +2,26 @@
 GO       ?= go
 BIN      := bin/tailgate
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+# The revision goes in by -ldflags: builds here run with GOFLAGS=-buildvcs=false,
+# so the toolchain's vcs.revision stamp is absent (tailgate_build_info{revision}).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
+.PHONY: all build image test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tailgate
+
+# The container image (Dockerfile: static binary on distroless, non-root).
+# deploy/kubernetes's TestDockerfile checks the file, and builds it where
+# a docker daemon answers.
+IMAGE ?= ghcr.io/tailgate-llm/tailgate:$(VERSION)
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 # The README's test command: formatting, vet, every test with the race
 # detector, then the end-to-end timing-accuracy tests and the tests held

@@ -12,12 +12,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/acceptance"
+	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -70,11 +72,24 @@ var commands = map[string]command{
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }
 
-// version is set with -ldflags "-X main.version=...".
-var version = "dev"
+// version and revision are set with -ldflags "-X main.version=...
+// -X main.revision=..." (the Makefile does; an empty revision falls back
+// to the toolchain's vcs.revision stamp, then "unknown").
+var (
+	version  = "dev"
+	revision = ""
+)
+
+// buildRevision is the revision this binary says it was built from.
+func buildRevision() string {
+	if revision != "" {
+		return revision
+	}
+	return prom.Revision()
+}
 
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
-	fmt.Fprintf(stdout, "tailgate %s\n", version)
+	fmt.Fprintf(stdout, "tailgate %s (revision %s, %s)\n", version, buildRevision(), runtime.Version())
 	return nil
 }
 

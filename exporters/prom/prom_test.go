@@ -149,17 +149,19 @@ func TestSinkCounts(t *testing.T) {
 		{ITLSeconds, map[string]string{"class": "chat"}, 15},
 		{TPOTSeconds, map[string]string{"class": "rag"}, 1},
 		{E2ESeconds, map[string]string{"class": "rag"}, 1},
-		// Acceptance rules: latency objectives count successful requests.
+		// Acceptance rules: latency objectives count successful requests,
+		// and a request that timed out after the threshold (1 s > 500 ms)
+		// as a known miss; the server error, with no time past it, not.
 		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "good"}, 2},
-		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "bad"}, 1},
+		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "bad"}, 2},
 		{SLOEventsTotal, map[string]string{"objective": "itl-p95", "outcome": "good"}, 12},
 		{SLOEventsTotal, map[string]string{"objective": "itl-p95", "outcome": "bad"}, 5},
 		{SLOEventsTotal, map[string]string{"objective": "errors", "outcome": "good"}, 3},
 		{SLOEventsTotal, map[string]string{"objective": "errors", "outcome": "bad"}, 2},
 		{SLOObjectiveRatio, map[string]string{"slo": "chat", "objective": "ttft-p99"}, 0.99},
 		{SLOObjectiveRatio, map[string]string{"objective": "errors"}, 0.99},
-		// 1 bad of 3 against a 1% budget: 1 - 33.3 = -32.3.
-		{SLOErrorBudgetRemainingRatio, map[string]string{"objective": "ttft-p99", "target": "sim"}, 1 - (1.0/3)/0.01},
+		// 2 bad of 4 against a 1% budget: 1 - 50 = -49.
+		{SLOErrorBudgetRemainingRatio, map[string]string{"objective": "ttft-p99", "target": "sim"}, 1 - (2.0/4)/0.01},
 		{LastSuccessTimestampSeconds, map[string]string{"target": "sim"}, float64(epoch.Add(645*time.Millisecond).UnixNano()) / 1e9},
 		{BuildInfo, map[string]string{"version": "1.2.3"}, 1},
 	}

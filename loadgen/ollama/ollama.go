@@ -7,7 +7,11 @@
 //
 // The final object's eval_count and prompt_eval_count give OutputTokens
 // and InputTokens (Ollama counts exactly; chunk counts are then spread
-// over the chunks), done_reason the finish reason. An {"error": …} object
+// over the chunks), done_reason the finish reason, and total_duration,
+// load_duration, prompt_eval_duration and eval_duration the record's
+// server timings (the queue wait is what is left of the total). eval_count
+// counts an end-of-sequence token that is never streamed (done_reason
+// "stop"): Record.Finalize gives it to no chunk, as llama.cpp's. An {"error": …} object
 // inside the stream is stream_error (the HTTP status stays 200); a body
 // that ends before "done": true is stream_truncated.
 package ollama
@@ -80,6 +84,11 @@ type object struct {
 	EvalCount       int     `json:"eval_count"`
 	PromptEvalCount int     `json:"prompt_eval_count"`
 	Error           *string `json:"error"`
+	// The server's timings of the request, in nanoseconds.
+	TotalDuration      int64 `json:"total_duration"`
+	LoadDuration       int64 `json:"load_duration"`
+	PromptEvalDuration int64 `json:"prompt_eval_duration"`
+	EvalDuration       int64 `json:"eval_duration"`
 }
 
 func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
@@ -161,6 +170,10 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 				}
 				if o.PromptEvalCount > 0 {
 					rec.InputTokens = o.PromptEvalCount
+				}
+				if o.TotalDuration > 0 || o.PromptEvalDuration > 0 || o.EvalDuration > 0 {
+					rec.Server = &loadgen.ServerTimings{Total: time.Duration(o.TotalDuration), Load: time.Duration(o.LoadDuration),
+						Prompt: time.Duration(o.PromptEvalDuration), Eval: time.Duration(o.EvalDuration)}
 				}
 			}
 		}

@@ -96,6 +96,37 @@ func TestVectors(t *testing.T) {
 			}
 		})
 	}
+	// O2's timings are the record's server timings; the queue wait is
+	// what the total leaves (10706818083 − 6338219291 − 130079000 −
+	// 4232710000 ns).
+	rec := do(t, serve(t, strings.Replace(o1, `"done":true, "done_reason": "stop"}`, `"done":false}`, 1)+o2, 200).URL)
+	want := loadgen.ServerTimings{Total: 10706818083, Load: 6338219291, Prompt: 130079000, Eval: 4232710000}
+	if rec.Server == nil || *rec.Server != want {
+		t.Fatalf("server timings %+v, want %+v", rec.Server, want)
+	}
+	if q, ok := rec.Server.Queue(); !ok || q != 5809792 {
+		t.Errorf("queue %v %v, want 5.809792ms", q, ok)
+	}
+}
+
+// TestEOSNotStreamed: Ollama's eval_count counts the end-of-sequence token
+// it never streams (done_reason "stop"): the record keeps the count, and
+// the chunks share only the tokens streamed, one each.
+func TestEOSNotStreamed(t *testing.T) {
+	body := `{"message":{"role":"assistant","content":" a"},"done":false}
+{"message":{"role":"assistant","content":" b"},"done":false}
+{"message":{"role":"assistant","content":" c"},"done":false}
+{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":4,"prompt_eval_count":9}
+`
+	rec := do(t, serve(t, body, 200).URL)
+	if rec.OutputTokens != 4 || len(rec.Chunks) != 3 {
+		t.Fatalf("%d output tokens over %d chunks, want 4 over 3", rec.OutputTokens, len(rec.Chunks))
+	}
+	for i, c := range rec.Chunks {
+		if c.Tokens != 1 {
+			t.Errorf("chunk %d carries %d tokens, want 1 (the EOS belongs to none)", i, c.Tokens)
+		}
+	}
 }
 
 func TestErrorsAndPreflight(t *testing.T) {

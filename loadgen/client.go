@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -39,6 +40,19 @@ type ModelDiscoverer interface {
 type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
+
+// ErrNotServed marks a Preflight error from a server that answered but
+// does not serve the model (errors.Is(err, ErrNotServed)): waiting will
+// not help, unlike a server that does not answer yet.
+var ErrNotServed = errors.New("model not served")
+
+// NotServed marks err as ErrNotServed, its text unchanged.
+func NotServed(err error) error { return notServed{err} }
+
+type notServed struct{ error }
+
+func (e notServed) Is(target error) bool { return target == ErrNotServed }
+func (e notServed) Unwrap() error        { return e.error }
 
 // Preconnector is a Client that can open n connections to its target
 // before the first intended start (run --preconnect), so the first wave of

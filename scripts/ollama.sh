@@ -9,7 +9,8 @@
 # binary; TAILGATE_OLLAMA names it (else the cache path below is looked at).
 #
 # Module zips drop llama/llama.cpp/vendor, so nlohmann/json and stb come from
-# Debian's packages and miniaudio.h from the malgo module.
+# Debian's packages and miniaudio.h from the malgo module. The version is
+# set as Ollama's release build sets it (else /api/version says 0.0.0).
 set -euo pipefail
 
 OLLAMA_VERSION=${OLLAMA_VERSION:-v0.17.4}
@@ -45,7 +46,8 @@ build() {
 	# Build into a temporary GOBIN and move into place: a half-built binary
 	# never sits at $BIN.
 	(cd "$work" && CPATH="$CACHE/include${CPATH:+:$CPATH}" CGO_CFLAGS="${CGO_CFLAGS:-} -w" CGO_CXXFLAGS="${CGO_CXXFLAGS:-} -w" \
-		GOBIN="$work/bin" GOFLAGS=-mod=mod $GO install "github.com/ollama/ollama@$OLLAMA_VERSION")
+		GOBIN="$work/bin" GOFLAGS=-mod=mod $GO install -ldflags "-X github.com/ollama/ollama/version.Version=${OLLAMA_VERSION#v}" \
+		"github.com/ollama/ollama@$OLLAMA_VERSION")
 	mv "$work/bin/ollama" "$BIN"
 	echo "ollama.sh: built in $((SECONDS - start)) s" >&2
 	echo "$BIN"

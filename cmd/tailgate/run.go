@@ -90,14 +90,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		src = mix.Source(mix.Seed())
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
-	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
+	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
-		return err
-	}
-	if err := tf.discoverModel(ctx, client); err != nil {
-		return err
-	}
-	if err := tf.prepare(ctx, client); err != nil {
 		return err
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)

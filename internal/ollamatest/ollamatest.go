@@ -8,6 +8,7 @@ package ollamatest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -89,6 +90,9 @@ type Server struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
+	// blobs maps a model to its GGUF's blob name (sha256-HEX), which its
+	// runner's command line carries.
+	blobs map[string]string
 }
 
 // Start runs Ollama on a free loopback port with models Tiny and TinyEOS
@@ -101,7 +105,7 @@ func Start(t testing.TB, o Options) *Server {
 		o.NumParallel = 4
 	}
 	dir := t.TempDir()
-	s := &Server{bin: bin, dir: dir, Host: freeAddr(t)}
+	s := &Server{bin: bin, dir: dir, Host: freeAddr(t), blobs: map[string]string{}}
 	s.URL = "http://" + s.Host
 	s.env = append(os.Environ(), "OLLAMA_HOST="+s.Host, "OLLAMA_MODELS="+filepath.Join(dir, "models"), "HOME="+dir,
 		"OLLAMA_NUM_PARALLEL="+strconv.Itoa(o.NumParallel), "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_NOPRUNE=1",
@@ -202,6 +206,17 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Runner returns the PID of the runner subprocess that serves model, or 0.
+func (s *Server) Runner(model string) int {
+	for _, pid := range s.Runners() {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if bytes.Contains(cmdline, []byte(s.blobs[model])) {
+			return pid
+		}
+	}
+	return 0
+}
+
 // Runners returns the PIDs of the server's runner subprocesses (the
 // processes that hold a model and generate).
 func (s *Server) Runners() []int {
@@ -234,17 +249,14 @@ func (s *Server) Runners() []int {
 // create writes a Tiny model and has the server create it under name.
 func (s *Server) create(name string, eosLogit float64) error {
 	path := filepath.Join(s.dir, name+".gguf")
-	f, err := os.Create(path)
-	if err != nil {
+	var model bytes.Buffer
+	if err := gguf.Write(&model, gguf.Tiny(gguf.TinyOptions{Seed: 1, EOSLogit: eosLogit})); err != nil {
 		return err
 	}
-	if err := gguf.Write(f, gguf.Tiny(gguf.TinyOptions{Seed: 1, EOSLogit: eosLogit})); err != nil {
-		f.Close()
+	if err := os.WriteFile(path, model.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
+	s.blobs[name] = fmt.Sprintf("sha256-%x", sha256.Sum256(model.Bytes()))
 	mf := filepath.Join(s.dir, name+".Modelfile")
 	if err := os.WriteFile(mf, []byte("FROM ./"+name+".gguf\n"), 0o644); err != nil {
 		return err

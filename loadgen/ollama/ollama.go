@@ -257,7 +257,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && !has(names, c.model) {
-		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names)
+		return loadgen.NotServed(fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names))
 	}
 	return nil
 }

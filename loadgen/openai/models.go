@@ -121,10 +121,21 @@ func (c *Client) Preflight(ctx context.Context) error {
 	default:
 		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
 	}
-	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) {
+	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) || anyName(info.Models) {
 		return nil
 	}
-	return fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models))
+	return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models)))
+}
+
+// anyName reports whether a model list is llama.cpp's: one model, listed
+// by its file's path (/models/tiny.gguf), served whatever name a request
+// gives, so any name passes.
+func anyName(models []string) bool {
+	if len(models) != 1 {
+		return false
+	}
+	m := models[0]
+	return strings.HasSuffix(m, ".gguf") || strings.HasPrefix(m, "/") || strings.HasPrefix(m, "./")
 }
 
 func listModels(m []string) string {

@@ -63,7 +63,7 @@ func TestReadRefusesOthers(t *testing.T) {
 // layer that lifts every word above every special or byte token.
 func TestTiny(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Write(&buf, Tiny(TinyOptions{Seed: 1, EOSLogit: -3})); err != nil {
+	if err := Write(&buf, Tiny(TinyOptions{Seed: 1, EOSLogit: 0.7})); err != nil {
 		t.Fatal(err)
 	}
 	size := buf.Len()
@@ -71,7 +71,7 @@ func TestTiny(t *testing.T) {
 		t.Errorf("tiny model is %d bytes, want under 1 MiB", size)
 	}
 	var again bytes.Buffer
-	Write(&again, Tiny(TinyOptions{Seed: 1, EOSLogit: -3}))
+	Write(&again, Tiny(TinyOptions{Seed: 1, EOSLogit: 0.7}))
 	if !bytes.Equal(buf.Bytes(), again.Bytes()) {
 		t.Error("same seed wrote different bytes")
 	}
@@ -159,7 +159,7 @@ func TestTiny(t *testing.T) {
 			t.Errorf("token %d %q (type %d): output weight %v on dimension 0, %v squared on the rest", tok, tokens[tok], types[tok], w, rest)
 		}
 	}
-	if eos := out.Data[TinyEOS*e]; eos <= 0 || eos >= out.Data[(n-1)*e] {
-		t.Errorf("EOS output weight %v: want between 0 and a word's %v (EOSLogit -3)", eos, out.Data[(n-1)*e])
+	if eos := out.Data[TinyEOS*e]; eos <= out.Data[(n-1)*e] {
+		t.Errorf("EOS output weight %v: want above a word's %v (EOSLogit 0.7)", eos, out.Data[(n-1)*e])
 	}
 }

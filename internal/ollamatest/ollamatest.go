@@ -41,6 +41,11 @@ const (
 	TinyEOS = "tiny-eos"
 )
 
+// TinyEOSLogit puts TinyEOS's end-of-sequence token just above the words
+// Ollama's default sampling keeps (top_k 40, temperature 0.8): a few per
+// cent of tokens, so some answers of 12 tokens stop early, a few at once.
+const TinyEOSLogit = 1.2
+
 // CachedBinary is where scripts/ollama.sh puts the binary.
 func CachedBinary() string {
 	cache := os.Getenv("TAILGATE_OLLAMA_CACHE")
@@ -76,8 +81,13 @@ func Binary(t testing.TB) string {
 type Options struct {
 	// NumParallel is OLLAMA_NUM_PARALLEL (default 4).
 	NumParallel int
-	// MaxQueue is OLLAMA_MAX_QUEUE (0: Ollama's default, 512).
+	// MaxQueue is OLLAMA_MAX_QUEUE (0: Ollama's default, 512). Requests
+	// wait in that queue while the scheduler is busy (loading a model);
+	// a loaded model's runner queues them itself, without limit.
 	MaxQueue int
+	// Unloaded leaves the models unloaded: the first request to each pays
+	// its load (Start loads both otherwise).
+	Unloaded bool
 }
 
 // Server is a running Ollama.
@@ -126,12 +136,15 @@ func Start(t testing.TB, o Options) *Server {
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	for name, eos := range map[string]float64{Tiny: 0, TinyEOS: -2.5} {
+	for name, eos := range map[string]float64{Tiny: 0, TinyEOS: TinyEOSLogit} {
 		if err := s.create(name, eos); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, m := range []string{Tiny, TinyEOS} {
+		if o.Unloaded {
+			break
+		}
 		// Load both now, so no test's first request pays the load.
 		if err := s.post("/api/generate", map[string]any{"model": m, "keep_alive": -1}); err != nil {
 			t.Fatalf("loading %s: %v", m, err)

@@ -121,7 +121,9 @@ func (c *Client) Preflight(ctx context.Context) error {
 	default:
 		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
 	}
-	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) || anyName(info.Models) {
+	// Ollama lists "tiny:latest" and serves it as "tiny" too.
+	latest := !strings.Contains(c.model, ":") && slices.Contains(info.Models, c.model+":latest")
+	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) || latest || anyName(info.Models) {
 		return nil
 	}
 	return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models)))

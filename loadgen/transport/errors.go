@@ -30,17 +30,15 @@ func StatusKind(code int) loadgen.ErrorKind {
 // exceeded") rather than failed it.
 var overloadWords = []string{"server busy", "maximum pending", "overloaded", "too many requests", "queue is full"}
 
-// ResponseKind is StatusKind, with one refinement: a 503 that says the
-// server is busy (a Retry-After header, or overload words in the body) is
-// rate_limited, as a 429 is. It is load shedding, the answer a saturated
-// server gives by design: counting it as server_error would call an
-// overloaded server broken, and would put it outside the SLOs that treat
-// rate_limited apart.
-func ResponseKind(code int, h http.Header, body []byte) loadgen.ErrorKind {
+// ResponseKind is StatusKind, with one refinement: a 503 whose body says
+// the server is busy (Ollama's full queue) is rate_limited, as a 429 is.
+// It is load shedding, the answer a saturated server gives by design:
+// counting it as server_error would call an overloaded server broken, and
+// would put it outside the SLOs that treat rate_limited apart. A bare 503
+// (or one with only Retry-After, which maintenance sends too) stays
+// server_error: a dead engine answers so.
+func ResponseKind(code int, body []byte) loadgen.ErrorKind {
 	if code == http.StatusServiceUnavailable {
-		if h.Get("Retry-After") != "" {
-			return loadgen.ErrRateLimited
-		}
 		low := bytes.ToLower(body)
 		for _, w := range overloadWords {
 			if bytes.Contains(low, []byte(w)) {

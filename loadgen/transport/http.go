@@ -125,7 +125,7 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 		if p.ErrorWords != nil {
 			words = p.ErrorWords(b)
 		}
-		cl.Fail(rec, ResponseKind(resp.StatusCode, resp.Header, b), StatusText(resp.StatusCode, words))
+		cl.Fail(rec, ResponseKind(resp.StatusCode, b), StatusText(resp.StatusCode, words))
 		return nil
 	}
 	return resp

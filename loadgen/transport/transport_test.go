@@ -28,28 +28,27 @@ func TestStatusKind(t *testing.T) {
 	}
 }
 
-// TestResponseKind: a 503 is load shed (rate_limited) only when it says
-// so, with Retry-After or overload words (Ollama's OLLAMA_MAX_QUEUE answer,
-// in its native and its OpenAI shape); other 503s stay server_error.
+// TestResponseKind: a 503 is load shed (rate_limited) only when its body
+// says so (Ollama's OLLAMA_MAX_QUEUE answer, in its native and its OpenAI
+// shape); other 503s stay server_error.
 func TestResponseKind(t *testing.T) {
-	retry := http.Header{"Retry-After": {"1"}}
 	for _, tt := range []struct {
 		code int
-		h    http.Header
 		body string
 		want loadgen.ErrorKind
 	}{
-		{503, nil, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`, loadgen.ErrRateLimited},
-		{503, nil, `{"error":{"message":"server busy, please try again.  maximum pending requests exceeded","type":"api_error"}}`, loadgen.ErrRateLimited},
-		{503, retry, ``, loadgen.ErrRateLimited},
-		{503, nil, `{"error":"Model is Overloaded"}`, loadgen.ErrRateLimited},
-		{503, nil, `no healthy upstream`, loadgen.ErrServer},
-		{500, retry, `server busy`, loadgen.ErrServer},
-		{429, nil, ``, loadgen.ErrRateLimited},
-		{404, nil, `server busy`, loadgen.ErrClient},
+		{503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`, loadgen.ErrRateLimited},
+		{503, `{"error":{"message":"server busy, please try again.  maximum pending requests exceeded","type":"api_error"}}`, loadgen.ErrRateLimited},
+		{503, `{"error":"Model is Overloaded"}`, loadgen.ErrRateLimited},
+		{503, ``, loadgen.ErrServer},
+		{503, `no healthy upstream`, loadgen.ErrServer},
+		{503, `{"error":{"message":"simulated overload (fault http_503)"}}`, loadgen.ErrServer},
+		{500, `server busy`, loadgen.ErrServer},
+		{429, ``, loadgen.ErrRateLimited},
+		{404, `server busy`, loadgen.ErrClient},
 	} {
-		if got := ResponseKind(tt.code, tt.h, []byte(tt.body)); got != tt.want {
-			t.Errorf("ResponseKind(%d, %v, %q) = %q, want %q", tt.code, tt.h, tt.body, got, tt.want)
+		if got := ResponseKind(tt.code, []byte(tt.body)); got != tt.want {
+			t.Errorf("ResponseKind(%d, %q) = %q, want %q", tt.code, tt.body, got, tt.want)
 		}
 	}
 }

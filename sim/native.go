@@ -207,7 +207,20 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 	for _, m := range body.Messages {
 		prompt = append(prompt, m.Content)
 	}
-	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, body.Options.NumPredict), arrived)
+	// Ollama's EOS (Config.EOSNotStreamed): the last of num_predict
+	// tokens is an end-of-sequence token, counted in eval_count, never
+	// sent; done_reason "stop".
+	eos := s.cfg.EOSNotStreamed
+	predict := body.Options.NumPredict
+	if eos {
+		n := s.cfg.DefaultMaxTokens
+		if predict != nil {
+			n = *predict
+		}
+		n = max(n-1, 1)
+		predict = &n
+	}
+	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, predict), arrived)
 	if err != nil {
 		st := status.Convert(err)
 		writeJSON(w, httpStatusOf(st.Code()), olErr(st.Message()))
@@ -221,13 +234,37 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		return append(b, `","message":{"role":"assistant","content":`...)
 	}
 	last := func(b []byte, text []byte) []byte {
+		reason, evals := "length", q.sent
+		if eos {
+			reason, evals = "stop", q.sent+1
+		}
+		// Ollama's timings: load (the model is loaded: a lookup), prompt
+		// evaluation from admission to the first token, evaluation from
+		// there to now; the total less those is the queue wait.
+		now := time.Now()
+		first, admitted := q.first, q.admitted
+		if admitted.IsZero() {
+			admitted = q.arrived
+		}
+		if first.IsZero() || first.Before(admitted) {
+			first = admitted
+		}
+		const load = 50 * time.Microsecond
 		b = appendJSONString(head(b), string(text))
-		b = append(b, `},"done":true,"done_reason":"length","total_duration":`...)
-		b = strconv.AppendInt(b, int64(time.Since(q.arrived)), 10)
+		b = append(b, `},"done":true,"done_reason":"`...)
+		b = append(b, reason...)
+		b = append(b, `","total_duration":`...)
+		b = strconv.AppendInt(b, int64(now.Sub(q.arrived)+load), 10)
+		b = append(b, `,"load_duration":`...)
+		b = strconv.AppendInt(b, int64(load), 10)
 		b = append(b, `,"prompt_eval_count":`...)
 		b = strconv.AppendInt(b, int64(q.promptTokens), 10)
+		b = append(b, `,"prompt_eval_duration":`...)
+		b = strconv.AppendInt(b, int64(max(first.Sub(admitted), time.Microsecond)), 10)
 		b = append(b, `,"eval_count":`...)
-		b = strconv.AppendInt(b, int64(q.sent), 10)
+		b = strconv.AppendInt(b, int64(evals), 10)
+		b = append(b, `,"eval_duration":`...)
+		b = strconv.AppendInt(b, int64(max(now.Sub(first), time.Microsecond)), 10)
 		return append(b, "}\n"...)
 	}
 	if !stream {

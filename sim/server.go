@@ -302,7 +302,16 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.MetricsFromLoop {
 		exposition = s.fromLoop(exposition)
 	}
-	mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
+	if s.cfg.Metrics != MetricsNone {
+		mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
+	}
+	if s.cfg.Profile == ProfileOllama {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "Ollama is running") })
+	}
+	var h http.Handler = mux
+	if s.cfg.MaxQueue > 0 {
+		h = s.refuseWhenBusy(mux)
+	}
 	var threads chan struct{}
 	if s.cfg.HTTPThreads > 0 {
 		threads = make(chan struct{}, s.cfg.HTTPThreads)
@@ -320,10 +329,38 @@ func (s *Server) routes() http.Handler {
 				return
 			}
 		}
-		h := w.Header()
-		h["Server"] = serverHeader
-		h["X-Sim-Version"] = versionHeader
-		mux.ServeHTTP(w, r)
+		hd := w.Header()
+		hd["Server"] = serverHeader
+		hd["X-Sim-Version"] = versionHeader
+		h.ServeHTTP(w, r)
+	})
+}
+
+// busyMessage is Ollama's answer when its queue is full.
+const busyMessage = "server busy, please try again.  maximum pending requests exceeded"
+
+// refuseWhenBusy refuses completion requests beyond Slots running and MaxQueue
+// waiting with 503 and Ollama's words: {"error": …} on its native API,
+// {"error": {"message": …}} on /v1, as Ollama answers each.
+func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
+	var inFlight atomic.Int64
+	limit := int64(s.cfg.Slots + s.cfg.MaxQueue)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !(r.URL.Path == "/api/chat" || strings.HasPrefix(r.URL.Path, "/v1/")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if inFlight.Add(1) > limit {
+			inFlight.Add(-1)
+			if r.URL.Path == "/api/chat" {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": busyMessage})
+			} else {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{"message": busyMessage, "type": "api_error", "param": nil, "code": nil}})
+			}
+			return
+		}
+		defer inFlight.Add(-1)
+		next.ServeHTTP(w, r)
 	})
 }
 

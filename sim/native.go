@@ -217,7 +217,12 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		if predict != nil {
 			n = *predict
 		}
-		n = max(n-1, 1)
+		if n <= 1 {
+			// The EOS is the first token: an empty answer, at once.
+			ollamaEmpty(w, s, stream, arrived)
+			return
+		}
+		n--
 		predict = &n
 	}
 	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, predict), arrived)
@@ -293,4 +298,21 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		truncate:     func() { sw.write(nil); panic(http.ErrAbortHandler) },
 	}
 	g.nativeStream(w, r, q, sink, &sw.started, olErr)
+}
+
+// ollamaEmpty answers as Ollama does when the model's first token is its
+// end-of-sequence token: no content, done_reason "stop", eval_count 1.
+func ollamaEmpty(w http.ResponseWriter, s *Server, stream bool, arrived time.Time) {
+	total := time.Since(arrived)
+	o := map[string]any{"model": s.cfg.Model, "created_at": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]string{"role": "assistant", "content": ""}, "done": true, "done_reason": "stop",
+		"total_duration": total.Nanoseconds() + 3000, "load_duration": 1000, "prompt_eval_count": 1,
+		"prompt_eval_duration": 1000, "eval_count": 1, "eval_duration": 1000}
+	ct := "application/json; charset=utf-8"
+	if stream {
+		ct = "application/x-ndjson"
+	}
+	b, _ := json.Marshal(o)
+	w.Header().Set("Content-Type", ct)
+	w.Write(append(b, '\n'))
 }

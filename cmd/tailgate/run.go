@@ -90,7 +90,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		src = mix.Source(mix.Seed())
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
-	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
+	notices := &pipeline.Notices{}
+	client, err := tf.open(ctx, func(msg string) {
+		fmt.Fprintln(stderr, "warning:", msg)
+		notices.Add(msg)
+	})
 	if err != nil {
 		return err
 	}
@@ -100,8 +104,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg,
 		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
-		Changes: cleanChanges(*changes),
-		Meta:    loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
+		Changes: cleanChanges(*changes), Notices: notices,
+		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
 		return usageErr("%v", err)
 	}

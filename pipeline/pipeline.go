@@ -280,7 +280,7 @@ type pipe struct {
 	done, failed int64
 	streaming    bool
 	unstreamed   int64
-	empty        int64 // ok answers without a content chunk
+	empty        int64             // ok answers without a content chunk
 	theater      *theater.Detector // nil without telemetry
 }
 

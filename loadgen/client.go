@@ -76,4 +76,14 @@ type ServerInfo struct {
 	Models  []string          `json:"models,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"` // Server and version-bearing headers, lower-case names
 	Error   string            `json:"error,omitempty"`   // why the rest is missing, scrubbed
+	// What the server says about itself beyond its model list, where it
+	// has an endpoint for it (vLLM /version, llama.cpp /props, Ollama
+	// /api/version and /api/show, TGI /info): its version or build, how
+	// many requests it runs at once (llama.cpp slots), its context
+	// length, and the model's details (Ollama: family, parameter size,
+	// quantization, format). Absent when it did not say.
+	Version       string            `json:"version,omitempty"`
+	Slots         int               `json:"slots,omitempty"`
+	ContextLength int               `json:"context_length,omitempty"`
+	ModelDetails  map[string]string `json:"model_details,omitempty"`
 }

@@ -305,8 +305,28 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Metrics != MetricsNone {
 		mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
 	}
-	if s.cfg.Profile == ProfileOllama {
+	// What the server says about itself: vLLM's /version, llama.cpp's
+	// /props, Ollama's /api/version and /api/show.
+	simVersion := "tailgate-sim-" + Version
+	switch s.cfg.Profile {
+	case ProfileOllama:
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "Ollama is running") })
+		mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": simVersion})
+		})
+		mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"details": map[string]string{"format": "gguf", "family": "llama"},
+				"model_info": map[string]any{"llama.context_length": s.cfg.KVTokens}})
+		})
+	case ProfileLlamaCpp:
+		mux.HandleFunc("GET /props", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"build_info": simVersion, "total_slots": s.cfg.Slots,
+				"default_generation_settings": map[string]any{"n_ctx": s.cfg.KVTokens}})
+		})
+	default:
+		mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": simVersion})
+		})
 	}
 	var h http.Handler = mux
 	if s.cfg.MaxQueue > 0 {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"syscall"
 
@@ -56,8 +57,35 @@ var commands = map[string]command{
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }
 
-// version is set with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set with -ldflags "-X main.version=..." (make build: git
+// describe); otherwise it is the commit the binary was built from, as the
+// go command stamped it (buildVersion).
+var version = buildVersion("dev")
+
+// buildVersion is the VCS revision the go command recorded in the binary
+// (12 hex digits, "-dirty" when the tree had changes), or def when it
+// recorded none (go run, go test, a build outside the repository).
+func buildVersion(def string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return def
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return def
+	}
+	return rev[:min(12, len(rev))] + dirty
+}
 
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "tailgate %s\n", version)

@@ -277,7 +277,8 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 // SetModel sets the model requests name. Call it before the first Do.
 func (c *Client) SetModel(m string) { c.model = m }
 
-// DescribeServer reports the models the server has.
+// DescribeServer reports the models the server has, its version
+// (/api/version) and the model's details and context length (/api/show).
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	names, err := c.tags(ctx)
@@ -285,6 +286,49 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 		info.Error = err.Error()
 	}
 	info.Models = names
+	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
+	defer cancel()
+	if code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/api/version", maxTagsBytes); err == nil && code == http.StatusOK {
+		var v struct {
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(b, &v) == nil {
+			info.Version = v.Version
+		}
+	}
+	if c.model == "" {
+		return info
+	}
+	body, _ := transport.EncodeJSON(map[string]any{"model": c.model})
+	req, err := c.root.HTTP.NewRequest(ctx, http.MethodPost, c.root.Base+"/api/show", bytes.NewReader(body))
+	if err != nil {
+		return info
+	}
+	resp, _, err := c.root.HTTP.Do(req)
+	if err != nil {
+		return info
+	}
+	defer resp.Body.Close()
+	var show struct {
+		Details   map[string]any `json:"details"`
+		ModelInfo map[string]any `json:"model_info"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxTagsBytes)).Decode(&show) != nil {
+		return info
+	}
+	for k, v := range show.Details {
+		if s, ok := v.(string); ok && s != "" {
+			if info.ModelDetails == nil {
+				info.ModelDetails = map[string]string{}
+			}
+			info.ModelDetails[k] = s
+		}
+	}
+	for k, v := range show.ModelInfo {
+		if n, ok := v.(float64); ok && strings.HasSuffix(k, ".context_length") {
+			info.ContextLength = int(n)
+		}
+	}
 	return info
 }
 

@@ -73,3 +73,35 @@ func TestOpen(t *testing.T) {
 		t.Errorf("llama.cpp (one model listed by path): %v", err)
 	}
 }
+
+// TestDescribeServer: what each server says about itself reaches
+// environment.json's server block: vLLM's /version, llama.cpp's /props
+// (build, slots, context), Ollama's /api/version and /api/show.
+func TestDescribeServer(t *testing.T) {
+	for _, tc := range []struct {
+		profile, api string
+		slots, ctx   int
+		details      bool
+	}{
+		{"", openai.APIChat, 0, 0, false},
+		{sim.ProfileLlamaCpp, openai.APIChat, 4, 4096, false},
+		{sim.ProfileOllama, ollama.API, 0, 4096, true},
+	} {
+		t.Run(tc.api+"/"+tc.profile, func(t *testing.T) {
+			srv := simtest.Start(t, sim.Config{Model: "tiny", Profile: tc.profile, Slots: 4, KVTokens: 4096, FixedTTFT: 1})
+			url := srv.URL
+			if tc.api == openai.APIChat {
+				url += "/v1"
+			}
+			c, _, err := Open(context.Background(), Target{URL: url, API: tc.api, Model: "tiny"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := c.DescribeServer(context.Background())
+			if info.Version != "tailgate-sim-"+sim.Version || info.Slots != tc.slots || info.ContextLength != tc.ctx ||
+				(info.ModelDetails["family"] == "llama") != tc.details {
+				t.Errorf("%+v", info)
+			}
+		})
+	}
+}

@@ -4,6 +4,9 @@
 #
 #   scripts/ollama.sh build          build (once) and print the binary's path
 #   scripts/ollama.sh path           print the cached binary's path, or fail
+#   scripts/ollama.sh serve PORT DIR serve on 127.0.0.1:PORT with models tiny
+#                                    and tiny-eos (internal/gguf) under DIR;
+#                                    prints the server's PID (stop: kill PID)
 #
 # The e2e tests (e2e/ollama) start and stop servers themselves from the
 # binary; TAILGATE_OLLAMA names it (else the cache path below is looked at).
@@ -53,14 +56,41 @@ build() {
 	echo "$BIN"
 }
 
+# serve starts Ollama in the background on 127.0.0.1:$1, its models and
+# log under $2, creates the tiny models, and prints its PID.
+serve() {
+	local port=$1 dir=$2 bin
+	bin=$(build)
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	export OLLAMA_HOST=127.0.0.1:$port OLLAMA_MODELS=$dir/models OLLAMA_KEEP_ALIVE=-1 HOME=$dir
+	"$bin" serve >"$dir/ollama.log" 2>&1 &
+	local pid=$!
+	for _ in $(seq 100); do
+		curl -fsS "http://$OLLAMA_HOST/api/version" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	$GO run ./internal/gguf/tinygguf -o "$dir/tiny.gguf"
+	$GO run ./internal/gguf/tinygguf -o "$dir/tiny-eos.gguf" -eos-logit 1.2
+	for m in tiny tiny-eos; do
+		printf 'FROM ./%s.gguf\n' "$m" >"$dir/$m.Modelfile"
+		(cd "$dir" && "$bin" create "$m" -f "$m.Modelfile" >"$dir/create.log" 2>&1) || { cat "$dir/create.log" >&2; exit 1; }
+	done
+	echo "$pid"
+}
+
 case "${1:-build}" in
 build) build ;;
+serve)
+	[ $# -eq 3 ] || { echo "usage: $0 serve PORT DIR" >&2; exit 2; }
+	serve "$2" "$3"
+	;;
 path)
 	[ -x "$BIN" ] || { echo "ollama.sh: $BIN not built (scripts/ollama.sh build)" >&2; exit 1; }
 	echo "$BIN"
 	;;
 *)
-	echo "usage: $0 build|path" >&2
+	echo "usage: $0 build|path|serve PORT DIR" >&2
 	exit 2
 	;;
 esac

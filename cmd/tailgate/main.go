@@ -60,7 +60,15 @@ var commands = map[string]command{
 // version is set with -ldflags "-X main.version=..." (make build: git
 // describe); otherwise it is the commit the binary was built from, as the
 // go command stamped it (buildVersion).
-var version = buildVersion("dev")
+var version = "dev"
+
+// (-X sets only a variable initialised to a constant: the fallback runs
+// here.)
+func init() {
+	if version == "dev" {
+		version = buildVersion("dev")
+	}
+}
 
 // buildVersion is the VCS revision the go command recorded in the binary
 // (12 hex digits, "-dirty" when the tree had changes), or def when it

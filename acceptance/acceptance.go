@@ -51,6 +51,8 @@ type Config struct {
 	// written).
 	Version string
 	Args    []string
+	// GPUHourCostUSD prices each stage's GPU time beside its energy.
+	GPUHourCostUSD float64
 	// Changes are change-record ids recorded in every stage's summary.json,
 	// so compare can pin a regression to a change.
 	Changes []string
@@ -120,6 +122,11 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		cancel()
 		if err != nil {
 			return nil, &InvalidError{fmt.Errorf("preflight: %w", err)}
+		}
+	}
+	if cfg.Force {
+		if err := out.Replace(log); err != nil {
+			return nil, err
 		}
 	}
 	if err := out.Create(); err != nil {
@@ -217,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		})
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
-			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity, Changes: cfg.Changes,
+			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity, Changes: cfg.Changes, GPUHourCostUSD: cfg.GPUHourCostUSD,
 			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))

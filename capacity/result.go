@@ -106,7 +106,13 @@ type LevelResult struct {
 	QueueDelay     *telemetry.HistogramSummary `json:"queue_delay,omitempty"`
 	ServerWaiting  *telemetry.Stats            `json:"server_waiting,omitempty"`
 	ServerRunning  *telemetry.Stats            `json:"server_running,omitempty"`
-	Warnings       []string                    `json:"warnings,omitempty"`
+	// Energy is the GPUs' energy over the level's measured window beside
+	// its work in that window: joules per output token and per request,
+	// and the cost per million output tokens at --gpu-hour-cost (absent
+	// without an energy source; EnergyUnavailable then says why).
+	Energy            *results.Energy `json:"energy,omitempty"`
+	EnergyUnavailable string          `json:"energy_unavailable,omitempty"`
+	Warnings          []string        `json:"warnings,omitempty"`
 }
 
 func (l *LevelResult) value() float64 {
@@ -149,6 +155,9 @@ type Point struct {
 	Note         string  `json:"note,omitempty"`
 	// Elasticity is the knee's: Δln(E2E p50)/Δln(throughput) above it.
 	Elasticity float64 `json:"elasticity,omitempty"`
+	// Energy is the level's (the SLO-max's: energy and cost per token at
+	// the highest load that meets the SLO).
+	Energy *results.Energy `json:"energy,omitempty"`
 }
 
 // rate is the point's rate: the level's in open loop, achieved in closed.

@@ -56,6 +56,9 @@ type Config struct {
 	// and the forecast.
 	CurrentRate float64
 	Growth      *Growth
+	// GPUHourCostUSD prices each level's GPU time (cost per million output
+	// tokens beside its energy).
+	GPUHourCostUSD float64
 	// Changes are change-record ids recorded in sweep.json and in every
 	// level's summary.json.
 	Changes []string
@@ -77,8 +80,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Search.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Out != "" && cfg.Out.HasSweep() && !cfg.Force {
-		return nil, fmt.Errorf("%s already holds a sweep (--force to replace it)", cfg.Out)
+	if cfg.Out != "" && cfg.Out.HasResults() && !cfg.Force {
+		return nil, fmt.Errorf("%s already holds results (--force to replace them)", cfg.Out)
 	}
 	now := cfg.Now
 	if now == nil {
@@ -106,6 +109,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Plan = []string{cfg.Search.From.Name(), cfg.Search.To.Name()}
 	}
 	if cfg.Out != "" {
+		if cfg.Force {
+			if err := cfg.Out.Replace(log); err != nil {
+				return nil, err
+			}
+		}
 		if err := cfg.Out.Create(); err != nil {
 			return nil, err
 		}
@@ -123,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ok {
 		lr := res.passing(best)
 		res.SLOMax = &Point{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
-			AchievedPerS: lr.AchievedPerS}
+			AchievedPerS: lr.AchievedPerS, Energy: lr.Energy}
 		res.SLOMax.note(cfg.Search, best, res.Levels)
 	} else if len(res.Levels) > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: the SLO-max is below %s", res.Levels[0].Name))
@@ -235,7 +243,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	meta.Load = opts.Describe()
 	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
 		Streaming: c.Streaming, Goodput: c.SLO.GoodputFunc(), Telemetry: c.Telemetry, Out: dir,
-		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns, Changes: c.Changes}
+		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns, Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD}
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
@@ -303,6 +311,10 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 		lr.ServerWaiting = t.Waiting
 		lr.ServerRunning = t.Running
 	}
+	for _, e := range s.Energy { // one stage: the level's
+		lr.Energy = e
+	}
+	lr.EnergyUnavailable = s.EnergyUnavailable
 	lr.TTFTFirstQuarterP50Ms, lr.TTFTLastQuarterP50Ms = tr.quarters()
 	lr.Saturation = saturation(s, lr, maxErr)
 	lr.Saturated = lr.Saturation != ""

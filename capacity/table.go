@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
 // WriteTable prints the sweep: one row per level, by load, then the
@@ -57,6 +59,9 @@ func WriteTable(w io.Writer, r *Result) {
 	} else {
 		fmt.Fprintln(w, "SLO-max: none: no level met every objective")
 	}
+	if line := energyLine(ls); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if r.Knee != nil {
 		fmt.Fprintf(w, "knee:    %s (%.1f req/s achieved): %s\n", r.Knee.Level, r.Knee.AchievedPerS, r.Knee.Note)
 	} else {
@@ -68,4 +73,36 @@ func WriteTable(w io.Writer, r *Result) {
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
+}
+
+// energyLine lists each level's energy per output token and cost per
+// million output tokens ("" when no level read energy).
+func energyLine(ls []LevelResult) string {
+	var parts []string
+	why := ""
+	for _, l := range ls {
+		e := l.Energy
+		if e == nil {
+			why = l.EnergyUnavailable
+			continue
+		}
+		p := l.Name + " -"
+		if e.JoulesPerOutputToken != nil {
+			p = fmt.Sprintf("%s %.3g J", l.Name, *e.JoulesPerOutputToken)
+		}
+		if e.CostPerMillionOutputTokensUSD != nil {
+			p += fmt.Sprintf(" ($%.3g/M)", *e.CostPerMillionOutputTokensUSD)
+		}
+		if e.Source != telemetry.EnergyCounter {
+			p += " (estimate)"
+		}
+		parts = append(parts, p)
+	}
+	switch {
+	case len(parts) > 0:
+		return "energy per output token: " + strings.Join(parts, ", ")
+	case why != "":
+		return "energy: " + why
+	}
+	return ""
 }

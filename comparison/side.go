@@ -146,3 +146,29 @@ func Read(dir string) (*Side, error) {
 	sort.Strings(s.Changes)
 	return s, nil
 }
+
+// renameStage returns a copy of s whose stage from is named to (the
+// records keep their own Stage: comparison reads them by map key).
+func (s *Side) renameStage(from, to string) *Side {
+	c := *s
+	c.Order = slices.Clone(s.Order)
+	for i, st := range c.Order {
+		if st == from {
+			c.Order[i] = to
+		}
+	}
+	c.Stages, c.Seen, c.Load, c.Classes = renameKey(s.Stages, from, to), renameKey(s.Seen, from, to),
+		renameKey(s.Load, from, to), renameKey(s.Classes, from, to)
+	return &c
+}
+
+func renameKey[V any](m map[string]V, from, to string) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		if k == from {
+			k = to
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -16,14 +16,15 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // EnvironmentFile is where the fingerprint goes in an evidence directory.
 const (
-	EnvironmentFile   = "environment.json"
+	EnvironmentFile   = results.EnvironmentFile
 	EnvironmentSchema = "tailgate.environment/v1"
 	// InputsDir holds exact copies of the plan, SLO and mix files.
-	InputsDir = "inputs"
+	InputsDir = results.InputsDir
 )
 
 // Environment is what a reviewer needs to know about where a run ran.

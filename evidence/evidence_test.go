@@ -100,7 +100,7 @@ func TestSignVerify(t *testing.T) {
 
 	fresh := func() string {
 		dir := pack(t)
-		if _, err := Sign(dir, priv); err != nil {
+		if _, err := Sign(dir, priv, SignOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return dir
@@ -110,13 +110,13 @@ func TestSignVerify(t *testing.T) {
 		t.Fatal("Sign did not write the manifest")
 	}
 	m, err := Verify(dir, pub)
-	if err != nil || len(m.Files) != 5 {
+	if err != nil || len(m.Files) != 6 { // the pack's 5 and manifest.json
 		t.Fatalf("verify: %v", err)
 	}
 	var env Envelope
 	b, _ := os.ReadFile(filepath.Join(dir, SignatureFile))
 	json.Unmarshal(b, &env)
-	if env.PayloadType != PayloadType || len(env.Signatures) != 1 || env.Signatures[0].KeyID != KeyID(pub) {
+	if env.PayloadType != AttestationPayloadType || len(env.Signatures) != 1 || env.Signatures[0].KeyID != KeyID(pub) {
 		t.Fatalf("envelope %+v", env)
 	}
 
@@ -160,7 +160,7 @@ func TestSignVerify(t *testing.T) {
 	dir = fresh()
 	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
 	_, err = Verify(dir, pub)
-	wantFile(err, "extra.txt", "not in the manifest")
+	wantFile(err, "extra.txt", "added after it was signed")
 	// The manifest edited (one byte) without re-signing.
 	dir = fresh()
 	flip(dir, ManifestFile, 10)
@@ -195,7 +195,7 @@ func TestSignVerify(t *testing.T) {
 	dir = pack(t)
 	Write(dir)
 	flip(dir, "verdict.json", 0)
-	if _, err := Sign(dir, priv); err == nil || !strings.Contains(err.Error(), "verdict.json: modified") {
+	if _, err := Sign(dir, priv, SignOptions{}); err == nil || !strings.Contains(err.Error(), "verdict.json: modified") {
 		t.Fatalf("sign over tampered: %v", err)
 	}
 }

@@ -14,12 +14,13 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // File names in an evidence directory.
 const (
-	ManifestFile  = "manifest.json"
-	SignatureFile = "manifest.dsse.json"
+	ManifestFile  = results.ManifestFile
+	SignatureFile = results.SignatureFile
 	// ManifestSchema names manifest.json's format.
 	ManifestSchema = "tailgate.manifest/v1"
 )

@@ -18,7 +18,8 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 )
 
-// PayloadType is the DSSE payload type of a signed manifest.
+// PayloadType is the DSSE payload type of a signed manifest, as packs
+// were signed before attestations; Verify still reads them.
 const PayloadType = "application/vnd.tailgate.manifest+json"
 
 // ErrBadSignature is returned (wrapped) when the envelope does not verify
@@ -70,11 +71,13 @@ func signerVerifier(priv ed25519.PrivateKey, pub ed25519.PublicKey) (*signerveri
 	return signerverifier.NewED25519SignerVerifierFromSSLibKey(k)
 }
 
-// Sign signs dir's manifest with priv and writes dir/manifest.dsse.json.
-// With no manifest.json it writes one first; an existing one must still
-// match the files (Check), so a pack changed after its manifest was made
-// is refused rather than signed over.
-func Sign(dir string, priv ed25519.PrivateKey) (*Envelope, error) {
+// Sign signs dir as an in-toto attestation with priv and writes
+// dir/manifest.dsse.json: a DSSE envelope over a Statement whose subjects
+// are every file of the pack, manifest.json included, and whose predicate
+// says what was judged (see Predicate). With no manifest.json it writes
+// one first; an existing one must still match the files (Check), so a pack
+// changed after its manifest was made is refused rather than signed over.
+func Sign(dir string, priv ed25519.PrivateKey, opt SignOptions) (*Envelope, error) {
 	if len(priv) != ed25519.PrivateKeySize {
 		return nil, errors.New("not an Ed25519 private key")
 	}
@@ -92,6 +95,14 @@ func Sign(dir string, priv ed25519.PrivateKey) (*Envelope, error) {
 			return nil, fmt.Errorf("refusing to sign: the directory no longer matches %s: %w", ManifestFile, err)
 		}
 	}
+	st, err := statement(dir, m, raw, opt)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, err
+	}
 	sv, err := signerVerifier(priv, priv.Public().(ed25519.PublicKey))
 	if err != nil {
 		return nil, err
@@ -100,7 +111,7 @@ func Sign(dir string, priv ed25519.PrivateKey) (*Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := es.SignPayload(context.Background(), PayloadType, raw)
+	env, err := es.SignPayload(context.Background(), AttestationPayloadType, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +125,10 @@ func Sign(dir string, priv ed25519.PrivateKey) (*Envelope, error) {
 	return env, nil
 }
 
-// Verify checks dir against its signed manifest with pub: the signature,
-// then manifest.json against the signed payload, then every file. The
-// error names what is wrong: ErrBadSignature (wrapped) for a wrong key or
+// Verify checks dir against its signature with pub: the signature, then
+// every file against the signed attestation's subjects (or, for a pack
+// signed before attestations, against the signed manifest). The error
+// names what is wrong: ErrBadSignature (wrapped) for a wrong key or
 // altered signature, a *FileError for the first modified, missing or added
 // file.
 func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
@@ -131,8 +143,8 @@ func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
 	if err := json.Unmarshal(b, &env); err != nil {
 		return nil, &FileError{Path: SignatureFile, Reason: "not a DSSE envelope: " + err.Error()}
 	}
-	if env.PayloadType != PayloadType {
-		return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("payload type %q, want %q", env.PayloadType, PayloadType)}
+	if env.PayloadType != AttestationPayloadType && env.PayloadType != PayloadType {
+		return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("payload type %q, want %q", env.PayloadType, AttestationPayloadType)}
 	}
 	if _, err := env.DecodeB64Payload(); err != nil {
 		return nil, &FileError{Path: SignatureFile, Reason: "payload is not base64"}
@@ -163,6 +175,10 @@ func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w with key %s", SignatureFile, ErrBadSignature, KeyID(pub))
 	}
+	if env.PayloadType == AttestationPayloadType {
+		return checkStatement(dir, payload)
+	}
+	// A pack signed before attestations: the payload is manifest.json.
 	disk, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return nil, &FileError{Path: ManifestFile, Reason: "missing"}

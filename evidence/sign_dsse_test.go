@@ -24,7 +24,7 @@ func TestSignVerifiesWithLibrary(t *testing.T) {
 	priv, _ := ParsePrivateKey(privPEM)
 	pub, _ := ParsePublicKey(pubPEM)
 	dir := pack(t)
-	if _, err := Sign(dir, priv); err != nil {
+	if _, err := Sign(dir, priv, SignOptions{Reviewer: "alice", Version: "v1.2.3"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SignatureFile))
@@ -64,8 +64,8 @@ func TestSignVerifiesWithLibrary(t *testing.T) {
 	if len(accepted) != 1 || accepted[0].KeyID != KeyID(pub) || env.Signatures[0].KeyID != KeyID(pub) {
 		t.Fatalf("accepted %+v, signatures %+v", accepted, env.Signatures)
 	}
-	disk, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
-	if env.PayloadType != PayloadType || string(payload) != string(disk) {
+	var st Statement
+	if env.PayloadType != AttestationPayloadType || json.Unmarshal(payload, &st) != nil || st.Type != StatementType {
 		t.Fatalf("payload type %q, payload %q", env.PayloadType, payload)
 	}
 	// And the library refuses it once the payload changes.

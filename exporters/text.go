@@ -90,6 +90,9 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	if line := telemetryLine(s.Telemetry); line != "" {
 		fmt.Fprintf(ew, "\nserver   %s\n", line)
 	}
+	for _, line := range energyLines(s) {
+		fmt.Fprintf(ew, "energy   %s\n", line)
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(ew, "WARNING: %s\n", warn)
 	}
@@ -264,4 +267,43 @@ func writeScale(w io.Writer, r loadgen.RunInfo) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// energyLines are each stage's energy per output token and request, and
+// the cost per million tokens, or why there are none.
+func energyLines(s *results.Summary) []string {
+	if s.Energy == nil {
+		if s.EnergyUnavailable != "" {
+			return []string{s.EnergyUnavailable}
+		}
+		return nil
+	}
+	stages := make([]string, 0, len(s.Energy))
+	for st := range s.Energy {
+		stages = append(stages, st)
+	}
+	slices.SortFunc(stages, naturalLess)
+	var out []string
+	for _, st := range stages {
+		e := s.Energy[st]
+		line := fmt.Sprintf("%s: %.0f J over %.1f s on %d GPUs (%s", st, e.Joules, e.ToS-e.FromS, e.GPUs, e.Source)
+		if e.Source != telemetry.EnergyCounter {
+			line += ", an estimate"
+		}
+		line += ")"
+		if e.JoulesPerOutputToken != nil {
+			line += fmt.Sprintf(", %.3g J per output token", *e.JoulesPerOutputToken)
+		}
+		if e.JoulesPerRequest != nil {
+			line += fmt.Sprintf(", %.3g J per request", *e.JoulesPerRequest)
+		}
+		if e.CostPerMillionOutputTokensUSD != nil {
+			line += fmt.Sprintf(", $%.3g per million output tokens at $%g/GPU-hour", *e.CostPerMillionOutputTokensUSD, e.GPUHourCostUSD)
+		}
+		if e.Note != "" {
+			line += "; " + e.Note
+		}
+		out = append(out, line)
+	}
+	return out
 }

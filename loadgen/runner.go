@@ -19,6 +19,11 @@ const (
 	DefaultMaxInFlight = 10000
 	DefaultTimeout     = 2 * time.Minute
 	DefaultGrace       = 30 * time.Second
+	// MaxRatePerS bounds an open-loop rate. One process sends a few
+	// thousand requests a second per core; far above that every request
+	// would be dropped, one record each (--rate 1e9 wrote 25 GB of them),
+	// so such a rate is a mistake or a job for --shard.
+	MaxRatePerS = 100000
 )
 
 // Options configure a run. The zero value of a field means its default.
@@ -131,6 +136,11 @@ func (o Options) Validate() error {
 	}
 	if o.Closed || o.Trace {
 		return nil
+	}
+	for i, s := range o.Stages {
+		if s.Rate > MaxRatePerS {
+			return bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send: split the load across processes with --shard I/N", s.Rate, MaxRatePerS)
+		}
 	}
 	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {
 		return bad("arrival", "%v", err)
@@ -683,6 +693,11 @@ func waitUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
 // dropped: they were due but could not be started.
 func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
 	for {
+		// An interrupt stops the dropping at once: the arrivals left are
+		// not requests of a run that was stopped.
+		if rn.send.Err() != nil {
+			return
+		}
 		rec.ErrorKind = ErrDropped
 		rec.Error = "not started before the run ended: in-flight cap reached"
 		rec.Sent, rec.End = rec.Intended, rec.Intended

@@ -605,3 +605,49 @@ func TestClosedLoopRequestCountEndsIdleWorkers(t *testing.T) {
 		t.Errorf("%d records, want 5", len(recs))
 	}
 }
+
+// An interrupt while the run drops what it could not start stops the
+// dropping at once (it used to go on through every arrival left: 25 GB of
+// dropped lines for --rate 1e9, deaf to the first Ctrl-C).
+func TestInterruptStopsDropping(t *testing.T) {
+	c := &fakeClient{ttft: time.Hour, tokens: 1}
+	r, err := NewRunner(c, src(), Options{MaxInFlight: 1, Timeout: 2 * time.Hour, Grace: -1,
+		Stages: []Stage{{Rate: MaxRatePerS, Duration: 300 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan *Record, 16)
+	done := make(chan Info)
+	go func() {
+		info, _ := r.Run(ctx, out)
+		done <- info
+	}()
+	dropped := 0
+	for rec := range out {
+		if rec.ErrorKind == ErrDropped {
+			dropped++
+			if dropped == 1 {
+				cancel() // Ctrl-C as the first dropped record arrives
+			}
+		}
+	}
+	info := <-done
+	// 30,000 arrivals were due; once interrupted, at most the channel's
+	// buffer and the one in hand more are dropped.
+	if dropped == 0 || dropped > 100 || info.Dropped != int64(dropped) || !info.Interrupted {
+		t.Errorf("dropped %d records (info %d, interrupted %v) of 30000 due: the interrupt did not stop the dropping", dropped, info.Dropped, info.Interrupted)
+	}
+}
+
+func TestRateAboveOneGeneratorIsRefused(t *testing.T) {
+	err := Options{Stages: []Stage{{Name: "main", Rate: 1e9, Duration: time.Second}}}.Validate()
+	var oe *OptionsError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "rate 1e+09/s is above 100000/s") || !strings.Contains(err.Error(), "--shard") {
+		t.Errorf("--rate 1e9: %v", err)
+	}
+	if err := (Options{Stages: []Stage{{Rate: MaxRatePerS, Duration: time.Second}}}).Validate(); err != nil {
+		t.Errorf("the bound itself: %v", err)
+	}
+}

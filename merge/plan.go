@@ -19,7 +19,7 @@ import (
 
 // ShardsDir holds, in a merged evidence pack, every shard's own
 // environment.json (shards/shard-I/environment.json): where each ran.
-const ShardsDir = "shards"
+const ShardsDir = results.ShardsDir
 
 // IsPlanRun reports whether dir is a validate's evidence directory (per
 // stage results under stages/) rather than one run's.

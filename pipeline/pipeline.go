@@ -48,6 +48,10 @@ type Spec struct {
 	Theater theater.Options
 	// Changes are change-record ids recorded in summary.json (changes).
 	Changes []string
+	// GPUHourCostUSD, if set, prices each stage's GPU time: the cost per
+	// million output tokens beside the energy (needs telemetry that reads
+	// the GPUs' energy or power, which also counts them).
+	GPUHourCostUSD float64
 	// KeepGoing keeps sending after a sink fails. By default the first
 	// failure stops the run: its results on disk would be incomplete.
 	KeepGoing bool
@@ -170,6 +174,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 
 	var tel *telemetryRun
 	if spec.Telemetry != nil {
+		p.work = &workTimeline{}
 		p.theater = theater.New(spec.Theater)
 		if tel, err = startTelemetry(ctx, *spec.Telemetry, spec.Out, spec.Options, p.theater); err != nil {
 			p.closeSinks()
@@ -246,6 +251,18 @@ loop:
 		if serr != nil {
 			p.errs = append(p.errs, *serr)
 		}
+		// Energy beside the work of the same window; the runner's epoch is
+		// where the records' clock starts on the sampler's.
+		offset := info.Started.Sub(tel.startedAt)
+		for stage, win := range tel.energy() {
+			if res.Summary.Energy == nil {
+				res.Summary.Energy = map[string]*results.Energy{}
+			}
+			res.Summary.Energy[stage] = energyOf(win, p.work, offset, spec.GPUHourCostUSD)
+		}
+		if res.Summary.Energy == nil {
+			res.Summary.EnergyUnavailable = noEnergy(&ts)
+		}
 	}
 	res.SinkErrors = p.errs
 	res.Summary.Changes = spec.Changes
@@ -282,6 +299,7 @@ type pipe struct {
 	unstreamed   int64
 	empty        int64             // ok answers without a content chunk
 	theater      *theater.Detector // nil without telemetry
+	work         *workTimeline     // nil without telemetry
 }
 
 type sinkState struct {
@@ -304,6 +322,9 @@ func (p *pipe) add(rec *loadgen.Record) error {
 		p.empty++
 	}
 	p.metrics.Add(rec)
+	if p.work != nil {
+		p.work.add(rec)
+	}
 	var first error
 	for _, s := range p.sinks {
 		if s.failed > 0 {

@@ -25,6 +25,10 @@ type telemetryRun struct {
 	snaps   []telemetry.Snapshot // snaps[i] taken at points[i]
 	stopped chan struct{}
 	wg      sync.WaitGroup
+	// startedAt is the sampler's zero; all is every snapshot, the final
+	// one included, once stopped.
+	startedAt time.Time
+	all       []telemetry.Snapshot
 }
 
 type point struct {
@@ -75,6 +79,7 @@ func startTelemetry(ctx context.Context, cfg telemetry.Config, out results.Dir, 
 		t.werr = t.jsonl.Write(s)
 	})
 	start := time.Now()
+	t.startedAt = start
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -121,6 +126,7 @@ func (t *telemetryRun) stop() (telemetry.Summary, map[string]*telemetry.Histogra
 	sum := t.run.Stop()
 	t.mu.Lock()
 	snaps := append(t.snaps, final)
+	t.all = snaps
 	t.mu.Unlock()
 	qd := map[string]*telemetry.Histogram{}
 	for i := 0; i+1 < len(snaps); i++ {
@@ -142,6 +148,18 @@ func (t *telemetryRun) stop() (telemetry.Summary, map[string]*telemetry.Histogra
 		t.mu.Unlock()
 	}
 	return sum, qd, serr
+}
+
+// energy is each measured stage's energy window, by stage name (after
+// stop; none without an energy reading).
+func (t *telemetryRun) energy() map[string]*telemetry.EnergyWindow {
+	out := map[string]*telemetry.EnergyWindow{}
+	for i := 0; i+1 < len(t.all); i++ {
+		if w := telemetry.EnergyDelta(t.all[i].Energy, t.all[i+1].Energy); w != nil {
+			out[t.points[i].stage] = w
+		}
+	}
+	return out
 }
 
 // theaterSample feeds one telemetry round to the metric-theater detector:

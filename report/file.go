@@ -15,7 +15,7 @@ const (
 )
 
 // File is report.html's name in a results directory.
-const File = "report.html"
+const File = results.ReportFile
 
 // Write reads dirs and writes their report to path atomically, in format
 // (FormatHTML or FormatMarkdown). A failure to write is a

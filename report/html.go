@@ -42,7 +42,10 @@ type sourceView struct {
 	OverTime  template.HTML
 	Util      template.HTML
 	Theater   []theaterView
-	Sweep     *sweepView
+	// GPUMeasured: some telemetry sample had GPU utilisation; without it
+	// metric theater cannot be judged, and the page says so.
+	GPUMeasured bool
+	Sweep       *sweepView
 }
 
 type partView struct {
@@ -126,14 +129,20 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 			sv.Classes = append(sv.Classes, viewClasses(part)...)
 			if s := part.Summary; s != nil && s.Capacity != nil {
 				for _, b := range s.Capacity.Buckets {
-					b.FromS += part.Offset.Seconds()
-					b.ToS += part.Offset.Seconds()
+					// A bucket is clipped to its part: the last one of a
+					// level ends with the level, not in the next.
+					from, to := part.Offset.Seconds(), (part.Offset + part.Span).Seconds()
+					b.FromS, b.ToS = min(max(b.FromS+from, from), to), min(b.ToS+from, to)
+					if b.ToS <= b.FromS {
+						continue
+					}
 					theaterBuckets = append(theaterBuckets, b)
 					if b.Flag {
-						sv.Theater = append(sv.Theater, theaterView{Part: part.Name, When: fmt.Sprintf("%g–%g s", b.FromS, b.ToS), Why: b.Why})
+						sv.Theater = append(sv.Theater, theaterView{Part: part.Name, When: fmt.Sprintf("%.1f–%.1f s", b.FromS, b.ToS), Why: b.Why})
 					}
 				}
 			}
+			sv.GPUMeasured = sv.GPUMeasured || part.hasGPU()
 			label := part.Name
 			if many {
 				label = src.Dir + ": " + part.Name
@@ -172,6 +181,13 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 			if sv.Sweep, err = viewSweep(src, plots); err != nil {
 				return nil, err
 			}
+			// The summary reads in load order, as the sweep's table does;
+			// the plots over time keep the order the levels ran in.
+			load := map[string]float64{}
+			for _, l := range src.Sweep.Levels {
+				load[l.Name] = l.Load()
+			}
+			slices.SortStableFunc(sv.Parts, func(a, b partView) int { return cmpF(load[a.Name], load[b.Name]) })
 		}
 		pg.Sources = append(pg.Sources, sv)
 	}
@@ -384,10 +400,11 @@ td.l, th.l { text-align: left; }
 {{range .Classes}}<tr><td class="l">{{.Part}}</td><td class="l">{{.Class}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ReqPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td></tr>
 {{end}}</table>{{end}}
 <h3>GPU utilisation, server queue and TTFT</h3>
-{{if .Util}}{{.Util}}
-{{if .Theater}}<p class="fail">Metric theater: the GPUs look busy while users wait longer (shaded above):</p><ul>{{range .Theater}}<li>{{.Part}} {{.When}}: {{.Why}}</li>{{end}}</ul>
-{{else}}<p class="note">No metric theater: no time bucket had the GPUs busy while the queue delay or the TTFT tail grew.</p>{{end}}
-{{else}}<p class="note">No server or GPU telemetry was sampled.</p>{{end}}
+{{if not .Util}}<p class="note">No server or GPU telemetry was sampled: GPU utilisation was not measured, so metric theater cannot be judged.</p>
+{{else}}{{.Util}}
+{{if not .GPUMeasured}}<p class="note">GPU utilisation was not measured (no NVML, dcgm-exporter or server GPU gauge): metric theater cannot be judged.</p>
+{{else if .Theater}}<p class="fail">Metric theater: the GPUs look busy while users wait longer (shaded above):</p><ul>{{range .Theater}}<li>{{.Part}} {{.When}}: {{.Why}}</li>{{end}}</ul>
+{{else}}<p class="note">No metric theater: no time bucket had the GPUs busy while the queue delay or the TTFT tail grew.</p>{{end}}{{end}}
 {{end}}
 {{if .Spectrum}}<h2>Latency percentile spectrum</h2>
 <p class="note">HDR style: the percentile axis is log-scaled in 1/(1 − q), so 90%, 99% and 99.9% are equally spaced; each run, stage or level is one line.</p>

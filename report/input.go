@@ -211,6 +211,17 @@ func readPart(d results.Dir, name string) (*Part, error) {
 	return p, nil
 }
 
+// hasGPU reports whether any telemetry sample of the part had GPU
+// utilisation.
+func (p *Part) hasGPU() bool {
+	for _, t := range p.Tel {
+		if t.hasGPU {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Part) shift(off time.Duration) {
 	p.Offset = off
 	for i := range p.Reqs {

@@ -32,6 +32,9 @@ const (
 func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 	c := vgsvg.New(plotW, panelH*vg.Length(len(plots)))
 	dc := draw.New(c)
+	for _, p := range plots {
+		roomForLegend(p, panelH)
+	}
 	if len(plots) == 1 {
 		plots[0].Draw(dc)
 	} else {
@@ -66,22 +69,81 @@ func newPlot(title, x, y string) *plot.Plot {
 }
 
 func line(p *plot.Plot, i int, label string, xys plotter.XYs, dashed bool) {
-	if len(xys) == 0 {
+	lines(p, i, label, []plotter.XYs{xys}, dashed)
+}
+
+// lines draws one series as separate pieces, so nothing is drawn across
+// the gaps between them (stages, levels, missing samples), one legend
+// entry for all; a piece of one point is drawn as a dot.
+func lines(p *plot.Plot, i int, label string, pieces []plotter.XYs, dashed bool) {
+	var entry plot.Thumbnailer
+	for _, xys := range pieces {
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			continue
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.4)
+		if dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		if len(xys) == 1 {
+			if s, err := plotter.NewScatter(xys); err == nil {
+				s.Color, s.Shape, s.Radius = plotutil.Color(i), draw.CircleGlyph{}, vg.Points(1.5)
+				p.Add(s)
+			}
+		}
+		if entry == nil {
+			entry = l
+		}
+	}
+	if label != "" && entry != nil {
+		p.Legend.Add(label, entry)
+	}
+}
+
+// split cuts xys (ascending in X) where two neighbours are more than gap
+// apart or a break lies between them (a break at a point starts a piece).
+func split(xys plotter.XYs, gap float64, breaks []float64) []plotter.XYs {
+	var out []plotter.XYs
+	start := 0
+	for j := 1; j < len(xys); j++ {
+		cut := xys[j].X-xys[j-1].X > gap
+		for _, b := range breaks {
+			if xys[j-1].X < b && b <= xys[j].X {
+				cut = true
+			}
+		}
+		if cut {
+			out = append(out, xys[start:j])
+			start = j
+		}
+	}
+	if len(xys) > 0 {
+		out = append(out, xys[start:])
+	}
+	return out
+}
+
+// roomForLegend raises the top of the Y axis so the legend, drawn inside
+// the plot at its top, sits above the data instead of over the curves.
+func roomForLegend(p *plot.Plot, panel vg.Length) {
+	r := p.Legend.Rectangle(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotW, Y: panel}}})
+	h := r.Max.Y - r.Min.Y
+	// The data area: the panel less the title, the X axis and its label.
+	data := panel - 1.7*vg.Centimeter
+	if h <= 0 || data <= 0 || !(p.Y.Max > p.Y.Min) {
 		return
 	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return
+	f := float64(h+vg.Points(4)) / float64(data)
+	if f >= 0.8 {
+		return // a legend that tall would leave no room for data
 	}
-	l.Color = plotutil.Color(i)
-	l.Width = vg.Points(1.4)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	}
-	p.Add(l)
-	if label != "" {
-		p.Legend.Add(label, l)
-	}
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
 }
 
 func points(p *plot.Plot, i int, label string, xys plotter.XYs) {
@@ -202,8 +264,7 @@ func bucketOf(span time.Duration) time.Duration {
 func perBucket(n int, b time.Duration, keys []time.Duration, vals []float64, q float64) plotter.XYs {
 	groups := make([][]float64, n)
 	for i, k := range keys {
-		j := int(k / b)
-		if j >= 0 && j < n {
+		if j := min(int(k/b), n-1); j >= 0 {
 			groups[j] = append(groups[j], vals[i])
 		}
 	}
@@ -259,76 +320,124 @@ func boundaries(src *Source) []boundary {
 }
 
 // overTimePlots are latency and throughput over time, stage boundaries
-// marked.
+// marked. Each part (stage, level) is bucketed on its own and drawn as its
+// own pieces: a bucket never mixes two parts, and no line joins the end of
+// one part to the start of the next.
 func overTimePlots(src *Source) []*plot.Plot {
-	var span time.Duration
-	var at, ttft, e2e, endAt, one []float64
-	var atD, endD []time.Duration
+	ot := overTime(src)
+	lat := newPlot("Latency over time (by intended start)", "s", "ms")
+	lines(lat, 0, "TTFT p50", ot.ttft50, false)
+	lines(lat, 1, "TTFT p99", ot.ttft99, true)
+	lines(lat, 2, "E2E p50", ot.e2e50, false)
+	lines(lat, 3, "E2E p99", ot.e2e99, true)
+	addBoundaries(lat, src)
+	tp := newPlot("Throughput over time (completions by end)", "s", "requests/s")
+	lines(tp, 0, "completed/s", ot.completed, false)
+	addBoundaries(tp, src)
+	return []*plot.Plot{lat, tp}
+}
+
+// overTimeSeries are the pieces of each series over time.
+type overTimeSeries struct {
+	ttft50, ttft99, e2e50, e2e99, completed []plotter.XYs
+}
+
+func overTime(src *Source) overTimeSeries {
+	b := bucketOf(sourceSpan(src))
+	gap := 1.5 * b.Seconds()
+	var ot overTimeSeries
 	for _, part := range src.Parts {
-		span = max(span, part.Offset+part.Span)
+		var atD, endD []time.Duration
+		var ttft, e2e []float64
 		for _, r := range part.Reqs {
 			if !r.ok || r.e2e == 0 {
 				continue
 			}
-			atD = append(atD, r.intended)
-			endD = append(endD, r.end)
-			ttft, e2e, one = append(ttft, r.ttft), append(e2e, r.e2e), append(one, 1)
+			atD, endD = append(atD, r.intended-part.Offset), append(endD, r.end-part.Offset)
+			ttft, e2e = append(ttft, r.ttft), append(e2e, r.e2e)
 		}
-	}
-	_, _, _ = at, endAt, one
-	b := bucketOf(span)
-	n := int(span/b) + 1
-	lat := newPlot("Latency over time (by intended start)", "s", "ms")
-	line(lat, 0, "TTFT p50", perBucket(n, b, atD, ttft, 0.5), false)
-	line(lat, 1, "TTFT p99", perBucket(n, b, atD, ttft, 0.99), true)
-	line(lat, 2, "E2E p50", perBucket(n, b, atD, e2e, 0.5), false)
-	line(lat, 3, "E2E p99", perBucket(n, b, atD, e2e, 0.99), true)
-	addBoundaries(lat, src)
-
-	thr := newPlot("Throughput over time (completions by end)", "s", "requests/s")
-	counts := make([]float64, n)
-	for _, e := range endD {
-		if j := int(e / b); j >= 0 && j < n {
-			counts[j]++
+		n := partBuckets(part.Span, b)
+		at := func(xys plotter.XYs) []plotter.XYs { return split(shiftX(xys, part.Offset), gap, nil) }
+		ot.ttft50 = append(ot.ttft50, at(perBucket(n, b, atD, ttft, 0.5))...)
+		ot.ttft99 = append(ot.ttft99, at(perBucket(n, b, atD, ttft, 0.99))...)
+		ot.e2e50 = append(ot.e2e50, at(perBucket(n, b, atD, e2e, 0.5))...)
+		ot.e2e99 = append(ot.e2e99, at(perBucket(n, b, atD, e2e, 0.99))...)
+		counts := make([]float64, n)
+		for _, e := range endD {
+			if j := min(int(e/b), n-1); j >= 0 {
+				counts[j]++
+			}
 		}
+		var xys plotter.XYs
+		for j, c := range counts {
+			// The last bucket ends with the part: its rate is over what
+			// it covers, and its point sits inside the part.
+			from := time.Duration(j) * b
+			w := min(b, part.Span-from)
+			if w <= 0 {
+				w = b
+			}
+			xys = append(xys, plotter.XY{X: (from + w/2).Seconds(), Y: c / w.Seconds()})
+		}
+		ot.completed = append(ot.completed, shiftX(xys, part.Offset))
 	}
-	var xys plotter.XYs
-	for j, c := range counts {
-		xys = append(xys, plotter.XY{X: (float64(j) + 0.5) * b.Seconds(), Y: c / b.Seconds()})
-	}
-	line(thr, 0, "completed/s", xys, false)
-	addBoundaries(thr, src)
-	return []*plot.Plot{lat, thr}
+	return ot
 }
 
-// utilisationPlots put GPU utilisation beside the server's queue delay and
-// TTFT p99, metric-theater buckets shaded; nil without telemetry.
-func utilisationPlots(src *Source, buckets []theater.Bucket) []*plot.Plot {
-	var gpu, queue, waiting plotter.XYs
-	var atD []time.Duration
-	var ttft []float64
+// partBuckets is how many buckets of b cover a part of span (at least 1).
+func partBuckets(span, b time.Duration) int { return max(1, int((span+b-1)/b)) }
+
+// sourceSpan is how long the source's parts last, one after another.
+func sourceSpan(src *Source) time.Duration {
 	var span time.Duration
 	for _, part := range src.Parts {
 		span = max(span, part.Offset+part.Span)
+	}
+	return span
+}
+
+func shiftX(xys plotter.XYs, off time.Duration) plotter.XYs {
+	for i := range xys {
+		xys[i].X += off.Seconds()
+	}
+	return xys
+}
+
+// utilisationPlots put GPU utilisation beside the server's queue delay and
+// TTFT p99, metric-theater buckets shaded; nil without telemetry. The GPU
+// panel is left out when utilisation was not measured.
+func utilisationPlots(src *Source, buckets []theater.Bucket) []*plot.Plot {
+	b := bucketOf(sourceSpan(src))
+	var gpu, queue, waiting, tt []plotter.XYs
+	sampled := false
+	for _, part := range src.Parts {
+		var g, q, w plotter.XYs
 		for _, t := range part.Tel {
 			x := t.t.Seconds()
 			if t.hasGPU {
-				gpu = append(gpu, plotter.XY{X: x, Y: 100 * t.gpu})
+				g = append(g, plotter.XY{X: x, Y: 100 * t.gpu})
 			}
 			if t.hasQueue {
-				queue = append(queue, plotter.XY{X: x, Y: t.queueMs})
+				q = append(q, plotter.XY{X: x, Y: t.queueMs})
 			}
 			if t.hasWaiting {
-				waiting = append(waiting, plotter.XY{X: x, Y: t.waiting})
+				w = append(w, plotter.XY{X: x, Y: t.waiting})
 			}
 		}
+		sampled = sampled || len(g)+len(q)+len(w) > 0
+		// A sample more than three intervals after the last is a gap.
+		gap := 3 * sampleInterval(part.Tel)
+		gpu, queue, waiting = append(gpu, split(g, gap, nil)...), append(queue, split(q, gap, nil)...), append(waiting, split(w, gap, nil)...)
+		var atD []time.Duration
+		var ttft []float64
 		for _, r := range part.Reqs {
 			if r.ok && r.e2e > 0 {
-				atD, ttft = append(atD, r.intended), append(ttft, r.ttft)
+				atD, ttft = append(atD, r.intended-part.Offset), append(ttft, r.ttft)
 			}
 		}
+		tt = append(tt, split(shiftX(perBucket(partBuckets(part.Span, b), b, atD, ttft, 0.99), part.Offset), 1.5*b.Seconds(), nil)...)
 	}
-	if len(gpu) == 0 && len(queue) == 0 && len(waiting) == 0 {
+	if !sampled {
 		return nil
 	}
 	var sh band
@@ -338,22 +447,42 @@ func utilisationPlots(src *Source, buckets []theater.Bucket) []*plot.Plot {
 			sh.from, sh.to = append(sh.from, b.FromS), append(sh.to, b.ToS)
 		}
 	}
-	g := newPlot("GPU utilisation", "s", "%")
-	g.Add(sh)
-	line(g, 0, "GPU util (mean over GPUs)", gpu, false)
-	g.Y.Min, g.Y.Max = 0, 100
+	var out []*plot.Plot
+	if len(gpu) > 0 {
+		g := newPlot("GPU utilisation", "s", "%")
+		g.Add(sh)
+		lines(g, 0, "GPU util (mean over GPUs)", gpu, false)
+		g.Y.Min, g.Y.Max = 0, 100
+		out = append(out, g)
+	}
 	q := newPlot("Server queue", "s", "ms / requests")
 	q.Add(sh)
-	line(q, 1, "queue delay (mean per interval, ms)", queue, false)
-	line(q, 2, "waiting requests", waiting, true)
-	b := bucketOf(span)
-	tt := newPlot("TTFT p99 (client)", "s", "ms")
-	tt.Add(sh)
-	line(tt, 3, "TTFT p99", perBucket(int(span/b)+1, b, atD, ttft, 0.99), false)
-	for _, p := range []*plot.Plot{g, q, tt} {
+	lines(q, 1, "queue delay (mean per interval, ms)", queue, false)
+	lines(q, 2, "waiting requests", waiting, true)
+	p99 := newPlot("TTFT p99 (client)", "s", "ms")
+	p99.Add(sh)
+	lines(p99, 3, "TTFT p99", tt, false)
+	out = append(out, q, p99)
+	for _, p := range out {
 		addBoundaries(p, src)
 	}
-	return []*plot.Plot{g, q, tt}
+	return out
+}
+
+// sampleInterval is the median gap between telemetry samples (1 s when
+// there are too few to tell).
+func sampleInterval(tel []telPoint) float64 {
+	var d []float64
+	for i := 1; i < len(tel); i++ {
+		if g := (tel[i].t - tel[i-1].t).Seconds(); g > 0 {
+			d = append(d, g)
+		}
+	}
+	if len(d) == 0 {
+		return 1
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
 }
 
 // sweepPlots are latency and goodput against load, SLO-max and knee

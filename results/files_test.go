@@ -124,3 +124,44 @@ func TestHlogRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Replace removes every entry of tailgate's layout, a validate's and a
+// sweep's included, and keeps (and names) what tailgate did not write.
+func TestReplaceClearsTheLayoutOnly(t *testing.T) {
+	d := Dir(t.TempDir())
+	for _, f := range []string{VerdictFile, JUnitFile, ManifestFile, SignatureFile, EnvironmentFile, ReportFile,
+		RecordsFile, "requests.jsonl.zst", SweepFile, "notes.txt"} {
+		if err := os.WriteFile(d.Path(f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sub := range []string{d.Stage("normal").Path(""), d.Level("r10").Path(""), d.Path(InputsDir), d.Path(ShardsDir), d.Path("mine")} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !d.HasResults() {
+		t.Fatal("a validate's directory does not count as results")
+	}
+	var log bytes.Buffer
+	if err := d.Replace(&log); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(string(d))
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, ",") != "mine,notes.txt" {
+		t.Errorf("left %v, want only the user's mine and notes.txt", left)
+	}
+	if !strings.Contains(log.String(), "kept 2 entries it did not write: mine, notes.txt") {
+		t.Errorf("log %q", log.String())
+	}
+	if d.HasResults() {
+		t.Error("still holds results")
+	}
+	if err := Dir(filepath.Join(string(d), "absent")).Replace(nil); err != nil {
+		t.Errorf("an absent directory: %v", err)
+	}
+}

@@ -1,9 +1,12 @@
 package results
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // File names of a results directory. Users' scripts read them: add, never
@@ -29,7 +32,24 @@ const (
 	LevelsDir = "levels"
 	// ReadyFile is tailgate ready's time-to-ready result.
 	ReadyFile = "ready.json"
+	// An evidence pack's files (package evidence writes them): the
+	// environment fingerprint, exact copies of the inputs, the manifest
+	// and its signature; a merged pack keeps every shard's environment
+	// under ShardsDir.
+	EnvironmentFile = "environment.json"
+	InputsDir       = "inputs"
+	ManifestFile    = "manifest.json"
+	SignatureFile   = "manifest.dsse.json"
+	ShardsDir       = "shards"
+	// ReportFile is the HTML report written into a results directory.
+	ReportFile = "report.html"
 )
+
+// layoutNames are every entry tailgate writes into a results directory:
+// what --force removes, and nothing else.
+var layoutNames = append([]string{SummaryFile, HlogFile, TelemetryFile, QueueDelayFile, VerdictFile, JUnitFile,
+	ManualFile, HistogramsFile, StagesDir, SweepFile, LevelsDir, ReadyFile, EnvironmentFile, InputsDir,
+	ManifestFile, SignatureFile, ShardsDir, ReportFile}, recordsNames...)
 
 // Dir is a results directory.
 type Dir string
@@ -49,15 +69,59 @@ func (d Dir) HasSweep() bool {
 	return err == nil
 }
 
-// HasResults reports whether d already holds a run's results (requests.jsonl
-// or summary.json), which a new run must not overwrite without --force.
+// HasResults reports whether d already holds results of a run, validate,
+// sweep or merge (records, summary, verdict, stages, levels, a manifest),
+// which a new run must not overwrite without --force.
 func (d Dir) HasResults() bool {
-	for _, f := range append([]string{SummaryFile, HistogramsFile}, recordsNames...) {
+	for _, f := range append([]string{SummaryFile, HistogramsFile, VerdictFile, SweepFile, StagesDir, LevelsDir, ManifestFile}, recordsNames...) {
 		if _, err := os.Stat(d.Path(f)); err == nil {
 			return true
 		}
 	}
 	return false
+}
+
+// Clear removes every entry of tailgate's layout from d, so results that
+// replace a run (--force) are not read beside what another run left: a
+// run over a validate's directory used to keep its verdict, manifest,
+// JUnit and stages, and check then judged a mix of both. Entries tailgate
+// does not write are left in place and returned, so the caller can say
+// so. A d that does not exist is nothing to clear.
+func (d Dir) Clear() (kept []string, err error) {
+	ents, err := os.ReadDir(string(d))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &WriteError{Path: string(d), Err: err}
+	}
+	ours := map[string]bool{}
+	for _, n := range layoutNames {
+		ours[n] = true
+	}
+	for _, e := range ents {
+		if !ours[e.Name()] {
+			kept = append(kept, e.Name())
+			continue
+		}
+		if err := os.RemoveAll(d.Path(e.Name())); err != nil {
+			return kept, &WriteError{Path: d.Path(e.Name()), Err: err}
+		}
+	}
+	return kept, nil
+}
+
+// Replace clears d for a run that replaces its results (--force), saying
+// on log which entries it kept because tailgate did not write them.
+func (d Dir) Replace(log io.Writer) error {
+	kept, err := d.Clear()
+	if err != nil {
+		return err
+	}
+	if len(kept) > 0 && log != nil {
+		fmt.Fprintf(log, "warning: %s: replaced tailgate's results; kept %d entries it did not write: %s\n", d, len(kept), strings.Join(kept, ", "))
+	}
+	return nil
 }
 
 // Create makes d (and its parents).

@@ -31,6 +31,27 @@ type Summary struct {
 	// Changes are change-record ids recorded on the run (--change), so
 	// compare can pin a regression to a change.
 	Changes []string `json:"changes,omitempty"`
+	// Energy is, per stage, the GPUs' energy over the stage's measured
+	// window beside the work done in that same window (absent when no
+	// energy was read; EnergyUnavailable then says why).
+	Energy            map[string]*Energy `json:"energy,omitempty"`
+	EnergyUnavailable string             `json:"energy_unavailable,omitempty"`
+}
+
+// Energy is one window's GPU energy and the work done in exactly that
+// window: output tokens streamed and requests completed in it, whichever
+// request they belonged to.
+type Energy struct {
+	telemetry.EnergyWindow
+	OutputTokens         int64    `json:"output_tokens"`
+	Requests             int64    `json:"requests"`
+	JoulesPerOutputToken *float64 `json:"joules_per_output_token,omitempty"`
+	JoulesPerRequest     *float64 `json:"joules_per_request,omitempty"`
+	// GPUHourCostUSD is the price given (--gpu-hour-cost); the cost per
+	// million output tokens is GPUs × window hours × price / tokens × 10⁶.
+	GPUHourCostUSD                float64  `json:"gpu_hour_cost_usd,omitempty"`
+	CostPerMillionOutputTokensUSD *float64 `json:"cost_per_million_output_tokens_usd,omitempty"`
+	Note                          string   `json:"note,omitempty"`
 }
 
 // Validity is summary.json's "validity" block.

@@ -233,6 +233,11 @@ type Config struct {
 	GPUMemoryMiB    float64 // total framebuffer
 	WeightsMiB      float64 // framebuffer used with an empty KV cache
 	KVBytesPerToken int     // framebuffer per KV token in use
+	// GPUIdleWatts and GPUMaxWatts are the simulated board's power idle
+	// and fully busy: power is linear in the busy fraction, and the energy
+	// counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION) its integral since the
+	// server started.
+	GPUIdleWatts, GPUMaxWatts float64
 }
 
 // DefaultConfig is a plausible single-GPU engine serving an 8B model with
@@ -256,6 +261,8 @@ func DefaultConfig() Config {
 		GPUMemoryMiB:     46068,
 		WeightsMiB:       15400,
 		KVBytesPerToken:  131072, // Llama-3-8B: 32 layers × 8 KV heads × 128 × 2 (K,V) × 2 bytes
+		GPUIdleWatts:     80,     // an L40S: about 80 W idle, 350 W board limit
+		GPUMaxWatts:      350,
 	}
 }
 
@@ -330,6 +337,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KVBytesPerToken == 0 {
 		c.KVBytesPerToken = d.KVBytesPerToken
+	}
+	if c.GPUIdleWatts == 0 && c.GPUMaxWatts == 0 {
+		c.GPUIdleWatts, c.GPUMaxWatts = d.GPUIdleWatts, d.GPUMaxWatts
 	}
 	if c.Mode == "" {
 		c.Mode = ModeBatch

@@ -98,6 +98,25 @@ func newMetrics(cfg Config, st state, engines []state, busy *busyMeter) *metrics
 	gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", gpu,
 		func() float64 { return 100 * busy.utilization(time.Now()) })
 	gauge("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", gpu, fbUsed)
+	// Power is the mean since the previous scrape (the counter's slope), as
+	// a board's power reading is an average over its sample period.
+	var pmu sync.Mutex
+	lastAt, lastJ := busy.start, 0.0
+	gauge("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", gpu, func() float64 {
+		now := time.Now()
+		pmu.Lock()
+		defer pmu.Unlock()
+		j := busy.energy(now, cfg.GPUIdleWatts, cfg.GPUMaxWatts)
+		w := cfg.GPUIdleWatts
+		if dt := now.Sub(lastAt).Seconds(); dt > 0.01 {
+			w = (j - lastJ) / dt
+			lastAt, lastJ = now, j
+		}
+		return w
+	})
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+		Help: "Total energy consumption since boot (in mJ).", ConstLabels: gpu},
+		func() float64 { return 1000 * busy.energy(time.Now(), cfg.GPUIdleWatts, cfg.GPUMaxWatts) }))
 	gauge("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", gpu,
 		func() float64 { return cfg.GPUMemoryMiB - fbUsed() })
 	return m
@@ -136,6 +155,7 @@ func (m *metrics) reset(i int) {
 // minUtilWindow; a scrape sooner than that repeats the last value), the way
 // NVML reports "percent of time over the past sample period".
 type busyMeter struct {
+	start  time.Time
 	mu     sync.Mutex
 	active int           // overlapping busy spans (ModeFixed: requests in flight)
 	since  time.Time     // start of the current busy span
@@ -148,7 +168,24 @@ type busyMeter struct {
 
 const minUtilWindow = 100 * time.Millisecond
 
-func newBusyMeter(start time.Time) *busyMeter { return &busyMeter{lastAt: start} }
+func newBusyMeter(start time.Time) *busyMeter { return &busyMeter{start: start, lastAt: start} }
+
+// busyTotal is the busy time since the meter started.
+func (b *busyMeter) busyTotal(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tot := b.total
+	if b.active > 0 {
+		tot += now.Sub(b.since)
+	}
+	return tot
+}
+
+// energy is the simulated board's energy (J) since the meter started:
+// idle power all the time, and the difference to full power while busy.
+func (b *busyMeter) energy(now time.Time, idleW, maxW float64) float64 {
+	return idleW*now.Sub(b.start).Seconds() + (maxW-idleW)*b.busyTotal(now).Seconds()
+}
 
 func (b *busyMeter) begin(now time.Time) {
 	b.mu.Lock()

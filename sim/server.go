@@ -152,6 +152,12 @@ func (s *Server) SetFaults(rules []FaultRule) error {
 // arrival order. The slices are copies.
 func (s *Server) Truth() []Truth { return s.truth.all() }
 
+// EnergyJoules is the simulated board's energy counter now, in joules: the
+// truth that DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION reports (in mJ).
+func (s *Server) EnergyJoules() float64 {
+	return s.busy.energy(time.Now(), s.cfg.GPUIdleWatts, s.cfg.GPUMaxWatts)
+}
+
 // ResetTruth forgets the finished requests recorded so far.
 func (s *Server) ResetTruth() { s.truth.reset() }
 

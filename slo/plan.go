@@ -3,7 +3,6 @@ package slo
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,9 +15,11 @@ import (
 type Plan struct {
 	Name        string
 	Description string
-	Target      string // base URL
-	API         string // protocol ("" = the tool's default)
-	Model       string
+	// Target is the base URL as written, ${NAME} environment references
+	// included (TargetURL expands them); it never holds a credential.
+	Target string
+	API    string // protocol ("" = the tool's default)
+	Model  string
 	// SLOPath and MixPath are as written; Resolve makes them relative to
 	// the plan file.
 	SLOPath string
@@ -32,7 +33,7 @@ type Plan struct {
 	// SLO is the spec LoadPlan read from SLOPath.
 	SLO *Spec
 
-	sloLine int
+	sloLine, targetLine int
 }
 
 // Stage is one acceptance test: a load held for a duration, or a manual
@@ -223,10 +224,11 @@ func (r reader) plan(root yamlwalk.Node) *Plan {
 	if n, ok := f.Require("target"); ok {
 		var ok bool
 		if p.Target, ok = n.Text(); ok {
-			if u, err := url.Parse(p.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "grpc") || u.Host == "" {
-				f.Errorf("target", "%q is not a URL (http://host:port, https://…, grpc://…)", p.Target)
+			if msg := checkTarget(p.Target); msg != "" {
+				f.Errorf("target", "%s", msg)
 			}
 		}
+		p.targetLine = f.KeyLine("target")
 	}
 	p.API = optional(f, "api", text)
 	p.Model = required(f, "model", text)

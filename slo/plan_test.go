@@ -161,3 +161,53 @@ func TestParsePlanReportsEveryMistake(t *testing.T) {
 		t.Fatalf("%T %v: want Errors of two *Error, on lines 3 and 10", err, err)
 	}
 }
+
+// A plan is copied byte for byte into the evidence pack, so a credential
+// in its target is refused at its line; an environment reference in its
+// place is expanded when the target is used, and the copy keeps the
+// reference only.
+func TestPlanTargetCredentials(t *testing.T) {
+	plan := func(target string) string {
+		return strings.Replace(demoPlan, "target: http://127.0.0.1:8000", "target: "+target, 1)
+	}
+	for _, c := range []struct{ target, what string }{
+		{"http://user:SECRET@127.0.0.1:8000", `the password of user \"user\"`},
+		{"http://127.0.0.1:8000/v1?api_key=SECRET", `query parameter \"api_key\"`},
+		{"https://sk-SECRET@llm.example.com", "user info"},
+		{"http://user:${TOKEN}x@127.0.0.1:8000", `the password of user \"user\"`},
+	} {
+		_, err := ParsePlan("plan.yaml", []byte(plan(c.target)))
+		var e *Error
+		if !errors.As(err, &e) || e.Line != 4 || e.Field != "target" || !strings.Contains(err.Error(), "carries a credential") ||
+			!strings.Contains(strconvQuote(err.Error()), c.what) {
+			t.Errorf("%s: %v", c.target, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+	for _, ok := range []string{"http://127.0.0.1:8000/v1?api-version=2024-06-01", "http://user:${TAILGATE_TEST_TOKEN}@127.0.0.1:8000",
+		"http://127.0.0.1:8000/?api_key=${TAILGATE_TEST_TOKEN}"} {
+		p, err := ParsePlan("plan.yaml", []byte(plan(ok)))
+		if err != nil {
+			t.Errorf("%s: %v", ok, err)
+			continue
+		}
+		if strings.Contains(ok, "${") {
+			if _, err := p.TargetURL(); err == nil || !strings.Contains(err.Error(), "plan.yaml:4: target: ${TAILGATE_TEST_TOKEN} is not set") {
+				t.Errorf("unset reference: %v", err)
+			}
+			t.Setenv("TAILGATE_TEST_TOKEN", "s3cr3t")
+			u, err := p.TargetURL()
+			if err != nil || !strings.Contains(u, "s3cr3t") || strings.Contains(u, "${") {
+				t.Errorf("expanded %q, %v", u, err)
+			}
+			if strings.Contains(p.Target, "s3cr3t") {
+				t.Errorf("the plan's own target holds the secret: %q", p.Target)
+			}
+			os.Unsetenv("TAILGATE_TEST_TOKEN")
+		}
+	}
+}
+
+func strconvQuote(s string) string { return strings.ReplaceAll(s, `"`, `\"`) }

@@ -40,6 +40,10 @@ type GPUStat struct {
 	MemoryTotalBytes *uint64 `json:"memory_total_bytes,omitempty"`
 	// PowerWatts is the board power draw.
 	PowerWatts *float64 `json:"power_w,omitempty"`
+	// EnergyJoules is the energy the board has used since the driver
+	// loaded (nvmlDeviceGetTotalEnergyConsumption, mJ): a counter, so the
+	// energy of a window is the increase between two readings.
+	EnergyJoules *float64 `json:"energy_j,omitempty"`
 	// SMClockMHz is the current SM clock.
 	SMClockMHz *uint32 `json:"sm_clock_mhz,omitempty"`
 	// TemperatureC is the GPU core temperature in °C.

@@ -142,6 +142,9 @@ func (s *nvmlSampler) Sample() (stats []GPUStat, err error) {
 		if mw, ret := d.GetPowerUsage(); !failed(i, "power", ret) {
 			st.PowerWatts = new(float64(mw) / 1000)
 		}
+		if mj, ret := d.GetTotalEnergyConsumption(); !failed(i, "energy", ret) {
+			st.EnergyJoules = new(float64(mj) / 1000)
+		}
 		if c, ret := d.GetClockInfo(nvml.CLOCK_SM); !failed(i, "sm clock", ret) {
 			st.SMClockMHz = new(c)
 		}

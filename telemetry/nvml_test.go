@@ -25,6 +25,7 @@ import (
 func fakeH200(n int) (*mock.Interface, []*mock.Device) {
 	cfg := gpus.H200_SXM5_141GB
 	devs := make([]*mock.Device, n)
+	energy := make([]uint64, n)
 	handles := make([]nvml.Device, n)
 	for i := range devs {
 		d := &mock.Device{
@@ -40,6 +41,11 @@ func fakeH200(n int) (*mock.Interface, []*mock.Device) {
 				return nvml.Memory{Total: total, Used: total / 2, Free: total / 2}, nvml.SUCCESS
 			},
 			GetPowerUsageFunc: func() (uint32, nvml.Return) { return uint32(450000 + 1000*i), nvml.SUCCESS }, // mW
+			// mJ since the driver loaded: 1 kJ more at every reading.
+			GetTotalEnergyConsumptionFunc: func() (uint64, nvml.Return) {
+				energy[i] += 1_000_000
+				return energy[i], nvml.SUCCESS
+			},
 			GetClockInfoFunc: func(ct nvml.ClockType) (uint32, nvml.Return) {
 				if ct != nvml.CLOCK_SM {
 					return 0, nvml.ERROR_INVALID_ARGUMENT
@@ -96,6 +102,13 @@ func TestNVMLMockH200(t *testing.T) {
 		*g.PowerWatts != 452 || *g.SMClockMHz != 1980 || *g.TemperatureC != 52 {
 		t.Errorf("gpu 2: idx %d util %v mem %v/%v power %v clock %v temp %v", g.Index, *g.Utilization,
 			*g.MemoryUsedBytes, *g.MemoryTotalBytes, *g.PowerWatts, *g.SMClockMHz, *g.TemperatureC)
+	}
+	// The energy counter (mJ) in joules; a second reading is 1 kJ more.
+	if g.EnergyJoules == nil || *g.EnergyJoules != 1000 {
+		t.Errorf("gpu 2 energy %v, want 1000 J", g.EnergyJoules)
+	}
+	if again, _ := s.Sample(); again[2].EnergyJoules == nil || *again[2].EnergyJoules != 2000 {
+		t.Errorf("gpu 2 energy at the second reading: %v", again[2].EnergyJoules)
 	}
 	s.Close()
 	s.Close()

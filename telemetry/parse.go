@@ -181,7 +181,10 @@ type EndpointGPU struct {
 	MemoryUsedBytes  *float64 `json:"memory_used_bytes,omitempty"`
 	MemoryTotalBytes *float64 `json:"memory_total_bytes,omitempty"`
 	PowerWatts       *float64 `json:"power_w,omitempty"`
-	TemperatureC     *float64 `json:"temperature_c,omitempty"`
+	// EnergyJoules is DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ since
+	// boot), a counter: a window's energy is its increase.
+	EnergyJoules *float64 `json:"energy_j,omitempty"`
+	TemperatureC *float64 `json:"temperature_c,omitempty"`
 	// TensorActive and DRAMActive are DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
 	// and DCGM_FI_PROF_DRAM_ACTIVE (0–1).
 	TensorActive *float64 `json:"tensor_active,omitempty"`
@@ -770,8 +773,13 @@ func clamp01(v float64) float64 { return max(0, min(1, v)) }
 
 // dcgmBlank is the smallest of DCGM's "blank" sentinels (int32 blank
 // 0x7ffffff0; the int64 and fp64 blanks are larger): no real gauge we read
-// (%, MiB, W, °C) gets near it.
-const dcgmBlank = 2147483632
+// (%, MiB, W, °C) gets near it. The energy counter is an int64 field that
+// passes it after a few hours (mJ since boot), so it is held to DCGM's
+// int64 blank (0x7ffffffffffffff0) instead.
+const (
+	dcgmBlank      = 2147483632
+	dcgmBlankInt64 = 9223372036854775792
+)
 
 // gpuGauge says how one endpoint metric fills an EndpointGPU.
 type gpuGauge struct {
@@ -792,8 +800,9 @@ const (
 	gTemp
 	gTensor
 	gDRAM
-	gXID   // the last XID error code: kept as the largest, not averaged
-	gClock // clock event reasons bitmask: or-ed, not averaged
+	gXID    // the last XID error code: kept as the largest, not averaged
+	gClock  // clock event reasons bitmask: or-ed, not averaged
+	gEnergy // energy counter, joules
 	gFields
 )
 
@@ -805,7 +814,10 @@ var gpuGauges = map[string]gpuGauge{
 	"DCGM_FI_DEV_FB_RESERVED":       {gReserved, 1 << 20, 0, true},
 	"DCGM_FI_DEV_FB_TOTAL":          {gTotal, 1 << 20, 0, true},
 	"DCGM_FI_DEV_POWER_USAGE":       {gPower, 1, 0, true},
-	"DCGM_FI_DEV_GPU_TEMP":          {gTemp, 1, 0, true},
+	// The energy counter, mJ since boot.
+	"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": {gEnergy, 1e-3, 0, true},
+	"dcgm_total_energy_consumption":        {gEnergy, 1e-3, 0, true},
+	"DCGM_FI_DEV_GPU_TEMP":                 {gTemp, 1, 0, true},
 	// DCGM 4.6 names (the ones above are its legacy aliases).
 	"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO": {gEngine, 1, 1, true},
 	"DCGM_FI_DEV_BOARD_POWER_WATTS":     {gPower, 1, 0, true},
@@ -851,7 +863,11 @@ func endpointGPUs(fams map[string]*dto.MetricFamily) []EndpointGPU {
 	for name, g := range gpuGauges {
 		for _, m := range fams[name].GetMetric() {
 			v, ok := value(m)
-			if !ok || v < 0 || (g.dcgm && v >= dcgmBlank) || (g.max > 0 && v > g.max) || v > maxGauge {
+			blank := float64(dcgmBlank)
+			if g.field == gEnergy {
+				blank = dcgmBlankInt64
+			}
+			if !ok || v < 0 || (g.dcgm && v >= blank) || (g.max > 0 && v > g.max) || v > maxGauge {
 				continue
 			}
 			uuid := cmp.Or(label(m, "UUID"), label(m, "gpu_uuid"), label(m, "uuid"))
@@ -907,6 +923,7 @@ func endpointGPUs(fams map[string]*dto.MetricFamily) []EndpointGPU {
 		}
 		g.PowerWatts, g.TemperatureC = mean(gPower), mean(gTemp)
 		g.TensorActive, g.DRAMActive = mean(gTensor), mean(gDRAM)
+		g.EnergyJoules = mean(gEnergy)
 		if a.n[gXID] > 0 {
 			g.XIDError = new(a.sum[gXID])
 		}

@@ -71,6 +71,8 @@ type Snapshot struct {
 	// of the NoQueue… reasons), so a queue_delay objective is NO_DATA with
 	// that reason; empty when QueueDelay has buckets.
 	QueueDelayUnavailable string `json:"queue_delay_unavailable,omitempty"`
+	// Energy is the GPUs' energy counted so far (see EnergyDelta).
+	Energy EnergyReading `json:"energy"`
 }
 
 // Run samples the serving side in the background until Stop.
@@ -231,7 +233,7 @@ func (r *Run) Snapshot() Snapshot {
 }
 
 func (r *Run) snapshotLocked() Snapshot {
-	s := Snapshot{At: r.last, Samples: r.st.samples}
+	s := Snapshot{At: r.last, Samples: r.st.samples, Energy: r.st.energy.reading()}
 	for _, src := range r.sources {
 		s.QueueDelay = addHist(s.QueueDelay, src.queue.total)
 		s.TTFT = addHist(s.TTFT, src.ttft.total)

@@ -91,6 +91,9 @@ type Summary struct {
 	// over the GPUs was under IdleUtilization: the time the GPUs sat idle
 	// (samples are evenly spaced), a baseline of day-2 reviews.
 	GPUIdleShare *float64 `json:"gpu_idle_share,omitempty"`
+	// Energy is what the GPUs used from the first sample to the last (nil
+	// when neither an energy counter nor power was read).
+	Energy *EnergyWindow `json:"energy,omitempty"`
 	// Devices is the GPU sampler's inventory: model, driver, serials.
 	Devices []GPUInfo `json:"devices,omitempty"`
 }
@@ -293,6 +296,7 @@ type stats struct {
 	kvUsed, kvMax         []float64
 	cacheHit              []float64
 	gpuMean               []float64
+	energy                energyAcc
 	gpus                  map[string]*gpuSeries
 	gpuOrder              []string
 	firstErrors           []string
@@ -329,6 +333,7 @@ func push(dst *[]float64, v *float64) {
 // add records one round.
 func (s *stats) add(smp *Sample, nvml bool, devices []GPUInfo) {
 	s.samples++
+	s.energy.addEnergy(smp)
 	for _, e := range smp.Errors {
 		if len(s.firstErrors) < maxSummaryErrors && !slices.Contains(s.firstErrors, e) {
 			s.firstErrors = append(s.firstErrors, e)
@@ -435,6 +440,7 @@ func (r *Run) summaryLocked() Summary {
 		}
 		sum.GPUIdleShare = new(float64(idle) / float64(len(st.gpuMean)))
 	}
+	sum.Energy = EnergyDelta(EnergyReading{}, st.energy.reading())
 	if sum.GPUUtilization != nil {
 		sum.GPUUtilizationFrom = "endpoint"
 		if r.gpu != nil {

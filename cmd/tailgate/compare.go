@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/comparison"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,11 +26,14 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate compare BASELINE CANDIDATE [flags]\n\n"+
+			"Two sweep directories (sweep.json) are compared whole: each SLO-max with the interval its search\n"+
+			"leaves it in (a lower one gates), each knee, and every load level both ran, compared as runs.\n\n"+
 			"Compares two results directories (run or validate) of the same plan or mix, per stage, metric and\n"+
 			"percentile: the change, its interval (%s; 95%% for all rows together) and\n"+
 			"a verdict. A stage whose offered load or class mix differs is demand change, not regression.\n"+
 			"Shows the change ids recorded on each side (--change). Exit 0 no regression beyond --tolerance,\n"+
-			"1 a significant regression beyond it, 2 usage or different plans/mixes without --force.\n\n%s", comparison.Method, fs.FlagUsages())
+			"1 a significant regression beyond it, 2 usage or different plans/mixes without --force, 4 no row had\n"+
+			"enough requests to be judged.\n\n%s", comparison.Method, fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -53,6 +57,32 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr("--percentiles %q: %q is not a percentile between 0 and 100", *pcts, p)
 		}
 		opt.Percentiles = append(opt.Percentiles, v/100)
+	}
+	bd, cd := results.Dir(fs.Arg(0)), results.Dir(fs.Arg(1))
+	switch {
+	case bd.HasSweep() && cd.HasSweep():
+		rep, err := comparison.CompareSweeps(fs.Arg(0), fs.Arg(1), opt)
+		if err != nil {
+			var me *comparison.MismatchSweepError
+			if errors.As(err, &me) {
+				return usageErr("%v", err)
+			}
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(rep)
+		} else {
+			comparison.WriteSweepTable(stdout, rep)
+		}
+		return exit(rep.ExitCode)
+	case bd.HasSweep() || cd.HasSweep():
+		sweep, other := fs.Arg(0), fs.Arg(1)
+		if cd.HasSweep() {
+			sweep, other = other, sweep
+		}
+		return usageErr("%s is a sweep and %s is not: compare two sweeps, or two runs (a sweep's levels/NAME directories are runs)", sweep, other)
 	}
 	base, err := comparison.Read(fs.Arg(0))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -279,6 +280,10 @@ func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, err
 	if o.Requests > 0 && o.WarmupRequests >= o.Requests {
 		return o, fmt.Errorf("--warmup %d with --requests %d: nothing would be measured", o.WarmupRequests, o.Requests)
 	}
+	// The runner's own checks too, before anything reaches the target.
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -290,6 +295,7 @@ type telemetryFlags struct {
 	nvml        string
 	interval    time.Duration
 	serverModel string
+	gpuHourCost float64
 }
 
 func (t *telemetryFlags) register(fs *pflag.FlagSet) {
@@ -299,6 +305,8 @@ func (t *telemetryFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.interval, "telemetry-interval", time.Second, "telemetry sampling interval")
 	fs.StringVar(&t.serverModel, "server-model", "", "the server-side model whose metrics count the run's requests, e.g. a Triton ensemble "+
 		"(its composing models count each request again; default: --model)")
+	fs.Float64Var(&t.gpuHourCost, "gpu-hour-cost", 0, "price of one GPU-hour in USD: the cost per million output tokens beside the energy per token\n"+
+		"(needs the GPUs' energy or power: NVML, --dcgm-url or the server's GPU gauges)")
 }
 
 // config builds the sampler configuration. The target's credentials go to
@@ -307,6 +315,9 @@ func (t *telemetryFlags) register(fs *pflag.FlagSet) {
 // fine in auto mode; warnings go to warn.
 func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
 	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model)}
+	if t.gpuHourCost < 0 || math.IsNaN(t.gpuHourCost) || math.IsInf(t.gpuHourCost, 0) {
+		return nil, fmt.Errorf("--gpu-hour-cost %v: want a price in USD, 0 or more", t.gpuHourCost)
+	}
 	if t.interval <= 0 {
 		return nil, fmt.Errorf("--telemetry-interval %v: must be positive", t.interval)
 	}

@@ -39,11 +39,25 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-// commands is the subcommand table. Each command lives in its own file.
+// commands is the subcommand table. Each command lives in its own file
+// and calls one library:
+//
+//	run       pipeline (one load run, judged when --slo is given)
+//	validate  acceptance (a plan's stages → verdicts → evidence pack)
+//	check     acceptance.Check (re-judge saved records)
+//	merge     merge (shards → one result)
+//	sweep     capacity (levels → SLO-max, knee, headroom)
+//	compare   comparison (runs, or two sweeps whole)
+//	report    report (HTML / Markdown; --since: the periodic review)
+//	ready     readiness (time to ready after a restart)
+//	canary    canary (the never-ending pipeline per target)
+//	slo       slo/rules (burn-rate rules, Sloth specs)
+//	sign      evidence (in-toto attestation, DSSE)
+//	sim       sim (the simulated server)
 var commands = map[string]command{
 	"version":  {"print the version", cmdVersion},
 	"check":    {"re-judge saved results against an SLO without re-running", cmdCheck},
-	"sign":     {"sign a results directory's manifest (Ed25519, DSSE), or make a key pair", cmdSign},
+	"sign":     {"sign a results directory as an in-toto attestation (Ed25519, DSSE), or make a key pair", cmdSign},
 	"verify":   {"check a signed results directory, file by file", cmdVerify},
 	"sim":      {"run the built-in simulated OpenAI-compatible LLM server", withCode(cmdSim)},
 	"run":      {"send load to an endpoint and report latency and throughput", cmdRun},
@@ -51,9 +65,9 @@ var commands = map[string]command{
 	"merge":    {"merge the results of the shards of one schedule (run --shard) into one", cmdMerge},
 	"canary":   {"probe live endpoints on a schedule, judge the SLO continuously, serve Prometheus metrics", cmdCanary},
 	"slo":      {"operate-phase tools for an SLO file: tailgate slo rules writes burn-rate rules", cmdSLO},
-	"compare":  {"compare two results: regression, improvement or no significant change per metric", cmdCompare},
+	"compare":  {"compare two results (or two sweeps): regression, improvement or not shown to differ", cmdCompare},
 	"ready":    {"measure a restarting server's time to its first successful answer, and the errors meanwhile", cmdReady},
-	"report":   {"write one HTML (or Markdown) report of results directories, with plots", cmdReport},
+	"report":   {"write one HTML (or Markdown) report of results directories, or the periodic review (--since)", cmdReport},
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }
 

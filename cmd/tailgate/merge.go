@@ -49,6 +49,11 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		dirs = append(dirs, results.Dir(a))
 	}
+	if *force {
+		if err := out.Replace(stderr); err != nil {
+			return err
+		}
+	}
 	var opts merge.Options
 	opts.Version = version
 	if *records != "" {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
 )
@@ -18,8 +21,10 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "file to write (default: stdout)")
 	format := fs.String("format", report.FormatHTML, "html (one self-contained page with plots) or md (a Markdown summary)")
 	title := fs.String("title", "", "page title (default: the directories)")
+	since := fs.String("since", "", "a periodic review instead: every run, validate, sweep and saved canary /status under DIR\nfrom this long ago (30d, 4w, 720h): SLO performance, changes, capacity and forecast,\nefficiency, regressions against the previous result of the same plan or mix, open waivers")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: tailgate report DIR... [--out FILE.html] [--format html|md]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: tailgate report DIR... [--out FILE.html] [--format html|md]\n"+
+			"       tailgate report --since 30d DIR [--out FILE.html] [--format html|md]\n\n"+
 			"Writes one report of results directories (run, validate or sweep): summary and verdicts, the latency\n"+
 			"percentile spectrum of every run overlaid, latency and throughput over time with stage boundaries,\n"+
 			"per class, GPU utilisation beside queue delay and TTFT (metric theater marked), and for a sweep\n"+
@@ -36,6 +41,32 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErr("--format %q: want html or md", *format)
 	}
 	opt := report.Options{Title: *title, Version: version}
+	if *since != "" {
+		d, err := yamlwalk.ParseDuration(*since)
+		if err != nil || d <= 0 {
+			return usageErr("--since %q: want a positive duration such as 30d, 4w or 720h", *since)
+		}
+		if fs.NArg() != 1 {
+			return usageErr("--since reviews one directory of results, not %d", fs.NArg())
+		}
+		rv, err := report.ReadReview(fs.Arg(0), d, time.Now())
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		if err := report.WriteReview(&b, rv, *format, opt); err != nil {
+			return err
+		}
+		if *out == "" {
+			_, err = stdout.Write(b.Bytes())
+			return err
+		}
+		if err := atomicfile.Write(*out, b.Bytes()); err != nil {
+			return &results.WriteError{Path: *out, Err: err}
+		}
+		fmt.Fprintf(stderr, "review of %d results in %s\n", len(rv.Results), *out)
+		return nil
+	}
 	if *out != "" {
 		return report.Write(*out, *format, fs.Args(), opt)
 	}

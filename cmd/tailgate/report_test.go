@@ -47,3 +47,20 @@ func TestValidateWritesReportAndReportCommand(t *testing.T) {
 		t.Errorf("empty directory: %d %s", code, e)
 	}
 }
+
+func TestReportSinceUsage(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, e := tgCmd("report", "--since", "a month", dir); code != exitUsage || !strings.Contains(e, "want a positive duration") {
+		t.Errorf("bad --since: %d %s", code, e)
+	}
+	if code, _, e := tgCmd("report", "--since", "30d", dir, dir); code != exitUsage || !strings.Contains(e, "one directory") {
+		t.Errorf("two directories: %d %s", code, e)
+	}
+	out := filepath.Join(dir, "review.html")
+	if code, _, e := tgCmd("report", "--since", "30d", "--out", out, dir); code != exitOK || !strings.Contains(e, "review of 0 results") {
+		t.Fatalf("empty directory: %d %s", code, e)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "no results in the period") {
+		t.Errorf("review: %v", err)
+	}
+}

@@ -102,7 +102,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg,
+	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
 		Changes: cleanChanges(*changes), Notices: notices,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
@@ -127,6 +127,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if pushSink != nil {
 		sinks = append(sinks, pushSink)
+	}
+	if *force && out != "" {
+		if err := out.Replace(stderr); err != nil {
+			return err
+		}
 	}
 	res, err := pipeline.Run(ctx, ps, sinks...)
 	if res == nil {

@@ -256,3 +256,36 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 		t.Error("no error records: the test did not exercise error paths")
 	}
 }
+
+// run --force over a validate's evidence directory leaves nothing of the
+// validate beside the new run (its verdict, JUnit, manifest and stages
+// were kept, and check then judged a mix of both), and keeps what tailgate
+// did not write.
+func TestRunForceReplacesAValidateDirectory(t *testing.T) {
+	srv := simtest.Start(t, capacitySim())
+	dir := t.TempDir()
+	for _, f := range []string{results.VerdictFile, results.JUnitFile, results.ManifestFile, results.RecordsFile, "notes.txt"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("{}\n"), 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, results.StagesDir, "normal"), 0o755)
+	args := []string{"run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "1s", "--max-tokens", "4",
+		"--metrics-url", "off", "--self-check", "warn", "--out", dir}
+	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
+		t.Fatalf("without --force: %d %s", code, e)
+	}
+	code, _, e := tgCmd(append(args, "--force")...)
+	if code != exitOK {
+		t.Fatalf("run --force: %d %s", code, e)
+	}
+	for _, gone := range []string{results.VerdictFile, results.JUnitFile, results.ManifestFile, results.StagesDir} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("%s of the replaced validate is still there", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil || !strings.Contains(e, "kept 1 entries it did not write: notes.txt") {
+		t.Errorf("the user's notes.txt: %v; stderr %s", err, e)
+	}
+	if n := len(readJSONL(t, dir)); n < 5 {
+		t.Errorf("%d records of the new run", n)
+	}
+}

@@ -19,10 +19,15 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	key := fs.String("key", "", "Ed25519 private key, PEM PKCS #8 (required)")
 	keygen := fs.Bool("keygen", false, "make a new key pair instead: --key gets the private key (mode 0600), --pub the public one")
 	pub := fs.String("pub", "", "with --keygen: where the public key goes (default: KEY.pub)")
+	reviewer := fs.String("reviewer", "", "who reviewed and signs the pack, recorded in the attestation")
+	fs.StringVar(reviewer, "by", "", "same as --reviewer")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate sign --key key.pem DIR\n       tailgate sign --keygen --key key.pem [--pub key.pub]\n\n"+
 			"Signs a results directory: writes manifest.json (every file with its SHA-256) if missing, then\n"+
-			"manifest.dsse.json, a DSSE envelope over it. Refuses a directory that no longer matches its manifest.\n\nFlags:\n")
+			"manifest.dsse.json, a DSSE envelope over an in-toto Statement v1 whose subjects are every file\n"+
+			"with its SHA-256 and whose predicate is the verdict (plan, SLO, verdicts, waivers, validity,\n"+
+			"environment, reviewer). Standard in-toto tooling verifies it without tailgate. Refuses a\n"+
+			"directory that no longer matches its manifest.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -72,11 +77,11 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", *key, err)
 	}
-	env, err := evidence.Sign(fs.Arg(0), priv)
+	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version})
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
-	fmt.Fprintf(stdout, "signed %s/%s with key %s\n", fs.Arg(0), evidence.SignatureFile, env.Signatures[0].KeyID)
+	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), evidence.SignatureFile, env.Signatures[0].KeyID)
 	return nil
 }
 
@@ -98,7 +103,8 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 	pub := fs.String("pub", "", "Ed25519 public key, PEM PKIX (required)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate verify --pub key.pub DIR\n\n"+
-			"Checks DIR/manifest.dsse.json with the key, then every file against the signed manifest.\n"+
+			"Checks DIR/manifest.dsse.json with the key, then every file against the signed attestation's\n"+
+			"subjects (a pack signed before attestations: against the signed manifest).\n"+
 			"Exit 0 intact, 1 a signature or file does not match (the file is named), 2 usage.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -30,7 +30,7 @@ func TestSignVerifyCommands(t *testing.T) {
 	if code, out, errOut := tgCmd("sign", "--key", key, dir); code != exitOK || !strings.Contains(out, "signed") {
 		t.Fatalf("sign: %d %s %s", code, out, errOut)
 	}
-	if code, out, _ := tgCmd("verify", "--pub", pub, dir); code != exitOK || !strings.Contains(out, "2 files match") {
+	if code, out, _ := tgCmd("verify", "--pub", pub, dir); code != exitOK || !strings.Contains(out, "3 files match") {
 		t.Fatalf("verify: %d %s", code, out)
 	}
 	if code, _, errOut := tgCmd("verify", "--pub", filepath.Join(keys, "o.pub"), dir); code != exitFailed ||

@@ -120,8 +120,8 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	out := results.Dir(*outDir)
-	if out.HasSweep() && !*force {
-		return usageErr("--out %s already holds a sweep (--force to replace it)", out)
+	if out.HasResults() && !*force {
+		return usageErr("--out %s already holds results (--force to replace them)", out)
 	}
 	mix, err := loadPrompts(fs, *mixPath, *promptsPath, *seed, 0)
 	if err != nil {
@@ -146,7 +146,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
 		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
 		MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), SelfCheckWarns: *selfCheck == "warn",
-		Telemetry: telCfg, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
+		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
 	if isTerminal(stderr) && !*noProgress {

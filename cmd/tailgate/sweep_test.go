@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatalf("level summary: %v %+v", err, s)
 	}
 	// Again without --force: refused.
-	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds a sweep") {
+	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
 		t.Errorf("second sweep: %d %s", code, e)
 	}
 	// The list above capacity only: no SLO-max, exit 1.
@@ -89,5 +90,53 @@ func TestSweepUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(e, c.want) {
 			t.Errorf("%v: %d %q, want usage error %q", c.args, code, e, c.want)
 		}
+	}
+}
+
+// Two sweeps compared whole: against a simulator 20% slower (every step
+// × 1.2) the SLO-max moves down, with the interval each search leaves it
+// in, and the shared levels regress: exit 1. The same sweep against itself
+// shows nothing: exit 0. Derived boundaries (TPOT ≤ 10 ms at p90, 16
+// tokens): s = D0/(1 − λ·N·d) ≤ 10 ms while λ ≤ 100 req/s, slower ≤ 79.
+func TestCompareSweepCommand(t *testing.T) {
+	if raceEnabled {
+		t.Skip("held against the simulator's model: run without -race (make test runs it again without)")
+	}
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	fast := simtest.Start(t, capacitySim())
+	slowCfg := capacitySim()
+	slowCfg.DecodeBase, slowCfg.DecodePerSeq = slowCfg.DecodeBase*12/10, slowCfg.DecodePerSeq*12/10
+	slow := simtest.Start(t, slowCfg)
+	dir := t.TempDir()
+	sloFile := filepath.Join(dir, "slo.yaml")
+	os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
+	sweep := func(target, out string) (int, string) {
+		code, stdout, stderr := tgCmd("sweep", "--target", target, "--slo", sloFile, "--levels", "50,70,90,110", "--arrival", "constant",
+			"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn", "--out", out)
+		return code, stdout + stderr
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	var wg sync.WaitGroup
+	var codeA, codeB int
+	var outA, outB string
+	wg.Add(2)
+	go func() { defer wg.Done(); codeA, outA = sweep(fast.URL, a) }()
+	go func() { defer wg.Done(); codeB, outB = sweep(slow.URL, b) }()
+	wg.Wait()
+	if codeA != exitOK || codeB != exitOK {
+		t.Fatalf("sweeps: %d %d\n%s\n%s", codeA, codeB, outA, outB)
+	}
+	code, stdout, stderr := tgCmd("compare", a, b)
+	if code != exitFailed || !strings.Contains(stdout, "verdict   LOWER") || !strings.Contains(stdout, "baseline  [90, 110)") ||
+		!strings.Contains(stdout, "candidate [70, 90)") {
+		t.Errorf("20%% slower: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := tgCmd("compare", a, a); code != exitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
+		t.Errorf("the same sweep twice: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != exitUsage || !strings.Contains(stderr, "is a sweep and") {
+		t.Errorf("a sweep against a run: %d %s", code, stderr)
 	}
 }

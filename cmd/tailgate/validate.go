@@ -79,7 +79,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageErr("%s already holds results (--force to replace them)", out)
 	}
 	if !fs.Changed("target") {
-		tf.target = plan.Target
+		if tf.target, err = plan.TargetURL(); err != nil {
+			return err
+		}
 	}
 	if !fs.Changed("model") && plan.Model != "" {
 		tf.model = plan.Model
@@ -101,7 +103,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
-		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg,
+		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),
 		GPUs:    gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/theater"
+)
+
+func TestSplitBreaksAtGapsAndBreaks(t *testing.T) {
+	xys := plotter.XYs{{X: 0.5}, {X: 1.5}, {X: 2.5}, {X: 6.5}, {X: 7.5}, {X: 8.5}}
+	got := split(xys, 1.5, []float64{8})
+	if len(got) != 3 || len(got[0]) != 3 || len(got[1]) != 2 || len(got[2]) != 1 {
+		t.Fatalf("pieces %v", got)
+	}
+	if split(nil, 1, nil) != nil {
+		t.Error("nothing to split")
+	}
+}
+
+// The legend sits above the data: the Y axis is raised by the legend's
+// share of the panel, and a plot without a legend keeps its axis.
+func TestRoomForLegend(t *testing.T) {
+	p := newPlot("t", "s", "ms")
+	line(p, 0, "TTFT p50", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
+	line(p, 1, "TTFT p99", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
+	roomForLegend(p, panelH)
+	if p.Y.Max <= 110 || p.Y.Max > 200 {
+		t.Errorf("two legend entries: Y max %v, want room above 100", p.Y.Max)
+	}
+	q := newPlot("t", "s", "ms")
+	line(q, 0, "", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
+	roomForLegend(q, panelH)
+	if q.Y.Max != 100 {
+		t.Errorf("no legend: Y max %v", q.Y.Max)
+	}
+}
+
+// A sweep of three levels run out of load order, with telemetry but no GPU
+// gauge, and a metric-theater bucket that runs past its level's end.
+func sweepSource() *Source {
+	mk := func(name string, span time.Duration) *Part {
+		p := &Part{Name: name, Span: span, Summary: &results.Summary{}}
+		for i := 0; i < 20; i++ {
+			at := time.Duration(i) * span / 20
+			p.Reqs = append(p.Reqs, req{stage: name, intended: at, end: at + 50*time.Millisecond, ok: true, ttft: 10, e2e: 50})
+			p.Tel = append(p.Tel, telPoint{t: at, waiting: 1, hasWaiting: true})
+		}
+		return p
+	}
+	a, b, c := mk("r20", 6*time.Second), mk("r10", 6*time.Second), mk("r40", 6*time.Second)
+	b.Summary.Capacity = &theater.Section{Buckets: []theater.Bucket{{FromS: 2.486348, ToS: 12.486348, Flag: true, Why: "busy"}}}
+	src := &Source{Dir: "sw", Kind: KindSweep, Parts: []*Part{a, b, c},
+		Sweep: &capacity.Result{Mode: "open", Levels: []capacity.LevelResult{{Name: "r20", RatePerS: 20}, {Name: "r10", RatePerS: 10}, {Name: "r40", RatePerS: 40}}}}
+	var off time.Duration
+	for _, p := range src.Parts {
+		p.shift(off)
+		off += p.Span
+	}
+	return src
+}
+
+func TestSweepPageFixes(t *testing.T) {
+	pg, err := build([]*Source{sweepSource()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := pg.Sources[0]
+	var order []string
+	for _, p := range sv.Parts {
+		order = append(order, p.Name)
+	}
+	if strings.Join(order, ",") != "r10,r20,r40" {
+		t.Errorf("summary rows %v, want load order", order)
+	}
+	// The bucket 2.49–12.49 s of r10 (which runs 6–12 s) is clipped to
+	// the level and printed to a tenth of a second.
+	if len(sv.Theater) != 1 || sv.Theater[0].When != "8.5–12.0 s" {
+		t.Errorf("theater %+v", sv.Theater)
+	}
+	if sv.GPUMeasured {
+		t.Error("no GPU gauge, yet GPU utilisation counts as measured")
+	}
+	var html strings.Builder
+	if err := pageTemplate.Execute(&html, pg); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	if !strings.Contains(h, "GPU utilisation was not measured") || strings.Contains(h, "No metric theater") {
+		t.Error("the page claims no metric theater without GPU data")
+	}
+	if strings.Contains(h, ">GPU utilisation</text>") {
+		t.Error("an empty GPU panel was drawn")
+	}
+	// Latency over time: one piece per level, each within its level
+	// (no line joins two levels).
+	ot := overTime(sweepSource())
+	if len(ot.ttft50) != 3 || len(ot.completed) != 3 {
+		t.Fatalf("%d TTFT pieces, %d throughput pieces over 3 levels", len(ot.ttft50), len(ot.completed))
+	}
+	for i, piece := range append(ot.ttft50, ot.completed...) {
+		lo, hi := 6*float64(i%3), 6*float64(i%3+1)
+		for _, xy := range piece {
+			if xy.X < lo || xy.X > hi {
+				t.Errorf("level %d piece has a point at %v s, outside %v–%v", i, xy.X, lo, hi)
+			}
+		}
+	}
+}

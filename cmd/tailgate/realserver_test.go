@@ -70,3 +70,15 @@ func TestRunWarningOfClosingServerInSummary(t *testing.T) {
 		t.Errorf("summary warnings %q lack the connection warning", s.Warnings)
 	}
 }
+
+// ready checks the model once before it waits: a server that answers but
+// does not serve it will not become ready with it, so ready stops at once
+// (2) in the server's words instead of waiting out --timeout.
+func TestReadyStopsOnAModelNotServed(t *testing.T) {
+	srv := simtest.Start(t, sim.Config{Model: "tiny", StrictModel: true, FixedTTFT: time.Millisecond})
+	start := time.Now()
+	code, _, stderr := tgCmd("ready", "--target", srv.URL+"/v1", "--model", "nope", "--timeout", "1m")
+	if code != exitUsage || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) || time.Since(start) > 20*time.Second {
+		t.Fatalf("exit %d after %v: %s", code, time.Since(start), stderr)
+	}
+}

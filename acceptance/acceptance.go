@@ -43,8 +43,10 @@ type Config struct {
 	// finish after a stage's schedule ends; MaxInFlight caps open loop.
 	Timeout, Grace time.Duration
 	MaxInFlight    int
-	MaxErrorRate   float64
-	Telemetry      *telemetry.Config
+	// Validity is the bounds every stage is held to (nil: the plan's
+	// validity: block, or slo.DefaultValidity); the flags' over the plan's.
+	Validity  *slo.Validity
+	Telemetry *telemetry.Config
 	// GPUs are the accelerators to record in environment.json.
 	GPUs []evidence.GPU
 	// Version is tailgate's; Args the command line (redacted before it is
@@ -161,9 +163,15 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := slo.NewJudge(plan, plan.SLO)
+	bounds := plan.Validity
+	if cfg.Validity != nil {
+		bounds = *cfg.Validity
+	}
+	// Every stage judges its waivers at the same instant, the plan's start,
+	// so check (which judges at verdict.json's evaluated_at) agrees.
+	judgedAt := env.Started
+	reports := map[string]*slo.Report{}
 	queue := map[string]*slo.QueueTelemetry{}
-	cpu := map[string]float64{}
 	var problems []slo.Problem
 	var writeErr error
 	var offset int64
@@ -217,19 +225,16 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			maxSeq = max(maxSeq, r.Seq)
 			r.Seq += stageOffset
 		}}
-		judgeSink := pipeline.Func(func(r *loadgen.Record) {
-			c := *r
-			c.Seq += stageOffset
-			j.Add(&c)
-		})
+		stage := st
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
-			Out: out.Stage(st.Name), Goodput: plan.SLO.GoodputFunc(), Telemetry: cfg.Telemetry,
-			Streaming: cfg.Streaming, MaxErrorRate: cfg.MaxErrorRate, Identity: identity, Changes: cfg.Changes, GPUHourCostUSD: cfg.GPUHourCostUSD,
+			Out: out.Stage(st.Name), Telemetry: cfg.Telemetry, Validity: &bounds,
+			SLO:       &pipeline.Judging{Spec: plan.SLO, Stage: &stage, Waivers: plan.Waivers, Now: judgedAt},
+			Streaming: cfg.Streaming, Identity: identity, Changes: cfg.Changes, GPUHourCostUSD: cfg.GPUHourCostUSD,
 			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}
-		res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{judgeSink, planSink}, cfg.Sinks...)...)
+		res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{planSink}, cfg.Sinks...)...)
 		if res == nil {
 			all.Close()
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
@@ -238,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if err != nil {
 			problems = append(problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
 		}
-		cpu[st.Name] = res.Info.CPUUtilization
+		reports[st.Name] = res.Report
 		if q := results.QueueTelemetry(res.QueueDelay[st.Name]); q != nil {
 			queue[st.Name] = q
 		}
@@ -266,7 +271,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	rep := j.Assess(slo.Input{Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue})
+	rep := slo.Combine(plan, reports, bounds, slo.Input{Now: judgedAt, Manual: manual})
 	rep.Problems = append(rep.Problems, problems...)
 	switch {
 	case writeErr != nil:

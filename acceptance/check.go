@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -29,13 +31,20 @@ type Saved struct {
 // torn last line is skipped and said; a run that was cut short (no
 // summary.json or verdict.json: killed) is judged on what it wrote and
 // marked invalid.
+//
+// The run is held to the validity bounds saved with it (summary.json,
+// verdict.json or histograms.json; the plan's or the defaults for a run
+// saved before the bounds were) and to the facts its summaries saved
+// (interrupted, the self-check), so check of a run directory gives the
+// verdict and exit code the run gave.
 func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo.Report, *Saved, error) {
 	j := slo.NewJudge(plan, spec)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
 		return nil, sv, err
 	}
-	in := slo.Input{Now: now, ClientCPU: map[string]float64{}}
+	facts := savedJudgement(dir, j, plan, sv)
+	in := slo.Input{Now: now, ClientCPU: map[string]float64{}, Facts: facts}
 	if in.QueueDelay, err = dir.ReadQueueDelay(sv.Stages); err != nil {
 		return nil, sv, err
 	}
@@ -54,6 +63,62 @@ func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo
 	rep := j.Assess(in)
 	markIncomplete(rep, dir, sv)
 	return rep, sv, nil
+}
+
+// savedJudgement sets j's bounds to those saved with the run in dir and
+// returns the validity facts its summaries saved, by stage ("" for a run
+// of several stages in one summary).
+func savedJudgement(dir results.Dir, j *slo.Judge, plan *slo.Plan, sv *Saved) map[string]slo.Facts {
+	facts := map[string]slo.Facts{}
+	// The bounds saved with the run win over the plan's: the run may have
+	// been held to flags over them. Most specific first: a stage's own
+	// summary, the run's summary, histograms.json, verdict.json.
+	var bounds *slo.Validity
+	for _, name := range sv.Stages {
+		if s, err := dir.Stage(name).ReadSummary(); err == nil {
+			if s.Validity.Bounds != nil && bounds == nil {
+				bounds = s.Validity.Bounds
+			}
+			facts[name] = summaryFacts(s)
+		}
+	}
+	if s, err := dir.ReadSummary(); err == nil {
+		if s.Validity.Bounds != nil && bounds == nil {
+			bounds = s.Validity.Bounds
+		}
+		key := ""
+		if len(sv.Stages) == 1 {
+			key = sv.Stages[0]
+		}
+		facts[key] = summaryFacts(s)
+	}
+	if h, err := dir.ReadHistograms(); err == nil && bounds == nil {
+		b := h.Bounds()
+		bounds = &b
+	}
+	if sv.Previous != nil && sv.Previous.Validity != nil && bounds == nil {
+		bounds = sv.Previous.Validity
+	}
+	if plan != nil && bounds == nil {
+		b := plan.Validity
+		bounds = &b
+	}
+	if bounds != nil {
+		j.SetValidity(*bounds)
+	}
+	return facts
+}
+
+// summaryFacts are the validity facts a saved summary holds: those records
+// cannot show (interrupted, the self-check, results not written).
+func summaryFacts(s *results.Summary) slo.Facts {
+	f := pipeline.RunFacts(s, s.Run.Interrupted)
+	for _, r := range s.Validity.Reasons {
+		if _, d, ok := strings.Cut(r, "results_incomplete: "); ok {
+			f.Incomplete = d
+		}
+	}
+	return f
 }
 
 // readSaved streams dir's records to add and says what it found.
@@ -126,7 +191,8 @@ func RecordManual(dir results.Dir, plan *slo.Plan, m slo.ManualRecord, version s
 	if err != nil {
 		return nil, err
 	}
-	in := slo.Input{Now: m.At, Manual: manual, ClientCPU: map[string]float64{}, QueueDelay: queue}
+	in := slo.Input{Now: m.At, Manual: manual, ClientCPU: map[string]float64{}, QueueDelay: queue,
+		Facts: savedJudgement(dir, j, plan, sv)}
 	if sv.Previous != nil {
 		for _, s := range sv.Previous.Stages {
 			if s.ClientCPU != nil {

@@ -30,6 +30,7 @@ func Rejudge(dir results.Dir, plan *slo.Plan, cpu map[string]float64, env *evide
 	if cpu == nil {
 		cpu = map[string]float64{}
 	}
-	rep := j.Assess(slo.Input{Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue})
+	facts := savedJudgement(dir, j, plan, sv)
+	rep := j.Assess(slo.Input{Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue, Facts: facts})
 	return rep, Finish(dir, rep, env, version)
 }

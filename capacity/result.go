@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -133,7 +134,10 @@ func (l *LevelResult) Load() float64 {
 
 func (l *LevelResult) line() string {
 	verdict := "FAIL"
-	if l.Pass {
+	switch {
+	case !l.Valid:
+		return "INVALID: " + strings.Join(l.InvalidReasons, "; ")
+	case l.Pass:
 		verdict = "PASS"
 	}
 	s := fmt.Sprintf("%s achieved %.1f/s, E2E p99 %.0f ms, score %.2f", verdict, l.AchievedPerS, l.LatencyMs[loadgen.MetricE2E].P99, l.Score)
@@ -224,4 +228,21 @@ func Read(dir results.Dir) (*Result, error) {
 		return nil, fmt.Errorf("%s: schema %q, want %q", p, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// noSLOMax says why a sweep has no SLO-max.
+func (r *Result) noSLOMax() string {
+	passed := false
+	for _, l := range r.Levels {
+		passed = passed || l.Pass
+	}
+	switch {
+	case passed:
+		return "a level passed, but not as the SLO-max (see the warnings)"
+	case r.Interrupted:
+		return "interrupted before a level passed"
+	case len(r.Levels) > 0 && !r.Levels[0].Valid:
+		return "no level passed, and " + r.Levels[0].Name + " was INVALID"
+	}
+	return "no level met every objective"
 }

@@ -38,11 +38,9 @@ type bracket struct {
 
 // run searches: see the package doc. It returns the levels run, in order,
 // and the highest that passed (ok false when none did).
-func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err error) {
-	maxLevels := s.MaxLevels
-	if maxLevels <= 0 {
-		maxLevels = 16
-	}
+// limited says MaxLevels stopped a range search before the precision.
+func (s Search) run(ctx context.Context, f runFunc) (best Level, ok, limited bool, err error) {
+	maxLevels := s.maxLevels()
 	prec := s.Precision
 	if prec <= 0 {
 		prec = 0.05
@@ -60,7 +58,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 			}
 			o, err := do(l)
 			if err != nil {
-				return best, ok, err
+				return best, ok, false, err
 			}
 			if o.Pass && !failed {
 				best, ok = l, true
@@ -72,22 +70,22 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 				break
 			}
 		}
-		return best, ok, nil
+		return best, ok, false, nil
 	}
 
 	b := bracket{lo: s.From, hi: s.To}
 	o, err := do(b.lo)
 	if err != nil || !o.Pass {
-		return best, false, err
+		return best, false, false, err
 	}
 	b.loOut = o
 	best, ok = b.lo, true
 	o, err = do(b.hi)
 	if err != nil {
-		return best, ok, err
+		return best, ok, false, err
 	}
 	if o.Pass {
-		return b.hi, true, nil
+		return b.hi, true, false, nil
 	}
 	b.hiOut = o
 	fails := []bracketEnd{{b.hi, o}}
@@ -107,7 +105,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 			reruns++
 			o, err := f(ctx, b.hi, 2)
 			if err != nil {
-				return best, ok, err
+				return best, ok, false, err
 			}
 			if !o.Pass {
 				confirmed = true
@@ -125,7 +123,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 		}
 		o, err := do(next)
 		if err != nil {
-			return best, ok, err
+			return best, ok, false, err
 		}
 		end := -1
 		if o.Pass {
@@ -145,7 +143,15 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok bool, err er
 		}
 		lastEnd = end
 	}
-	return best, ok, nil
+	limited = runs >= maxLevels && !b.narrow(prec)
+	return best, ok, limited, nil
+}
+
+func (s Search) maxLevels() int {
+	if s.MaxLevels <= 0 {
+		return 16
+	}
+	return s.MaxLevels
 }
 
 type bracketEnd struct {

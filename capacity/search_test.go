@@ -29,7 +29,7 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 		runs := 0
 		counted := func(ctx context.Context, l Level, a int) (Outcome, error) { runs++; return f(ctx, l, a) }
 		s := Search{From: Level{Rate: r[0]}, To: Level{Rate: r[1]}, Precision: 0.05}
-		best, ok, err := s.run(context.Background(), counted)
+		best, ok, _, err := s.run(context.Background(), counted)
 		if err != nil || !ok {
 			t.Fatalf("%v: %v %v", r, ok, err)
 		}
@@ -43,17 +43,17 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 		}
 	}
 	// Below the range: none; above it: the top.
-	if _, ok, _ := (Search{From: Level{Rate: 110}, To: Level{Rate: 200}}).run(context.Background(), f); ok {
+	if _, ok, _, _ := (Search{From: Level{Rate: 110}, To: Level{Rate: 200}}).run(context.Background(), f); ok {
 		t.Error("range above the boundary gave an SLO-max")
 	}
-	if best, ok, _ := (Search{From: Level{Rate: 10}, To: Level{Rate: 90}}).run(context.Background(), f); !ok || best.Rate != 90 {
+	if best, ok, _, _ := (Search{From: Level{Rate: 10}, To: Level{Rate: 90}}).run(context.Background(), f); !ok || best.Rate != 90 {
 		t.Errorf("range below the boundary: %v %v, want the top", best, ok)
 	}
 	// Concurrencies end at neighbours.
 	g := func(_ context.Context, l Level, _ int) (Outcome, error) {
 		return Outcome{Pass: l.Concurrency <= 37}, nil
 	}
-	if best, _, _ := (Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 256}, Precision: 0.001}).run(context.Background(), g); best.Concurrency != 37 {
+	if best, _, _, _ := (Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 256}, Precision: 0.001}).run(context.Background(), g); best.Concurrency != 37 {
 		t.Errorf("concurrency search found c%d, want c37", best.Concurrency)
 	}
 	// A list runs ascending and stops at saturation.
@@ -63,7 +63,7 @@ func TestSearchBracketsTheBoundary(t *testing.T) {
 		return f(ctx, l, a)
 	}
 	ls, _ := ParseLevels("130,50,90,105,150")
-	best, _, _ := Search{Levels: ls}.run(context.Background(), h)
+	best, _, _, _ := Search{Levels: ls}.run(context.Background(), h)
 	if best.Rate != 90 || len(ran) != 4 || ran[3] != 130 {
 		t.Errorf("list: best %v, ran %v; want 90, stopping at the saturated 130", best, ran)
 	}
@@ -81,7 +81,7 @@ func TestSearchConfirmsTheFailureAboveTheSLOMax(t *testing.T) {
 		}
 		return Outcome{Pass: pass}, nil
 	}
-	best, ok, _ := Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 64}}.run(context.Background(), f)
+	best, ok, _, _ := Search{From: Level{Concurrency: 4}, To: Level{Concurrency: 64}}.run(context.Background(), f)
 	if !ok || best.Concurrency != 20 {
 		t.Errorf("found c%d (%v), want c20; ran %v", best.Concurrency, ok, runs)
 	}

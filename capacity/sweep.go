@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
@@ -40,13 +39,15 @@ type Config struct {
 	MinDuration, MaxDuration time.Duration
 	Timeout, Grace           time.Duration
 	MaxInFlight              int
-	MaxErrorRate             float64
-	// SelfCheckWarns makes the generator's self-check a warning only (as
-	// run --self-check warn), not a reason a level is invalid.
-	SelfCheckWarns bool
-	Telemetry      *telemetry.Config
-	Streaming      bool
-	Meta           loadgen.SummaryMeta
+	// Validity is the bounds every level is held to (nil:
+	// slo.DefaultValidity). Errors, dropped and cut requests beyond them
+	// are the server saturating (the level fails, saturated); any other
+	// reason (the generator distorted the figures, results not written)
+	// makes the level INVALID, and it is run again (MaxInvalidAttempts).
+	Validity  *slo.Validity
+	Telemetry *telemetry.Config
+	Streaming bool
+	Meta      loadgen.SummaryMeta
 	// Out receives sweep.json and one results directory per level under
 	// levels/. Empty: nothing is written.
 	Out results.Dir
@@ -118,23 +119,44 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	best, ok, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
-		lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests, attempt)
-		if lr != nil {
-			res.Levels = append(res.Levels, *lr)
-			fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
+	best, ok, limited, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
+		for try := 1; ; try++ {
+			lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests, res.attempt(l, attempt))
+			if lr != nil {
+				res.Levels = append(res.Levels, *lr)
+				fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
+			}
+			if err != nil || lr == nil || lr.Valid || try >= MaxInvalidAttempts {
+				return o, err
+			}
+			fmt.Fprintf(log, "level %s: invalid, running it again (%d of %d)\n", lr.Name, try+1, MaxInvalidAttempts)
 		}
-		return o, err
 	})
 	res.Ended = now().UTC()
 	res.Interrupted = ctx.Err() != nil
-	if ok {
+	passed := false
+	for _, l := range res.Levels {
+		passed = passed || l.Pass
+	}
+	if res.Interrupted && len(res.Levels) > 0 {
+		last := res.Levels[len(res.Levels)-1]
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the sweep was interrupted during level %s: that level is INVALID (interrupted) and no conclusion is drawn from it", last.Name))
+	}
+	switch {
+	case ok:
 		lr := res.passing(best)
 		res.SLOMax = &Point{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
 			AchievedPerS: lr.AchievedPerS, Energy: lr.Energy}
 		res.SLOMax.note(cfg.Search, best, res.Levels)
-	} else if len(res.Levels) > 0 {
+	case passed:
+		res.Warnings = append(res.Warnings, "a level passed, but not as the SLO-max (a lower level failed or was invalid, or the sweep stopped first): no SLO-max is claimed")
+	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: the SLO-max is below %s", res.Levels[0].Name))
+	case len(res.Levels) > 0 && !res.Interrupted:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no level passed, and %s was INVALID: no conclusion is drawn about the SLO-max", res.Levels[0].Name))
+	}
+	if limited && !res.Interrupted {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--max-levels (%d) stopped the search before the precision (%g): the boundary is known only to the bracket run", cfg.Search.maxLevels(), res.Precision))
 	}
 	res.Knee = knee(res.Levels)
 	if cfg.CurrentRate > 0 && res.SLOMax != nil {
@@ -237,36 +259,24 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	if c.Out != "" {
 		dir = c.Out.Level(name)
 	}
-	judge := slo.NewJudge(nil, c.SLO)
 	tr := &trend{}
 	meta := c.Meta
 	meta.Load = opts.Describe()
 	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
-		Streaming: c.Streaming, Goodput: c.SLO.GoodputFunc(), Telemetry: c.Telemetry, Out: dir,
-		MaxErrorRate: c.MaxErrorRate, SelfCheckWarns: c.SelfCheckWarns, Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD}
+		Streaming: c.Streaming, SLO: &pipeline.Judging{Spec: c.SLO}, Validity: c.Validity, Telemetry: c.Telemetry, Out: dir,
+		Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD}
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
-	res, err := pipeline.Run(ctx, spec, pipeline.Func(judge.Add), pipeline.Func(tr.add))
+	res, err := pipeline.Run(ctx, spec, pipeline.Func(tr.add))
 	if res == nil {
 		return nil, Outcome{}, fmt.Errorf("level %s: %w", name, err)
 	}
-	rep := judge.Assess(slo.Input{Now: time.Now().UTC(), QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
-		ClientCPU: map[string]float64{name: res.Info.CPUUtilization}})
-	rep.Tool = slo.Tool{Name: "tailgate", Version: c.Meta.Version}
-	res.Summary.SLO = rep
-	if dir != "" {
-		if werr := exporters.WriteVerdicts(dir, rep); werr != nil && err == nil {
-			err = werr
-		}
-		if werr := dir.WriteSummary(res.Summary); werr != nil && err == nil {
-			err = werr
-		}
-	}
+	rep := res.Report // judged by the pipeline: validity and verdicts
 	if err == nil {
 		err = res.WriteErr()
 	}
-	lr := levelResult(l, order, minReq, res, rep, tr, c.maxErrorRate())
+	lr := levelResult(l, order, minReq, res, rep, tr, c.bounds())
 	lr.Name, lr.Attempt = name, attempt
 	if c.Out != "" {
 		if rel, rerr := filepath.Rel(string(c.Out), string(dir)); rerr == nil {
@@ -279,22 +289,48 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	return lr, Outcome{Pass: lr.Pass, Saturated: lr.Saturated, Score: lr.Score}, err
 }
 
-func (c *Config) maxErrorRate() float64 {
-	if c.MaxErrorRate == 0 {
-		return pipeline.DefaultMaxErrorRate
+func (c *Config) bounds() slo.Validity {
+	if c.Validity == nil {
+		return slo.DefaultValidity
 	}
-	return c.MaxErrorRate
+	return *c.Validity
+}
+
+// MaxInvalidAttempts bounds the runs of one level that came out INVALID
+// (the generator distorted it, results not written): a busy machine can
+// spoil one run, rarely three.
+const MaxInvalidAttempts = 3
+
+// serverSide are the validity checks that describe the server saturating,
+// not a run to discard: a sweep reads them as saturation.
+var serverSide = map[string]bool{"errors": true, "dropped": true, "cut_at_end": true}
+
+// attempt is the attempt number for the next run of l: one above the
+// highest run so far (at least min), so every run has its own name.
+func (r *Result) attempt(l Level, min int) int {
+	a := min
+	for _, lr := range r.Levels {
+		if lr.value() == l.Value() && lr.Attempt >= a {
+			a = lr.Attempt + 1
+		}
+	}
+	return a
 }
 
 // levelResult reads a level's figures and decides pass and saturation.
-func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, maxErr float64) *LevelResult {
+func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, bounds slo.Validity) *LevelResult {
 	s := res.Summary
 	lr := &LevelResult{Name: l.Name(), RatePerS: l.Rate, Concurrency: l.Concurrency, Order: order,
 		OfferedPerS: s.Throughput.OfferedPerS, AchievedPerS: s.Throughput.RequestsPerS,
 		GoodputPerS: s.Throughput.GoodputPerS, OutputTokensPerS: s.Throughput.OutputTokensPerS,
 		Requests: s.Requests, MinRequests: minReq, LatencyMs: map[string]loadgen.Hist{},
-		Status: rep.Status, Verdicts: rep.Verdicts, Problems: rep.Problems,
-		Valid: s.Validity.Valid, InvalidReasons: s.Validity.Reasons, Warnings: s.Warnings}
+		Status: rep.Status, Verdicts: rep.Verdicts, Problems: rep.Problems, Valid: true, Warnings: s.Warnings}
+	for _, p := range rep.Problems {
+		if !serverSide[p.Check] && p.Check != "no_data" {
+			lr.Valid = false
+			lr.InvalidReasons = append(lr.InvalidReasons, p.String())
+		}
+	}
 	if l.Closed() {
 		lr.OfferedPerS = 0 // a closed loop offers what it achieves
 	}
@@ -316,7 +352,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 	}
 	lr.EnergyUnavailable = s.EnergyUnavailable
 	lr.TTFTFirstQuarterP50Ms, lr.TTFTLastQuarterP50Ms = tr.quarters()
-	lr.Saturation = saturation(s, lr, maxErr)
+	lr.Saturation = saturation(s, lr, bounds)
 	lr.Saturated = lr.Saturation != ""
 	lr.Score = score(rep.Verdicts)
 	lr.Pass = rep.Status == slo.ReportPass && lr.Valid && !lr.Saturated && !lr.Short
@@ -324,10 +360,10 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 }
 
 // saturation says why a level is saturated ("" when it is not).
-func saturation(s *results.Summary, lr *LevelResult, maxErr float64) string {
+func saturation(s *results.Summary, lr *LevelResult, bounds slo.Validity) string {
 	q := s.Requests
 	switch {
-	case maxErr >= 0 && q.Sent > 0 && float64(q.Errors) > maxErr*float64(q.Sent):
+	case q.Sent > 0 && bounds.MaxErrorRate.CmpRatio(uint64(q.Errors), uint64(q.Sent)) > 0:
 		return fmt.Sprintf("%.1f%% of requests failed (%d of %d)", 100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent)
 	case q.Sent > 0 && float64(q.Dropped+q.CutAtEnd) > 0.01*float64(q.Sent):
 		return fmt.Sprintf("%d of %d requests still queued when the level ended (%d cut at the end, %d dropped)",

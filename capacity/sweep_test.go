@@ -90,9 +90,9 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 		Timeout: 10 * time.Second, Grace: 2 * time.Second,
 		// The test machine is shared: a late send is the machine's, and
 		// intended-start timing charges it to the level anyway.
-		SelfCheckWarns: true,
-		Telemetry:      &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
-		Out:            results.Dir(filepath.Join(t.TempDir(), "sweep")), CurrentRate: 40,
+		Validity:  warnOnly(),
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Out:       results.Dir(filepath.Join(t.TempDir(), "sweep")), CurrentRate: 40,
 		Growth: &Growth{PerMonth: 0.08, Text: "8%/month"}}
 }
 
@@ -178,4 +178,10 @@ func TestSweepFindsSLOMaxClosedLoop(t *testing.T) {
 	if k := res.Knee; k == nil || k.Concurrency != 4 {
 		t.Errorf("knee %+v: want c4 (derived c = D0/d = 4)", k)
 	}
+}
+
+func warnOnly() *slo.Validity {
+	v := slo.DefaultValidity
+	v.DistortionWarns = true
+	return &v
 }

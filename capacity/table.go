@@ -42,6 +42,14 @@ func WriteTable(w io.Writer, r *Result) {
 		}
 		verdict := "PASS"
 		switch {
+		case !l.Valid:
+			verdict = "INVALID"
+			for _, p := range l.Problems {
+				if !serverSide[p.Check] && p.Check != "no_data" {
+					verdict += " (" + p.Check + ")"
+					break
+				}
+			}
 		case l.Saturated:
 			verdict = "FAIL saturated"
 		case l.Short:
@@ -57,7 +65,7 @@ func WriteTable(w io.Writer, r *Result) {
 	if r.SLOMax != nil {
 		fmt.Fprintf(w, "SLO-max: %s (%.1f req/s achieved): %s\n", r.SLOMax.Level, r.SLOMax.AchievedPerS, r.SLOMax.Note)
 	} else {
-		fmt.Fprintln(w, "SLO-max: none: no level met every objective")
+		fmt.Fprintln(w, "SLO-max: none: "+r.noSLOMax())
 	}
 	if line := energyLine(ls); line != "" {
 		fmt.Fprintln(w, line)

@@ -51,9 +51,12 @@ func ParseErrorKind(s string) (ErrorKind, bool) {
 }
 
 // Counted reports whether a record of this kind counts as a sent request
-// that failed. Dropped requests were never sent and cut_at_end ones were cut
-// by the generator, not failed by the server: both are counted apart.
-func (k ErrorKind) Counted() bool { return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd }
+// that failed. Dropped requests were never sent, cut_at_end ones were cut
+// by the generator and cancelled ones stopped by the run itself (Ctrl-C, a
+// failed sink): none was failed by the server, so all are counted apart.
+func (k ErrorKind) Counted() bool {
+	return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd && k != ErrCancelled
+}
 
 // Chunk is one content-bearing chunk of a stream: its arrival and how many
 // output tokens it carries (0 = the server did not say; Finalize fills it).

@@ -62,6 +62,9 @@ type Counts struct {
 	Errors   int64 `json:"errors"`
 	Dropped  int64 `json:"dropped"`
 	CutAtEnd int64 `json:"cut_at_end"` // not in Errors: the generator cut them (see Options.Grace)
+	// Cancelled were in flight when the run stopped itself (Ctrl-C, a
+	// failed sink): not in Errors, never a failure of the server.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// Retries counts requests sent again on a fresh connection after a
 	// reused idle one failed before any response byte (the latency still
 	// counts from the intended start).
@@ -193,7 +196,7 @@ type SummaryMeta struct {
 // in seconds (0: unknown).
 func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, Tokens) {
 	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries, ErrorsByKind: g.ErrorsByKind,
-		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)]}
+		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)], Cancelled: g.ErrorsByKind[string(ErrCancelled)]}
 	var t Throughput
 	if w := (g.last - g.first).Seconds(); w > 0 {
 		t = Throughput{RequestsPerS: float64(g.OK) / w, OutputTokensPerS: float64(g.OutputTokens) / w,

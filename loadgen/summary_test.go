@@ -90,7 +90,7 @@ func TestSummaryCountsCutAtEndApart(t *testing.T) {
 	add(ErrCancelled, 1)
 	add(ErrDropped, 1)
 	s := m.Summary(Info{Grace: 30 * time.Second}, SummaryMeta{})
-	if c := s.Requests; c.Sent != 12 || c.OK != 8 || c.Errors != 2 || c.CutAtEnd != 2 || c.Dropped != 1 ||
+	if c := s.Requests; c.Sent != 12 || c.OK != 8 || c.Errors != 1 || c.Cancelled != 1 || c.CutAtEnd != 2 || c.Dropped != 1 ||
 		c.ErrorsByKind["cut_at_end"] != 2 {
 		t.Errorf("counts %+v", c)
 	}

@@ -29,9 +29,12 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tailgate-llm/tailgate/acceptance"
+	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // Options configure a merge.
@@ -43,6 +46,10 @@ type Options struct {
 	Compression *results.Compression
 	// Version is the tool version written into the summary.
 	Version string
+	// SLO, if set, judges the merged run (as check does: from the merged
+	// records, by the bounds the shards were held to), writing verdict.json
+	// and summary.json's slo.
+	SLO *slo.Spec
 }
 
 // RefusedError lists every reason the shards cannot be merged, each
@@ -172,8 +179,10 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	limit := shards[0].h.MaxErrorRate
-	sum.Validity = pipeline.Validity(sum, limit, shards[0].h.SelfCheckWarns, writeErr)
+	// One run, judged by the one model with the bounds the shards were
+	// held to (saved with each: shard 0's, as check of the merged
+	// directory reads them back).
+	sum.Validity = pipeline.Validity(sum, shards[0].h.Bounds(), writeErr)
 	for _, s := range shards {
 		if s.sum != nil && !s.sum.Validity.Valid {
 			for _, r := range s.sum.Validity.Reasons {
@@ -198,6 +207,21 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Summary = sum
+	if opts.SLO != nil && form != results.RecordsNone {
+		rep, sv, err := acceptance.Check(out, opts.SLO, nil, time.Now().UTC())
+		if err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, sv.Notes...)
+		rep.Tool = slo.Tool{Name: "tailgate", Version: opts.Version}
+		sum.SLO = rep
+		if err := exporters.WriteVerdicts(out, rep); err != nil {
+			return nil, err
+		}
+		if err := out.WriteSummary(sum); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -42,7 +43,7 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: 3 * time.Second}}, Arrival: loadgen.ArrivalConstant,
 			Timeout: 10 * time.Second},
 		Telemetry:      &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 200 * time.Millisecond},
-		GPUHourCostUSD: 2.5, MaxErrorRate: -1, SelfCheckWarns: true}, count)
+		GPUHourCostUSD: 2.5, Validity: &slo.Unbounded}, count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +66,9 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 	// Without an energy source the figures are absent, and the summary
 	// says why.
 	res, err = Run(context.Background(), Spec{Client: okClient, Source: &loadgen.Repeat{Prompt: prompts.Prompt{Class: "c"}},
-		Options:      loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: time.Second}}},
-		Telemetry:    &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/nothing"}}, Interval: 200 * time.Millisecond},
-		MaxErrorRate: -1, SelfCheckWarns: true})
+		Options:   loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: time.Second}}},
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/nothing"}}, Interval: 200 * time.Millisecond},
+		Validity:  &slo.Unbounded})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 	"github.com/tailgate-llm/tailgate/theater"
 )
@@ -25,8 +27,18 @@ type Spec struct {
 	// that came as one body means the server ignored "stream".
 	Streaming bool
 	// Goodput, if set, judges each OK record against the SLO's per-request
-	// goodput constraints (the pipeline knows nothing of SLOs).
+	// goodput constraints (summary.json's goodput_per_s); with SLO set and
+	// Goodput nil, the SLO's constraints are used.
 	Goodput func(*loadgen.Record) bool
+	// SLO, if set, judges the run: the pipeline feeds every record to the
+	// judge and writes the report into summary.json (slo) and verdict.json
+	// once, so no caller judges again.
+	SLO *Judging
+	// Validity is the bounds the run is held to (nil: slo.DefaultValidity).
+	// The pipeline judges every stage by them, with the self-check, the
+	// interruption and the results' fate, into summary.json's validity
+	// and the report's problems.
+	Validity *slo.Validity
 	// Telemetry, if set, samples the server's metrics and GPUs beside the
 	// run.
 	Telemetry *telemetry.Config
@@ -36,12 +48,6 @@ type Spec struct {
 	Out results.Dir
 	// Progress, if set, is told how the run goes once a second.
 	Progress *Progress
-	// MaxErrorRate is the share of sent requests that may fail before the
-	// run is invalid (0: DefaultMaxErrorRate; negative: no limit).
-	MaxErrorRate float64
-	// SelfCheckWarns makes a self-check that found the generator distorting
-	// the figures a warning only, not a reason the run is invalid.
-	SelfCheckWarns bool
 	// Theater sets the metric-theater rule (the zero value: its defaults),
 	// judged whenever Telemetry is set; the result is summary.json's
 	// capacity section.
@@ -93,9 +99,16 @@ func (n *Notices) List() []string {
 	return slices.Clone(n.list)
 }
 
-// DefaultMaxErrorRate is Spec.MaxErrorRate's default: above it the run
-// measured a failing server or a broken set-up, not latency.
-const DefaultMaxErrorRate = 0.05
+// Judging is what the pipeline judges a run against.
+type Judging struct {
+	Spec *slo.Spec
+	// Stage, if set, is the plan stage this run is: only the objectives it
+	// applies are judged. Waivers are the plan's, beside the spec's.
+	Stage   *slo.Stage
+	Waivers []slo.Waiver
+	// Now is the instant waivers are judged at (zero: when the run ends).
+	Now time.Time
+}
 
 // Result is what a run produced. Summary's figures are complete even when
 // files could not be written: they come from memory.
@@ -112,6 +125,10 @@ type Result struct {
 	// Stopped is why the pipeline stopped the run early (a sink failed);
 	// nil otherwise. A user's Ctrl-C is Info.Interrupted.
 	Stopped error
+	// Report is the run's judgement: every stage's validity problems and,
+	// with Spec.SLO, the verdicts (then also Summary.SLO). Read it, with
+	// Summary.Validity, through results.Exit.
+	Report *slo.Report
 }
 
 // WriteErr is the first failure to write results, nil if none.
@@ -138,6 +155,10 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	}
 	metrics := loadgen.NewMetrics()
 	metrics.Goodput = spec.Goodput
+	if metrics.Goodput == nil && spec.SLO != nil {
+		metrics.Goodput = spec.SLO.Spec.GoodputFunc()
+	}
+	judge := newJudge(spec)
 	start := time.Now()
 	var own []Sink
 	if spec.Out != "" {
@@ -167,7 +188,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 		}
 		own = append(own, &hlogSink{w: hw, m: metrics})
 	}
-	p := &pipe{metrics: metrics, streaming: spec.Streaming}
+	p := &pipe{metrics: metrics, streaming: spec.Streaming, judge: judge}
 	for _, s := range append(own, sinks...) {
 		p.sinks = append(p.sinks, &sinkState{Sink: s})
 	}
@@ -268,7 +289,11 @@ loop:
 	res.Summary.Changes = spec.Changes
 	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
 	res.Summary.Warnings = append(res.Summary.Warnings, spec.Notices.List()...)
-	res.Summary.Validity = validity(res, spec)
+	res.Report = judgeRun(judge, spec, res, out.err)
+	res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
+	if spec.SLO != nil {
+		res.Summary.SLO = res.Report
+	}
 
 	if spec.Out != "" {
 		if q := results.QueueTelemetryByStage(res.QueueDelay); len(q) > 0 {
@@ -276,11 +301,31 @@ loop:
 				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
 			}
 		}
-		if err := writeHistograms(spec, res); err != nil {
+		if err := writeHistograms(spec, res, judge.Validity()); err != nil {
 			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.HistogramsFile, Err: err})
+		}
+		if spec.SLO != nil {
+			// A plan stage's verdict.json only: the plan's junit.xml is the
+			// one CI reads, and a second per stage would count twice.
+			write := exporters.WriteVerdicts
+			if spec.SLO.Stage != nil {
+				write = func(d results.Dir, r *slo.Report) error { return results.WriteJSON(d.Path(results.VerdictFile), r) }
+			}
+			if err := write(spec.Out, res.Report); err != nil {
+				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.VerdictFile, Err: err})
+			}
 		}
 		if err := spec.Out.WriteSummary(res.Summary); err != nil {
 			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.SummaryFile, Err: err})
+		}
+		if res.WriteErr() != nil && res.Summary.Validity.Valid {
+			// What the summary could not say about itself: results that
+			// did not reach the disk make the run invalid here too.
+			res.Report = judgeRun(judge, spec, res, out.err)
+			res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
+			if spec.SLO != nil {
+				res.Summary.SLO = res.Report
+			}
 		}
 	}
 	if out.err != nil && !errors.Is(out.err, context.Canceled) {
@@ -300,6 +345,7 @@ type pipe struct {
 	empty        int64             // ok answers without a content chunk
 	theater      *theater.Detector // nil without telemetry
 	work         *workTimeline     // nil without telemetry
+	judge        *slo.Judge
 }
 
 type sinkState struct {
@@ -325,6 +371,7 @@ func (p *pipe) add(rec *loadgen.Record) error {
 	if p.work != nil {
 		p.work.add(rec)
 	}
+	p.judge.Add(rec)
 	var first error
 	for _, s := range p.sinks {
 		if s.failed > 0 {
@@ -399,7 +446,7 @@ func (p *pipe) warnings(res *Result) []string {
 
 // writeHistograms saves the run's metrics whole (histograms.json), for
 // merging shards.
-func writeHistograms(spec Spec, res *Result) error {
+func writeHistograms(spec Spec, res *Result, bounds slo.Validity) error {
 	st, err := res.Metrics.State()
 	if err != nil {
 		return &results.WriteError{Path: spec.Out.Path(results.HistogramsFile), Err: err}
@@ -409,7 +456,7 @@ func writeHistograms(spec Spec, res *Result) error {
 		form = results.RecordsFull
 	}
 	h := &results.Histograms{Identity: Identity(spec), Info: res.Info.State(), Metrics: st, Records: form,
-		Streaming: spec.Streaming, MaxErrorRate: res.Summary.Validity.MaxErrorRate, SelfCheckWarns: spec.SelfCheckWarns,
+		Streaming: spec.Streaming, MaxErrorRate: bounds.ErrorRateLimit(), SelfCheckWarns: bounds.DistortionWarns, Validity: &bounds,
 		Meta: results.HistogramsMeta{Version: spec.Meta.Version, Target: spec.Meta.Target, API: spec.Meta.API,
 			Model: spec.Meta.Model, Load: spec.Meta.Load}}
 	return spec.Out.WriteHistograms(h)

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // okClient answers every request after a fixed delay with two chunks
@@ -101,7 +103,7 @@ func TestKeepGoing(t *testing.T) {
 func TestRunWritesResults(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	sp := spec(50, 400*time.Millisecond)
-	sp.Out, sp.SelfCheckWarns = dir, true
+	sp.Out, sp.Validity = dir, warnOnly()
 	res, err := Run(context.Background(), sp)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func TestRunWritesResults(t *testing.T) {
 // A run where most requests fail is invalid; the limit is the spec's.
 func TestValidityErrorRate(t *testing.T) {
 	sp := spec(100, 200*time.Millisecond)
-	sp.SelfCheckWarns = true // judged here: the error rate alone
+	sp.Validity = warnOnly() // judged here: the error rate alone
 	sp.Client = loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 		okClient(ctx, p, rec)
 		if rec.Seq%4 == 3 {
@@ -129,13 +131,21 @@ func TestValidityErrorRate(t *testing.T) {
 	})
 	res, _ := Run(context.Background(), sp)
 	if res.Summary.Validity.Valid {
-		t.Errorf("25%% errors passed the default %.0f%% limit", DefaultMaxErrorRate*100)
+		t.Errorf("25%% errors passed the default %s limit", slo.DefaultValidity.MaxErrorRate)
 	}
-	sp.MaxErrorRate = 0.3
+	sp.Validity.MaxErrorRate = slo.MustDecimal("30%")
 	res, _ = Run(context.Background(), sp)
 	if !res.Summary.Validity.Valid {
 		t.Errorf("25%% errors failed a 30%% limit: %v", res.Summary.Validity.Reasons)
 	}
+}
+
+// warnOnly is the default bounds with the self-check a warning only: a
+// test judging one bound on a busy machine.
+func warnOnly() *slo.Validity {
+	v := slo.DefaultValidity
+	v.DistortionWarns = true
+	return &v
 }
 
 func TestMeasuredStarts(t *testing.T) {
@@ -145,5 +155,93 @@ func TestMeasuredStarts(t *testing.T) {
 	want := []point{{3 * time.Second, "b"}, {5 * time.Second, "c"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("%v, want %v", got, want)
+	}
+}
+
+// Ctrl-C mid-run: the run is invalid (interrupted) and the requests the run
+// cancelled itself are no server errors, in the summary or in a verdict.
+func TestInterruptedRunIsInvalid(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hanging := make(chan struct{}, 100)
+	sp := spec(50, 10*time.Second)
+	sp.Validity = warnOnly()
+	sp.Client = loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+		if rec.Seq < 4 {
+			okClient(ctx, p, rec)
+			return
+		}
+		rec.Sent = rec.Now()
+		hanging <- struct{}{}
+		<-ctx.Done()
+		rec.ErrorKind, rec.End = loadgen.ErrCancelled, rec.Now()
+	})
+	spec, err := slo.ParseSpec("slo.yaml", []byte("kind: SLO\nname: s\nowner: team\nobjectives:\n  - {name: errors, metric: error_rate, threshold: 1%}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.SLO = &Judging{Spec: spec}
+	sp.Out = results.Dir(t.TempDir())
+	go func() {
+		for range 3 { // three requests hang in flight: then the user presses Ctrl-C
+			<-hanging
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sp.Out.ReadSummary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s.Requests
+	if s.Validity.Valid || len(s.Validity.Reasons) == 0 || !strings.Contains(s.Validity.Reasons[0], "interrupted") {
+		t.Errorf("validity %+v", s.Validity)
+	}
+	if q.Errors != 0 || q.Cancelled < 3 || q.OK != 4 {
+		t.Errorf("requests %+v: cancelled requests must not be errors", q)
+	}
+	if s.SLO == nil || len(s.SLO.Verdicts) != 1 || s.SLO.Verdicts[0].Status != slo.Pass || s.SLO.Verdicts[0].LeftOut != uint64(q.Cancelled) {
+		t.Fatalf("slo %+v", s.SLO)
+	}
+	if code, why := results.Exit(&s.Validity, s.SLO); code != slo.ExitInvalid || !strings.Contains(why, "interrupted") {
+		t.Errorf("exit %d %q", code, why)
+	}
+	if rep, err := sp.Out.ReadReport(); err != nil || rep.Status != slo.ReportInvalid || res.Report.Status != slo.ReportInvalid {
+		t.Errorf("verdict.json %+v %v", rep, err)
+	}
+}
+
+// The pipeline judges: summary.json holds the report and the bounds used,
+// verdict.json the same report.
+func TestPipelineJudges(t *testing.T) {
+	sp := spec(50, 200*time.Millisecond)
+	v := *warnOnly()
+	v.MaxErrorRate = slo.MustDecimal("20%")
+	sp.Validity, sp.Out = &v, results.Dir(t.TempDir())
+	spec, err := slo.ParseSpec("slo.yaml", []byte("kind: SLO\nname: s\nowner: team\nobjectives:\n  - {name: e2e, metric: e2e, threshold: 10s, target: 50%}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.SLO = &Judging{Spec: spec}
+	if _, err := Run(context.Background(), sp); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sp.Out.ReadSummary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Validity.Valid || s.Validity.Bounds == nil || s.Validity.Bounds.MaxErrorRate.String() != "20%" || s.Validity.MaxErrorRate != 0.2 {
+		t.Errorf("validity %+v", s.Validity)
+	}
+	rep, err := sp.Out.ReadReport()
+	if err != nil || s.SLO == nil || rep.Status != slo.ReportPass || s.SLO.Status != rep.Status || rep.Validity.MaxErrorRate.String() != "20%" {
+		t.Errorf("verdict.json %+v (%v), summary slo %+v", rep, err, s.SLO)
+	}
+	h, err := sp.Out.ReadHistograms()
+	if err != nil || h.Bounds().MaxErrorRate.String() != "20%" || !h.Bounds().DistortionWarns {
+		t.Errorf("histograms bounds %+v %v", h.Validity, err)
 	}
 }

@@ -1,48 +1,90 @@
 package pipeline
 
 import (
-	"fmt"
+	"strings"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// validity judges whether a run's figures can be trusted (see
-// results.Validity). Interruption is not a reason: a stopped run's figures
-// are true for what ran, and the summary says it was interrupted.
-func validity(res *Result, spec Spec) results.Validity {
-	limit := spec.MaxErrorRate
-	if limit == 0 {
-		limit = DefaultMaxErrorRate
-	}
-	return Validity(res.Summary, limit, spec.SelfCheckWarns, res.WriteErr())
-}
-
-// Validity judges a summary's figures by the run's rules: limit is the
-// error-rate limit applied (negative: none), selfCheckWarns makes a
-// distorting generator a warning only, writeErr is the first failure to
-// write results. Merge judges a merged result with it, as one run.
-func Validity(s *results.Summary, limit float64, selfCheckWarns bool, writeErr error) results.Validity {
-	v := results.Validity{MaxErrorRate: limit}
-	q := s.Requests
-	switch {
-	case q.Sent == 0 && q.Warmup == 0:
-		v.Reasons = append(v.Reasons, "no request was sent")
-	case q.Sent == 0:
-		v.Reasons = append(v.Reasons, fmt.Sprintf("nothing was measured: all %d requests were warm-up", q.Warmup))
-	case q.OK == 0:
-		v.Reasons = append(v.Reasons, fmt.Sprintf("no request succeeded (%d sent)", q.Sent))
-	case limit >= 0 && float64(q.Errors) > limit*float64(q.Sent):
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%.1f%% of requests failed (%d of %d), above the %.1f%% limit (--max-error-rate)",
-			100*float64(q.Errors)/float64(q.Sent), q.Errors, q.Sent, 100*limit))
-	}
-	if sc := s.SelfCheck; sc.Distorted && !selfCheckWarns {
-		for _, r := range sc.Reasons {
-			v.Reasons = append(v.Reasons, "the load generator distorted the figures: "+r)
+// newJudge is the run's judge: the SLO's objectives (those the plan stage
+// applies), or none, for validity alone; held to spec.Validity.
+func newJudge(spec Spec) *slo.Judge {
+	sloSpec := &slo.Spec{}
+	var plan *slo.Plan
+	if j := spec.SLO; j != nil {
+		sloSpec = j.Spec
+		if j.Stage != nil || len(j.Waivers) > 0 {
+			plan = &slo.Plan{Waivers: j.Waivers}
+			if j.Stage != nil {
+				plan.Stages = []slo.Stage{*j.Stage}
+			} else {
+				for _, st := range spec.Options.Stages {
+					plan.Stages = append(plan.Stages, slo.Stage{Name: st.Name})
+				}
+			}
 		}
 	}
-	if writeErr != nil {
-		v.Reasons = append(v.Reasons, "results could not be written: "+writeErr.Error())
+	judge := slo.NewJudge(plan, sloSpec)
+	v := slo.DefaultValidity
+	if spec.Validity != nil {
+		v = *spec.Validity
 	}
-	v.Valid = len(v.Reasons) == 0
-	return v
+	judge.SetValidity(v)
+	return judge
+}
+
+// judgeRun judges the run: the records' counts and verdicts, and what the
+// pipeline knows beside them (Facts: interruption, the self-check, results
+// not written, the run stopped early). With one stage the facts are that
+// stage's; with several, the whole run's.
+func judgeRun(judge *slo.Judge, spec Spec, res *Result, runErr error) *slo.Report {
+	f := RunFacts(res.Summary, res.Info.Interrupted)
+	var incomplete []string
+	if we := res.WriteErr(); we != nil {
+		incomplete = append(incomplete, we.Error())
+	}
+	if res.Stopped != nil && res.WriteErr() == nil {
+		incomplete = append(incomplete, "the run was stopped early: "+res.Stopped.Error())
+	}
+	if runErr != nil {
+		incomplete = append(incomplete, "the run failed: "+runErr.Error())
+	}
+	f.Incomplete = strings.Join(incomplete, "; ")
+	key := ""
+	cpu := map[string]float64{}
+	if len(spec.Options.Stages) == 1 {
+		key = spec.Options.Stages[0].Name
+		cpu[key] = res.Info.CPUUtilization
+	}
+	now := time.Now().UTC()
+	if spec.SLO != nil && !spec.SLO.Now.IsZero() {
+		now = spec.SLO.Now
+	}
+	rep := judge.Assess(slo.Input{Now: now, QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
+		ClientCPU: cpu, Facts: map[string]slo.Facts{key: f}})
+	rep.Tool = slo.Tool{Name: "tailgate", Version: spec.Meta.Version}
+	return rep
+}
+
+// RunFacts are the validity facts a summary holds: interruption and the
+// self-check (check reads them back from a saved summary.json).
+func RunFacts(s *results.Summary, interrupted bool) slo.Facts {
+	f := slo.Facts{Interrupted: interrupted}
+	if sc := s.SelfCheck; sc.Distorted {
+		f.Distorted, f.Distortion = true, sc.Reasons
+	}
+	return f
+}
+
+// Validity judges a merged run's summary as one run: its counts by the
+// bounds, with its facts (interruption, self-check, writeErr: the first
+// failure to write results).
+func Validity(s *results.Summary, bounds slo.Validity, writeErr error) results.Validity {
+	f := RunFacts(s, s.Run.Interrupted)
+	if writeErr != nil {
+		f.Incomplete = writeErr.Error()
+	}
+	return results.NewValidity(bounds, bounds.Problems("", slo.CountsOf(s.Requests), f))
 }

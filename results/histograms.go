@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // HistogramsSchema names histograms.json's contract.
@@ -34,6 +35,19 @@ type Histograms struct {
 	MaxErrorRate float64 `json:"max_error_rate"`
 	// SelfCheckWarns: a distorting generator was a warning only.
 	SelfCheckWarns bool `json:"self_check_warns,omitempty"`
+	// Validity is every validity bound the run was held to (nil in runs
+	// saved before the bounds were: MaxErrorRate and SelfCheckWarns then).
+	Validity *slo.Validity `json:"validity,omitempty"`
+}
+
+// Bounds are the validity bounds the run was held to.
+func (h *Histograms) Bounds() slo.Validity {
+	if h.Validity != nil {
+		return *h.Validity
+	}
+	v := slo.ValidityFromErrorRate(h.MaxErrorRate)
+	v.DistortionWarns = h.SelfCheckWarns
+	return v
 }
 
 // HistogramsMeta is loadgen.SummaryMeta, saved.

@@ -59,8 +59,21 @@ type Validity struct {
 	Valid bool `json:"valid"`
 	// Reasons say why not, one line each.
 	Reasons []string `json:"reasons,omitempty"`
-	// MaxErrorRate is the limit the error rate was held to.
+	// MaxErrorRate is the limit the error rate was held to (Bounds'
+	// max_error_rate as a fraction; kept for readers of the first form).
 	MaxErrorRate float64 `json:"max_error_rate"`
+	// Bounds are every bound the run was held to (slo.Validity), so check
+	// re-judges the run by the same ones.
+	Bounds *slo.Validity `json:"bounds,omitempty"`
+}
+
+// NewValidity is the validity block of a run judged by bounds with these
+// problems (slo.Valid: an objective's NO_DATA is not the run's).
+func NewValidity(bounds slo.Validity, problems []slo.Problem) Validity {
+	b := bounds
+	v := Validity{MaxErrorRate: b.ErrorRateLimit(), Bounds: &b}
+	v.Valid, v.Reasons = slo.Valid(problems)
+	return v
 }
 
 // WriteSummary writes summary.json into d atomically.

@@ -67,6 +67,13 @@ type Verdict struct {
 	// (dropped), neither a failure of the server; the note says which.
 	LeftOut uint64  `json:"left_out,omitempty"`
 	WindowS float64 `json:"window_s,omitempty"`
+	// CensoredMisses counts requests cut at the end, timed out or
+	// cancelled by the run after a latency threshold had passed: known
+	// misses, in Total and not in Good. Censored counts those cut before
+	// it: their value is unknown, so they are in neither, and the note says
+	// whether they could change the verdict (latency only).
+	CensoredMisses uint64 `json:"censored_misses,omitempty"`
+	Censored       uint64 `json:"censored,omitempty"`
 	// Result is the outcome before waivers; Status after them.
 	Result Status `json:"result"`
 	Status Status `json:"status"`
@@ -197,13 +204,15 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 			break
 		}
 		judgeLatency(&v, o, &oj.lat)
-		if v.Result == NoData {
+		v.CensoredMisses, v.Censored = oj.censoredMiss, oj.censoredBefore
+		if v.Result == NoData && oj.censoredBefore == 0 {
 			v.Note = oj.noSamples()
 		} else if oj.metric != nil && oj.metric.Streamed && oj.unstreamed > 0 {
 			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", oj.unstreamed, oj.ok, o.Metric))
 		}
+		censorNote(&v, o)
 	case KindRatio:
-		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped
+		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
 		if v.LeftOut > 0 {
 			var parts []string
 			if oj.cut > 0 {
@@ -211,6 +220,9 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 			}
 			if oj.dropped > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", oj.dropped, loadgen.ErrDropped))
+			}
+			if oj.cancelled > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s by the run", oj.cancelled, loadgen.ErrCancelled))
 			}
 			v.Note = "left out: " + strings.Join(parts, ", ") + " (the load generator's, not failures of the server)"
 		}
@@ -227,6 +239,17 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 	case KindFloor:
 		if o.Metric == GoodputPerS {
 			v.Note = "good: " + oj.cons.String()
+			if oj.unjudged > 0 && oj.work == 0 {
+				// No stream, no TPOT: the rule cannot be judged, which is
+				// not a rate of 0 good requests per second.
+				v.Result = NoData
+				v.Note = fmt.Sprintf("goodput needs the tpot ≤ %s limit judged, and no TPOT exists without a stream: %d successful answers came as one body (good: %s)",
+					oj.cons.TPOT, oj.unjudged, oj.cons.String())
+				break
+			}
+			if oj.unjudged > 0 {
+				v.Note += fmt.Sprintf("; %d answers came as one body and could not be judged against the tpot limit (not counted)", oj.unjudged)
+			}
 		}
 		v.Good = oj.work
 		w := win.Duration()
@@ -242,6 +265,27 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 		}
 	}
 	return v
+}
+
+// censorNote says what censored requests did to a latency verdict: those
+// cut after the threshold are misses; those cut before it are unknown, and
+// when they could turn a PASS into a FAIL the note says the sample does not
+// decide it.
+func censorNote(v *Verdict, o *Objective) {
+	if v.CensoredMisses > 0 {
+		addNote(v, fmt.Sprintf("%d requests cut at the end, timed out or cancelled after %s counted as misses (right-censored)", v.CensoredMisses, o.Threshold))
+	}
+	if v.Censored == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%d requests cut at the end, timed out or cancelled before %s are not counted: their %s is unknown", v.Censored, o.Threshold, o.Metric)
+	if v.Result == Pass && o.Target.CmpRatio(v.Good, v.Total+v.Censored) < 0 {
+		msg += "; had they missed, the objective would fail: this sample does not decide it"
+	}
+	if v.Result == NoData {
+		msg += "; nothing else to judge"
+	}
+	addNote(v, msg)
 }
 
 // noSamples says why a latency objective had nothing to measure.

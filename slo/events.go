@@ -53,8 +53,9 @@ func (o *Objective) meets(v time.Duration) bool { return v <= o.Threshold }
 type ratioClass int
 
 const (
-	ratioCut     ratioClass = iota // cut_at_end, not named: left out
-	ratioDropped                   // dropped, not named: left out
+	ratioCut       ratioClass = iota // cut_at_end, not named: left out
+	ratioDropped                     // dropped, not named: left out
+	ratioCancelled                   // cancelled by the run itself, not named: left out
 	ratioGood
 	ratioBad
 )
@@ -66,6 +67,8 @@ func (o *Objective) ratioEvent(r *loadgen.Record) ratioClass {
 		return ratioCut
 	case r.ErrorKind == loadgen.ErrDropped && !named:
 		return ratioDropped
+	case r.ErrorKind == loadgen.ErrCancelled && !named:
+		return ratioCancelled
 	case !r.OK() && (len(o.ErrorKinds) == 0 || named):
 		return ratioBad
 	}
@@ -89,7 +92,16 @@ func (o *Objective) Events(r *loadgen.Record) Events {
 	switch o.Kind() {
 	case KindLatency:
 		m := o.Metric.latency()
-		if m == nil || !r.OK() {
+		if m == nil {
+			return e
+		}
+		if !r.OK() {
+			switch c, v := o.censor(r); {
+			case c == censoredMiss, c == censoredSeen && !o.meets(v):
+				e.Bad = 1
+			case c == censoredSeen:
+				e.Good = 1
+			}
 			return e
 		}
 		for s := m.Samples(r); s.Next(); {
@@ -133,4 +145,54 @@ func (o *Objective) OperateEvents(r *loadgen.Record) Events {
 		return Events{Bad: 1}
 	}
 	return o.Events(r)
+}
+
+// censorClass is what a request that never finished is to a latency
+// objective measured from the intended start.
+type censorClass int
+
+const (
+	notCensored    censorClass = iota // finished, failed by the server, or a metric not from the intended start
+	censoredSeen                      // cut after the metric's instant: its value is known
+	censoredMiss                      // cut after the threshold had passed: a known miss
+	censoredBefore                    // cut before the threshold: its value is unknown
+)
+
+// censor classes r for o. A request cut at the end (cut_at_end), timed
+// out or cancelled by the run is right-censored: its TTFT, TTFAT or E2E is
+// at least the time from its intended start to when it was cut. Once that
+// is past the threshold it is a known miss, not a silent exclusion (the
+// requests cut are the slowest); before it, the request is counted apart
+// and said. Metrics not measured from the intended start (ICL, ITL, TPOT)
+// are not censored this way.
+//
+// A TTFT or TTFAT that arrived before the cut is known (censoredSeen, with
+// its value): it counts like any other sample.
+func (o *Objective) censor(r *loadgen.Record) (censorClass, time.Duration) {
+	switch r.ErrorKind {
+	case loadgen.ErrCutAtEnd, loadgen.ErrTimeout, loadgen.ErrCancelled:
+	default:
+		return notCensored, 0
+	}
+	switch o.Metric {
+	case TTFT, TTFAT, E2E:
+	default:
+		return notCensored, 0
+	}
+	switch {
+	case o.Metric == TTFT && len(r.Chunks) > 0:
+		return censoredSeen, loadgen.TruncMicros(r.Chunks[0].At) - loadgen.TruncMicros(r.Intended)
+	case o.Metric == TTFAT && r.FirstAnswer > 0:
+		return censoredSeen, loadgen.TruncMicros(r.FirstAnswer) - loadgen.TruncMicros(r.Intended)
+	}
+	if v := censoredElapsed(r); v > o.Threshold {
+		return censoredMiss, v
+	}
+	return censoredBefore, 0
+}
+
+// censoredElapsed is how long a censored request had run, from its
+// intended start to when it was cut.
+func censoredElapsed(r *loadgen.Record) time.Duration {
+	return loadgen.TruncMicros(r.End) - loadgen.TruncMicros(r.Intended)
 }

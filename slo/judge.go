@@ -42,6 +42,14 @@ func NewJudge(plan *Plan, spec *Spec) *Judge {
 	return j
 }
 
+// SetValidity sets the bounds the run is held to (the plan's, or
+// DefaultValidity, until set): the bounds a run saved, for check, or the
+// flags' over the plan's.
+func (j *Judge) SetValidity(v Validity) { j.validity = v }
+
+// Validity is the bounds the judge holds the run to.
+func (j *Judge) Validity() Validity { return j.validity }
+
 // stageJudge is the running state of one stage.
 type stageJudge struct {
 	name     string
@@ -152,8 +160,16 @@ type objectiveJudge struct {
 	// compact counts successful records read from a compact requests.jsonl
 	// (no chunk instants: no ICL or ITL samples).
 	compact uint64
-	// ratio: failed of counted requests; cut and dropped were left out.
-	bad, counted, cut, dropped uint64
+	// ratio: failed of counted requests; cut, dropped and cancelled were
+	// left out.
+	bad, counted, cut, dropped, cancelled uint64
+	// censoredMiss counts requests cut, timed out or cancelled after a
+	// latency threshold had passed (counted as misses), censoredBefore
+	// those cut before it (counted apart: their value is unknown).
+	censoredMiss, censoredBefore uint64
+	// unjudged counts successful requests goodput could not judge: a TPOT
+	// bound on an answer that came as one body.
+	unjudged uint64
 	// floor: requests or tokens of successful requests.
 	work uint64
 }
@@ -182,7 +198,19 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 	o := oj.o
 	switch o.Kind() {
 	case KindLatency:
-		if oj.metric == nil || !r.OK() {
+		if oj.metric == nil {
+			return
+		}
+		if !r.OK() {
+			switch c, v := o.censor(r); c {
+			case censoredSeen:
+				oj.lat.add(v, o.meets(v), 1)
+			case censoredMiss:
+				oj.censoredMiss++
+				oj.lat.add(v, false, 1)
+			case censoredBefore:
+				oj.censoredBefore++
+			}
 			return
 		}
 		oj.ok++
@@ -203,6 +231,9 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		case ratioDropped:
 			oj.dropped++
 			return
+		case ratioCancelled:
+			oj.cancelled++
+			return
 		case ratioBad:
 			oj.bad++
 		}
@@ -219,7 +250,9 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		case InputTokensPerS:
 			oj.work += uint64(max(r.InputTokens, 0))
 		case GoodputPerS:
-			if oj.cons.Met(r) {
+			if oj.cons.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2 {
+				oj.unjudged++ // no TPOT without a stream: not a miss either
+			} else if oj.cons.Met(r) {
 				oj.work++
 			}
 		}
@@ -250,18 +283,7 @@ func (j *Judge) Assess(in Input) *Report {
 		st := &stages[i]
 		sr := StageReport{Name: st.Name, Manual: st.Manual}
 		if st.Manual {
-			v := Verdict{Objective: string(ManualResult), Stage: st.Name, Kind: KindManual, Metric: ManualResult,
-				ThresholdText: "pass", Result: Pending, Note: "not recorded yet: tailgate validate --record " + st.Name + "=pass|fail --by NAME"}
-			if m, ok := manual[st.Name]; ok {
-				mc := m
-				sr.ManualResult = &mc
-				v.Result, v.Note = Fail, m.Note
-				if m.Pass {
-					v.Result = Pass
-				}
-				v.Source = "recorded by " + m.By + " at " + m.At.UTC().Format(time.RFC3339)
-			}
-			applyWaivers(&v, waivers, in.Now)
+			v, sr := manualStage(st, manual, waivers, in.Now)
 			r.Verdicts = append(r.Verdicts, v)
 			r.Stages = append(r.Stages, sr)
 			continue
@@ -287,12 +309,37 @@ func (j *Judge) Assess(in Input) *Report {
 		} else {
 			cpu = -1
 		}
-		r.Problems = append(r.Problems, s.problems(j.validity, cpu)...)
+		r.Problems = append(r.Problems, s.problems(j.validity, cpu, in.Facts[st.Name])...)
 		r.Verdicts = append(r.Verdicts, vs...)
 		r.Stages = append(r.Stages, sr)
 	}
+	if f, ok := in.Facts[""]; ok {
+		// Facts of the whole run (one pipeline over several stages).
+		r.Problems = append(r.Problems, j.validity.factProblems("", f)...)
+	}
+	v := j.validity
+	r.Validity = &v
 	r.finish()
 	return r
+}
+
+// manualStage is a manual stage's verdict and report: the last result
+// recorded for it, or PENDING.
+func manualStage(st *Stage, manual map[string]ManualRecord, waivers []Waiver, now time.Time) (Verdict, StageReport) {
+	sr := StageReport{Name: st.Name, Manual: true}
+	v := Verdict{Objective: string(ManualResult), Stage: st.Name, Kind: KindManual, Metric: ManualResult,
+		ThresholdText: "pass", Result: Pending, Note: "not recorded yet: tailgate validate --record " + st.Name + "=pass|fail --by NAME"}
+	if m, ok := manual[st.Name]; ok {
+		mc := m
+		sr.ManualResult = &mc
+		v.Result, v.Note = Fail, m.Note
+		if m.Pass {
+			v.Result = Pass
+		}
+		v.Source = "recorded by " + m.By + " at " + m.At.UTC().Format(time.RFC3339)
+	}
+	applyWaivers(&v, waivers, now)
+	return v, sr
 }
 
 // stageOrder lists the stages seen, ordered by each stage's first request

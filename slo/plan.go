@@ -72,31 +72,6 @@ func (s *Stage) Applies(objective string) bool {
 	return false
 }
 
-// Validity bounds the run itself. Beyond them the run is invalid (exit 3)
-// whatever the objectives say: the numbers would not describe the server.
-type Validity struct {
-	// MaxErrorRate: more failed requests than this (of a stage's requests)
-	// and latency figures describe too few requests (default 50%).
-	MaxErrorRate Decimal
-	// MaxDropped: more dropped requests than this and the load generator
-	// could not keep the schedule (default 1%).
-	MaxDropped Decimal
-	// MaxScheduleLag: the 99th-percentile send lateness above which the
-	// load generator was the bottleneck (default 50ms, open loop only).
-	MaxScheduleLag time.Duration
-	// MaxClientCPU: the load generator's CPU use (0–1 of all cores) above
-	// which it was the bottleneck (default 90%).
-	MaxClientCPU Decimal
-}
-
-// DefaultValidity is used for bounds a plan leaves out.
-var DefaultValidity = Validity{
-	MaxErrorRate:   MustDecimal("50%"),
-	MaxDropped:     MustDecimal("1%"),
-	MaxScheduleLag: 50 * time.Millisecond,
-	MaxClientCPU:   MustDecimal("90%"),
-}
-
 // Arrival processes a stage may name.
 const (
 	ArrivalConstant = "constant"
@@ -260,12 +235,13 @@ func (r reader) plan(root yamlwalk.Node) *Plan {
 }
 
 func (r reader) validity(n yamlwalk.Node) Validity {
-	f, _ := n.Map("max_error_rate", "max_dropped", "max_schedule_lag", "max_client_cpu")
+	f, _ := n.Map("max_error_rate", "max_dropped", "max_cut_at_end", "max_distortion", "max_schedule_lag", "max_client_cpu")
 	v := DefaultValidity
 	for _, b := range []struct {
 		key string
 		dst *Decimal
-	}{{"max_error_rate", &v.MaxErrorRate}, {"max_dropped", &v.MaxDropped}, {"max_client_cpu", &v.MaxClientCPU}} {
+	}{{"max_error_rate", &v.MaxErrorRate}, {"max_dropped", &v.MaxDropped}, {"max_cut_at_end", &v.MaxCutAtEnd},
+		{"max_distortion", &v.MaxDistortion}, {"max_client_cpu", &v.MaxClientCPU}} {
 		if n, ok := f.Get(b.key); ok {
 			if x, ok := decimal(n); ok {
 				if x.CmpRatio(1, 1) < 0 {

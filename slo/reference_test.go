@@ -71,9 +71,27 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 	case KindLatency:
 		m := o.Metric.latency()
 		var samples []refSample
-		var ok, unstreamed uint64
+		var ok, unstreamed, misses, censored uint64
 		for _, r := range recs {
 			if !r.OK() {
+				// Right-censored: cut, timed out or cancelled; TTFT, TTFAT
+				// and E2E run from the intended start.
+				cut := r.ErrorKind == loadgen.ErrCutAtEnd || r.ErrorKind == loadgen.ErrTimeout || r.ErrorKind == loadgen.ErrCancelled
+				if !cut || (o.Metric != TTFT && o.Metric != TTFAT && o.Metric != E2E) {
+					continue
+				}
+				intended := loadgen.TruncMicros(r.Intended)
+				switch {
+				case o.Metric == TTFT && len(r.Chunks) > 0:
+					samples = append(samples, refSample{loadgen.TruncMicros(r.Chunks[0].At) - intended, 1})
+				case o.Metric == TTFAT && r.FirstAnswer > 0:
+					samples = append(samples, refSample{loadgen.TruncMicros(r.FirstAnswer) - intended, 1})
+				case loadgen.TruncMicros(r.End)-intended > o.Threshold:
+					samples = append(samples, refSample{loadgen.TruncMicros(r.End) - intended, 1})
+					misses++
+				default:
+					censored++
+				}
 				continue
 			}
 			ok++
@@ -92,12 +110,16 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			}
 		}
 		v.Good, v.Total = good, total
+		v.CensoredMisses, v.Censored = misses, censored
 		if total == 0 {
 			v.Result = NoData
-			v.Note = "no " + m.Events + " to measure"
-			if m.Streamed && ok > 0 && unstreamed == ok {
-				v.Note = fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)", strings.ToUpper(string(o.Metric)), ok)
+			if censored == 0 {
+				v.Note = "no " + m.Events + " to measure"
+				if m.Streamed && ok > 0 && unstreamed == ok {
+					v.Note = fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)", strings.ToUpper(string(o.Metric)), ok)
+				}
 			}
+			censorNote(&v, o)
 			return v
 		}
 		v.Measured = float64(good) / float64(total)
@@ -119,8 +141,9 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 		if m.Streamed && unstreamed > 0 {
 			v.Note = fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric)
 		}
+		censorNote(&v, o)
 	case KindRatio:
-		var bad, total, cut, dropped uint64
+		var bad, total, cut, dropped, cancelled uint64
 		for _, r := range recs {
 			named := hasKind(o.ErrorKinds, r.ErrorKind)
 			if r.ErrorKind == loadgen.ErrCutAtEnd && !named {
@@ -131,18 +154,25 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 				dropped++
 				continue
 			}
+			if r.ErrorKind == loadgen.ErrCancelled && !named {
+				cancelled++
+				continue
+			}
 			total++
 			if !r.OK() && (len(o.ErrorKinds) == 0 || named) {
 				bad++
 			}
 		}
-		v.Good, v.Total, v.LeftOut = total-bad, total, cut+dropped
+		v.Good, v.Total, v.LeftOut = total-bad, total, cut+dropped+cancelled
 		var parts []string
 		if cut > 0 {
 			parts = append(parts, fmt.Sprintf("%d cut_at_end", cut))
 		}
 		if dropped > 0 {
 			parts = append(parts, fmt.Sprintf("%d dropped", dropped))
+		}
+		if cancelled > 0 {
+			parts = append(parts, fmt.Sprintf("%d cancelled by the run", cancelled))
 		}
 		if len(parts) > 0 {
 			v.Note = "left out: " + strings.Join(parts, ", ") + " (the load generator's, not failures of the server)"
@@ -158,7 +188,7 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			v.Result = Pass
 		}
 	case KindFloor:
-		var count uint64
+		var count, unjudged uint64
 		cons := spec.Goodput
 		if o.Constraints != nil {
 			cons = *o.Constraints
@@ -175,13 +205,24 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			case InputTokensPerS:
 				count += uint64(max(r.InputTokens, 0))
 			case GoodputPerS:
-				if cons.Met(r) {
+				switch {
+				case cons.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2:
+					unjudged++
+				case cons.Met(r):
 					count++
 				}
 			}
 		}
 		if o.Metric == GoodputPerS {
 			v.Note = "good: " + cons.String()
+			if unjudged > 0 && count == 0 {
+				v.Result = NoData
+				v.Note = fmt.Sprintf("goodput needs the tpot ≤ %s limit judged, and no TPOT exists without a stream: %d successful answers came as one body (good: %s)", cons.TPOT, unjudged, cons.String())
+				break
+			}
+			if unjudged > 0 {
+				v.Note += fmt.Sprintf("; %d answers came as one body and could not be judged against the tpot limit (not counted)", unjudged)
+			}
 		}
 		v.Good = count
 		w := win.Duration()

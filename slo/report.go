@@ -40,6 +40,9 @@ type Report struct {
 	Stages   []StageReport  `json:"stages"`
 	Verdicts []Verdict      `json:"verdicts"`
 	Problems []Problem      `json:"problems,omitempty"`
+	// Validity is the bounds the run was held to (the problems above);
+	// nil in reports written before the bounds were saved.
+	Validity *Validity `json:"validity,omitempty"`
 }
 
 // Tool names the program that wrote a report.
@@ -89,6 +92,9 @@ type Input struct {
 	ClientCPU map[string]float64
 	// Windows overrides measured windows by stage.
 	Windows map[string]Window
+	// Facts are what validity is judged on beyond the records, by stage
+	// ("" for the whole run).
+	Facts map[string]Facts
 }
 
 // Assess judges a whole run: every applicable objective on every stage, the

@@ -112,6 +112,8 @@ func TestAssessExitCodes(t *testing.T) {
 
 func TestCheckValidity(t *testing.T) {
 	v := DefaultValidity
+	// The opt-in bounds a plan may set.
+	v.MaxErrorRate, v.MaxScheduleLag, v.MaxClientCPU = MustDecimal("50%"), 50*ms1, MustDecimal("90%")
 	ok := stageRecs("s", 100, 10*ms1)
 	if p := CheckValidity("s", ok, v, 0.2); len(p) != 0 {
 		t.Fatalf("healthy: %v", p)
@@ -130,7 +132,7 @@ func TestCheckValidity(t *testing.T) {
 	if p := CheckValidity("s", withDrops(1), v, -1); len(p) != 0 {
 		t.Fatalf("1%% dropped: %v", p)
 	}
-	if p := CheckValidity("s", withDrops(2), v, -1); len(p) != 1 || p[0].Check != "client_bottleneck" {
+	if p := CheckValidity("s", withDrops(2), v, -1); len(p) != 1 || p[0].Check != "dropped" {
 		t.Fatalf("2%% dropped: %v", p)
 	}
 	// Errors: half of the sent requests is at the 50% bound; more is over.

@@ -1,17 +1,145 @@
 package slo
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
+
+// Validity bounds the run itself: beyond them the run is invalid (exit 3)
+// whatever the objectives say, because the numbers would not describe the
+// server under the planned load. It is the one validity model: run,
+// validate, sweep, merge and check all judge by it, with DefaultValidity
+// where neither a flag nor a plan's validity: block says otherwise (flags
+// override the plan), and the bounds used are saved with every run
+// (summary.json validity.bounds) so check re-judges by the same ones.
+type Validity struct {
+	// MaxErrorRate: more of the sent requests failing than this and the run
+	// measured a failing server or a broken set-up, not latency. Requests
+	// the run cancelled itself are not failures.
+	MaxErrorRate Decimal `json:"max_error_rate"`
+	// MaxDropped: more of the scheduled requests never sent (no free slot)
+	// than this and the load generator did not offer the planned load.
+	MaxDropped Decimal `json:"max_dropped"`
+	// MaxCutAtEnd: more of the sent requests still in flight when the
+	// grace period ran out than this and the figures describe the survivors
+	// only: the slowest requests are missing from every tail.
+	MaxCutAtEnd Decimal `json:"max_cut_at_end"`
+	// MaxDistortion is the share by which the load generator may move a
+	// reported figure or a verdict before the run is invalid (the
+	// self-check's stated share).
+	MaxDistortion Decimal `json:"max_distortion"`
+	// DistortionWarns makes a distorting generator a warning only (run
+	// --self-check warn), not a reason the run is invalid.
+	DistortionWarns bool `json:"self_check_warns,omitempty"`
+	// MaxScheduleLag and MaxClientCPU are opt-in bounds a plan may set
+	// (zero: not checked): the self-check judges the generator by default,
+	// against what its lateness distorts.
+	MaxScheduleLag time.Duration `json:"-"`
+	MaxClientCPU   Decimal       `json:"max_client_cpu"`
+}
+
+// DefaultValidity is the one default set. Errors 5%: a user reading a
+// latency report expects it to describe answers, and beyond one request
+// in twenty failing the tails describe a failing server (the figure most
+// load-test tools and CI gates use). Dropped 1%: the schedule is the
+// load under test; a generator that could not send more than 1% of it did
+// not offer that load. Cut at the end 5%: the requests cut are the slowest
+// (they were still running); beyond 5% even a p95 describes survivors only.
+// Distortion 10%: the self-check's stated share — a figure the generator
+// could move by more than a tenth is not the server's.
+var DefaultValidity = Validity{
+	MaxErrorRate:  MustDecimal("5%"),
+	MaxDropped:    MustDecimal("1%"),
+	MaxCutAtEnd:   MustDecimal("5%"),
+	MaxDistortion: MustDecimal("10%"),
+}
+
+// Unbounded holds a run to no error, dropped or cut share and makes the
+// self-check a warning: interruption and results not written still make it
+// invalid. A canary's windows use it (failures are what its objectives
+// judge), and tests that judge one other thing.
+var Unbounded = Validity{MaxErrorRate: MustDecimal("100%"), MaxDropped: MustDecimal("100%"),
+	MaxCutAtEnd: MustDecimal("100%"), MaxDistortion: DefaultValidity.MaxDistortion, DistortionWarns: true}
+
+type validityJSON struct {
+	MaxErrorRate    Decimal  `json:"max_error_rate"`
+	MaxDropped      Decimal  `json:"max_dropped"`
+	MaxCutAtEnd     Decimal  `json:"max_cut_at_end"`
+	MaxDistortion   Decimal  `json:"max_distortion"`
+	DistortionWarns bool     `json:"self_check_warns,omitempty"`
+	MaxScheduleLag  string   `json:"max_schedule_lag,omitempty"`
+	MaxClientCPU    *Decimal `json:"max_client_cpu,omitempty"`
+}
+
+// MarshalJSON writes the bounds as the plan's validity: block would.
+func (v Validity) MarshalJSON() ([]byte, error) {
+	j := validityJSON{MaxErrorRate: v.MaxErrorRate, MaxDropped: v.MaxDropped, MaxCutAtEnd: v.MaxCutAtEnd,
+		MaxDistortion: v.MaxDistortion, DistortionWarns: v.DistortionWarns}
+	if v.MaxScheduleLag > 0 {
+		j.MaxScheduleLag = v.MaxScheduleLag.String()
+	}
+	if !v.MaxClientCPU.IsZero() {
+		c := v.MaxClientCPU
+		j.MaxClientCPU = &c
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads MarshalJSON's form; keys left out keep their
+// defaults.
+func (v *Validity) UnmarshalJSON(b []byte) error {
+	d := DefaultValidity
+	j := validityJSON{MaxErrorRate: d.MaxErrorRate, MaxDropped: d.MaxDropped, MaxCutAtEnd: d.MaxCutAtEnd, MaxDistortion: d.MaxDistortion}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*v = Validity{MaxErrorRate: j.MaxErrorRate, MaxDropped: j.MaxDropped, MaxCutAtEnd: j.MaxCutAtEnd,
+		MaxDistortion: j.MaxDistortion, DistortionWarns: j.DistortionWarns}
+	if j.MaxScheduleLag != "" {
+		lag, err := time.ParseDuration(j.MaxScheduleLag)
+		if err != nil {
+			return fmt.Errorf("max_schedule_lag: %v", err)
+		}
+		v.MaxScheduleLag = lag
+	}
+	if j.MaxClientCPU != nil {
+		v.MaxClientCPU = *j.MaxClientCPU
+	}
+	return nil
+}
+
+// ErrorRateLimit is MaxErrorRate as a fraction (summary.json's
+// validity.max_error_rate).
+func (v Validity) ErrorRateLimit() float64 { return v.MaxErrorRate.Float() }
+
+// ValidityFromErrorRate is the default set with the error-rate limit a run
+// saved before the bounds were (histograms.json max_error_rate: negative
+// was "no limit").
+func ValidityFromErrorRate(limit float64) Validity {
+	v := DefaultValidity
+	switch {
+	case limit < 0 || limit >= 1:
+		v.MaxErrorRate = MustDecimal("100%")
+	case limit > 0:
+		if d, err := ParseDecimal(strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", limit), "0"), ".")); err == nil {
+			v.MaxErrorRate = d
+		}
+	}
+	return v
+}
 
 // Problem is a reason the run itself is invalid: what the numbers measure
 // is not the server under the planned load.
 type Problem struct {
 	Stage string `json:"stage,omitempty"`
-	// Check is one of "no_requests", "unreachable", "errors",
-	// "client_bottleneck", "no_data".
+	// Check is one of "no_requests", "unreachable", "errors", "dropped",
+	// "cut_at_end", "interrupted", "client_bottleneck" (generator
+	// distortion), "results_incomplete", "incomplete", "no_data",
+	// "stage_error".
 	Check  string `json:"check"`
 	Detail string `json:"detail"`
 }
@@ -32,8 +160,11 @@ type StageCounts struct {
 	// CutAtEnd were cut by the load generator at the end of the grace
 	// period: neither ok nor failed.
 	CutAtEnd uint64 `json:"cut_at_end,omitempty"`
-	Connect  uint64 `json:"connect_errors"`
-	Warmup   uint64 `json:"warmup"`
+	// Cancelled were in flight when the run stopped itself (Ctrl-C, a
+	// failed sink): neither ok nor failed.
+	Cancelled uint64 `json:"cancelled,omitempty"`
+	Connect   uint64 `json:"connect_errors"`
+	Warmup    uint64 `json:"warmup"`
 }
 
 func (c *StageCounts) add(r *loadgen.Record) {
@@ -49,12 +180,23 @@ func (c *StageCounts) add(r *loadgen.Record) {
 		c.Dropped++
 	case r.ErrorKind == loadgen.ErrCutAtEnd:
 		c.CutAtEnd++
+	case r.ErrorKind == loadgen.ErrCancelled:
+		c.Cancelled++
 	default:
 		c.Failed++
 		if r.ErrorKind == loadgen.ErrConnect {
 			c.Connect++
 		}
 	}
+}
+
+// CountsOf is a run summary's request counts in a stage's form (merge
+// judges a merged run from them, as the judge does from records).
+func CountsOf(q loadgen.Counts) StageCounts {
+	u := func(n int64) uint64 { return uint64(max(n, 0)) }
+	return StageCounts{Requests: u(q.Sent + q.Dropped), OK: u(q.OK), Failed: u(q.Errors), Dropped: u(q.Dropped),
+		CutAtEnd: u(q.CutAtEnd), Cancelled: u(q.ErrorsByKind[string(loadgen.ErrCancelled)]),
+		Connect: u(q.ErrorsByKind[string(loadgen.ErrConnect)]), Warmup: u(q.Warmup)}
 }
 
 // CountStage counts the records of stage.
@@ -68,10 +210,83 @@ func CountStage(stage string, records []loadgen.Record) StageCounts {
 	return c
 }
 
-// CheckValidity looks for what makes a stage's run invalid: no requests,
-// an unreachable server, too many errors, or a load generator that could
-// not keep its schedule (dropped requests, late sends, CPU saturated;
-// clientCPU is the generator's CPU use 0–1, negative when unknown).
+// Facts are what a run's validity is judged on beyond its request counts;
+// the pipeline knows them as it runs and saves them (summary.json), so
+// check judges a saved run by the same facts.
+type Facts struct {
+	// Interrupted: the user stopped the run (Ctrl-C, SIGTERM).
+	Interrupted bool
+	// Distorted and Distortion are the self-check's finding
+	// (loadgen.SelfCheck.Distorted and Reasons).
+	Distorted  bool
+	Distortion []string
+	// Incomplete says why results did not all reach the disk ("": they
+	// did).
+	Incomplete string
+}
+
+// Problems judges a stage's counts and facts by the bounds: the one
+// evaluation of validity, for a stage, a sweep level or a merged run.
+func (v Validity) Problems(stage string, c StageCounts, f Facts) (out []Problem) {
+	add := func(check, format string, a ...any) {
+		out = append(out, Problem{Stage: stage, Check: check, Detail: fmt.Sprintf(format, a...)})
+	}
+	if f.Interrupted {
+		add("interrupted", "the run was stopped before its schedule finished (Ctrl-C or SIGTERM); %d requests in flight were cancelled and are not counted as failures", c.Cancelled)
+	}
+	defer func() {
+		out = append(out, v.factProblems(stage, Facts{Distorted: f.Distorted, Distortion: f.Distortion, Incomplete: f.Incomplete})...)
+	}()
+	sent := c.Requests - c.Dropped // sent: ok, failed, cut or cancelled
+	finished := c.OK + c.Failed
+	switch {
+	case c.Requests == 0 && c.Warmup > 0:
+		add("no_requests", "nothing was measured: all %d requests were warm-up", c.Warmup)
+	case c.Requests == 0:
+		add("no_requests", "no request was scheduled outside warm-up")
+	case c.OK == 0 && c.Connect > 0:
+		add("unreachable", "no request succeeded; %d of %d failed to connect", c.Connect, finished)
+	case c.OK == 0 && c.Failed > 0:
+		add("errors", "no request succeeded (%d sent, %d failed)", sent, c.Failed)
+	case finished > 0 && v.MaxErrorRate.CmpRatio(c.Failed, finished) > 0:
+		add("errors", "%d of %d sent requests failed (%s), above the %s validity bound (max_error_rate, --max-error-rate)",
+			c.Failed, finished, percent(float64(c.Failed)/float64(finished)), v.MaxErrorRate)
+	}
+	if c.Requests > 0 && v.MaxDropped.CmpRatio(c.Dropped, c.Requests) > 0 {
+		add("dropped", "%d of %d requests were dropped (never sent: no free slot), above the %s bound (max_dropped, --max-dropped)",
+			c.Dropped, c.Requests, v.MaxDropped)
+	}
+	if sent > 0 && v.MaxCutAtEnd.CmpRatio(c.CutAtEnd, sent) > 0 {
+		add("cut_at_end", "%d of %d sent requests were still in flight when the grace period ran out (%s), above the %s bound (max_cut_at_end, --max-cut-at-end): the figures describe the faster survivors",
+			c.CutAtEnd, sent, percent(float64(c.CutAtEnd)/float64(sent)), v.MaxCutAtEnd)
+	}
+	return out
+}
+
+// factProblems judges the facts alone (Problems does, after the counts).
+func (v Validity) factProblems(stage string, f Facts) []Problem {
+	var out []Problem
+	add := func(check, format string, a ...any) {
+		out = append(out, Problem{Stage: stage, Check: check, Detail: fmt.Sprintf(format, a...)})
+	}
+	if f.Interrupted {
+		add("interrupted", "the run was stopped before its schedule finished (Ctrl-C or SIGTERM)")
+	}
+	if f.Distorted && !v.DistortionWarns {
+		for _, r := range f.Distortion {
+			add("client_bottleneck", "the load generator distorted the figures: %s", r)
+		}
+	}
+	if f.Incomplete != "" {
+		add("results_incomplete", "results could not be written: %s", f.Incomplete)
+	}
+	return out
+}
+
+// CheckValidity looks for what makes a stage's run invalid from its
+// records: the counts and facts by the bounds (Validity.Problems), and the
+// opt-in schedule-lag and client-CPU bounds (clientCPU is the generator's
+// CPU use 0–1, negative when unknown).
 func CheckValidity(stage string, records []loadgen.Record, v Validity, clientCPU float64) []Problem {
 	j := NewJudge(nil, &Spec{})
 	j.validity = v
@@ -84,32 +299,14 @@ func CheckValidity(stage string, records []loadgen.Record, v Validity, clientCPU
 	if s == nil {
 		s = j.newStage(stage, nil)
 	}
-	return s.problems(v, clientCPU)
+	return s.problems(v, clientCPU, Facts{})
 }
 
 // problems checks the stage's running counts against the validity bounds.
-func (s *stageJudge) problems(v Validity, clientCPU float64) []Problem {
-	c := s.counts
-	stage := s.name
-	var out []Problem
+func (s *stageJudge) problems(v Validity, clientCPU float64, f Facts) []Problem {
+	out := v.Problems(s.name, s.counts, f)
 	add := func(check, format string, a ...any) {
-		out = append(out, Problem{Stage: stage, Check: check, Detail: fmt.Sprintf(format, a...)})
-	}
-	if c.Requests == 0 {
-		add("no_requests", "no request was scheduled outside warm-up")
-		return out
-	}
-	sent := c.OK + c.Failed
-	switch {
-	case c.OK == 0 && c.Connect > 0:
-		add("unreachable", "no request succeeded; %d of %d failed to connect", c.Connect, sent)
-	case sent > 0 && v.MaxErrorRate.CmpRatio(c.Failed, sent) > 0:
-		add("errors", "%d of %d sent requests failed (%s), above the %s validity bound",
-			c.Failed, sent, percent(float64(c.Failed)/float64(sent)), v.MaxErrorRate)
-	}
-	if v.MaxDropped.CmpRatio(c.Dropped, c.Requests) > 0 {
-		add("client_bottleneck", "%d of %d requests were dropped (never sent: no free slot), above %s",
-			c.Dropped, c.Requests, v.MaxDropped)
+		out = append(out, Problem{Stage: s.name, Check: check, Detail: fmt.Sprintf(format, a...)})
 	}
 	// p99 > bound exactly when fewer than the nearest rank of 99% are
 	// within it; the figure shown comes from the histogram.
@@ -125,4 +322,16 @@ func (s *stageJudge) problems(v Validity, clientCPU float64) []Problem {
 		}
 	}
 	return out
+}
+
+// Valid says whether problems leave the run valid, and why not.
+func Valid(problems []Problem) (bool, []string) {
+	var reasons []string
+	for _, p := range problems {
+		if p.Check == "no_data" {
+			continue // an objective's, not the run's
+		}
+		reasons = append(reasons, p.String())
+	}
+	return len(reasons) == 0, reasons
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 	"github.com/tailgate-llm/tailgate/theater"
 )
@@ -36,9 +37,9 @@ func run(t *testing.T, rate float64) *theater.Section {
 		Source: &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}},
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: rate, Duration: 6 * time.Second}},
 			Arrival: loadgen.ArrivalConstant, Grace: time.Second, Timeout: 10 * time.Second},
-		Telemetry:      &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
-		Theater:        theater.Options{Bucket: 2 * time.Second},
-		SelfCheckWarns: true, MaxErrorRate: -1})
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Theater:   theater.Options{Bucket: 2 * time.Second},
+		Validity:  &slo.Unbounded})
 	if err != nil {
 		t.Fatal(err)
 	}

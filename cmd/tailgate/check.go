@@ -88,7 +88,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	return exit(rep.ExitCode)
+	return judgedExit(results.Exit(nil, rep))
 }
 
 // judgeTime is --at, or the time the run was judged, or now.

@@ -21,6 +21,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -163,21 +164,20 @@ func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
 
 // loadFlags describe the schedule.
 type loadFlags struct {
-	rate         float64
-	concurrency  int
-	arrival      string
-	burstiness   float64
-	stages       string
-	ramp         time.Duration
-	duration     time.Duration
-	requests     int
-	warmup       string
-	timeout      time.Duration
-	grace        time.Duration
-	maxInFlight  int
-	seed         uint64
-	maxErrorRate float64
-	selfCheck    string
+	rate        float64
+	concurrency int
+	arrival     string
+	burstiness  float64
+	stages      string
+	ramp        time.Duration
+	duration    time.Duration
+	requests    int
+	warmup      string
+	timeout     time.Duration
+	grace       time.Duration
+	maxInFlight int
+	seed        uint64
+	validity    validityFlags
 }
 
 func (l *loadFlags) register(fs *pflag.FlagSet) {
@@ -194,8 +194,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	registerGrace(fs, &l.grace)
 	fs.IntVar(&l.maxInFlight, "max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight; late requests count their wait")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed for arrivals and prompt sampling")
-	registerMaxErrorRate(fs, &l.maxErrorRate)
-	fs.StringVar(&l.selfCheck, "self-check", "fail", "when the generator's own lateness or CPU distorted the figures: fail (run invalid, exit 3) or warn")
+	l.validity.register(fs, true)
 }
 
 func registerGrace(fs *pflag.FlagSet, v *time.Duration) {
@@ -210,8 +209,56 @@ func graceOption(d time.Duration) time.Duration {
 	return d
 }
 
-func registerMaxErrorRate(fs *pflag.FlagSet, v *float64) {
-	fs.Float64Var(v, "max-error-rate", 0.05, "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit")
+// validityFlags set the validity bounds (slo.Validity) on run, validate
+// and sweep alike; a flag given overrides the plan's validity: block.
+type validityFlags struct {
+	fs                                      *pflag.FlagSet
+	errorRate, dropped, cutAtEnd, distorted float64
+	selfCheck                               string
+}
+
+func (v *validityFlags) register(fs *pflag.FlagSet, selfCheck bool) {
+	v.fs = fs
+	d := slo.DefaultValidity
+	fs.Float64Var(&v.errorRate, "max-error-rate", d.MaxErrorRate.Float(), "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit; requests the run cancelled itself are not failures")
+	fs.Float64Var(&v.dropped, "max-dropped", d.MaxDropped.Float(), "share of scheduled requests that may be dropped (never sent: in-flight cap) before the run is invalid")
+	fs.Float64Var(&v.cutAtEnd, "max-cut-at-end", d.MaxCutAtEnd.Float(), "share of sent requests that may still be in flight when the grace period ends (cut_at_end) before the run is invalid")
+	fs.Float64Var(&v.distorted, "max-distortion", d.MaxDistortion.Float(), "share by which the load generator may move a figure or verdict before the run is invalid (the self-check)")
+	if selfCheck {
+		fs.StringVar(&v.selfCheck, "self-check", "fail", "when the generator's own lateness or CPU distorted the figures: fail (run invalid, exit 3) or warn")
+	}
+}
+
+// bounds are base (the plan's, or the defaults) with the flags given
+// over it.
+func (v *validityFlags) bounds(base slo.Validity) (slo.Validity, error) {
+	out := base
+	for _, f := range []struct {
+		name string
+		val  float64
+		dst  *slo.Decimal
+	}{{"max-error-rate", v.errorRate, &out.MaxErrorRate}, {"max-dropped", v.dropped, &out.MaxDropped},
+		{"max-cut-at-end", v.cutAtEnd, &out.MaxCutAtEnd}, {"max-distortion", v.distorted, &out.MaxDistortion}} {
+		if !v.fs.Changed(f.name) {
+			continue
+		}
+		if !(f.val >= 0 && f.val <= 1) {
+			return out, usageErr("--%s %v: want a share from 0 to 1", f.name, f.val)
+		}
+		d, err := slo.ParseDecimal(strconv.FormatFloat(f.val, 'f', -1, 64))
+		if err != nil {
+			return out, usageErr("--%s %v: %v", f.name, f.val, err)
+		}
+		*f.dst = d
+	}
+	switch v.selfCheck {
+	case "", "fail":
+	case "warn":
+		out.DistortionWarns = true
+	default:
+		return out, usageErr("--self-check %q: want fail or warn", v.selfCheck)
+	}
+	return out, nil
 }
 
 func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, error) {
@@ -225,12 +272,6 @@ func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, err
 	}
 	if l.rate < 0 || l.concurrency < 0 {
 		return o, fmt.Errorf("--rate and --concurrency must not be negative")
-	}
-	if l.selfCheck != "fail" && l.selfCheck != "warn" {
-		return o, fmt.Errorf("--self-check %q: want fail or warn", l.selfCheck)
-	}
-	if l.maxErrorRate < 0 || l.maxErrorRate > 1 {
-		return o, fmt.Errorf("--max-error-rate %v: want a share from 0 to 1", l.maxErrorRate)
 	}
 	switch {
 	case l.stages != "":

@@ -99,7 +99,7 @@ func TestValidateKServeGRPC(t *testing.T) {
 	srv := simtest.StartGRPC(t, sim.DefaultConfig())
 	plan := writePlan(t, "grpc://"+srv.GRPCAddr, "1s", false)
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := tgCmd("validate", "--api", "kserve-grpc", "--plan", plan, "--out", out, "--nvml", "off")
+	code, stdout, stderr := tgCmd("validate", "--api", "kserve-grpc", "--plan", plan, "--out", out, "--nvml", "off", "--self-check", "warn")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -138,6 +138,18 @@ func exit(code int) error {
 	return &exitError{code: code}
 }
 
+// judgedExit is a judgement's exit (results.Exit): the code, with why on
+// stderr when it is not 0.
+func judgedExit(code int, why string) error {
+	if code == exitOK {
+		return nil
+	}
+	if why == "" {
+		return exit(code)
+	}
+	return &exitError{code: code, err: errors.New(why)}
+}
+
 func usageErr(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
 }

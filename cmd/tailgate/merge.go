@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/merge"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -20,6 +21,7 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	force := fs.Bool("force", false, "replace the results already in --out")
 	records := fs.String("records", "", "merged requests.jsonl form: full, compact or none (default: the shards')")
 	compress := fs.String("records-compress", "", "merged requests.jsonl compression: none, gzip or zstd (default: shard 0's)")
+	sloPath := fs.String("slo", "", "judge the merged run against this SLO file, as check does (verdict.json; exit 1 if an objective fails)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate merge --out DIR SHARD_DIR...\n\n"+
 			"Merges the results of the shards of one schedule (run --shard I/N) into one result under the same\n"+
@@ -27,7 +29,8 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			"summed, records merged into one requests.jsonl (check judges it as a single run), latency.hlog\n"+
 			"intervals in time order, shard 0's telemetry. Refuses shards of different schedules (load, seed,\n"+
 			"target, model, mix) and a shard index given twice or missing, naming the directories.\n"+
-			"Exit 0 merged, 2 usage or refused, 3 the merged run is invalid or could not be written.\n\nFlags:\n%s", fs.FlagUsages())
+			"With --slo, the merged run is judged as check judges it (exit 1: an objective failed).\n"+
+			"Exit 0 merged, 1 an --slo objective failed, 2 usage or refused, 3 the merged run is invalid or could not be written.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -56,6 +59,13 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var opts merge.Options
 	opts.Version = version
+	if *sloPath != "" {
+		spec, err := slo.LoadSpec(*sloPath)
+		if err != nil {
+			return err
+		}
+		opts.SLO = spec
+	}
 	if *records != "" {
 		f, err := results.ParseRecordsForm(*records)
 		if err != nil {
@@ -82,14 +92,15 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	exporters.WriteText(stdout, res.Summary)
+	if res.Summary.SLO != nil {
+		fmt.Fprintln(stdout)
+		exporters.WriteVerdictTable(stdout, res.Summary.SLO)
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
 	fmt.Fprintf(stderr, "merged %d shards (%d records) into %s\n", len(dirs), res.Records, out)
-	if !res.Summary.Validity.Valid {
-		return invalidErr("RUN INVALID: %v", res.Summary.Validity.Reasons)
-	}
-	return nil
+	return judgedExit(results.Exit(&res.Summary.Validity, res.Summary.SLO))
 }
 
 // mergePlan merges the evidence of a sharded validate and prints the one
@@ -113,5 +124,5 @@ func mergePlan(dirs []results.Dir, out results.Dir, opts merge.Options, stdout, 
 	if err != nil {
 		return err
 	}
-	return exit(res.Report.ExitCode)
+	return judgedExit(results.Exit(nil, res.Report))
 }

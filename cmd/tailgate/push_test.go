@@ -179,7 +179,7 @@ func TestValidatePush(t *testing.T) {
 	pg, url := startPushgateway(t, http.StatusOK)
 	plan := writePlan(t, srv.URL, "1s", false)
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--push", url, "--push-target", "pool-a")
+	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--push", url, "--push-target", "pool-a", "--self-check", "warn")
 	if code != exitOK && code != exitFailed {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

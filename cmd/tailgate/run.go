@@ -102,25 +102,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	bounds, err := lf.validity.bounds(slo.DefaultValidity)
+	if err != nil {
+		return err
+	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
-		Streaming: tf.stream, MaxErrorRate: maxErrorRate(lf.maxErrorRate), SelfCheckWarns: lf.selfCheck == "warn",
-		Changes: cleanChanges(*changes), Notices: notices,
+		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes), Notices: notices,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
 		return usageErr("%v", err)
 	}
 	if spec != nil {
-		ps.Goodput = spec.GoodputFunc()
+		ps.SLO = &pipeline.Judging{Spec: spec}
 	}
 	if isTerminal(stderr) && !*noProgress {
 		ps.Progress = pipeline.NewProgress(stderr, "")
 	}
-	var judge *slo.Judge
 	var sinks []pipeline.Sink
-	if spec != nil {
-		judge = slo.NewJudge(nil, spec)
-		sinks = append(sinks, pipeline.Func(judge.Add))
-	}
 	pushSink, err := pf.sink(spec, tf.target)
 	if err != nil {
 		return err
@@ -136,20 +134,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := pipeline.Run(ctx, ps, sinks...)
 	if res == nil {
 		return err
-	}
-	if judge != nil {
-		rep := judge.Assess(slo.Input{Now: time.Now().UTC(), QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
-			ClientCPU: map[string]float64{opts.Stages[0].Name: res.Info.CPUUtilization}})
-		rep.Tool = slo.Tool{Name: "tailgate", Version: version}
-		res.Summary.SLO = rep
-		if out != "" {
-			if werr := exporters.WriteVerdicts(out, rep); werr != nil {
-				res.SinkErrors = append(res.SinkErrors, pipeline.SinkError{Sink: results.VerdictFile, Err: werr})
-			}
-			if werr := out.WriteSummary(res.Summary); werr != nil {
-				res.SinkErrors = append(res.SinkErrors, pipeline.SinkError{Sink: results.SummaryFile, Err: werr})
-			}
-		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -177,9 +161,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return outcome
 }
 
-// runOutcome is a finished run's exit: 3 for a run whose figures cannot be
-// trusted or whose results did not reach the disk, 1 for a failed
-// objective, 0 otherwise. Every reason is said on stderr.
+// runOutcome is a finished run's exit, through results.Exit: the
+// pipeline's one judgement (validity, then the SLO report). Every sink
+// failure is said on stderr.
 func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 	for _, e := range res.SinkErrors {
 		fmt.Fprintf(stderr, "tailgate: %v", e.Err)
@@ -191,30 +175,19 @@ func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 	if res.Stopped != nil {
 		fmt.Fprintf(stderr, "tailgate: %v\n", res.Stopped)
 	}
-	switch {
-	case runErr != nil:
-		return invalidErr("%v", runErr)
-	case res.WriteErr() != nil:
-		return invalidErr("results incomplete on disk (the summary above is complete, from memory): %v", res.WriteErr())
-	case res.Info.Interrupted:
-		return invalidErr("interrupted; partial results written")
-	case !res.Summary.Validity.Valid:
-		return invalidErr("RUN INVALID: %s", strings.Join(res.Summary.Validity.Reasons, "; "))
-	case res.Summary.SLO != nil && res.Summary.SLO.ExitCode != exitOK:
-		return exit(res.Summary.SLO.ExitCode)
+	code, why := results.Exit(&res.Summary.Validity, res.Summary.SLO)
+	if code == exitOK && (runErr != nil || res.WriteErr() != nil) {
+		// Written after the summary: results not delivered.
+		code, why = exitInvalid, fmt.Sprintf("results incomplete on disk (the summary above is complete, from memory): %v", cmpError(runErr, res.WriteErr()))
 	}
-	return nil
+	return judgedExit(code, why)
 }
 
-// maxErrorRate turns the flag (1 = no limit) into the pipeline's limit.
-func maxErrorRate(v float64) float64 {
-	if v >= 1 {
-		return -1
+func cmpError(a, b error) error {
+	if a != nil {
+		return a
 	}
-	if v == 0 {
-		return 1e-12 // any error invalidates; 0 means "default" to the pipeline
-	}
-	return v
+	return b
 }
 
 func isTerminal(w io.Writer) bool {

@@ -293,7 +293,7 @@ func TestShardedValidateMergesToOneVerdict(t *testing.T) {
 	srv := fastSim(t)
 	plan := writePlan(t, srv.URL, "1s", false)
 	base := t.TempDir()
-	common := []string{"validate", "--plan", plan, "--grace", "1s", "--metrics-url", "off", "--nvml", "off", "--no-progress"}
+	common := []string{"validate", "--plan", plan, "--grace", "1s", "--metrics-url", "off", "--nvml", "off", "--no-progress", "--self-check", "warn"}
 	single := filepath.Join(base, "single")
 	if code, out := tgProcess(append(common, "--out", single)...); code != exitOK {
 		t.Fatalf("single validate: exit %d\n%s", code, out)

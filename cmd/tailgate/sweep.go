@@ -43,9 +43,8 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "per-request timeout")
 	grace := fs.Duration("grace", 10*time.Second, "after a level's schedule ends, how long requests in flight may finish")
 	maxInFlight := fs.Int("max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight")
-	var maxErr float64
-	registerMaxErrorRate(fs, &maxErr)
-	selfCheck := fs.String("self-check", "fail", "when the generator distorted a level's figures: fail (the level is invalid) or warn")
+	var vf validityFlags
+	vf.register(fs, true)
 	current := fs.Float64("current-rate", 0, "today's demand in requests/s: the sweep reports the headroom to the SLO-max")
 	growth := fs.String("forecast-growth", "", "with --current-rate: demand growth (8%/month, 2%/week) to say when it reaches the SLO-max")
 	changes := registerChanges(fs)
@@ -99,8 +98,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *precision <= 0 || *precision >= 1 {
 		return usageErr("--precision %v: want a share between 0 and 1", *precision)
 	}
-	if *selfCheck != "fail" && *selfCheck != "warn" {
-		return usageErr("--self-check %q: want fail or warn", *selfCheck)
+	bounds, err := vf.bounds(slo.DefaultValidity)
+	if err != nil {
+		return err
 	}
 	var g *capacity.Growth
 	if *growth != "" {
@@ -145,7 +145,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := capacity.Config{Client: client, Source: source, SLO: spec, Search: search,
 		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
 		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
-		MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), SelfCheckWarns: *selfCheck == "warn",
+		MaxInFlight: *maxInFlight, Validity: &bounds,
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}

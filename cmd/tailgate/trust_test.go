@@ -107,7 +107,7 @@ func TestRunMostlyFailingIsInvalid(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "50", "--arrival", "constant",
 		"--duration", "1s", "--max-tokens", "4", "--out", dir)
-	if code != exitInvalid || !strings.Contains(stderr, "RUN INVALID: 50.0% of requests failed (25 of 50), above the 5.0% limit") {
+	if code != exitInvalid || !strings.Contains(stderr, "RUN INVALID: stage main: errors: 25 of 50 sent requests failed (50%), above the 5% validity bound") {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
 	if !strings.Contains(stdout, "requests sent 50") {
@@ -482,7 +482,7 @@ func TestSelfCheckFails(t *testing.T) {
 	if code != exitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
 		t.Errorf("exit %d %s", code, stderr)
 	}
-	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1")...); code != exitOK {
+	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1", "--max-cut-at-end", "1")...); code != exitOK {
 		t.Errorf("--self-check warn: exit %d %s", code, stderr)
 	}
 }

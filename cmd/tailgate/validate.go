@@ -39,8 +39,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	maxInFlight := fs.Int("max-inflight", loadgen.DefaultMaxInFlight, "open loop: cap on requests in flight")
 	var grace time.Duration
 	registerGrace(fs, &grace)
-	var maxErr float64
-	registerMaxErrorRate(fs, &maxErr)
+	var vf validityFlags
+	vf.register(fs, true)
 	force := fs.Bool("force", false, "run into an --out directory that already holds results")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
@@ -70,6 +70,10 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	for _, w := range plan.SLO.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
+	}
+	bounds, err := vf.bounds(plan.Validity) // flags over the plan's validity: block
+	if err != nil {
+		return err
 	}
 	out := results.Dir(*outDir)
 	if *record != "" {
@@ -103,7 +107,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
-		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, MaxErrorRate: maxErrorRate(maxErr), Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
+		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, Validity: &bounds, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),
 		GPUs:    gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {
@@ -142,7 +146,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	return exit(rep.ExitCode)
+	return judgedExit(results.Exit(nil, rep))
 }
 
 // gpusForEvidence lists NVML's devices (model, UUID, serial, driver) for
@@ -180,5 +184,5 @@ func recordManual(plan *slo.Plan, out results.Dir, rec, by, note string, stdout,
 	if err != nil {
 		return err
 	}
-	return exit(rep.ExitCode)
+	return judgedExit(results.Exit(nil, rep))
 }

@@ -51,7 +51,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	// Lenient ITL, manual stage pending: exit 1; recorded as passed: exit 0.
 	plan := writePlan(t, srv.URL, "1s", true)
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out)
+	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--self-check", "warn")
 	if code != exitFailed || !strings.Contains(stdout, "PENDING") {
 		t.Fatalf("pending manual stage: %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -93,10 +93,10 @@ func TestValidateEndToEnd(t *testing.T) {
 
 	// A strict ITL objective fails: exit 1; results already there: exit 2.
 	strict := writePlan(t, srv.URL, "1us", false)
-	if code, stdout, _ := tgCmd("validate", "--plan", strict, "--out", out); code != exitUsage {
+	if code, stdout, _ := tgCmd("validate", "--plan", strict, "--out", out, "--self-check", "warn"); code != exitUsage {
 		t.Fatalf("existing results: %d %s", code, stdout)
 	}
-	code, stdout, _ = tgCmd("validate", "--plan", strict, "--out", out, "--force")
+	code, stdout, _ = tgCmd("validate", "--plan", strict, "--out", out, "--force", "--self-check", "warn")
 	if code != exitFailed || !strings.Contains(stdout, "FAIL (exit 1)") {
 		t.Fatalf("strict: %d\n%s", code, stdout)
 	}

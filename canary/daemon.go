@@ -399,6 +399,14 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 		d.noteError(t.Name, time.Now(), err.Error())
 		return
 	}
+	// The preflight, once, said in the server's words: a canary probes a
+	// target that is down (that is what it measures), so it goes on
+	// either way, but a model the server does not serve is a
+	// configuration error worth its log line.
+	if _, perr := protocol.Check(ctx, client, t.Model); perr != nil && ctx.Err() == nil {
+		d.log.Printf("canary: target %s: preflight: %v; probing anyway", t.Name, perr)
+		d.noteError(t.Name, time.Now(), "preflight: "+perr.Error())
+	}
 	classes := []string{"default"}
 	if t.Mix != nil {
 		classes = t.Mix.Classes()

@@ -73,9 +73,19 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 		name += "." + r.Plan
 	}
 	root := junitSuites{Name: name}
-	ts := r.EvaluatedAt.UTC().Format("2006-01-02T15:04:05")
 	var total float64
 	for _, st := range r.Stages {
+		// A stage's timestamp is when it ran (a manual one: when its
+		// result was recorded), not when it was judged: --record and
+		// check judge again later.
+		at := r.EvaluatedAt
+		switch {
+		case !st.Started.IsZero():
+			at = st.Started
+		case st.ManualResult != nil && !st.ManualResult.At.IsZero():
+			at = st.ManualResult.At
+		}
+		ts := at.UTC().Format("2006-01-02T15:04:05")
 		s := junitSuite{Name: st.Name, Time: seconds(st.WindowS), Timestamp: ts}
 		total += st.WindowS
 		s.Properties = append(s.Properties, junitProperty{"tailgate.slo", r.SLO})

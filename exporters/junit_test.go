@@ -184,3 +184,30 @@ func TestXSDRejectsBrokenJUnit(t *testing.T) {
 		t.Fatalf("the schema accepts a broken file:\n%s", out)
 	}
 }
+
+// A stage's junit timestamp is when it ran (StageReport.Started), or for a
+// manual stage when its result was recorded; judging again later (check,
+// validate --record) does not move it.
+func TestJUnitTimestampsAreStageStarts(t *testing.T) {
+	rep := sampleReport(t)
+	ran := now.Add(-time.Hour)
+	for i := range rep.Stages {
+		if rep.Stages[i].Manual {
+			rep.Stages[i].ManualResult = &slo.ManualRecord{Stage: rep.Stages[i].Name, Pass: true, By: "carol", At: now.Add(-30 * time.Minute)}
+		} else {
+			rep.Stages[i].Started = ran
+		}
+	}
+	rep.EvaluatedAt = now.Add(24 * time.Hour)
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, rep.EvaluatedAt.Format("2006-01-02T15")) {
+		t.Errorf("junit carries the judging time:\n%s", out)
+	}
+	if !strings.Contains(out, `timestamp="`+ran.Format("2006-01-02T15:04:05")+`"`) {
+		t.Errorf("junit lacks the stage start %s:\n%s", ran, out)
+	}
+}

@@ -60,10 +60,13 @@ type Tool struct {
 
 // StageReport is one stage of a report.
 type StageReport struct {
-	Name         string        `json:"name"`
-	Manual       bool          `json:"manual,omitempty"`
-	Counts       StageCounts   `json:"counts"`
-	WindowS      float64       `json:"window_s"`
+	Name    string      `json:"name"`
+	Manual  bool        `json:"manual,omitempty"`
+	Counts  StageCounts `json:"counts"`
+	WindowS float64     `json:"window_s"`
+	// Started is when the stage began (its summary's run.started), the
+	// instant junit.xml gives the stage; zero when not known.
+	Started      time.Time     `json:"started,omitzero"`
 	ManualResult *ManualRecord `json:"manual_result,omitempty"`
 	// ClientCPU is the load generator's CPU use during the stage (0–1),
 	// when known; check reads it back to judge validity the same way.

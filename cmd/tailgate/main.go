@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"syscall"
 
@@ -86,6 +87,39 @@ func buildRevision() string {
 		return revision
 	}
 	return prom.Revision()
+}
+
+// (-X sets only a variable initialised to a constant: the fallback runs
+// here.)
+func init() {
+	if version == "dev" {
+		version = buildVersion("dev")
+	}
+}
+
+// buildVersion is the VCS revision the go command recorded in the binary
+// (12 hex digits, "-dirty" when the tree had changes), or def when it
+// recorded none (go run, go test, a build outside the repository).
+func buildVersion(def string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return def
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return def
+	}
+	return rev[:min(12, len(rev))] + dirty
 }
 
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {

@@ -61,7 +61,7 @@ func readScheduled(t *testing.T, dir string) []scheduled {
 func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 	srv := fastSim(t)
 	base := t.TempDir()
-	common := []string{"run", "--target", srv.URL, "--model", "m", "--mix", "../../testdata/mixes/chat.yaml",
+	common := []string{"run", "--target", srv.URL, "--model", "sim-llama-8b", "--mix", "../../testdata/mixes/chat.yaml",
 		"--stages", "20@700ms,50@700ms", "--ramp", "300ms", "--arrival", "poisson", "--seed", "5", "--warmup", "3",
 		"--metrics-url", "off", "--nvml", "off", "--self-check", "warn", "--no-progress", "--grace", "10s"}
 	single := filepath.Join(base, "single")
@@ -164,7 +164,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 	base := t.TempDir()
 	run := func(name, shard, seed string) string {
 		d := filepath.Join(base, name)
-		code, out := tgProcess("run", "--target", srv.URL, "--model", "m", "--rate", "20", "--arrival", "constant", "--duration", "300ms",
+		code, out := tgProcess("run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--arrival", "constant", "--duration", "300ms",
 			"--max-tokens", "4", "--seed", seed, "--shard", shard, "--metrics-url", "off", "--nvml", "off", "--self-check", "warn",
 			"--no-progress", "--records", "none", "--out", d)
 		if code != exitOK {
@@ -268,7 +268,7 @@ func TestPreconnectInSummary(t *testing.T) {
 	srv := fastSim(t)
 	for _, pre := range []bool{false, true} {
 		dir := t.TempDir()
-		args := []string{"--target", srv.URL, "--model", "m", "--concurrency", "6", "--duration", "400ms", "--max-tokens", "4",
+		args := []string{"--target", srv.URL, "--model", "sim-llama-8b", "--concurrency", "6", "--duration", "400ms", "--max-tokens", "4",
 			"--metrics-url", "off", "--nvml", "off", "--no-progress", "--out", dir}
 		if pre {
 			args = append(args, "--preconnect")

@@ -47,10 +47,10 @@ func TestOllamaCommands(t *testing.T) {
 	mix := filepath.Join(dir, "mix.yaml")
 	write(t, mix, "kind: Mix\nname: tiny\nseed: 1\nclasses:\n  - name: chat\n    source: {type: synthetic, input_tokens: {dist: uniform, min: 20, max: 40}}\n    max_tokens: {dist: uniform, min: 6, max: 10}\n")
 	sloFile := filepath.Join(dir, "slo.yaml")
-	write(t, sloFile, "kind: SLO\nname: tiny\nowner: test\nobjectives:\n  - {name: ttft, metric: ttft, threshold: 30s, target: 90%}\n  - {name: errors, metric: error_rate, threshold: 5%}\n")
+	write(t, sloFile, "kind: SLO\nname: tiny\nowner: test\nobjectives:\n  - {name: ttft, metric: ttft, threshold: 30s, target: 50%}\n  - {name: errors, metric: error_rate, threshold: 50%}\n")
 	plan := filepath.Join(dir, "plan.yaml")
 	write(t, plan, fmt.Sprintf("kind: Plan\nname: tiny\ntarget: %s\napi: ollama-chat\nmodel: tiny\nslo: slo.yaml\nmix: mix.yaml\nseed: 1\nstages:\n"+
-		"  - {name: normal, rate: 1, duration: 3s}\n  - {name: peak, rate: 2, duration: 2s}\n", s.URL))
+		"  - {name: normal, rate: 2, duration: 4s}\n  - {name: peak, rate: 3, duration: 3s}\n", s.URL))
 	pack := filepath.Join(dir, "pack")
 	code, stdout, stderr = tailgate(t, "validate", "--plan", plan, "--out", pack, "--no-progress")
 	var verdict struct {
@@ -61,8 +61,12 @@ func TestOllamaCommands(t *testing.T) {
 	for _, p := range verdict.Problems {
 		loadOnly = loadOnly && p.Check == "client_bottleneck"
 	}
+	// 50% targets: five requests without a miss decide each objective at
+	// 95% confidence; a stage that drew fewer (Poisson) is INCONCLUSIVE.
 	switch {
 	case code == 0:
+	case code == 4:
+		t.Logf("validate: a stage's sample did not decide its objectives:\n%s", stdout)
 	case code == 3 && loadOnly:
 		// The machine, not Ollama or tailgate: the pack is still whole.
 		t.Logf("validate: invalid for the generator's own lateness on a loaded machine:\n%s", stdout)

@@ -53,10 +53,11 @@ owner: demo
 objectives:
   - {name: ttft-p90, metric: ttft, threshold: 500ms, target: 90%}
   - {name: tpot-p90, metric: tpot, threshold: 40ms, target: 90%}
+  - {name: errors, metric: error_rate, threshold: 10%}
 EOF2
 set +e
-"$BIN" sweep --target "$url" --slo "$OUT/sweep-slo.yaml" --levels 4,8,16 --max-tokens 32 --warmup 1s \
-  --min-duration 5s --grace 5s --out "$OUT/sweep"
+"$BIN" sweep --target "$url" --slo "$OUT/sweep-slo.yaml" --levels 4,8,16 --arrival constant --max-tokens 32 \
+  --warmup 1s --min-duration 5s --grace 5s --out "$OUT/sweep"
 s=$?
 set -e
 echo "(sweep exit code $s: 0 an SLO-max was found, 1 none)"

@@ -2,28 +2,45 @@
 GO       ?= go
 BIN      := bin/tailgate
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+# The revision goes in by -ldflags: builds here run with GOFLAGS=-buildvcs=false,
+# so the toolchain's vcs.revision stamp is absent (tailgate_build_info{revision}).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins
+.PHONY: all build image test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tailgate
 
+# The container image (Dockerfile: static binary on distroless, non-root).
+# deploy/kubernetes's TestDockerfile checks the file, and builds it where
+# a docker daemon answers.
+IMAGE ?= ghcr.io/tailgate-llm/tailgate:$(VERSION)
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+
 # The README's test command: formatting, vet, every test with the race
-# detector, then the end-to-end timing-accuracy tests and the tests held
-# against the simulator's capacity alone without it (the detector slows
-# client and simulator 5-10x, which they would measure).
+# detector, then the end-to-end timing-accuracy tests, the tests against a
+# real Ollama (e2e/ollama: skipped without `make ollama`, required in CI)
+# and the tests held against the simulator's capacity alone without it
+# (the detector slows client and simulator 5-10x, which they would measure).
 # Packages run one at a time (-p 1): many tests time real streams, and two
 # packages' simulators fighting over two cores made them flaky.
 test: fmt-check vet
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
+	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout 10m -p 1 -run 'SLOMax|MetricTheater|CompareSeed|SweepCommand' ./capacity/ ./theater/ ./cmd/tailgate/
+
+# Ollama from the Go module proxy, for e2e/ollama (cached: once per
+# machine; see scripts/ollama.sh).
+ollama:
+	./scripts/ollama.sh build
 
 unit:
 	$(GO) test -count=1 ./...

@@ -325,6 +325,19 @@ func loadText(st slo.Stage) string {
 // removed: it would no longer verify.
 func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
 	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
+	// Each stage's start, from its summary: junit.xml's timestamps say
+	// when the stages ran, however often the pack is judged again.
+	for i := range rep.Stages {
+		st := &rep.Stages[i]
+		if st.Manual || !st.Started.IsZero() {
+			continue
+		}
+		if s, err := out.Stage(st.Name).ReadSummary(); err == nil {
+			if t, err := time.Parse(time.RFC3339Nano, s.Run.Started); err == nil {
+				st.Started = t
+			}
+		}
+	}
 	if err := exporters.WriteVerdicts(out, rep); err != nil {
 		return err
 	}

@@ -30,8 +30,13 @@ import (
 
 // Options configure a Daemon.
 type Options struct {
-	// Version is tailgate's, for tailgate_build_info and /status.
-	Version string
+	// Version is tailgate's, for tailgate_build_info and /status;
+	// Revision the VCS revision it was built from ("" lets package prom
+	// read the toolchain's stamp).
+	Version, Revision string
+	// StateFile, if set, keeps the rolling windows across restarts: read
+	// at start, written atomically at every evaluation and at shutdown.
+	StateFile string
 	// Log receives one line per evaluation interval, warnings, reloads
 	// and errors (nil: discarded).
 	Log io.Writer
@@ -95,6 +100,9 @@ type targetStats struct {
 	ok, failed             uint64
 	lastSuccess, lastError time.Time
 	lastErrorText          string
+	// lastProgress is when the probe loop last finished a probe, or
+	// started: /healthz fails when it stops moving.
+	lastProgress time.Time
 }
 
 type targetRun struct {
@@ -118,7 +126,7 @@ func New(path string, opts Options) (*Daemon, error) {
 		w = io.Discard
 	}
 	d := &Daemon{path: path, opts: opts, log: log.New(w, "", log.LstdFlags|log.LUTC),
-		metrics: prom.New(prom.Options{Version: opts.Version, Daemon: true}),
+		metrics: prom.New(prom.Options{Version: opts.Version, Revision: opts.Revision, Daemon: true}),
 		states:  map[stateKey]*objState{}, stats: map[string]*targetStats{}, runs: map[string]*targetRun{}}
 	d.started = time.Now()
 	for _, w := range cfg.Warnings {
@@ -126,6 +134,12 @@ func New(path string, opts Options) (*Daemon, error) {
 	}
 	d.install(cfg, d.started)
 	d.metrics.SetReload(true, d.started)
+	// A state file that cannot be read costs the history, not the canary.
+	if n, err := d.loadState(d.started); err != nil {
+		d.log.Printf("canary: warning: %v; starting with empty windows", err)
+	} else if n > 0 {
+		d.log.Printf("canary: restored the windows of %d objectives from %s", n, opts.StateFile)
+	}
 	return d, nil
 }
 
@@ -203,7 +217,11 @@ func (d *Daemon) Wait() error {
 	d.mu.Unlock()
 	d.stopRuns(runs)
 	<-d.evalDone
-	d.logEvaluation(d.evaluate(time.Now()))
+	now := time.Now()
+	d.logEvaluation(d.evaluate(now))
+	if err := d.saveState(now); err != nil {
+		d.log.Printf("canary: warning: %v", err)
+	}
 	if served {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -293,6 +311,7 @@ func (d *Daemon) install(cfg *Config, now time.Time) {
 		if _, ok := d.stats[t.Name]; !ok {
 			d.stats[t.Name] = &targetStats{}
 		}
+		d.metrics.SetTargetInfo(t.Name, redactURL(t.URL), t.API, t.Model)
 		specs = append(specs, t.SLO)
 		for i := range t.SLO.Objectives {
 			o := &t.SLO.Objectives[i]
@@ -345,6 +364,9 @@ func (d *Daemon) startLocked(t Target) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	r := &targetRun{t: t, cancel: cancel, done: make(chan struct{})}
 	d.runs[t.Name] = r
+	if st, ok := d.stats[t.Name]; ok {
+		st.lastProgress = time.Now()
+	}
 	go d.probeLoop(ctx, t, r.done)
 }
 
@@ -377,7 +399,19 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 		d.noteError(t.Name, time.Now(), err.Error())
 		return
 	}
-	sink := d.metrics.NewSink(prom.SinkOptions{Target: t.Name, Specs: []*slo.Spec{t.SLO}, Operate: true,
+	// The preflight, once, said in the server's words: a canary probes a
+	// target that is down (that is what it measures), so it goes on
+	// either way, but a model the server does not serve is a
+	// configuration error worth its log line.
+	if _, perr := protocol.Check(ctx, client, t.Model); perr != nil && ctx.Err() == nil {
+		d.log.Printf("canary: target %s: preflight: %v; probing anyway", t.Name, perr)
+		d.noteError(t.Name, time.Now(), "preflight: "+perr.Error())
+	}
+	classes := []string{"default"}
+	if t.Mix != nil {
+		classes = t.Mix.Classes()
+	}
+	sink := d.metrics.NewSink(prom.SinkOptions{Target: t.Name, Specs: []*slo.Spec{t.SLO}, Operate: true, Classes: classes,
 		OnEvents: func(spec *slo.Spec, o *slo.Objective, e slo.Events, at time.Time) {
 			d.mu.Lock()
 			if st, ok := d.states[stateKey{t.Name, spec.Name, o.Name}]; ok {
@@ -431,6 +465,7 @@ func (d *Daemon) noteRecord(target string, r *loadgen.Record) {
 	if !ok {
 		return
 	}
+	s.lastProgress = time.Now()
 	if r.OK() {
 		s.ok++
 		s.lastSuccess = at
@@ -461,6 +496,9 @@ func (d *Daemon) evalLoop(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			d.logEvaluation(d.evaluate(now))
+			if err := d.saveState(now); err != nil {
+				d.log.Printf("canary: warning: %v", err)
+			}
 			d.mu.Lock()
 			if e := d.cfg.EvaluationInterval; e != every {
 				every = e
@@ -479,7 +517,11 @@ func (d *Daemon) logEvaluation(s *Status) {
 	for _, t := range s.Targets {
 		fmt.Fprintf(&b, " | %s: %d ok %d failed", t.Name, t.Probes.OK, t.Probes.Failed)
 		for _, o := range t.Objectives {
-			fmt.Fprintf(&b, "; %s burn 5m=%.2f 1h=%.2f budget=%.1f%%", o.Name, o.burn("5m"), o.burn("1h"), 100*o.BudgetRemaining)
+			// Coverage beside every figure: early in a canary's life a
+			// "1h" burn rate is a few minutes' and the budget a few hours'.
+			fmt.Fprintf(&b, "; %s burn 5m=%.2f (%.0f%% covered) 1h=%.2f (%.0f%%) budget=%.1f%% (%s %.1f%% covered)", o.Name,
+				o.burn("5m"), 100*o.coverage("5m"), o.burn("1h"), 100*o.coverage("1h"), 100*o.BudgetRemaining,
+				o.SLOWindow.Window, 100*o.SLOWindow.Coverage)
 		}
 	}
 	d.log.Print(b.String())
@@ -495,7 +537,13 @@ func (d *Daemon) Handler() http.Handler {
 		metrics.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/status", d.serveStatus)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if stuck := d.stuck(time.Now()); stuck != "" {
+			http.Error(w, "unhealthy: "+stuck, http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !d.ready.Load() {
 			http.Error(w, "not ready: starting or shutting down", http.StatusServiceUnavailable)
@@ -546,12 +594,16 @@ func (d *Daemon) judge(target string, st *objState, now time.Time) ObjectiveStat
 	for _, w := range burnWindows {
 		e := st.win.minutes.sum(now, w.d)
 		ws := windowStatus(w.label, e, st.budget)
+		ws.Coverage = st.win.coverage(now, w.d)
 		os.Windows = append(os.Windows, ws)
 		d.metrics.SetBurnRate(st.spec.Name, o.Name, target, w.label, ws.BurnRate)
+		d.metrics.SetCoverage(st.spec.Name, o.Name, target, w.label, ws.Coverage)
 	}
 	e := st.win.hours.sum(now, st.spec.Window)
 	os.SLOWindow = windowStatus(windowLabel(st.spec.Window), e, st.budget)
-	os.SLOWindow.SeenS = min(now.Sub(st.win.since), st.spec.Window).Seconds()
+	os.SLOWindow.Coverage = st.win.coverage(now, st.spec.Window)
+	os.SLOWindow.SeenS = os.SLOWindow.Coverage * st.spec.Window.Seconds()
+	d.metrics.SetCoverage(st.spec.Name, o.Name, target, os.SLOWindow.Window, os.SLOWindow.Coverage)
 	os.BudgetRemaining = slo.BudgetRemaining(e.Bad, e.Total(), st.budget)
 	d.metrics.SetBudgetRemaining(st.spec.Name, o.Name, target, os.BudgetRemaining)
 	return os
@@ -585,4 +637,39 @@ func windowLabel(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/day)
 	}
 	return d.String()
+}
+
+// stuck names the first target whose probe loop has finished no probe for
+// far longer than its schedule and timeout allow (a wedged loop: the
+// liveness probe should restart the canary), or "".
+func (d *Daemon) stuck(now time.Time) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, r := range d.runs {
+		select {
+		case <-r.done:
+			continue // ended on its own (a client it could not build): logged, not stuck
+		default:
+		}
+		st, ok := d.stats[name]
+		if !ok || st.lastProgress.IsZero() {
+			continue
+		}
+		if idle, limit := now.Sub(st.lastProgress), stuckAfter(r.t); idle > limit {
+			return fmt.Sprintf("target %s: no probe finished for %s (its schedule and timeout allow %s)",
+				name, idle.Round(time.Second), limit)
+		}
+	}
+	return ""
+}
+
+// stuckAfter is how long a probe loop may go without finishing a probe:
+// three of its longest gaps between probes plus the probe timeout, and a
+// minute's slack.
+func stuckAfter(t Target) time.Duration {
+	gap := t.Interval + t.Jitter
+	if t.Interval <= 0 && t.Rate > 0 {
+		gap = time.Duration(float64(time.Second) / t.Rate)
+	}
+	return 3*(gap+t.Timeout) + time.Minute
 }

@@ -32,7 +32,11 @@
 // ~80 KiB per objective whatever the traffic), from which the daemon sets
 // the burn-rate and remaining-budget gauges, writes one log line per
 // evaluation interval, and answers /status as JSON, so a user without
-// Prometheus still sees the SLO.
+// Prometheus still sees the SLO. Every window also says its coverage, the
+// share of it the canary ran through, so a young canary's "1h" burn rate
+// or "30d" budget is read as the minutes it is. With Options.StateFile
+// the windows survive restarts (state.go); /healthz fails when a probe
+// loop stops finishing probes.
 //
 // Reload (SIGHUP in tailgate canary) re-reads the file: a valid one
 // restarts only the targets that changed and keeps the windows of the

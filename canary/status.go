@@ -73,6 +73,15 @@ type ObjectiveStatus struct {
 	BudgetRemaining float64      `json:"budget_remaining"`
 }
 
+func (o ObjectiveStatus) coverage(label string) float64 {
+	for _, w := range o.Windows {
+		if w.Window == label {
+			return w.Coverage
+		}
+	}
+	return 0
+}
+
 func (o ObjectiveStatus) burn(label string) float64 {
 	for _, w := range o.Windows {
 		if w.Window == label {
@@ -83,13 +92,18 @@ func (o ObjectiveStatus) burn(label string) float64 {
 }
 
 // WindowStatus is one rolling window: events, their error ratio and the
-// burn rate (error ratio / error budget; 0 without events).
+// burn rate (error ratio / error budget; 0 without events), and Coverage,
+// the share of the window the canary ran through (1 once it has run a
+// whole window; a restart without a state file, or downtime, lowers it).
+// A burn rate or budget over a window of low coverage speaks of less time
+// than the window's name says.
 type WindowStatus struct {
 	Window     string  `json:"window"`
 	Good       uint64  `json:"good"`
 	Bad        uint64  `json:"bad"`
 	ErrorRatio float64 `json:"error_ratio"`
 	BurnRate   float64 `json:"burn_rate"`
+	Coverage   float64 `json:"coverage"`
 	SeenS      float64 `json:"seen_s,omitempty"`
 }
 

@@ -16,12 +16,12 @@
 //
 // # Minimum length of a level
 //
-// A p99 means something only when some samples lie beyond it. The rule:
-// a level measures at least MinRequests = ⌈10 / (1 − q)⌉ requests after its
-// warm-up, where q is the highest target fraction of the SLO's latency
-// objectives (99% → 1000, 95% → 200, 99.9% → 10000; 99% when there is no
-// latency objective), so at least 10 requests fall beyond the quantile
-// judged. Open loop: the level lasts warm-up + 1.1 × MinRequests / rate
+// A verdict is PASS only when the sample decides it at the SLO's
+// confidence (slo's confidence rule). The rule: a level measures at least
+// MinRequests requests after its warm-up, the fewest that can pass the
+// highest target fraction q of the SLO's latency objectives with no miss
+// at that confidence: ⌈ln(1 − confidence) / ln q⌉ (at 95%: 99% → 299,
+// 95% → 59, 99.9% → 2995; 99% when there is no latency objective). Open loop: the level lasts warm-up + 1.1 × MinRequests / rate
 // (the 10% covers Poisson's spread), and at least MinDuration. Closed loop:
 // the level stops after 2 × concurrency warm-up requests (the batch filling
 // up) plus MinRequests, or at MaxDuration. A level that still measured

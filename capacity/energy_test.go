@@ -34,7 +34,9 @@ func TestSweepEnergyAndCostPerLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	starts = append(starts, srv.EnergyJoules())
-	if len(res.Levels) != 2 || len(starts) != 3 {
+	// A level that was invalid or undecided runs again: every run of a
+	// level is a LevelResult, and its start a reading.
+	if len(res.Levels) < 2 || len(starts) != len(res.Levels)+1 {
 		t.Fatalf("%d levels, %d readings", len(res.Levels), len(starts))
 	}
 	for i, l := range res.Levels {

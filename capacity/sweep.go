@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -120,16 +119,29 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	best, ok, limited, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
+		minReq, extended := res.MinRequests, false
 		for try := 1; ; try++ {
-			lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, res.MinRequests, res.attempt(l, attempt))
+			lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, minReq, res.attempt(l, attempt))
 			if lr != nil {
 				res.Levels = append(res.Levels, *lr)
 				fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
 			}
-			if err != nil || lr == nil || lr.Valid || try >= MaxInvalidAttempts {
+			if err != nil || lr == nil {
 				return o, err
 			}
-			fmt.Fprintf(log, "level %s: invalid, running it again (%d of %d)\n", lr.Name, try+1, MaxInvalidAttempts)
+			if !lr.Valid && try < MaxInvalidAttempts {
+				fmt.Fprintf(log, "level %s: invalid, running it again (%d of %d)\n", lr.Name, try+1, MaxInvalidAttempts)
+				continue
+			}
+			// A level its sample did not decide is run once more, long
+			// enough to decide it if its miss rate holds: counted as a
+			// failure, it would put the SLO-max below the truth.
+			if need := lr.need(); !extended && lr.Valid && !lr.Saturated && lr.Status == slo.ReportInconclusive && need > minReq {
+				extended, minReq = true, need
+				fmt.Fprintf(log, "level %s: INCONCLUSIVE, running it again to measure %d requests\n", lr.Name, need)
+				continue
+			}
+			return o, err
 		}
 	})
 	res.Ended = now().UTC()
@@ -208,18 +220,21 @@ func (c *Config) arrival() string {
 }
 
 // MinRequests is the measured requests a level needs (see the package
-// doc): ⌈10 / (1 − q)⌉ for the highest latency target q, 99% without one.
+// doc): the fewest that can PASS the strictest objective with no misses
+// at the spec's confidence (slo.MinDecisive: ⌈ln α / ln(1 − p)⌉ for the
+// smallest allowed miss fraction p, a latency objective's 1 − target or
+// an error rate's limit: 299 for 99% or 1% at 95%); 1% without one.
 func MinRequests(spec *slo.Spec) int {
-	q := 0.0
-	for _, o := range spec.Objectives {
-		if o.Kind() == slo.KindLatency {
-			q = max(q, o.Target.Float())
+	p := 1.0
+	for i := range spec.Objectives {
+		if b, ok := spec.Objectives[i].ErrorBudget(); ok && b > 0 {
+			p = min(p, b)
 		}
 	}
-	if q <= 0 || q >= 1 {
-		q = 0.99
+	if p >= 1 {
+		p = 0.01
 	}
-	return int(math.Ceil(10/(1-q) - 1e-9))
+	return int(slo.MinDecisive(p, slo.ConfidenceOf(spec)))
 }
 
 // options are the load options of one level.
@@ -294,6 +309,18 @@ func (c *Config) bounds() slo.Validity {
 		return slo.DefaultValidity
 	}
 	return *c.Validity
+}
+
+// need is the most requests any of the level's undecided verdicts needs
+// to be decided (0: none would, or none is undecided).
+func (l *LevelResult) need() int {
+	n := uint64(0)
+	for _, v := range l.Verdicts {
+		if v.Status == slo.Inconclusive {
+			n = max(n, v.NeedRequests)
+		}
+	}
+	return int(min(n, 1<<30))
 }
 
 // MaxInvalidAttempts bounds the runs of one level that came out INVALID

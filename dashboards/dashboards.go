@@ -70,6 +70,7 @@ var Metrics = []Metric{
 	{"tailgate_slo_objective_ratio", Gauge, "tailgate", []string{"slo", "objective"}},
 	{"tailgate_slo_error_budget_remaining_ratio", Gauge, "tailgate", []string{"slo", "objective", "target"}},
 	{"tailgate_slo_burn_rate", Gauge, "tailgate", []string{"slo", "objective", "target", "window"}},
+	{"tailgate_slo_window_coverage_ratio", Gauge, "tailgate", []string{"slo", "objective", "target", "window"}},
 	{"tailgate_last_success_timestamp_seconds", Gauge, "tailgate", []string{"target"}},
 	{"tailgate_build_info", Gauge, "tailgate", []string{"version", "revision", "goversion"}},
 	{"tailgate_config_last_reload_successful", Gauge, "tailgate", nil},

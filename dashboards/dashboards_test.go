@@ -385,3 +385,41 @@ func TestDashboardShape(t *testing.T) {
 		t.Errorf("capacity's first row reads %s", got)
 	}
 }
+
+// The panels titled "no rules needed" work on a Prometheus without the
+// generated rules: they, and every variable they use, read tailgate's own
+// metrics only, never a recording rule's (slo:…, sloth_…).
+func TestNoRulesNeededPanelsReadOnlyTailgate(t *testing.T) {
+	for _, name := range Names() {
+		d := load(t, name)
+		vars := map[string]string{}
+		for _, e := range d.exprs(name) {
+			if v, ok := strings.CutPrefix(e.where, name+": variable "); ok {
+				vars[v] = e.text
+			}
+		}
+		n := 0
+		for _, p := range d.all() {
+			if !strings.Contains(p.Title, "no rules needed") {
+				continue
+			}
+			n++
+			for _, tg := range p.Targets {
+				texts := []string{tg.Expr}
+				for v, e := range vars {
+					if strings.Contains(tg.Expr, "$"+v) {
+						texts = append(texts, e)
+					}
+				}
+				for _, x := range texts {
+					if strings.Contains(x, "slo:") || strings.Contains(x, "sloth_") {
+						t.Errorf("%s: panel %q (no rules needed) reads a rule's series: %s", name, p.Title, x)
+					}
+				}
+			}
+		}
+		if name == "canary.json" && n < 2 {
+			t.Errorf("canary.json: %d panels titled \"no rules needed\", want the canary's own burn rates and budget", n)
+		}
+	}
+}

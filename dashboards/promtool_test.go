@@ -52,6 +52,8 @@ func classicSeries() []map[string]string {
 	add(`tailgate_output_tokens_total{target="a",class="chat"}`, "0+3000x30")
 	add(`tailgate_slo_burn_rate{slo="chat",objective="errors",target="a",window="5m"}`, "25x30")
 	add(`tailgate_slo_error_budget_remaining_ratio{slo="chat",objective="errors",target="a"}`, "0.5x30")
+	add(`tailgate_slo_window_coverage_ratio{slo="chat",objective="errors",target="a",window="1h"}`, "0.5x30")
+	add(`tailgate_slo_objective_ratio{slo="chat",objective="errors"}`, "0.99x30")
 	add(`tailgate_last_success_timestamp_seconds{target="a"}`, "0+60x30")
 	add(`tailgate_build_info{version="dev",revision="x",goversion="go1.26"}`, "1x30")
 	add(`tailgate_config_last_reload_successful`, "1x30")

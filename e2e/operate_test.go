@@ -134,8 +134,15 @@ targets:
 	// The recorded 5m ratio is the ratio of the stored counters' increases
 	// over the same range (rate() extrapolates both alike, up to the
 	// first scrape's zero-point rule: 0.02).
-	got := p.Query(t, ratio)
-	inc := byOutcome(p.Query(t, `sum by (outcome) (increase(tailgate_slo_events_total{slo="chat",objective="errors",target="sim"}[5m]))`))
+	// Both at the recorded sample's own time: the ratio rises fast early in
+	// the outage, and the rule group ran up to an interval before this
+	// query (under -race, a 0.05 difference).
+	at := p.Query(t, "timestamp("+ratio+")")
+	if len(at) != 1 {
+		t.Fatalf("timestamp(%s) = %v", ratio, at)
+	}
+	got := p.Query(t, fmt.Sprintf("%s @ %.3f", ratio, at[0].Value))
+	inc := byOutcome(p.Query(t, fmt.Sprintf(`sum by (outcome) (increase(tailgate_slo_events_total{slo="chat",objective="errors",target="sim"}[5m] @ %.3f))`, at[0].Value)))
 	if len(got) != 1 || inc["good"]+inc["bad"] == 0 {
 		t.Fatalf("%s = %v; increases %v", ratio, got, inc)
 	}

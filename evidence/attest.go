@@ -245,30 +245,17 @@ func checkStatement(dir string, payload []byte) (*Manifest, error) {
 // checkSubjects is Check for a statement's subjects, which carry no
 // sizes and include manifest.json.
 func checkSubjects(dir string, m *Manifest) error {
-	listed := map[string]bool{}
-	for _, want := range m.Files {
-		listed[want.Path] = true
-		p := filepath.Join(dir, filepath.FromSlash(want.Path))
-		st, err := os.Lstat(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return &FileError{Path: want.Path, Reason: "missing"}
-		}
-		if err != nil {
-			return &FileError{Path: want.Path, Reason: err.Error()}
-		}
-		if !st.Mode().IsRegular() {
-			return &FileError{Path: want.Path, Reason: "not a regular file"}
-		}
-		got, err := hashFile(p)
-		if err != nil {
-			return &FileError{Path: want.Path, Reason: err.Error()}
-		}
+	listed, err := checkFiles(dir, m.Files, func(want, got File) string {
 		switch {
 		case got.SHA256 != want.SHA256 && want.Path == ManifestFile:
-			return &FileError{Path: want.Path, Reason: "modified: it is not the manifest that was signed"}
+			return "modified: it is not the manifest that was signed"
 		case got.SHA256 != want.SHA256:
-			return &FileError{Path: want.Path, Reason: "modified: SHA-256 " + got.SHA256 + ", the attestation says " + want.SHA256}
+			return "modified: SHA-256 " + got.SHA256 + ", the attestation says " + want.SHA256
 		}
+		return ""
+	})
+	if err != nil {
+		return err
 	}
 	now, err := Build(dir)
 	if err != nil {

@@ -151,30 +151,17 @@ func parseManifest(b []byte) (*Manifest, error) {
 // list. The error is a *FileError naming the first file (in path order)
 // that is modified, missing or extra.
 func Check(dir string, m *Manifest) error {
-	listed := map[string]bool{}
-	for _, want := range m.Files {
-		listed[want.Path] = true
-		p := filepath.Join(dir, filepath.FromSlash(want.Path))
-		st, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return &FileError{Path: want.Path, Reason: "missing"}
+	listed, err := checkFiles(dir, m.Files, func(want, got File) string {
+		switch {
+		case got.Size != want.Size:
+			return fmt.Sprintf("modified: %d bytes, the manifest says %d", got.Size, want.Size)
+		case got.SHA256 != want.SHA256:
+			return "modified: SHA-256 " + got.SHA256 + ", the manifest says " + want.SHA256
 		}
-		if err != nil {
-			return &FileError{Path: want.Path, Reason: err.Error()}
-		}
-		if !st.Mode().IsRegular() {
-			return &FileError{Path: want.Path, Reason: "not a regular file"}
-		}
-		got, err := hashFile(p)
-		if err != nil {
-			return &FileError{Path: want.Path, Reason: err.Error()}
-		}
-		if got.Size != want.Size {
-			return &FileError{Path: want.Path, Reason: fmt.Sprintf("modified: %d bytes, the manifest says %d", got.Size, want.Size)}
-		}
-		if got.SHA256 != want.SHA256 {
-			return &FileError{Path: want.Path, Reason: "modified: SHA-256 " + got.SHA256 + ", the manifest says " + want.SHA256}
-		}
+		return ""
+	})
+	if err != nil {
+		return err
 	}
 	now, err := Build(dir)
 	if err != nil {
@@ -186,6 +173,35 @@ func Check(dir string, m *Manifest) error {
 		}
 	}
 	return nil
+}
+
+// checkFiles re-hashes each file wanted, in order, and returns the first
+// that is missing, not a regular file, or that differs (differs says how,
+// "" when it does not), as a *FileError; listed holds every path wanted.
+func checkFiles(dir string, files []File, differs func(want, got File) string) (listed map[string]bool, err error) {
+	listed = map[string]bool{}
+	for _, want := range files {
+		listed[want.Path] = true
+		p := filepath.Join(dir, filepath.FromSlash(want.Path))
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &FileError{Path: want.Path, Reason: "missing"}
+		}
+		if err != nil {
+			return nil, &FileError{Path: want.Path, Reason: err.Error()}
+		}
+		if !st.Mode().IsRegular() {
+			return nil, &FileError{Path: want.Path, Reason: "not a regular file"}
+		}
+		got, err := hashFile(p)
+		if err != nil {
+			return nil, &FileError{Path: want.Path, Reason: err.Error()}
+		}
+		if why := differs(want, got); why != "" {
+			return nil, &FileError{Path: want.Path, Reason: why}
+		}
+	}
+	return listed, nil
 }
 
 func writeAtomic(path string, b []byte) error { return atomicfile.Write(path, b) }

@@ -73,9 +73,19 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 		name += "." + r.Plan
 	}
 	root := junitSuites{Name: name}
-	ts := r.EvaluatedAt.UTC().Format("2006-01-02T15:04:05")
 	var total float64
 	for _, st := range r.Stages {
+		// A stage's timestamp is when it ran (a manual one: when its
+		// result was recorded), not when it was judged: --record and
+		// check judge again later.
+		at := r.EvaluatedAt
+		switch {
+		case !st.Started.IsZero():
+			at = st.Started
+		case st.ManualResult != nil && !st.ManualResult.At.IsZero():
+			at = st.ManualResult.At
+		}
+		ts := at.UTC().Format("2006-01-02T15:04:05")
 		s := junitSuite{Name: st.Name, Time: seconds(st.WindowS), Timestamp: ts}
 		total += st.WindowS
 		s.Properties = append(s.Properties, junitProperty{"tailgate.slo", r.SLO})
@@ -99,7 +109,7 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 			s.Tests++
 			c := junitCase{Name: caseName(v), Classname: name + "." + st.Name, Time: "0", SystemOut: &junitText{detail(v)}}
 			switch v.Status {
-			case slo.Fail, slo.Pending:
+			case slo.Fail, slo.Pending, slo.Inconclusive: // INCONCLUSIVE: the note says how many would decide it
 				s.Failures++
 				c.Failure = &junitMessage{Message: summaryLine(v), Type: "slo." + string(v.Status), Body: detail(v)}
 				c.SystemOut = nil

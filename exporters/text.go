@@ -146,7 +146,9 @@ func telemetryLine(t *telemetry.Summary) string {
 		return ""
 	}
 	var parts []string
-	if t.Family != "" {
+	if t.NoMetrics != "" {
+		parts = append(parts, t.NoMetrics)
+	} else if t.Family != "" {
 		f := t.Family
 		if t.ServerModel != "" {
 			f += " (model " + t.ServerModel + ")"

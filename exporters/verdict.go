@@ -3,6 +3,7 @@ package exporters
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -67,13 +68,16 @@ func WriteVerdictTable(w io.Writer, r *slo.Report) error {
 			fmt.Fprintln(ew, "  "+p.String())
 		}
 	}
+	if c := confidenceLine(r); c != "" {
+		fmt.Fprintln(ew, "\n"+c)
+	}
 	fmt.Fprintf(ew, "\nResult: %s (exit %d): %s\n", r.Status, r.ExitCode, countLine(r))
 	return ew.err
 }
 
 func countLine(r *slo.Report) string {
 	var parts []string
-	for _, s := range []slo.Status{slo.Pass, slo.Fail, slo.Waived, slo.NoData, slo.Pending} {
+	for _, s := range []slo.Status{slo.Pass, slo.Fail, slo.Inconclusive, slo.Waived, slo.NoData, slo.Pending} {
 		if n := r.Counts[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(strings.ReplaceAll(string(s), "_", " "))))
 		}
@@ -107,4 +111,15 @@ func quantileSources(r *slo.Report) string {
 		return ""
 	}
 	return "Quantiles in MEASURED are " + strings.Join(parts, " and ") + "; PASS and FAIL come from exact counts of events within the threshold."
+}
+
+// confidenceLine states the confidence latency and error-rate verdicts
+// were decided at ("" when none was).
+func confidenceLine(r *slo.Report) string {
+	for _, v := range r.Verdicts {
+		if v.Confidence > 0 {
+			return fmt.Sprintf("PASS and FAIL are decided at %s confidence (one-sided exact binomial test on the miss fraction); otherwise INCONCLUSIVE", strconv.FormatFloat(100*v.Confidence, 'f', -1, 64)+"%")
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -40,6 +41,19 @@ type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
 
+// ErrNotServed marks a Preflight error from a server that answered but
+// does not serve the model (errors.Is(err, ErrNotServed)): waiting will
+// not help, unlike a server that does not answer yet.
+var ErrNotServed = errors.New("model not served")
+
+// NotServed marks err as ErrNotServed, its text unchanged.
+func NotServed(err error) error { return notServed{err} }
+
+type notServed struct{ error }
+
+func (e notServed) Is(target error) bool { return target == ErrNotServed }
+func (e notServed) Unwrap() error        { return e.error }
+
 // Preconnector is a Client that can open n connections to its target
 // before the first intended start (run --preconnect), so the first wave of
 // requests does not pay connection set-up inside its latency. It returns
@@ -62,4 +76,14 @@ type ServerInfo struct {
 	Models  []string          `json:"models,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"` // Server and version-bearing headers, lower-case names
 	Error   string            `json:"error,omitempty"`   // why the rest is missing, scrubbed
+	// What the server says about itself beyond its model list, where it
+	// has an endpoint for it (vLLM /version, llama.cpp /props, Ollama
+	// /api/version and /api/show, TGI /info): its version or build, how
+	// many requests it runs at once (llama.cpp slots), its context
+	// length, and the model's details (Ollama: family, parameter size,
+	// quantization, format). Absent when it did not say.
+	Version       string            `json:"version,omitempty"`
+	Slots         int               `json:"slots,omitempty"`
+	ContextLength int               `json:"context_length,omitempty"`
+	ModelDetails  map[string]string `json:"model_details,omitempty"`
 }

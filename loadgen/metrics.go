@@ -65,12 +65,40 @@ type Metrics struct {
 	// Goodput, if set, says whether an OK record met every per-request
 	// goodput constraint of the SLO (loadgen knows nothing of SLOs).
 	Goodput func(*Record) bool
+	// LagCorrected holds, for each latency measured from the intended
+	// start (LagMeasured), the whole run's values less each request's
+	// schedule lag: what the figure would be had every request been sent
+	// on time. The self-check compares the two (selfcheck.go).
+	LagCorrected map[string]*hdrhistogram.Histogram
+}
+
+// LagMeasured are the latency metrics that run from the intended start,
+// and so include the generator's schedule lag.
+var LagMeasured = []string{MetricTTFT, MetricTTFAT, MetricE2E}
+
+func (m *Metrics) lagCorrected(metric string) *hdrhistogram.Histogram {
+	h, ok := m.LagCorrected[metric]
+	if !ok {
+		h = NewHistogram()
+		m.LagCorrected[metric] = h
+	}
+	return h
+}
+
+// addLagCorrected records r's lag-measured values less its schedule lag.
+func (m *Metrics) addLagCorrected(r *Record) {
+	lag := ScheduleLagOf(r)
+	for _, n := range LagMeasured {
+		if v, ok := FindLatencyMetric(n).Of(r); ok {
+			m.lagCorrected(n).RecordValue(microsOf(v - max(lag, 0)))
+		}
+	}
 }
 
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{All: newGroup(), Classes: map[string]*Group{}, Stages: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
-		interval: map[string]*hdrhistogram.Histogram{}}
+		interval: map[string]*hdrhistogram.Histogram{}, LagCorrected: map[string]*hdrhistogram.Histogram{}}
 }
 
 // microsOf is d in whole µs, held within the histogram bounds.
@@ -114,6 +142,7 @@ func (m *Metrics) Add(r *Record) {
 	}
 	if r.OK() {
 		m.recordSamples(r, &groups)
+		m.addLagCorrected(r)
 		if d, ok := ttftMetric.Of(r); ok && r.Session != "" {
 			h, ok := m.TurnTTFT[r.Turn]
 			if !ok {

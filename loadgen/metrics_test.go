@@ -136,21 +136,21 @@ func TestMetricsSummaryFigures(t *testing.T) {
 	}
 }
 
-// The generator flags itself as the bottleneck: schedule lag p99 above
-// 1 ms, or its CPU saturated, or requests dropped.
+// The generator flags itself as the bottleneck: schedule lag that moved a
+// figure, or its CPU saturated, or requests dropped.
 func TestSummarySelfCheckWarnings(t *testing.T) {
 	m := NewMetrics()
 	for i := 0; i < 100; i++ {
 		lag := 100 * time.Microsecond
-		if i >= 95 {
-			lag = 3 * ms // the worst 5%: p99 is late
+		if i >= 80 {
+			lag = 3 * ms // the worst 20%: p90 is late
 		}
-		r := &Record{Intended: 0, Sent: lag, End: 10 * ms, Chunks: []Chunk{{At: 5 * ms}}}
+		r := &Record{Intended: 0, Sent: lag, End: lag + 10*ms, Chunks: []Chunk{{At: lag + 5*ms}}}
 		r.Finalize()
 		m.Add(r)
 	}
 	s := m.Summary(Info{CPUUtilization: 0.5}, SummaryMeta{})
-	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "schedule lag p99") {
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "TTFT p90") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 	m.Add(&Record{ErrorKind: ErrDropped})

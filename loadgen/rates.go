@@ -10,7 +10,7 @@ var RunDefinitions = map[string]string{
 	"measured_window":  "from the first measured request's intended start to the last measured request's end, the drain after the schedule included",
 	"grace":            "how long requests still in flight at the schedule's end may take to finish before they are cut",
 	"cut_at_end":       "requests still in flight when the grace period after the schedule's end ran out, cancelled by the load generator; counted apart from errors and left out of error rates",
-	"self_check":       "whether the load generator may have distorted the figures: sustained schedule lag (at least 2 sends, and more than 1% of sends with 97.5% confidence, later than 1 ms and 5% of the TTFT p50) or its CPU above 90%",
+	"self_check":       "whether the load generator may have distorted the figures: schedule lag moved a reported TTFT, TTFAT or E2E quantile (p50, p90, p99, each judged when at least 10 events lie beyond it) by more than the stated share (max_shift, default 10%), more than 1 ms, and past the 95% sampling interval of the same figure less each request's lag (on-time sends could not plausibly have given it); or its own CPU was above 90% of its cores while sending. The cause of late sends is named: the generator's own CPU, the machine's run queue (other processes: /proc/stat, /proc/pressure/cpu), the in-flight cap, or unknown",
 	"stopped":          "the run was stopped early by the tool itself (e.g. results could no longer be written), not by the user; requests in flight then are cancelled",
 }
 

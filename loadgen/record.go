@@ -125,8 +125,39 @@ type Record struct {
 	// LastChunkAt is a compact record's last chunk instant (0 otherwise:
 	// a full record has it in Chunks).
 	LastChunkAt time.Duration
+	// Server is what the server said of this request's timings (Ollama's
+	// final object, llama.cpp's timings), beside the client's; nil when it
+	// said nothing.
+	Server *ServerTimings
 
 	epoch time.Time
+}
+
+// ServerTimings are one request's timings as the server measured them.
+// A zero field was not reported (a server that reports one reports it in
+// nanoseconds or fractional milliseconds, never exactly 0).
+type ServerTimings struct {
+	// Total is arrival to the last byte (Ollama total_duration).
+	Total time.Duration
+	// Load is the model load or lookup before the request ran (Ollama
+	// load_duration).
+	Load time.Duration
+	// Prompt is prompt evaluation, prefill (Ollama prompt_eval_duration,
+	// llama.cpp prompt_ms).
+	Prompt time.Duration
+	// Eval is generation of the output tokens (Ollama eval_duration,
+	// llama.cpp predicted_ms).
+	Eval time.Duration
+}
+
+// Queue is the time the request waited in the server, Total less Load,
+// Prompt and Eval, and whether the server reported enough to say.
+func (s *ServerTimings) Queue() (time.Duration, bool) {
+	if s == nil || s.Total == 0 || s.Prompt == 0 || s.Eval == 0 {
+		return 0, false
+	}
+	q := s.Total - s.Load - s.Prompt - s.Eval
+	return max(q, 0), true
 }
 
 // NewRecord returns a record whose Now is measured from epoch.
@@ -295,6 +326,30 @@ type recordJSON struct {
 	Compact     bool   `json:"compact,omitempty"`
 	Chunks      int    `json:"chunks,omitempty"`
 	LastChunkUs *int64 `json:"last_chunk_us,omitempty"`
+	// The server's own timings of the request, when it gave them.
+	Server *serverTimingsJSON `json:"server,omitempty"`
+}
+
+// serverTimingsJSON is ServerTimings in requests.jsonl: microseconds,
+// absent when not reported; queue_us derived (total − load − prompt − eval).
+type serverTimingsJSON struct {
+	TotalUs  int64  `json:"total_us,omitempty"`
+	LoadUs   int64  `json:"load_us,omitempty"`
+	PromptUs int64  `json:"prompt_us,omitempty"`
+	EvalUs   int64  `json:"eval_us,omitempty"`
+	QueueUs  *int64 `json:"queue_us,omitempty"`
+}
+
+func (s *ServerTimings) jsonForm() *serverTimingsJSON {
+	if s == nil {
+		return nil
+	}
+	j := &serverTimingsJSON{TotalUs: us(s.Total), LoadUs: us(s.Load), PromptUs: us(s.Prompt), EvalUs: us(s.Eval)}
+	if q, ok := s.Queue(); ok {
+		qu := us(q)
+		j.QueueUs = &qu
+	}
+	return j
 }
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
@@ -322,7 +377,7 @@ func (r *Record) jsonForm(compact bool) *recordJSON {
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
 		Status: r.Status, ErrorKind: string(r.ErrorKind), Error: r.Error, FinishReason: r.FinishReason,
-		Unstreamed: r.Unstreamed, Retries: r.Retries,
+		Unstreamed: r.Unstreamed, Retries: r.Retries, Server: r.Server.jsonForm(),
 	}
 	switch {
 	case compact || r.Compact:
@@ -373,6 +428,9 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,
 		Status: j.Status, ErrorKind: ErrorKind(j.ErrorKind), Error: j.Error, FinishReason: j.FinishReason,
 		Unstreamed: j.Unstreamed, Retries: j.Retries,
+	}
+	if s := j.Server; s != nil {
+		r.Server = &ServerTimings{Total: d(s.TotalUs), Load: d(s.LoadUs), Prompt: d(s.PromptUs), Eval: d(s.EvalUs)}
 	}
 	if k, ok := legacyErrorKinds[j.ErrorKind]; ok {
 		r.ErrorKind = k

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 )
 
 // AppendJSON appends r's requests.jsonl line (without the newline) to b:
@@ -85,6 +86,25 @@ func (r *Record) AppendJSON(b []byte, compact bool) []byte {
 		case r.LastChunkAt > 0:
 			b = appendIntField(b, "last_chunk_us", us(r.LastChunkAt))
 		}
+	}
+	if s := r.Server; s != nil {
+		b = append(b, `,"server":{`...)
+		n := len(b)
+		for _, f := range [...]struct {
+			name string
+			v    time.Duration
+		}{{"total_us", s.Total}, {"load_us", s.Load}, {"prompt_us", s.Prompt}, {"eval_us", s.Eval}} {
+			if us(f.v) != 0 {
+				b = appendIntField(b, f.name, us(f.v))
+			}
+		}
+		if q, ok := s.Queue(); ok {
+			b = appendIntField(b, "queue_us", us(q))
+		}
+		if len(b) > n {
+			b = append(b[:n], b[n+1:]...) // the first field's comma
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -10,6 +11,17 @@ import (
 // compact forms, awkward strings included, and a compact record read back
 // writes its line again unchanged.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	t.Run("server", func(t *testing.T) {
+		r := &Record{Server: &ServerTimings{Total: 30 * time.Millisecond, Load: 20 * time.Microsecond, Prompt: 2 * time.Millisecond, Eval: 25 * time.Millisecond}}
+		const want = `"server":{"total_us":30000,"load_us":20,"prompt_us":2000,"eval_us":25000,"queue_us":2980}`
+		if got := string(r.AppendJSON(nil, false)); !strings.Contains(got, want) {
+			t.Errorf("got %s, want it to hold %s", got, want)
+		}
+		var back Record
+		if err := json.Unmarshal(r.AppendJSON(nil, false), &back); err != nil || back.Server == nil || *back.Server != *r.Server {
+			t.Errorf("read back %+v (%v), want %+v", back.Server, err, r.Server)
+		}
+	})
 	recs := []*Record{
 		{},
 		{Seq: 7, ID: "chat-1", Class: "chat", Stage: "peak", Session: "s1", Turn: 2, Warmup: true, Intended: 1500 * time.Microsecond,
@@ -20,6 +32,11 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{Seq: 1 << 41, ID: `a"b\c<d>&e`, Class: "ünïcode ☃", Error: "line1\nline2\t\x01 \u2028 \xff", ErrorKind: ErrServer, Status: 503,
 			Intended: -5 * time.Microsecond, End: time.Hour},
 		{Seq: 3, Chunks: []Chunk{{At: time.Millisecond, Tokens: 1}}, OutputTokens: 1, End: 2 * time.Millisecond},
+		// Ollama's four timings (queue derived), llama.cpp's two (no queue),
+		// and one under a microsecond (absent, as not reported).
+		{Seq: 4, Server: &ServerTimings{Total: 30 * time.Millisecond, Load: 20 * time.Microsecond, Prompt: 2 * time.Millisecond, Eval: 25 * time.Millisecond}},
+		{Seq: 5, Server: &ServerTimings{Prompt: 1500 * time.Microsecond, Eval: 9 * time.Millisecond}},
+		{Seq: 6, Server: &ServerTimings{Load: 999}},
 	}
 	for i, r := range recs {
 		for _, compact := range []bool{false, true} {

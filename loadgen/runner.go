@@ -192,6 +192,10 @@ type Info struct {
 	// CPUUtilization is the process's CPU time over wall time × GOMAXPROCS
 	// during the run, 0–1: near 1, the load generator may be the bottleneck.
 	CPUUtilization float64
+	// Host is the generator's CPU and the machine's load over the sending
+	// window (hostload.go): what the self-check names as the cause of
+	// late sends.
+	Host HostLoad
 	// Shard is the part of the schedule this run sent (zero: all).
 	Shard Shard
 	// LateStart is how long after Options.StartAt the run began (0: on
@@ -299,6 +303,10 @@ type run struct {
 	endOnce sync.Once
 	ended   chan struct{} // closed by endSending; idle closed-loop workers watch it
 	sentEnd time.Duration // when sending ended, ≤ end
+	// host0 is the machine's counters at the epoch; host the load over
+	// the sending window, set by endSending (hostload.go).
+	host0 hostReading
+	host  HostLoad
 }
 
 // Run sends requests until the schedule ends (its stages, the request
@@ -327,6 +335,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	rn := &run{epoch: epoch, end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
 	info.Started, info.Grace, info.LateStart = rn.epoch, r.grace, late
 	cpu0 := cpuTime()
+	rn.host0 = readHost()
 
 	send, stopSending := context.WithCancelCause(ctx)
 	defer stopSending(nil)
@@ -375,6 +384,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	default:
 	}
 	info.Sent, info.Dropped, info.CutAtEnd = r.sent.Load(), r.drop.Load(), r.cut.Load()
+	info.Host = rn.host
 	info.Scheduled = r.scheduled(rn)
 	info.StageScheduled = stageShares(r.opts.Stages, info.Scheduled)
 	if wall := info.Elapsed.Seconds(); wall > 0 {
@@ -416,6 +426,7 @@ func (r *Runner) waitStart(ctx context.Context) (epoch time.Time, late time.Dura
 func (r *Runner) endSending(rn *run, at time.Duration) {
 	rn.endOnce.Do(func() {
 		rn.sentEnd = min(at, rn.end)
+		rn.host = hostLoad(rn.host0, readHost(), numCPU())
 		close(rn.ended)
 		if at < rn.end {
 			rn.cutTimer.Reset(time.Until(rn.epoch.Add(at + r.grace)))
@@ -652,6 +663,9 @@ func (r *Runner) openLoop(rn *run) (err error) {
 			case slots <- struct{}{}:
 				timer.Stop() // Go ≥1.23: no stale tick can follow Stop
 			case <-timer.C:
+				// Sending ended with the schedule: the host readings cover
+				// it, not the recording of the dropped rest.
+				r.endSending(rn, rn.end)
 				r.dropRest(rn, rec, arr)
 				natural = true
 				return nil

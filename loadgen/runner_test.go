@@ -536,22 +536,27 @@ func summarize(recs []*Record, info Info) *Summary {
 }
 
 // A generator that cannot keep up (one slot, a server slower than the
-// arrival gap) is flagged: its requests go out later and later.
+// arrival gap) is flagged: its requests go out later and later, and the
+// lag is most of every figure.
 func TestSelfCheckFlagsStarvedGenerator(t *testing.T) {
 	c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 	recs, info := collect(t, context.Background(), c, src(), Options{MaxInFlight: 1, Grace: -1,
 		Stages: []Stage{{Rate: 400, Duration: 500 * time.Millisecond}}})
 	s := summarize(recs, info)
-	if !s.SelfCheck.Distorted || s.SelfCheck.LateRequests < LateMin {
+	if !s.SelfCheck.Distorted || s.SelfCheck.Cause == "" {
 		t.Fatalf("starved generator not flagged: %+v", s.SelfCheck)
 	}
-	if !strings.Contains(strings.Join(s.Warnings, "\n"), "load generator is a bottleneck") {
+	if !strings.Contains(strings.Join(s.Warnings, "\n"), "schedule lag moved reported figures") {
 		t.Errorf("warnings %q", s.Warnings)
+	}
+	if info.Host.WindowS <= 0 || info.Host.Cores != numCPU() {
+		t.Errorf("host load not sampled over the sending window: %+v", info.Host)
 	}
 }
 
 // A healthy low-rate run with one late send (make demo: 45 requests, one
-// outlier) is not flagged.
+// outlier) is not flagged: the outlier sets the lag's p99, and no figure
+// the sample resolves moves.
 func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 	c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 2, itl: 5 * time.Millisecond,
 		late: func(seq int64) time.Duration {
@@ -560,27 +565,13 @@ func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 			}
 			return 0
 		}}
-	// A loaded machine can make real sends late too (5 ms is the limit
-	// here), and then the run is rightly flagged: such an attempt says
-	// nothing of the one outlier, so it is run again, twice at most.
-	var s *Summary
-	for attempt := 1; ; attempt++ {
-		recs, info := collect(t, context.Background(), c, src(), Options{
-			Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
-		s = summarize(recs, info)
-		if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
-			t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
-		}
-		if s.SelfCheck.LateRequests <= 1 {
-			break
-		}
-		if attempt == 3 {
-			t.Skipf("the machine made %d sends late by itself in each of 3 attempts; TestSelfCheck judges the rule", s.SelfCheck.LateRequests-1)
-		}
-		t.Logf("attempt %d: %d sends late besides the injected one; again", attempt, s.SelfCheck.LateRequests-1)
+	recs, info := collect(t, context.Background(), c, src(), Options{
+		Stages: []Stage{{Rate: 25, Duration: 1800 * time.Millisecond}}})
+	s := summarize(recs, info)
+	if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
+		t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
 	}
-	// The outlier is seen (and sets the p99) but does not flag the run.
-	if s.SelfCheck.Distorted || s.SelfCheck.LateRequests != 1 || s.LatencyMs[MetricScheduleLag].P99 < 40 {
+	if s.SelfCheck.Distorted || s.LatencyMs[MetricScheduleLag].P99 < 40 {
 		t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs[MetricScheduleLag])
 	}
 	// Rates: 45 due and sent over the 1.8 s schedule; completions over the

@@ -21,6 +21,8 @@ type MetricsState struct {
 	Stages   map[string]GroupState `json:"stages"`
 	Warmup   int64                 `json:"warmup"`
 	TurnTTFT map[string]string     `json:"ttft_by_turn,omitempty"`
+	// LagCorrected are Metrics.LagCorrected.
+	LagCorrected map[string]string `json:"lag_corrected,omitempty"`
 }
 
 // GroupState is one Group.
@@ -129,6 +131,16 @@ func (m *Metrics) State() (*MetricsState, error) {
 		}
 		st.TurnTTFT[strconv.Itoa(turn)] = e
 	}
+	for n, h := range m.LagCorrected {
+		if st.LagCorrected == nil {
+			st.LagCorrected = map[string]string{}
+		}
+		e, err := encodeHist(h)
+		if err != nil {
+			return nil, err
+		}
+		st.LagCorrected[n] = e
+	}
 	return st, nil
 }
 
@@ -159,6 +171,11 @@ func (st *MetricsState) Metrics() (*Metrics, error) {
 			return nil, fmt.Errorf("turn %d: %v", turn, err)
 		}
 	}
+	for n, e := range st.LagCorrected {
+		if m.LagCorrected[n], err = decodeHist(e); err != nil {
+			return nil, fmt.Errorf("lag-corrected %s: %v", n, err)
+		}
+	}
 	return m, nil
 }
 
@@ -170,6 +187,9 @@ func (m *Metrics) Merge(o *Metrics, shift time.Duration) {
 	mergeGroups(m.Classes, o.Classes, shift)
 	mergeGroups(m.Stages, o.Stages, shift)
 	m.Warmup += o.Warmup
+	for n, h := range o.LagCorrected {
+		m.lagCorrected(n).Merge(h)
+	}
 	for turn, h := range o.TurnTTFT {
 		if mh, ok := m.TurnTTFT[turn]; ok {
 			mh.Merge(h)
@@ -260,6 +280,7 @@ type InfoState struct {
 	PreconnectConns  int              `json:"preconnect_conns,omitempty"`
 	PreconnectNs     int64            `json:"preconnect_ns,omitempty"`
 	PreconnectErr    string           `json:"preconnect_error,omitempty"`
+	Host             *HostLoad        `json:"host,omitempty"`
 }
 
 // State is i in its saved form.
@@ -281,6 +302,10 @@ func (i Info) State() InfoState {
 	if i.PreconnectErr != nil {
 		s.PreconnectErr = i.PreconnectErr.Error()
 	}
+	if i.Host.WindowS > 0 {
+		h := i.Host
+		s.Host = &h
+	}
 	return s
 }
 
@@ -297,6 +322,9 @@ func (s InfoState) Info() (Info, error) {
 		StageScheduled: map[string]time.Duration{}, CPUUtilization: s.CPUUtilization,
 		Shard: Shard{Index: s.ShardIndex, Count: s.ShardCount}, LateStart: time.Duration(s.LateStartNs),
 		Preconnected: s.Preconnected, PreconnectConns: s.PreconnectConns, PreconnectTime: time.Duration(s.PreconnectNs)}
+	if s.Host != nil {
+		i.Host = *s.Host
+	}
 	if s.Stopped != "" {
 		i.Stopped = errors.New(s.Stopped)
 	}

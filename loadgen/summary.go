@@ -277,8 +277,11 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 			s.Warnings = append(s.Warnings, "--preconnect: "+info.PreconnectErr.Error()+" (the run went on; those connections were opened cold)")
 		}
 	}
-	s.SelfCheck = CheckSelf(m.All.Hist[MetricScheduleLag], m.All.Hist[MetricTTFT], m.All.Hist[MetricE2E], info.CPUUtilization)
+	// At the default stated share; the pipeline recomputes it at the run's
+	// (its validity bounds' max_distortion) with m.CheckSelf(info, share).
+	s.SelfCheck = m.CheckSelf(info, 0)
 	s.Warnings = append(s.Warnings, s.SelfCheck.Reasons...)
+	s.Warnings = append(s.Warnings, s.SelfCheck.Warnings...)
 	if s.Requests.CutAtEnd > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf(
 			"%d requests cut at the end: still in flight %v after the schedule ended (grace period); counted apart from errors",

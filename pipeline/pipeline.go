@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/exporters"
@@ -68,6 +70,33 @@ type Spec struct {
 	// hash), written to histograms.json: merge refuses shards whose
 	// identities differ.
 	Identity map[string]string
+	// Notices, if set, are the once-only notices the client gave during
+	// the run (protocol.Target.Warn: a server that closes every
+	// connection), added to summary.json's warnings.
+	Notices *Notices
+}
+
+// Notices collects once-only notices from any goroutine, for summary.json.
+type Notices struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// Add records msg.
+func (n *Notices) Add(msg string) {
+	n.mu.Lock()
+	n.list = append(n.list, msg)
+	n.mu.Unlock()
+}
+
+// List returns the notices so far.
+func (n *Notices) List() []string {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.list)
 }
 
 // Judging is what the pipeline judges a run against.
@@ -231,6 +260,15 @@ loop:
 
 	res := &Result{Info: info, Metrics: metrics, Stopped: stopped}
 	ls := metrics.Summary(info, spec.Meta)
+	// The summary's self-check is at the default share; at the run's
+	// stated share its reasons and warnings replace the default's.
+	if share := judge.Validity().MaxDistortion.Float(); share > 0 && share != loadgen.DefaultMaxShift {
+		def := ls.SelfCheck
+		ls.SelfCheck = metrics.CheckSelf(info, share)
+		ls.Warnings = append(slices.DeleteFunc(ls.Warnings, func(w string) bool {
+			return slices.Contains(def.Reasons, w) || slices.Contains(def.Warnings, w)
+		}), append(ls.SelfCheck.Reasons, ls.SelfCheck.Warnings...)...)
+	}
 	res.Summary = &results.Summary{Summary: *ls}
 	if tel != nil {
 		ts, qd, serr := tel.stop()
@@ -259,6 +297,7 @@ loop:
 	res.SinkErrors = p.errs
 	res.Summary.Changes = spec.Changes
 	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
+	res.Summary.Warnings = append(res.Summary.Warnings, spec.Notices.List()...)
 	res.Report = judgeRun(judge, spec, res, out.err)
 	res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
 	if spec.SLO != nil {
@@ -312,6 +351,7 @@ type pipe struct {
 	done, failed int64
 	streaming    bool
 	unstreamed   int64
+	empty        int64             // ok answers without a content chunk
 	theater      *theater.Detector // nil without telemetry
 	work         *workTimeline     // nil without telemetry
 	judge        *slo.Judge
@@ -332,6 +372,9 @@ func (p *pipe) add(rec *loadgen.Record) error {
 	}
 	if rec.OK() && rec.Unstreamed && !rec.Warmup {
 		p.unstreamed++
+	}
+	if rec.OK() && !rec.Warmup && len(rec.Chunks) == 0 && !rec.Compact {
+		p.empty++
 	}
 	p.metrics.Add(rec)
 	if p.work != nil {
@@ -403,6 +446,9 @@ func (p *pipe) warnings(res *Result) []string {
 	}
 	if p.streaming && p.unstreamed > 0 {
 		w = append(w, fmt.Sprintf("the server ignored \"stream\": %d answers came as one body; they count for TTFT and E2E but give no ICL, ITL or TPOT", p.unstreamed))
+	}
+	if p.empty > 0 {
+		w = append(w, fmt.Sprintf("%d answers were empty (the model ended at once, at its end-of-sequence token): ok, but with no TTFT, ICL, ITL or TPOT sample", p.empty))
 	}
 	return w
 }

@@ -203,7 +203,10 @@ func TestInterruptedRunIsInvalid(t *testing.T) {
 	if q.Errors != 0 || q.Cancelled < 3 || q.OK != 4 {
 		t.Errorf("requests %+v: cancelled requests must not be errors", q)
 	}
-	if s.SLO == nil || len(s.SLO.Verdicts) != 1 || s.SLO.Verdicts[0].Status != slo.Pass || s.SLO.Verdicts[0].LeftOut != uint64(q.Cancelled) {
+	// 4 requests decide nothing at a 1% limit; what matters is that the
+	// cancelled ones are left out, not failures.
+	if s.SLO == nil || len(s.SLO.Verdicts) != 1 || s.SLO.Verdicts[0].Status == slo.Fail || s.SLO.Verdicts[0].Good != s.SLO.Verdicts[0].Total ||
+		s.SLO.Verdicts[0].LeftOut != uint64(q.Cancelled) {
 		t.Fatalf("slo %+v", s.SLO)
 	}
 	if code, why := results.Exit(&s.Validity, s.SLO); code != slo.ExitInvalid || !strings.Contains(why, "interrupted") {

@@ -70,6 +70,8 @@ const (
 	// of llama-server --metrics (names, types and help text as captured):
 	// no histogram, so no server-side queue delay, and no GPU series.
 	MetricsLlamaCpp MetricsFlavor = "llamacpp"
+	// MetricsNone serves no /metrics (404), as Ollama.
+	MetricsNone MetricsFlavor = "none"
 )
 
 // Dialect selects the shape of streamed chunks.
@@ -93,8 +95,14 @@ const (
 // stream dialect.
 const ProfileLlamaCpp = "llamacpp"
 
+// ProfileOllama behaves like Ollama where it differs from vLLM: no
+// /metrics (MetricsNone) and "Ollama is running" at the root, an
+// end-of-sequence token counted in eval_count (and /v1 completion_tokens)
+// but never streamed, and, with MaxQueue, its busy 503.
+const ProfileOllama = "ollama"
+
 // Profiles lists the values Config.Profile accepts besides "".
-var Profiles = []string{ProfileLlamaCpp}
+var Profiles = []string{ProfileLlamaCpp, ProfileOllama}
 
 // Config describes the simulated engine. Start from DefaultConfig. In New,
 // zero counts and names (Model, Slots, KVTokens, MaxBatchTokens,
@@ -148,8 +156,16 @@ type Config struct {
 	// (before defaults are filled): ProfileLlamaCpp sets CloseAfter to
 	// CloseAfterStream and Metrics to MetricsLlamaCpp where they are empty,
 	// Dialect to DialectLlamaCpp where they are empty, HTTPThreads to
-	// Slots+2 where it is 0, and MetricsFromLoop and EOSNotStreamed.
+	// Slots+2 where it is 0, and MetricsFromLoop and EOSNotStreamed;
+	// ProfileOllama sets Metrics to MetricsNone where it is empty, and
+	// EOSNotStreamed.
 	Profile string
+
+	// MaxQueue, when > 0, refuses a completion request that arrives while
+	// Slots+MaxQueue are in flight with 503 and Ollama's words ("server
+	// busy, please try again.  maximum pending requests exceeded"), as
+	// Ollama with OLLAMA_MAX_QUEUE does.
+	MaxQueue int
 
 	// CloseAfter closes connections after responses (see CloseMode).
 	CloseAfter CloseMode
@@ -274,6 +290,12 @@ func (c Config) withDefaults() Config {
 		c.MetricsFromLoop = true
 		c.EOSNotStreamed = true
 	}
+	if c.Profile == ProfileOllama {
+		if c.Metrics == "" {
+			c.Metrics = MetricsNone
+		}
+		c.EOSNotStreamed = true
+	}
 	if c.Metrics == "" {
 		c.Metrics = MetricsVLLM
 	}
@@ -351,8 +373,11 @@ func (c Config) validate() error {
 			bad("sim: %s %v: must not be negative", name, v)
 		}
 	}
-	if c.Profile != "" && c.Profile != ProfileLlamaCpp {
-		bad("sim: profile %q: want %q or none", c.Profile, ProfileLlamaCpp)
+	if c.Profile != "" && c.Profile != ProfileLlamaCpp && c.Profile != ProfileOllama {
+		bad("sim: profile %q: want %q, %q or none", c.Profile, ProfileLlamaCpp, ProfileOllama)
+	}
+	if c.MaxQueue < 0 {
+		bad("sim: max queue %d: must not be negative", c.MaxQueue)
 	}
 	switch c.CloseAfter {
 	case CloseNever, CloseAfterStream, CloseAfterAll:
@@ -360,9 +385,9 @@ func (c Config) validate() error {
 		bad("sim: close after %q: want %q, %q or none", c.CloseAfter, CloseAfterStream, CloseAfterAll)
 	}
 	switch c.Metrics {
-	case MetricsVLLM, MetricsLlamaCpp:
+	case MetricsVLLM, MetricsLlamaCpp, MetricsNone:
 	default:
-		bad("sim: metrics flavour %q: want %q or %q", c.Metrics, MetricsVLLM, MetricsLlamaCpp)
+		bad("sim: metrics flavour %q: want %q, %q or %q", c.Metrics, MetricsVLLM, MetricsLlamaCpp, MetricsNone)
 	}
 	switch c.Dialect {
 	case DialectVLLM, DialectLlamaCpp:

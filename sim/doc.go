@@ -175,7 +175,18 @@
 //     counted but never sent: max_tokens−1 tokens are streamed, the finish
 //     chunk (its own, even with FinishWithLastChunk) says "stop", and usage
 //     completion_tokens is streamed + 1. Truth.CompletionTokens and
-//     Truth.FinishReason record it.
+//     Truth.FinishReason record it. On Ollama's /api/chat it is the same:
+//     done_reason "stop", eval_count streamed + 1.
+//
+// Ollama (--profile ollama, ProfileOllama), as a real Ollama v0.17.4 showed
+// (e2e/ollama): Config.Metrics MetricsNone (--metrics none: /metrics is
+// 404) and "Ollama is running" at the root, EOSNotStreamed, and /api/chat's
+// final object with Ollama's timings (total_duration, load_duration,
+// prompt_eval_duration from admission to the first token, eval_duration
+// from there to the end). Config.MaxQueue (--max-queue) refuses a
+// completion that arrives with Slots+MaxQueue in flight with 503 and
+// Ollama's "server busy, please try again.  maximum pending requests
+// exceeded" (OLLAMA_MAX_QUEUE).
 //   - Config.Dialect (--dialect) DialectLlamaCpp: streams shaped like
 //     llama-server's, key for key as in testdata/llamacpp-chat-stream.txt:
 //     no role chunk, "choices" first, system_fingerprint, and a finish chunk

@@ -54,6 +54,8 @@ type engine struct {
 	metrics *metrics
 	quit    <-chan struct{}
 	done    chan struct{}
+	// emitted are the sequences the step fed, told after its accounting.
+	emitted []*seq
 
 	mu      sync.Mutex
 	inbox   []*seq
@@ -269,8 +271,20 @@ func (e *engine) run() {
 		e.busy.add(dur)
 		generated := e.emit(end)
 		e.metrics.llama.add(prefill, prefillDur, generated, decode, 1, active)
+		// Handlers are told only now, so a scrape after a response holds
+		// the step that ended it (tokens, decodes) in every series.
+		e.signalEmitted()
 		e.publish()
 	}
+}
+
+// signalEmitted tells the handlers of the sequences the last step fed.
+func (e *engine) signalEmitted() {
+	for i, q := range e.emitted {
+		q.signal()
+		e.emitted[i] = nil
+	}
+	e.emitted = e.emitted[:0]
 }
 
 // after returns a channel that fires after d, reusing the engine's timer.
@@ -300,7 +314,7 @@ func (e *engine) emit(now time.Time) (generated int) {
 		// response has every token of it.
 		gen.Add(float64(n))
 		q.avail.Store(int64(q.produced))
-		q.signal()
+		e.emitted = append(e.emitted, q)
 		if q.produced >= q.max {
 			q.state = stDone
 			e.kvUsed -= q.kv

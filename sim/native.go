@@ -207,7 +207,25 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 	for _, m := range body.Messages {
 		prompt = append(prompt, m.Content)
 	}
-	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, body.Options.NumPredict), arrived)
+	// Ollama's EOS (Config.EOSNotStreamed): the last of num_predict
+	// tokens is an end-of-sequence token, counted in eval_count, never
+	// sent; done_reason "stop".
+	eos := s.cfg.EOSNotStreamed
+	predict := body.Options.NumPredict
+	if eos {
+		n := s.cfg.DefaultMaxTokens
+		if predict != nil {
+			n = *predict
+		}
+		if n <= 1 {
+			// The EOS is the first token: an empty answer, at once.
+			ollamaEmpty(w, s, stream, arrived)
+			return
+		}
+		n--
+		predict = &n
+	}
+	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, predict), arrived)
 	if err != nil {
 		st := status.Convert(err)
 		writeJSON(w, httpStatusOf(st.Code()), olErr(st.Message()))
@@ -221,13 +239,37 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		return append(b, `","message":{"role":"assistant","content":`...)
 	}
 	last := func(b []byte, text []byte) []byte {
+		reason, evals := "length", q.sent
+		if eos {
+			reason, evals = "stop", q.sent+1
+		}
+		// Ollama's timings: load (the model is loaded: a lookup), prompt
+		// evaluation from admission to the first token, evaluation from
+		// there to now; the total less those is the queue wait.
+		now := time.Now()
+		first, admitted := q.first, q.admitted
+		if admitted.IsZero() {
+			admitted = q.arrived
+		}
+		if first.IsZero() || first.Before(admitted) {
+			first = admitted
+		}
+		const load = 50 * time.Microsecond
 		b = appendJSONString(head(b), string(text))
-		b = append(b, `},"done":true,"done_reason":"length","total_duration":`...)
-		b = strconv.AppendInt(b, int64(time.Since(q.arrived)), 10)
+		b = append(b, `},"done":true,"done_reason":"`...)
+		b = append(b, reason...)
+		b = append(b, `","total_duration":`...)
+		b = strconv.AppendInt(b, int64(now.Sub(q.arrived)+load), 10)
+		b = append(b, `,"load_duration":`...)
+		b = strconv.AppendInt(b, int64(load), 10)
 		b = append(b, `,"prompt_eval_count":`...)
 		b = strconv.AppendInt(b, int64(q.promptTokens), 10)
+		b = append(b, `,"prompt_eval_duration":`...)
+		b = strconv.AppendInt(b, int64(max(first.Sub(admitted), time.Microsecond)), 10)
 		b = append(b, `,"eval_count":`...)
-		b = strconv.AppendInt(b, int64(q.sent), 10)
+		b = strconv.AppendInt(b, int64(evals), 10)
+		b = append(b, `,"eval_duration":`...)
+		b = strconv.AppendInt(b, int64(max(now.Sub(first), time.Microsecond)), 10)
 		return append(b, "}\n"...)
 	}
 	if !stream {
@@ -256,4 +298,21 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		truncate:     func() { sw.write(nil); panic(http.ErrAbortHandler) },
 	}
 	g.nativeStream(w, r, q, sink, &sw.started, olErr)
+}
+
+// ollamaEmpty answers as Ollama does when the model's first token is its
+// end-of-sequence token: no content, done_reason "stop", eval_count 1.
+func ollamaEmpty(w http.ResponseWriter, s *Server, stream bool, arrived time.Time) {
+	total := time.Since(arrived)
+	o := map[string]any{"model": s.cfg.Model, "created_at": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]string{"role": "assistant", "content": ""}, "done": true, "done_reason": "stop",
+		"total_duration": total.Nanoseconds() + 3000, "load_duration": 1000, "prompt_eval_count": 1,
+		"prompt_eval_duration": 1000, "eval_count": 1, "eval_duration": 1000}
+	ct := "application/json; charset=utf-8"
+	if stream {
+		ct = "application/x-ndjson"
+	}
+	b, _ := json.Marshal(o)
+	w.Header().Set("Content-Type", ct)
+	w.Write(append(b, '\n'))
 }

@@ -308,7 +308,36 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.MetricsFromLoop {
 		exposition = s.fromLoop(exposition)
 	}
-	mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
+	if s.cfg.Metrics != MetricsNone {
+		mux.Handle("GET /metrics", s.scrapes.wrap(exposition))
+	}
+	// What the server says about itself: vLLM's /version, llama.cpp's
+	// /props, Ollama's /api/version and /api/show.
+	simVersion := "tailgate-sim-" + Version
+	switch s.cfg.Profile {
+	case ProfileOllama:
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "Ollama is running") })
+		mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": simVersion})
+		})
+		mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"details": map[string]string{"format": "gguf", "family": "llama"},
+				"model_info": map[string]any{"llama.context_length": s.cfg.KVTokens}})
+		})
+	case ProfileLlamaCpp:
+		mux.HandleFunc("GET /props", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"build_info": simVersion, "total_slots": s.cfg.Slots,
+				"default_generation_settings": map[string]any{"n_ctx": s.cfg.KVTokens}})
+		})
+	default:
+		mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": simVersion})
+		})
+	}
+	var h http.Handler = mux
+	if s.cfg.MaxQueue > 0 {
+		h = s.refuseWhenBusy(mux)
+	}
 	var threads chan struct{}
 	if s.cfg.HTTPThreads > 0 {
 		threads = make(chan struct{}, s.cfg.HTTPThreads)
@@ -326,10 +355,38 @@ func (s *Server) routes() http.Handler {
 				return
 			}
 		}
-		h := w.Header()
-		h["Server"] = serverHeader
-		h["X-Sim-Version"] = versionHeader
-		mux.ServeHTTP(w, r)
+		hd := w.Header()
+		hd["Server"] = serverHeader
+		hd["X-Sim-Version"] = versionHeader
+		h.ServeHTTP(w, r)
+	})
+}
+
+// busyMessage is Ollama's answer when its queue is full.
+const busyMessage = "server busy, please try again.  maximum pending requests exceeded"
+
+// refuseWhenBusy refuses completion requests beyond Slots running and MaxQueue
+// waiting with 503 and Ollama's words: {"error": …} on its native API,
+// {"error": {"message": …}} on /v1, as Ollama answers each.
+func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
+	var inFlight atomic.Int64
+	limit := int64(s.cfg.Slots + s.cfg.MaxQueue)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !(r.URL.Path == "/api/chat" || strings.HasPrefix(r.URL.Path, "/v1/")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if inFlight.Add(1) > limit {
+			inFlight.Add(-1)
+			if r.URL.Path == "/api/chat" {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": busyMessage})
+			} else {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{"message": busyMessage, "type": "api_error", "param": nil, "code": nil}})
+			}
+			return
+		}
+		defer inFlight.Add(-1)
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -22,6 +22,7 @@ const (
 	Waived  Status = "WAIVED"  // a FAIL or NO_DATA that an unexpired waiver covers
 	NoData  Status = "NO_DATA" // nothing to measure: the run is invalid
 	Pending Status = "PENDING" // a manual stage nobody has recorded yet
+	// Inconclusive (confidence.go): the sample does not decide the objective.
 )
 
 // Verdict is one objective judged on one stage.
@@ -74,6 +75,15 @@ type Verdict struct {
 	// whether they could change the verdict (latency only).
 	CensoredMisses uint64 `json:"censored_misses,omitempty"`
 	Censored       uint64 `json:"censored,omitempty"`
+	// Confidence is the confidence the verdict was decided at (latency and
+	// ratio objectives); NeedRequests, on an INCONCLUSIVE verdict, how many
+	// events would decide it if the observed miss rate held (0: none would).
+	Confidence   float64 `json:"confidence,omitempty"`
+	NeedRequests uint64  `json:"need_requests,omitempty"`
+	// LagMissed counts events that missed a latency threshold only by the
+	// load generator's schedule lag (value > threshold ≥ value − lag); see
+	// lagflip.go.
+	LagMissed uint64 `json:"lag_missed,omitempty"`
 	// Result is the outcome before waivers; Status after them.
 	Result Status `json:"result"`
 	Status Status `json:"status"`
@@ -200,17 +210,18 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 	switch o.Kind() {
 	case KindLatency:
 		if o.Metric == QueueDelay {
-			judgeQueueDelay(&v, o, qd)
+			judgeQueueDelay(&v, o, qd, oj.conf)
 			break
 		}
-		judgeLatency(&v, o, &oj.lat)
+		judgeLatency(&v, o, &oj.lat, oj.conf)
 		v.CensoredMisses, v.Censored = oj.censoredMiss, oj.censoredBefore
+		v.LagMissed = oj.lagMissed
 		if v.Result == NoData && oj.censoredBefore == 0 {
 			v.Note = oj.noSamples()
 		} else if oj.metric != nil && oj.metric.Streamed && oj.unstreamed > 0 {
 			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", oj.unstreamed, oj.ok, o.Metric))
 		}
-		censorNote(&v, o)
+		censorNote(&v, o, oj.conf)
 	case KindRatio:
 		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
 		if v.LeftOut > 0 {
@@ -232,10 +243,7 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 			break
 		}
 		v.Measured = float64(oj.bad) / float64(oj.counted)
-		v.Result = Fail
-		if o.Limit.CmpRatio(oj.bad, oj.counted) <= 0 {
-			v.Result = Pass
-		}
+		applyConfidence(&v, o.Limit.Float(), oj.conf)
 	case KindFloor:
 		if o.Metric == GoodputPerS {
 			v.Note = "good: " + oj.cons.String()
@@ -269,9 +277,9 @@ func (oj *objectiveJudge) verdict(stage string, win Window, qd *QueueTelemetry) 
 
 // censorNote says what censored requests did to a latency verdict: those
 // cut after the threshold are misses; those cut before it are unknown, and
-// when they could turn a PASS into a FAIL the note says the sample does not
-// decide it.
-func censorNote(v *Verdict, o *Objective) {
+// when counting them either way could change a PASS or a FAIL the sample
+// does not decide it: INCONCLUSIVE.
+func censorNote(v *Verdict, o *Objective, conf float64) {
 	if v.CensoredMisses > 0 {
 		addNote(v, fmt.Sprintf("%d requests cut at the end, timed out or cancelled after %s counted as misses (right-censored)", v.CensoredMisses, o.Threshold))
 	}
@@ -279,10 +287,20 @@ func censorNote(v *Verdict, o *Objective) {
 		return
 	}
 	msg := fmt.Sprintf("%d requests cut at the end, timed out or cancelled before %s are not counted: their %s is unknown", v.Censored, o.Threshold, o.Metric)
-	if v.Result == Pass && o.Target.CmpRatio(v.Good, v.Total+v.Censored) < 0 {
-		msg += "; had they missed, the objective would fail: this sample does not decide it"
-	}
-	if v.Result == NoData {
+	p0, _ := o.ErrorBudget()
+	misses := v.Total - v.Good
+	switch v.Result {
+	case Pass:
+		if s, _ := Decide(misses+v.Censored, v.Total+v.Censored, p0, conf); s != Pass {
+			v.Result = Inconclusive
+			msg += "; had they missed, the objective would not pass: this sample does not decide it"
+		}
+	case Fail:
+		if s, _ := Decide(misses, v.Total+v.Censored, p0, conf); s != Fail {
+			v.Result = Inconclusive
+			msg += "; had they met it, the objective would not fail: this sample does not decide it"
+		}
+	case NoData:
 		msg += "; nothing else to judge"
 	}
 	addNote(v, msg)
@@ -328,7 +346,7 @@ func rateAtLeast(count uint64, w time.Duration, limit Decimal) bool {
 // held on the side of the threshold the counts decide: when they pass, an
 // HDR bucket straddling the threshold reports the threshold, a value of
 // that bucket.
-func judgeLatency(v *Verdict, o *Objective, c *latencyCount) {
+func judgeLatency(v *Verdict, o *Objective, c *latencyCount, conf float64) {
 	v.Good, v.Total = c.good, c.total
 	if c.total == 0 {
 		v.Result = NoData
@@ -343,10 +361,8 @@ func judgeLatency(v *Verdict, o *Objective, c *latencyCount) {
 		f := ms(q)
 		v.QuantileMs, v.QuantileFrom = &f, QuantileFromHDR
 	}
-	v.Result = Fail
-	if pass {
-		v.Result = Pass
-	}
+	p0, _ := o.ErrorBudget()
+	applyConfidence(v, p0, conf)
 }
 
 // rankValue is the highest value equivalent to the rank-th smallest
@@ -365,7 +381,7 @@ func rankValue(h *hdrhistogram.Histogram, rank uint64) (time.Duration, bool) {
 	return 0, false
 }
 
-func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
+func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry, conf float64) {
 	if qd == nil || len(qd.Samples) == 0 && len(qd.Buckets) == 0 {
 		v.Result = NoData
 		v.Note = "no server queue-delay telemetry for this stage"
@@ -380,7 +396,7 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 		for _, d := range qd.Samples {
 			c.add(trunc(d), o.meets(trunc(d)), 1)
 		}
-		judgeLatency(v, o, &c)
+		judgeLatency(v, o, &c, conf)
 		if v.Result == NoData {
 			v.Note = "no queue-delay samples"
 		}
@@ -459,10 +475,8 @@ func judgeQueueDelay(v *Verdict, o *Objective, qd *QueueTelemetry) {
 		}
 		prev = x.Le
 	}
-	v.Result = Fail
-	if o.Target.CmpRatio(v.Good, total) >= 0 {
-		v.Result = Pass
-	}
+	p0, _ := o.ErrorBudget()
+	applyConfidence(v, p0, conf)
 }
 
 func bucketText(lo, hi time.Duration) string {
@@ -488,7 +502,7 @@ func applyWaivers(v *Verdict, waivers []Waiver, now time.Time) {
 		wc := *w
 		v.Waiver, v.WaiverExpired = &wc, false
 		switch v.Result {
-		case Fail, NoData, Pending:
+		case Fail, NoData, Pending, Inconclusive:
 			v.Status = Waived
 			addNote(v, wc.Describe())
 		case Pass:

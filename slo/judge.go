@@ -71,7 +71,7 @@ func (j *Judge) newStage(name string, st *Stage) *stageJudge {
 		if st != nil && !st.Applies(o.Name) {
 			continue
 		}
-		oj := &objectiveJudge{o: o, metric: o.Metric.latency(), cons: j.spec.Goodput}
+		oj := &objectiveJudge{o: o, metric: o.Metric.latency(), cons: j.spec.Goodput, conf: ConfidenceOf(j.spec)}
 		if o.Constraints != nil {
 			oj.cons = *o.Constraints
 		}
@@ -172,6 +172,11 @@ type objectiveJudge struct {
 	unjudged uint64
 	// floor: requests or tokens of successful requests.
 	work uint64
+	// conf is the confidence verdicts are decided at (confidence.go).
+	conf float64
+	// lagMissed: latency events that missed only by their schedule lag
+	// (lagflip.go).
+	lagMissed uint64
 }
 
 // latencyCount is an exact count of events meeting a threshold, with an HDR
@@ -223,6 +228,7 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		for s := oj.metric.Samples(r); s.Next(); {
 			oj.lat.add(s.Value(), o.meets(s.Value()), uint64(s.Weight()))
 		}
+		oj.countLagMiss(r) // lagflip.go
 	case KindRatio:
 		switch o.ratioEvent(r) {
 		case ratioCut:
@@ -310,6 +316,9 @@ func (j *Judge) Assess(in Input) *Report {
 			cpu = -1
 		}
 		r.Problems = append(r.Problems, s.problems(j.validity, cpu, in.Facts[st.Name])...)
+		if !j.validity.DistortionWarns {
+			r.Problems = append(r.Problems, s.lagFlips(vs, cpu)...) // lagflip.go
+		}
 		r.Verdicts = append(r.Verdicts, vs...)
 		r.Stages = append(r.Stages, sr)
 	}

@@ -119,7 +119,7 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 					v.Note = fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)", strings.ToUpper(string(o.Metric)), ok)
 				}
 			}
-			censorNote(&v, o)
+			censorNote(&v, o, DefaultConfidence)
 			return v
 		}
 		v.Measured = float64(good) / float64(total)
@@ -134,14 +134,19 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 				break
 			}
 		}
-		v.Result = Fail
-		if o.Target.CmpRatio(good, total) >= 0 {
-			v.Result = Pass
+		p0, _ := o.ErrorBudget()
+		applyConfidence(&v, p0, ConfidenceOf(spec))
+		if lagMeasured(o.Metric) {
+			for _, r := range recs {
+				if d, ok := m.Of(r); ok && d > o.Threshold && d-loadgen.ScheduleLagOf(r) <= o.Threshold {
+					v.LagMissed++
+				}
+			}
 		}
 		if m.Streamed && unstreamed > 0 {
-			v.Note = fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric)
+			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric))
 		}
-		censorNote(&v, o)
+		censorNote(&v, o, DefaultConfidence)
 	case KindRatio:
 		var bad, total, cut, dropped, cancelled uint64
 		for _, r := range recs {
@@ -183,10 +188,7 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			break
 		}
 		v.Measured = float64(bad) / float64(total)
-		v.Result = Fail
-		if o.Limit.CmpRatio(bad, total) <= 0 {
-			v.Result = Pass
-		}
+		applyConfidence(&v, o.Limit.Float(), ConfidenceOf(spec))
 	case KindFloor:
 		var count, unjudged uint64
 		cons := spec.Goodput

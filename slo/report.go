@@ -15,6 +15,9 @@ const (
 	ReportPass    = "PASS"
 	ReportFail    = "FAIL"
 	ReportInvalid = "INVALID"
+	// ReportInconclusive: no objective failed, but some verdict is
+	// INCONCLUSIVE (confidence.go).
+	ReportInconclusive = "INCONCLUSIVE"
 )
 
 // Exit codes (cmd/tailgate).
@@ -22,6 +25,9 @@ const (
 	ExitOK      = 0
 	ExitFailed  = 1
 	ExitInvalid = 3
+	// ExitInconclusive: the sample decided no failure but did not decide
+	// every objective. Precedence: invalid > fail > inconclusive > pass.
+	ExitInconclusive = 4
 )
 
 // Report is verdict.json: every verdict of an acceptance run and the
@@ -33,7 +39,8 @@ type Report struct {
 	SLO    string `json:"slo"`
 	// EvaluatedAt is the instant waivers were judged at.
 	EvaluatedAt time.Time `json:"evaluated_at"`
-	// Status is PASS, FAIL or INVALID; ExitCode 0, 1 or 3 to match.
+	// Status is PASS, FAIL, INCONCLUSIVE or INVALID; ExitCode 0, 1, 4 or
+	// 3 to match.
 	Status   string         `json:"status"`
 	ExitCode int            `json:"exit_code"`
 	Counts   map[Status]int `json:"counts"`
@@ -53,10 +60,13 @@ type Tool struct {
 
 // StageReport is one stage of a report.
 type StageReport struct {
-	Name         string        `json:"name"`
-	Manual       bool          `json:"manual,omitempty"`
-	Counts       StageCounts   `json:"counts"`
-	WindowS      float64       `json:"window_s"`
+	Name    string      `json:"name"`
+	Manual  bool        `json:"manual,omitempty"`
+	Counts  StageCounts `json:"counts"`
+	WindowS float64     `json:"window_s"`
+	// Started is when the stage began (its summary's run.started), the
+	// instant junit.xml gives the stage; zero when not known.
+	Started      time.Time     `json:"started,omitzero"`
 	ManualResult *ManualRecord `json:"manual_result,omitempty"`
 	// ClientCPU is the load generator's CPU use during the stage (0–1),
 	// when known; check reads it back to judge validity the same way.
@@ -122,6 +132,8 @@ func (r *Report) finish() {
 		r.Status, r.ExitCode = ReportInvalid, ExitInvalid
 	case r.Counts[Fail] > 0 || r.Counts[Pending] > 0:
 		r.Status, r.ExitCode = ReportFail, ExitFailed
+	case r.Counts[Inconclusive] > 0:
+		r.Status, r.ExitCode = ReportInconclusive, ExitInconclusive
 	default:
 		r.Status, r.ExitCode = ReportPass, ExitOK
 	}

@@ -51,7 +51,9 @@ func stageRecs(stage string, n int, ttft time.Duration) []loadgen.Record {
 
 func TestAssessExitCodes(t *testing.T) {
 	p, spec := reportPlan(t)
-	passing := append(stageRecs("normal", 20, 50*ms1), stageRecs("peak", 20, 500*ms1)...)
+	// 30 requests without an error decide "≤ 10% errors" at 95% (0.9³⁰ =
+	// 0.04); 20 would not.
+	passing := append(stageRecs("normal", 30, 50*ms1), stageRecs("peak", 30, 500*ms1)...)
 	manualPass := []ManualRecord{{Stage: "failover", Pass: true, By: "carol", At: t0}}
 
 	r := Assess(p, spec, Input{Records: passing, Now: t0, Manual: manualPass})

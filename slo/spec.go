@@ -231,6 +231,9 @@ type Spec struct {
 	Goodput    Constraints
 	Objectives []Objective
 	Waivers    []Waiver
+	// Confidence is the confidence latency and error-rate verdicts are
+	// decided at (`confidence:`; 0: DefaultConfidence). See confidence.go.
+	Confidence float64
 	// File is the path the spec was read from.
 	File string
 	// Warnings are things allowed but probably unintended.
@@ -327,7 +330,7 @@ func (r reader) duplicateName(item yamlwalk.Node, key, name string, first int) {
 }
 
 func (r reader) spec(root yamlwalk.Node) *Spec {
-	f, ok := r.top(root, "SLO", "name", "owner", "description", "window", "runbook", "goodput", "objectives", "waivers")
+	f, ok := r.top(root, "SLO", "name", "owner", "description", "window", "runbook", "confidence", "goodput", "objectives", "waivers")
 	if !ok {
 		return nil
 	}
@@ -342,6 +345,15 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 				n.Errorf("%s is shorter than an hour: an SLO window is days or weeks", w)
 			}
 			s.Window = w
+		}
+	}
+	if n, ok := f.Get("confidence"); ok {
+		if d, ok := decimal(n); ok {
+			c := d.Float()
+			if c < MinConfidence || c > MaxConfidence {
+				n.Errorf("%s is outside %g–%g: the confidence a verdict is decided at (95%% is usual)", d, MinConfidence, MaxConfidence)
+			}
+			s.Confidence = c
 		}
 	}
 	if n, ok := f.Get("goodput"); ok {

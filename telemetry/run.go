@@ -470,7 +470,10 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 		src.scrapes++
 		var none *noEndpointError
 		if errors.As(o.err, &none) && !src.answered {
+			// No metrics there (Ollama): said once in the summary, not
+			// an error, and not asked again.
 			src.absent = none.Error()
+			continue
 		}
 		if o.err != nil {
 			// A scrape that did not parse whole is a failed scrape: half
@@ -498,6 +501,12 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 		}
 	}
 	smp.Server = mergeServer(parts, names)
+	if smp.Server == nil && len(smp.GPUs) == 0 && len(smp.Errors) == 0 && len(smp.Late) == 0 && r.gpu == nil {
+		// Nothing was read: every source has no metrics (Ollama). No
+		// sample, so telemetry.jsonl gets no empty line a second.
+		r.mu.Unlock()
+		return
+	}
 	r.st.add(&smp, r.gpu != nil, r.devices)
 	if r.first.IsZero() {
 		r.first = at

@@ -505,8 +505,10 @@ func TestLateScrapesCountApartFromFailures(t *testing.T) {
 	}
 }
 
-// Ollama has no /metrics (404; its root says "Ollama is running"): the
-// summary says so once, with one failed scrape, not one a round.
+// Ollama has no /metrics (404; its root says "Ollama is running"): asked
+// once, the summary says "no server metrics (Ollama)", no error is
+// counted, and the sink gets no sample (telemetry.jsonl no empty line a
+// second).
 func TestOllamaHasNoMetrics(t *testing.T) {
 	var metricsAsks atomic.Int32
 	mux := http.NewServeMux()
@@ -517,20 +519,25 @@ func TestOllamaHasNoMetrics(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 20 * time.Millisecond}, nil)
+	var sunk atomic.Int32
+	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 20 * time.Millisecond},
+		func(Sample) { sunk.Add(1) })
 	time.Sleep(200 * time.Millisecond)
 	sum := r.Stop()
-	if sum.ScrapeErrors != 1 || len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0], "Ollama serves no Prometheus metrics") {
-		t.Errorf("errors %d %q", sum.ScrapeErrors, sum.Errors)
+	if sum.ScrapeErrors != 0 || len(sum.Errors) != 0 || sum.NoMetrics != "no server metrics (Ollama)" {
+		t.Errorf("errors %d %q, no metrics %q", sum.ScrapeErrors, sum.Errors, sum.NoMetrics)
 	}
 	if n := metricsAsks.Load(); n != 1 {
 		t.Errorf("/metrics asked %d times", n)
 	}
 	src := sum.Sources[0]
-	if src.Scrapes != 1 || src.Errors != 1 || !strings.Contains(src.Absent, "Ollama") {
+	if src.Scrapes != 1 || src.Errors != 0 || !strings.Contains(src.Absent, "Ollama") {
 		t.Errorf("source %+v", src)
 	}
-	if sum.QueueDelayUnavailable != NoQueueNoMetrics || sum.Samples < 5 {
-		t.Errorf("queue unavailable %q samples %d", sum.QueueDelayUnavailable, sum.Samples)
+	if n := sunk.Load(); n != 0 || sum.Samples != 0 {
+		t.Errorf("%d samples to the sink, %d counted: want none", n, sum.Samples)
+	}
+	if sum.QueueDelayUnavailable != NoQueueNoMetrics {
+		t.Errorf("queue unavailable %q", sum.QueueDelayUnavailable)
 	}
 }

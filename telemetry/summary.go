@@ -15,8 +15,13 @@ import (
 type Summary struct {
 	// Family is the serving stack detected (see Family), "unknown" when no
 	// scrape answered with known metrics.
-	Family  string          `json:"family"`
-	Sources []SourceSummary `json:"sources"`
+	Family string `json:"family"`
+	// NoMetrics says why the server was not sampled, when every scrape
+	// source answered that it has no metrics ("no server metrics
+	// (Ollama)"); the summary then has no server figures and
+	// telemetry.jsonl no lines from it.
+	NoMetrics string          `json:"no_metrics,omitempty"`
+	Sources   []SourceSummary `json:"sources"`
 	// IntervalMs is the sampling interval; DurationS spans the first to the
 	// last round.
 	IntervalMs float64 `json:"interval_ms"`
@@ -473,6 +478,19 @@ func (r *Run) summaryLocked() Summary {
 		sum.Sources = append(sum.Sources, SourceSummary{Name: "nvml", Family: "nvml", Scrapes: st.gpuSamples, Errors: st.gpuErrors})
 	}
 	sum.Family = string(mergeFamilies(fams))
+	absent, ollama := 0, false
+	for _, src := range r.sources {
+		if src.absent != "" {
+			absent++
+			ollama = ollama || strings.Contains(src.absent, "Ollama")
+		}
+	}
+	if absent > 0 && absent == len(r.sources) {
+		sum.NoMetrics = "no server metrics"
+		if ollama {
+			sum.NoMetrics += " (Ollama)"
+		}
+	}
 	snap := r.snapshotLocked()
 	sum.QueueDelay = SummariseHistogram(snap.QueueDelay)
 	sum.QueueDelayUnavailable = snap.QueueDelayUnavailable

@@ -17,6 +17,7 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := pflag.NewFlagSet("canary", pflag.ContinueOnError)
 	config := fs.String("config", "", "canary file (kind: Canary) (required)")
 	check := fs.Bool("check", false, "load and check the canary file and every file it names, then exit")
+	state := fs.String("state", "", "state file keeping the rolling windows across restarts (written atomically\nat every evaluation and at shutdown; its directory must be writable)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate canary --config canary.yaml\n\n"+
 			"Probes every target of the canary file on its schedule, judges each SLO objective over rolling\n"+
@@ -44,7 +45,7 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s: ok, %d targets\n", *config, len(cfg.Targets))
 		return nil
 	}
-	d, err := canary.New(*config, canary.Options{Version: version, Log: stderr})
+	d, err := canary.New(*config, canary.Options{Version: version, Revision: buildRevision(), StateFile: *state, Log: stderr})
 	if err != nil {
 		return err
 	}

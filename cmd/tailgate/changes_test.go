@@ -10,7 +10,7 @@ import (
 func TestRunRecordsChanges(t *testing.T) {
 	srv := fastSim(t)
 	dir := t.TempDir()
-	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "10", "--duration", "500ms",
+	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "500ms",
 		"--max-tokens", "2", "--change", "CHG-101", "--change", " ", "--change", "CHG-102", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("run: %d %s", code, stderr)

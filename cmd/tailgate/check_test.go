@@ -37,14 +37,15 @@ waivers:
   - {objective: tpot-p90, stage: peak, owner: alice, reason: INF-1, expires: 2026-06-30}
 `
 
-// liveRecords: 100 requests per stage with nanosecond instants; in normal
+// liveRecords: 400 requests per stage with nanosecond instants (enough to
+// decide a 99% target at 95% confidence: 0.99⁴⁰⁰ = 0.018); in normal
 // slowTTFT requests take 501 ms to the first token; peak has a slow decode.
 func liveRecords(slowTTFT int, connectErrors bool) []loadgen.Record {
 	var out []loadgen.Record
 	seq := int64(0)
 	for si, stage := range []string{"normal", "peak"} {
-		for i := 0; i < 100; i++ {
-			start := time.Duration(si)*20*time.Second + time.Duration(i)*100*time.Millisecond + time.Duration(i*37)
+		for i := 0; i < 400; i++ {
+			start := time.Duration(si)*60*time.Second + time.Duration(i)*100*time.Millisecond + time.Duration(i*37)
 			ttft := 200*time.Millisecond + time.Duration(i*13)
 			if stage == "normal" && i < slowTTFT {
 				ttft = 501 * time.Millisecond
@@ -100,19 +101,27 @@ func tgCmd(args ...string) (code int, stdout, stderr string) {
 func TestCheckExitCodes(t *testing.T) {
 	at := "--at=2026-06-01T00:00:00Z"
 	// All pass (peak's slow TPOT is waived): 0.
-	s, p, dir := writeRun(t, liveRecords(1, false))
+	s, p, dir := writeRun(t, liveRecords(0, false))
 	if code, out, errOut := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != exitOK ||
 		!strings.Contains(out, "WAIVED (FAIL)") || !strings.Contains(out, "Result: PASS (exit 0)") {
 		t.Fatalf("pass: %d\n%s\n%s", code, out, errOut)
 	}
-	// Two of 100 over 500 ms against 99%: 1.
-	s, p, dir = writeRun(t, liveRecords(2, false))
+	// Nine of 400 over 500 ms against 99% decide a failure at 95%
+	// (P(X ≥ 9 | 400, 1%) = 0.02): 1.
+	s, p, dir = writeRun(t, liveRecords(9, false))
 	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != exitFailed ||
-		!strings.Contains(out, "ttft-p99   normal  -      98% (p99 501ms)") {
-		t.Fatalf("fail by one request: %d\n%s", code, out)
+		!strings.Contains(out, "ttft-p99   normal  -      97.75% (p99 501ms)") {
+		t.Fatalf("fail: %d\n%s", code, out)
+	}
+	// Two of 400 decide nothing (P(X ≤ 2) = 0.24, P(X ≥ 2) = 0.91):
+	// INCONCLUSIVE, 4, saying how many would decide it.
+	s, p, dir = writeRun(t, liveRecords(2, false))
+	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != slo.ExitInconclusive ||
+		!strings.Contains(out, "INCONCLUSIVE: 400 requests, 2 missed;") || !strings.Contains(out, "Result: INCONCLUSIVE (exit 4)") {
+		t.Fatalf("inconclusive: %d\n%s", code, out)
 	}
 	// The waiver has expired by July: 1, and the table says so.
-	s, p, dir = writeRun(t, liveRecords(1, false))
+	s, p, dir = writeRun(t, liveRecords(0, false))
 	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, "--at", "2026-07-01", dir); code != exitFailed ||
 		!strings.Contains(out, "waiver by alice expired 2026-06-30 (INF-1): no longer waives") {
 		t.Fatalf("expired: %d\n%s", code, out)
@@ -146,7 +155,7 @@ func TestCheckExitCodes(t *testing.T) {
 // verdicts, boundaries included.
 func TestCheckReproducesLiveVerdict(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	for _, slow := range []int{1, 2} {
+	for _, slow := range []int{0, 2, 9} { // pass, inconclusive, fail
 		live := liveRecords(slow, false)
 		s, p, dir := writeRun(t, live)
 		spec, err := slo.LoadSpec(s)

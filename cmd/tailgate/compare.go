@@ -69,14 +69,7 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			return err
 		}
-		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			enc.Encode(rep)
-		} else {
-			comparison.WriteSweepTable(stdout, rep)
-		}
-		return exit(rep.ExitCode)
+		return printed(stdout, *asJSON, rep, func() { comparison.WriteSweepTable(stdout, rep) }, rep.ExitCode)
 	case bd.HasSweep() || cd.HasSweep():
 		sweep, other := fs.Arg(0), fs.Arg(1)
 		if cd.HasSweep() {
@@ -100,14 +93,22 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	if *asJSON {
+	return printed(stdout, *asJSON, rep, func() { comparison.WriteTable(stdout, rep) }, rep.ExitCode)
+}
+
+// printed writes a comparison as JSON or as its table, and exits with
+// its code.
+func printed(stdout io.Writer, asJSON bool, rep any, table func(), code int) error {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
 	} else {
-		comparison.WriteTable(stdout, rep)
+		table()
 	}
-	return exit(rep.ExitCode)
+	return exit(code)
 }
 
 // parseShare reads "5%" or "0.05".

@@ -101,70 +101,67 @@ func (t *targetFlags) auth() http.Header {
 }
 
 // client builds the protocol client for the target; warn gets once-only
-// notices (a server that closes every connection).
+// notices (a server that closes every connection). Commands that send
+// load at once use open, which checks the target too.
 func (t *targetFlags) client(warn func(string)) (protocol.Client, error) {
-	// A gRPC target is checked by its client: it has other schemes.
-	if t.api != kserve.APIGRPC {
-		if err := checkTarget(t.target); err != nil {
-			return nil, err
-		}
-	}
-	if t.connections < 1 {
-		return nil, fmt.Errorf("--connections %d: want at least 1", t.connections)
-	}
-	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
+	pt, err := t.protocolTarget(warn)
 	if err != nil {
 		return nil, err
 	}
+	return protocol.New(pt)
+}
+
+func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error) {
+	// A gRPC target is checked by its client: it has other schemes.
+	if t.api != kserve.APIGRPC {
+		if err := checkTarget(t.target); err != nil {
+			return protocol.Target{}, err
+		}
+	}
+	if t.connections < 1 {
+		return protocol.Target{}, fmt.Errorf("--connections %d: want at least 1", t.connections)
+	}
+	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
+	if err != nil {
+		return protocol.Target{}, err
+	}
 	t.apiKey = key
-	return protocol.New(protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
+	return protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
 		MaxTokens: t.maxTokens, Warn: warn, Connections: t.connections, Keepalive: t.keepalive,
 		Transport: transport.Config{APIKey: key, Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}})
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}}, nil
 }
 
-// discoverModel asks the server for its model when --model is not given.
-func (t *targetFlags) discoverModel(ctx context.Context, c protocol.Client) error {
-	if t.model != "" {
-		return nil
-	}
-	m, err := c.DiscoverModel(ctx)
+// open builds the client and checks the target (protocol.Open: the server
+// answers and serves the model, discovered when --model is not given). A
+// target that cannot be built is a usage error (2); one that fails the
+// check is invalid (3), said in the server's words.
+func (t *targetFlags) open(ctx context.Context, warn func(string)) (protocol.Client, error) {
+	pt, err := t.protocolTarget(warn)
 	if err != nil {
-		return invalidErr("--model not given and %s", redact.Text(err.Error(), t.apiKey))
+		return nil, err
 	}
-	t.model = m
-	c.SetModel(m)
-	return nil
+	c, model, err := protocol.Open(ctx, pt)
+	var ce *protocol.ConfigError
+	if errors.As(err, &ce) {
+		return nil, ce.Err
+	}
+	if err != nil {
+		return nil, invalidErr("%s", redact.Text(err.Error(), t.apiKey))
+	}
+	t.model = model
+	return c, nil
 }
 
-// prepare lets a client that must learn about its target before the run
-// (protocol.Preparer: kserve-grpc reads the model's readiness and tensors)
-// do so; its failure stops the run before it starts.
-func (t *targetFlags) prepare(ctx context.Context, c protocol.Client) error {
-	p, ok := c.(protocol.Preparer)
-	if !ok {
-		return nil
-	}
-	if err := p.Prepare(ctx); err != nil {
+// preflight is open's check for a client built earlier (validate runs it
+// as the plan's first step).
+func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
+	model, err := protocol.Check(ctx, c, t.model)
+	if err != nil {
 		return invalidErr("%s", redact.Text(err.Error(), t.apiKey))
 	}
+	t.model = model
 	return nil
-}
-
-// preflight checks that the target answers and serves the model
-// (discovering it when --model is not given), within seconds, then lets a
-// protocol read what it needs of the model (kserve-grpc: its tensors).
-func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
-	var err error
-	if t.model == "" {
-		err = t.discoverModel(ctx, c)
-	} else {
-		err = c.Preflight(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	return t.prepare(ctx, c)
 }
 
 // loadFlags describe the schedule.

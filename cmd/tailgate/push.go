@@ -48,7 +48,7 @@ func (p *pushFlags) sink(spec *slo.Spec, targetURL string) (pipeline.Sink, error
 	if spec != nil {
 		specs = []*slo.Spec{spec}
 	}
-	p.metrics = prom.New(prom.Options{Specs: specs, Version: version})
+	p.metrics = prom.New(prom.Options{Specs: specs, Version: version, Revision: buildRevision()})
 	return p.metrics.NewSink(prom.SinkOptions{Target: p.target, Specs: specs}), nil
 }
 

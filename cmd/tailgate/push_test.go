@@ -92,7 +92,7 @@ func TestRunPush(t *testing.T) {
 	dir := t.TempDir()
 	slo := filepath.Join(t.TempDir(), "slo.yaml")
 	os.WriteFile(slo, []byte(checkSLO), 0o644)
-	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "50", "--arrival", "constant",
+	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "50", "--arrival", "constant",
 		"--duration", "1s", "--max-tokens", "4", "--out", dir, "--max-error-rate", "1", "--slo", slo, "--push", url)
 	if code != exitFailed && code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -159,12 +159,12 @@ func TestRunPushErrors(t *testing.T) {
 	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
 	srv := simtest.Start(t, cfg)
 	_, url := startPushgateway(t, http.StatusBadRequest)
-	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "20", "--duration", "300ms",
+	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "300ms",
 		"--max-tokens", "2", "--push", url, "--push-target", "pool-a")
 	if code != exitInvalid || !strings.Contains(stderr, "push to "+url) {
 		t.Errorf("refused push: exit %d\n%s", code, stderr)
 	}
-	code, _, stderr = runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "20", "--duration", "300ms", "--push", "gateway:9091")
+	code, _, stderr = runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "300ms", "--push", "gateway:9091")
 	if code != exitUsage || !strings.Contains(stderr, "--push") {
 		t.Errorf("bad --push URL: exit %d\n%s", code, stderr)
 	}

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/readiness"
 	"github.com/tailgate-llm/tailgate/results"
 )
@@ -40,6 +44,16 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
+	}
+	// The preflight, once: a server that answers but does not serve the
+	// model will not become ready with it (2, in its words); one that does
+	// not answer yet is what ready waits for.
+	if _, perr := protocol.Check(ctx, client, tf.model); perr != nil {
+		words := redact.Text(perr.Error(), tf.apiKey)
+		if errors.Is(perr, loadgen.ErrNotServed) {
+			return usageErr("%s", words)
+		}
+		fmt.Fprintf(stderr, "preflight: %s; waiting\n", words)
 	}
 	res, werr := readiness.Wait(ctx, readiness.Config{Client: client, Interval: *interval, AttemptTimeout: *attemptTimeout,
 		Timeout: *timeout, Log: func(s string) { fmt.Fprintln(stderr, s) }})

@@ -20,7 +20,7 @@ func TestReadyCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "ready.json")); err != nil {
 		t.Error(err)
 	}
-	code, _, stderr = tgCmd("ready", "--target", "http://127.0.0.1:1", "--model", "m", "--interval", "50ms", "--timeout", "200ms")
+	code, _, stderr = tgCmd("ready", "--target", "http://127.0.0.1:1", "--model", "sim-llama-8b", "--interval", "50ms", "--timeout", "200ms")
 	if code != exitFailed || !strings.Contains(stderr, "not ready after") {
 		t.Errorf("down: %d %s", code, stderr)
 	}

@@ -90,14 +90,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		src = mix.Source(mix.Seed())
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
-	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
+	notices := &pipeline.Notices{}
+	client, err := tf.open(ctx, func(msg string) {
+		fmt.Fprintln(stderr, "warning:", msg)
+		notices.Add(msg)
+	})
 	if err != nil {
-		return err
-	}
-	if err := tf.discoverModel(ctx, client); err != nil {
-		return err
-	}
-	if err := tf.prepare(ctx, client); err != nil {
 		return err
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
@@ -109,7 +107,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
-		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes),
+		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes), Notices: notices,
 		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
 		return usageErr("%v", err)

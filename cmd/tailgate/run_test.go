@@ -90,7 +90,7 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 		{Kind: sim.FaultErrorInStream, Every: 19}, {Kind: sim.FaultHang, Every: 23}, {Kind: sim.FaultStallMid, Every: 29}}
 	srv := simtest.Start(t, cfg)
 	dir := t.TempDir()
-	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "m", "--rate", "100", "--arrival", "constant",
+	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "100", "--arrival", "constant",
 		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -137,16 +137,28 @@ func TestRunUnreachableServerIsInvalid(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	dir := t.TempDir()
+	// The preflight stops the run before its schedule: exit 3, why on
+	// stderr, nothing sent, no results.
 	code, _, stderr := runCmd(t, "--target", "http://"+addr, "--model", "m", "--rate", "20", "--duration", "500ms", "--out", dir)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d (run invalid)\n%s", code, exitInvalid, stderr)
+	if code != exitInvalid || !strings.Contains(stderr, "does not answer") || !strings.Contains(stderr, "connection refused") {
+		t.Fatalf("exit %d, want %d (run invalid) saying the target does not answer\n%s", code, exitInvalid, stderr)
 	}
-	s := readSummary(t, dir)
-	if s.Requests.ErrorsByKind["connect"] != s.Requests.Sent || s.Requests.Sent == 0 {
-		t.Errorf("errors %v for %d sent", s.Requests.ErrorsByKind, s.Requests.Sent)
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		t.Error("a run stopped by its preflight wrote a summary")
 	}
-	if s.Telemetry == nil || s.Telemetry.ScrapeErrors == 0 {
-		t.Errorf("an unreachable /metrics must count scrape errors: %v", s.Telemetry)
+}
+
+// TestRunPreflightModel: run checks the model as validate and sweep do: a
+// model the server does not serve is exit 3 before anything is sent, in
+// the server's words.
+func TestRunPreflightModel(t *testing.T) {
+	srv := simtest.Start(t, sim.Config{Model: "tiny", StrictModel: true, FixedTTFT: time.Millisecond})
+	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "nope", "--rate", "20", "--duration", "300ms")
+	if code != exitInvalid || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := len(srv.Truth()); n != 0 {
+		t.Errorf("%d requests sent after a failed preflight", n)
 	}
 }
 
@@ -161,7 +173,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"--stages", "c8@1s,10@1s"},
 		{"--rate", "5", "--stages", "c8@1s"},
 	} {
-		if code, _, _ := runCmd(t, append([]string{"--model", "m"}, args...)...); code != exitUsage {
+		if code, _, _ := runCmd(t, append([]string{"--model", "sim-llama-8b"}, args...)...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
 	}
@@ -175,7 +187,7 @@ func TestRunInterruptKeepsResults(t *testing.T) {
 	cfg.FixedTTFT, cfg.FixedITL = 50*time.Millisecond, 100*time.Millisecond
 	srv := simtest.Start(t, cfg)
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "run", "--target", srv.URL, "--model", "m", "--rate", "40",
+	cmd := exec.Command(os.Args[0], "run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "40",
 		"--duration", "60s", "--max-tokens", "20", "--out", dir)
 	cmd.Env = append(os.Environ(), "TAILGATE_TEST_MAIN=1")
 	var stderr bytes.Buffer
@@ -220,7 +232,7 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-live-key-0123456789")
 	target := strings.Replace(srv.URL, "http://", "http://admin:hunter2hunter2@", 1) + "/v1"
 	dir := t.TempDir()
-	code, stdout, stderr := runCmd(t, "--target", target, "--model", "m", "--rate", "50", "--duration", "400ms",
+	code, stdout, stderr := runCmd(t, "--target", target, "--model", "sim-llama-8b", "--rate", "50", "--duration", "400ms",
 		"--header", "X-Api-Token: tok-9876543210", "--out", dir, "--max-error-rate", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -256,7 +268,7 @@ func TestRunForceReplacesAValidateDirectory(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), []byte("{}\n"), 0o644)
 	}
 	os.MkdirAll(filepath.Join(dir, results.StagesDir, "normal"), 0o755)
-	args := []string{"run", "--target", srv.URL, "--model", "m", "--rate", "10", "--duration", "1s", "--max-tokens", "4",
+	args := []string{"run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "1s", "--max-tokens", "4",
 		"--metrics-url", "off", "--self-check", "warn", "--out", dir}
 	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
 		t.Fatalf("without --force: %d %s", code, e)

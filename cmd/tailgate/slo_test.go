@@ -35,10 +35,25 @@ func TestSLORules(t *testing.T) {
 			t.Errorf("stderr does not name %s:\n%s", o, errOut)
 		}
 	}
-	if strings.Count(errOut, "warning:") != 3 {
-		t.Errorf("want 3 warnings:\n%s", errOut)
+	// tpot-p90's 90% target: its 14.4× page would need 144% bad events.
+	if !strings.Contains(errOut, "warning: "+file+": objective tpot-p90 (tpot target 90%): a page tier can never fire: page over 1h needs 144% bad events") {
+		t.Errorf("stderr does not say tpot-p90 cannot page over 1h:\n%s", errOut)
+	}
+	if strings.Count(errOut, "warning:") != 4 {
+		t.Errorf("want 4 warnings:\n%s", errOut)
+	}
+	if !strings.Contains(out, "alert: TailgateCanaryDown") {
+		t.Errorf("no canary-down alert in the rules")
 	}
 
+	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "prometheusrule", "--namespace", "monitoring", "--rule-label", "release=prom")
+	if code != exitOK || !strings.Contains(out, "kind: PrometheusRule\n") || !strings.Contains(out, "namespace: monitoring") || !strings.Contains(out, "release: prom") {
+		t.Fatalf("prometheusrule: exit %d\n%s", code, out)
+	}
+	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "alertmanager")
+	if code != exitOK || !strings.Contains(out, "inhibit_rules:") {
+		t.Fatalf("alertmanager: exit %d\n%s", code, out)
+	}
 	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "sloth")
 	if code != exitOK || !strings.Contains(out, "\nversion: prometheus/v1\nservice: chat\n") || !strings.Contains(out, "[{{.window}}]") {
 		t.Fatalf("sloth: exit %d\n%s", code, out)
@@ -56,7 +71,8 @@ func TestSLORulesUsage(t *testing.T) {
 		{[]string{"slo"}, exitUsage, "want a subcommand"},
 		{[]string{"slo", "rulez"}, exitUsage, `unknown subcommand "rulez"`},
 		{[]string{"slo", "rules"}, exitUsage, "want --slo FILE"},
-		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--format", "xml"}, exitUsage, `--format "xml": want prometheus or sloth`},
+		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--format", "xml"}, exitUsage, `--format "xml": want prometheus, prometheusrule, alertmanager or sloth`},
+		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--selector", "job=x"}, exitUsage, `selector "job=x"`},
 		{[]string{"slo", "rules", "--slo", "nope.yaml"}, exitUsage, "nope.yaml"},
 		{[]string{"slo", "rules", "--slo", short}, exitUsage, "window 1d: burn-rate alerts need an SLO window longer"},
 		{[]string{"help", "slo"}, exitOK, ""},

@@ -134,12 +134,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if mix != nil {
 		source = func() loadgen.Source { return mix.Source(mix.Seed()) }
 	}
-	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
+	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
-	}
-	if err := tf.preflight(ctx, client); err != nil {
-		return invalidErr("preflight: %v", err)
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {

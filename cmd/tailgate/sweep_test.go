@@ -128,9 +128,12 @@ func TestCompareSweepCommand(t *testing.T) {
 	if codeA != exitOK || codeB != exitOK {
 		t.Fatalf("sweeps: %d %d\n%s\n%s", codeA, codeB, outA, outB)
 	}
+	// Which levels pass near a boundary depends on the machine's load
+	// (the simulator runs in real time beside the client): the intervals
+	// are not pinned, only that the candidate's lies wholly below.
 	code, stdout, stderr := tgCmd("compare", a, b)
-	if code != exitFailed || !strings.Contains(stdout, "verdict   LOWER") || !strings.Contains(stdout, "baseline  [90, 110)") ||
-		!strings.Contains(stdout, "candidate [70, 90)") {
+	if code != exitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
+		!strings.Contains(stdout, "candidate [") {
 		t.Errorf("20%% slower: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if code, stdout, stderr := tgCmd("compare", a, a); code != exitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {

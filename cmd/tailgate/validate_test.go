@@ -11,13 +11,16 @@ import (
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
+// vSLO's targets are ones a few seconds of load decide at 95% confidence
+// (0.5¹⁰ = 0.001: ten requests without a miss pass 50%); a 99% target
+// would need 299 requests and be INCONCLUSIVE here.
 const vSLO = `kind: SLO
 name: t
 owner: team
 objectives:
-  - {name: ttft, metric: ttft, threshold: 2s, target: 99%}
-  - {name: errors, metric: error_rate, threshold: 1%}
-  - {name: itl, metric: itl, threshold: ITL, target: 95%}
+  - {name: ttft, metric: ttft, threshold: 2s, target: 50%}
+  - {name: errors, metric: error_rate, threshold: 50%}
+  - {name: itl, metric: itl, threshold: ITL, target: 50%}
 `
 
 func vPlan(target, mix string, manual bool) string {

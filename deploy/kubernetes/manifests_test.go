@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,14 +24,15 @@ import (
 // kinds maps apiVersion/kind to the API type a manifest must decode into.
 // A kind not listed fails the test: add it here when adding a manifest.
 var kinds = map[string]func() any{
-	"batch/v1/Job":             func() any { return &batchv1.Job{} },
-	"batch/v1/CronJob":         func() any { return &batchv1.CronJob{} },
-	"apps/v1/Deployment":       func() any { return &appsv1.Deployment{} },
-	"v1/ConfigMap":             func() any { return &corev1.ConfigMap{} },
-	"v1/PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
-	"v1/Service":               func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":        func() any { return &corev1.ServiceAccount{} },
-	"v1/Secret":                func() any { return &corev1.Secret{} },
+	"batch/v1/Job":                        func() any { return &batchv1.Job{} },
+	"batch/v1/CronJob":                    func() any { return &batchv1.CronJob{} },
+	"apps/v1/Deployment":                  func() any { return &appsv1.Deployment{} },
+	"v1/ConfigMap":                        func() any { return &corev1.ConfigMap{} },
+	"v1/PersistentVolumeClaim":            func() any { return &corev1.PersistentVolumeClaim{} },
+	"v1/Service":                          func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":                   func() any { return &corev1.ServiceAccount{} },
+	"v1/Secret":                           func() any { return &corev1.Secret{} },
+	"monitoring.coreos.com/v1/PodMonitor": func() any { return &monitoringv1.PodMonitor{} },
 }
 
 // doc is one YAML document of a manifest file.
@@ -116,7 +118,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		switch o := d.obj.(type) {
 		case *batchv1.Job:
 			pod = &o.Spec.Template.Spec
-			checkName(t, where, o.Name)
+			checkName(t, where, o.Name+o.GenerateName)
 		case *batchv1.CronJob:
 			pod = &o.Spec.JobTemplate.Spec.Template.Spec
 			checkName(t, where, o.Name)
@@ -175,7 +177,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 
 func checkName(t *testing.T, where, name string) {
 	if name == "" {
-		t.Errorf("%s: no metadata.name", where)
+		t.Errorf("%s: no metadata.name (or generateName)", where)
 	}
 }
 
@@ -216,13 +218,14 @@ func TestShardsAndMergeAgree(t *testing.T) {
 			switch j.Name {
 			case "tailgate-shards":
 				shards = j
-			case "tailgate-merge":
+			}
+			if j.GenerateName == "tailgate-merge-" {
 				merge = j
 			}
 		}
 	}
 	if shards == nil || merge == nil {
-		t.Fatal("want Jobs tailgate-shards and tailgate-merge")
+		t.Fatal("want Jobs tailgate-shards and tailgate-merge-* (generateName)")
 	}
 	if !isIndexed(shards) || shards.Spec.Completions == nil || shards.Spec.Parallelism == nil || *shards.Spec.Completions != *shards.Spec.Parallelism {
 		t.Fatalf("tailgate-shards: want an Indexed Job with completions = parallelism (every shard at once)")

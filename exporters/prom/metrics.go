@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -77,6 +78,7 @@ type Metrics struct {
 	objectiveRatio                 *prometheus.GaugeVec
 	budgetRemaining, burnRate      *prometheus.GaugeVec
 	lastSuccess                    *prometheus.GaugeVec
+	coverage, targetInfo           *prometheus.GaugeVec
 	reloadOK, reloadAt             prometheus.Gauge
 
 	mu      sync.RWMutex
@@ -90,8 +92,14 @@ type Options struct {
 	Specs []*slo.Spec
 	// Version is tailgate's version for tailgate_build_info.
 	Version string
-	// Daemon adds the configuration-reload gauges (a canary has a config
-	// to reload; a run does not).
+	// Revision is the VCS revision the binary was built from (the
+	// Makefile's -ldflags); empty: the Go toolchain's vcs.revision stamp,
+	// else "unknown".
+	Revision string
+	// Daemon adds what a long-running canary needs and a pushed run does
+	// not: the configuration-reload gauges, window coverage, target info,
+	// and the process_* and go_* collectors (process_start_time_seconds
+	// shows restarts).
 	Daemon bool
 }
 
@@ -127,7 +135,11 @@ func New(opts Options) *Metrics {
 	if version == "" {
 		version = "dev"
 	}
-	build.WithLabelValues(version, revision(), runtime.Version()).Set(1)
+	rev := opts.Revision
+	if rev == "" {
+		rev = Revision()
+	}
+	build.WithLabelValues(version, rev, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.requests, m.errors, m.outputTokens, m.sloEvents, m.objectiveRatio,
 		m.budgetRemaining, m.burnRate, m.lastSuccess, build)
 	if opts.Daemon {
@@ -135,15 +147,23 @@ func New(opts Options) *Metrics {
 			Help: "1 when the last configuration load succeeded; 0 when it failed and the previous configuration is still in use."})
 		m.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: ConfigLastReloadSuccessTimestampSeconds,
 			Help: "When the configuration was last loaded successfully, Unix seconds."})
-		m.reg.MustRegister(m.reloadOK, m.reloadAt)
+		m.coverage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SLOWindowCoverageRatio,
+			Help: "Share of the rolling window the canary has data for (1: the whole window; less early in its life). Read burn rates and the budget with it."},
+			[]string{LabelSLO, LabelObjective, LabelTarget, LabelWindow})
+		m.targetInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: TargetInfo,
+			Help: "Always 1; labels say what a target probes: its URL (credentials redacted), API and model."},
+			[]string{LabelTarget, LabelURL, LabelAPI, LabelModel})
+		m.reg.MustRegister(m.reloadOK, m.reloadAt, m.coverage, m.targetInfo,
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	}
 	m.SetSpecs(opts.Specs)
 	return m
 }
 
-// revision is the VCS revision the binary was built from ("unknown"
-// without VCS stamping).
-func revision() string {
+// Revision is the VCS revision the Go toolchain stamped into the binary
+// ("unknown" without VCS stamping, as under -buildvcs=false: the Makefile
+// passes the revision with -ldflags instead).
+func Revision() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && s.Value != "" {
@@ -211,6 +231,23 @@ func (m *Metrics) SetBurnRate(sloName, objective, target, window string, v float
 	m.burnRate.WithLabelValues(sloName, objective, target, window).Set(v)
 }
 
+// SetCoverage sets the share of a rolling window the canary has data for.
+func (m *Metrics) SetCoverage(sloName, objective, target, window string, v float64) {
+	if m.coverage != nil {
+		m.coverage.WithLabelValues(sloName, objective, target, window).Set(v)
+	}
+}
+
+// SetTargetInfo says what a target probes (url already redacted); a
+// changed target replaces its old series.
+func (m *Metrics) SetTargetInfo(target, url, api, model string) {
+	if m.targetInfo == nil {
+		return
+	}
+	m.targetInfo.DeletePartialMatch(prometheus.Labels{LabelTarget: target})
+	m.targetInfo.WithLabelValues(target, url, api, model).Set(1)
+}
+
 // SetReload records a configuration load: ok, and when it succeeded.
 func (m *Metrics) SetReload(ok bool, at time.Time) {
 	if m.reloadOK == nil {
@@ -233,6 +270,11 @@ func (m *Metrics) Forget(target string) {
 	}{m.requests, m.errors, m.outputTokens, m.sloEvents, m.budgetRemaining, m.burnRate, m.lastSuccess} {
 		v.DeletePartialMatch(l)
 	}
+	for _, v := range []*prometheus.GaugeVec{m.coverage, m.targetInfo} {
+		if v != nil {
+			v.DeletePartialMatch(l)
+		}
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for _, h := range m.hists {
@@ -252,6 +294,9 @@ func (m *Metrics) ForgetObjective(sloName, objective, target string) {
 	m.sloEvents.DeletePartialMatch(l)
 	m.budgetRemaining.DeletePartialMatch(l)
 	m.burnRate.DeletePartialMatch(l)
+	if m.coverage != nil {
+		m.coverage.DeletePartialMatch(l)
+	}
 }
 
 func (m *Metrics) histogram(metric string) *prometheus.HistogramVec {

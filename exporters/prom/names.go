@@ -39,6 +39,13 @@ const (
 	LastSuccessTimestampSeconds = "tailgate_last_success_timestamp_seconds"
 	// BuildInfo is 1 {version,revision,goversion}.
 	BuildInfo = "tailgate_build_info"
+	// SLOWindowCoverageRatio is the share of a rolling window the canary has
+	// data for {slo,objective,target,window} (canary only): 1 once it has
+	// run a whole window, less early in its life.
+	SLOWindowCoverageRatio = "tailgate_slo_window_coverage_ratio"
+	// TargetInfo is 1 {target,url,api,model} (canary only); url has its
+	// credentials redacted.
+	TargetInfo = "tailgate_target_info"
 	// ConfigLastReloadSuccessful is 1 when the last configuration (re)load
 	// succeeded, 0 when it failed and the previous one is still in use.
 	ConfigLastReloadSuccessful = "tailgate_config_last_reload_successful"
@@ -59,6 +66,9 @@ const (
 	LabelVersion   = "version"
 	LabelRevision  = "revision"
 	LabelGoVersion = "goversion"
+	LabelURL       = "url"
+	LabelAPI       = "api"
+	LabelModel     = "model"
 
 	OutcomeOK    = "ok"
 	OutcomeError = "error"
@@ -77,4 +87,5 @@ var Names = []string{
 	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,
 	LastSuccessTimestampSeconds, BuildInfo,
 	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
+	SLOWindowCoverageRatio, TargetInfo,
 }

@@ -149,17 +149,19 @@ func TestSinkCounts(t *testing.T) {
 		{ITLSeconds, map[string]string{"class": "chat"}, 15},
 		{TPOTSeconds, map[string]string{"class": "rag"}, 1},
 		{E2ESeconds, map[string]string{"class": "rag"}, 1},
-		// Acceptance rules: latency objectives count successful requests.
+		// Acceptance rules: latency objectives count successful requests,
+		// and a request that timed out after the threshold (1 s > 500 ms)
+		// as a known miss; the server error, with no time past it, not.
 		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "good"}, 2},
-		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "bad"}, 1},
+		{SLOEventsTotal, map[string]string{"objective": "ttft-p99", "outcome": "bad"}, 2},
 		{SLOEventsTotal, map[string]string{"objective": "itl-p95", "outcome": "good"}, 12},
 		{SLOEventsTotal, map[string]string{"objective": "itl-p95", "outcome": "bad"}, 5},
 		{SLOEventsTotal, map[string]string{"objective": "errors", "outcome": "good"}, 3},
 		{SLOEventsTotal, map[string]string{"objective": "errors", "outcome": "bad"}, 2},
 		{SLOObjectiveRatio, map[string]string{"slo": "chat", "objective": "ttft-p99"}, 0.99},
 		{SLOObjectiveRatio, map[string]string{"objective": "errors"}, 0.99},
-		// 1 bad of 3 against a 1% budget: 1 - 33.3 = -32.3.
-		{SLOErrorBudgetRemainingRatio, map[string]string{"objective": "ttft-p99", "target": "sim"}, 1 - (1.0/3)/0.01},
+		// 2 bad of 4 against a 1% budget: 1 - 50 = -49.
+		{SLOErrorBudgetRemainingRatio, map[string]string{"objective": "ttft-p99", "target": "sim"}, 1 - (2.0/4)/0.01},
 		{LastSuccessTimestampSeconds, map[string]string{"target": "sim"}, float64(epoch.Add(645*time.Millisecond).UnixNano()) / 1e9},
 		{BuildInfo, map[string]string{"version": "1.2.3"}, 1},
 	}
@@ -258,9 +260,20 @@ func TestNamesAreWhatIsExported(t *testing.T) {
 	s.Add(failed("chat", loadgen.ErrServer))
 	m.SetBudgetRemaining("chat", "errors", "sim", 1)
 	m.SetBurnRate("chat", "errors", "sim", "5m", 0)
+	m.SetCoverage("chat", "errors", "sim", "5m", 1)
+	m.SetTargetInfo("sim", "http://127.0.0.1:1", "openai-chat", "m")
 	var got []string
+	var std int
 	for n := range gather(t, m) {
+		// client_golang's own process_* and go_* collectors are theirs.
+		if strings.HasPrefix(n, "process_") || strings.HasPrefix(n, "go_") {
+			std++
+			continue
+		}
 		got = append(got, n)
+	}
+	if _, ok := gather(t, m)["process_start_time_seconds"]; !ok || std < 10 {
+		t.Errorf("a daemon exports no process_start_time_seconds (%d process_/go_ families)", std)
 	}
 	want := append([]string(nil), Names...)
 	slices.Sort(got)
@@ -327,5 +340,39 @@ func TestPush(t *testing.T) {
 	}
 	if err := Push(context.Background(), "http://127.0.0.1:1", "x", m.Registry(), nil); err == nil {
 		t.Error("push to a closed port: no error")
+	}
+}
+
+// The error series exist at 0 before the first error, for every class
+// named and every kind a record can count with (increase() then counts the
+// first errors instead of taking them for the series' start); a class seen
+// later gets them at its first record.
+func TestErrorSeriesExistFromTheStart(t *testing.T) {
+	spec := mustSpec(t)
+	m := New(Options{Specs: []*slo.Spec{spec}, Daemon: true})
+	s := m.NewSink(SinkOptions{Target: "sim", Specs: []*slo.Spec{spec}, Operate: true, Classes: []string{"chat"}})
+	count := func(name, label, value string) (n int, sum float64) {
+		for _, mm := range gather(t, m)[name].GetMetric() {
+			for _, l := range mm.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					n++
+					sum += mm.GetCounter().GetValue()
+				}
+			}
+		}
+		return
+	}
+	if n, v := count(RequestsTotal, LabelOutcome, OutcomeError); n != 1 || v != 0 {
+		t.Errorf("%s{outcome=error}: %d series, sum %v; want one at 0", RequestsTotal, n, v)
+	}
+	if n, _ := count(RequestErrorsTotal, LabelClass, "chat"); n != len(loadgen.ErrorKinds)-1 {
+		t.Errorf("%s{class=chat}: %d series, want every kind but cancelled (%d)", RequestErrorsTotal, n, len(loadgen.ErrorKinds)-1)
+	}
+	if n, _ := count(RequestErrorsTotal, LabelKind, string(loadgen.ErrCancelled)); n != 0 {
+		t.Errorf("operate counts cancelled probes nowhere, yet %s{kind=cancelled} exists", RequestErrorsTotal)
+	}
+	s.Add(rec("other", 100*time.Millisecond, 10*time.Millisecond, 3))
+	if n, v := count(RequestsTotal, LabelOutcome, OutcomeError); n != 2 || v != 0 {
+		t.Errorf("after a first record of class other: %d error series, sum %v; want two at 0", n, v)
 	}
 }

@@ -25,6 +25,11 @@ type SinkOptions struct {
 	// rules exactly (slo.Objective.Events), so the pushed counters agree
 	// with the verdict, and the remaining budget is the run's.
 	Operate bool
+	// Classes are the request classes the target will see: their request
+	// and error counters exist at 0 from the start (a class first seen
+	// later gets them at its first record), so increase() counts the first
+	// errors rather than taking them for the series' start.
+	Classes []string
 	// OnEvents, if set, is told of every record's events for an objective
 	// (the canary's rolling windows); at is when the request ended.
 	OnEvents func(spec *slo.Spec, o *slo.Objective, e slo.Events, at time.Time)
@@ -33,9 +38,10 @@ type SinkOptions struct {
 // Sink is a pipeline.Sink that updates Metrics from records. Any number
 // of sinks may share one Metrics; each sink is fed by one goroutine.
 type Sink struct {
-	m    *Metrics
-	opts SinkOptions
-	objs []sinkObjective
+	m       *Metrics
+	opts    SinkOptions
+	objs    []sinkObjective
+	classes map[string]bool // classes whose counters exist
 }
 
 type sinkObjective struct {
@@ -58,7 +64,10 @@ var latencyRows = func() []*loadgen.LatencyMetric {
 // exist from here on at 0, so rate() over them works from the first
 // scrape.
 func (m *Metrics) NewSink(opts SinkOptions) *Sink {
-	s := &Sink{m: m, opts: opts}
+	s := &Sink{m: m, opts: opts, classes: map[string]bool{}}
+	for _, c := range opts.Classes {
+		s.initClass(c)
+	}
 	for _, spec := range opts.Specs {
 		for i := range spec.Objectives {
 			o := &spec.Objectives[i]
@@ -77,6 +86,24 @@ func (m *Metrics) NewSink(opts SinkOptions) *Sink {
 	return s
 }
 
+// initClass makes class's request and error series exist at 0: outcome ok
+// and error, and every error kind a record can count with.
+func (s *Sink) initClass(class string) {
+	if s.classes[class] {
+		return
+	}
+	s.classes[class] = true
+	t := s.opts.Target
+	s.m.requests.WithLabelValues(t, class, OutcomeOK)
+	s.m.requests.WithLabelValues(t, class, OutcomeError)
+	for _, k := range loadgen.ErrorKinds {
+		if s.opts.Operate && k == loadgen.ErrCancelled {
+			continue // never counted in operate
+		}
+		s.m.errors.WithLabelValues(t, class, string(k))
+	}
+}
+
 // Name is "prometheus".
 func (s *Sink) Name() string { return "prometheus" }
 
@@ -87,6 +114,7 @@ func (s *Sink) Add(r *loadgen.Record) error {
 		return nil
 	}
 	t, class := s.opts.Target, r.Class
+	s.initClass(class)
 	end := r.Epoch().Add(r.End)
 	if r.OK() {
 		s.m.requests.WithLabelValues(t, class, OutcomeOK).Inc()

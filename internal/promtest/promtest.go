@@ -1,5 +1,5 @@
-// Package promtest runs Debian's Prometheus tools for tests: promtool, and
-// a real Prometheus on loopback with a query helper. Without them a test
+// Package promtest runs Debian's Prometheus tools for tests: promtool, a
+// real Prometheus on loopback with a query helper, and Alertmanager. Without them a test
 // skips, unless TAILGATE_REQUIRE_PROMTOOL=1 (CI installs the prometheus
 // package, which brings both), where a missing tool fails it.
 package promtest
@@ -52,6 +52,11 @@ type Options struct {
 	RuleFiles []string
 	// Native turns on --enable-feature=native-histograms.
 	Native bool
+	// Alertmanager, if set, is the host:port alerts go to.
+	Alertmanager string
+	// Pushgateway, if set, is a Pushgateway's host:port, scraped too as
+	// job "pushgateway" with honor_labels (pushed series keep their job).
+	Pushgateway string
 }
 
 // Server is a running Prometheus.
@@ -88,21 +93,102 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, rules, o.Job, o.Target)
+	if o.Pushgateway != "" {
+		cfg += fmt.Sprintf("  - job_name: pushgateway\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n", o.Pushgateway)
+	}
+	if o.Alertmanager != "" {
+		cfg += fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", o.Alertmanager)
+	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn"}
 	if o.Native {
 		args = append(args, "--enable-feature=native-histograms")
 	}
+	s := &Server{URL: "http://" + addr, Job: o.Job}
+	run(t, "prometheus", bin, args, s.URL+"/-/ready")
+	return s
+}
+
+// freeAddr is a loopback host:port nothing listens on just now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// AlertmanagerTool is the Alertmanager binary: alertmanager, or Debian's
+// prometheus-alertmanager (package prometheus-alertmanager).
+func AlertmanagerTool(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"alertmanager", "prometheus-alertmanager"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("alertmanager not found and %s=1: apt-get install -y prometheus-alertmanager", RequireEnv)
+	}
+	t.Skipf("alertmanager not found (apt-get install -y prometheus-alertmanager); set %s=1 to fail instead", RequireEnv)
+	return ""
+}
+
+// PushgatewayTool is the Pushgateway binary: pushgateway, or Debian's
+// prometheus-pushgateway.
+func PushgatewayTool(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"pushgateway", "prometheus-pushgateway"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("pushgateway not found and %s=1: apt-get install -y prometheus-pushgateway", RequireEnv)
+	}
+	t.Skipf("pushgateway not found (apt-get install -y prometheus-pushgateway); set %s=1 to fail instead", RequireEnv)
+	return ""
+}
+
+// StartPushgateway runs a Pushgateway on a free loopback port (no
+// persistence) and stops it when the test ends; it returns host:port once
+// it is ready.
+func StartPushgateway(t testing.TB) string {
+	t.Helper()
+	bin := PushgatewayTool(t)
+	addr := freeAddr(t)
+	run(t, "pushgateway", bin, []string{"--web.listen-address=" + addr, "--log.level=warn"}, "http://"+addr+"/-/ready")
+	return addr
+}
+
+// StartAlertmanager runs Alertmanager with config (YAML) on a free
+// loopback port, clustering off, and stops it when the test ends. It
+// returns host:port once Alertmanager is ready.
+func StartAlertmanager(t testing.TB, config []byte) string {
+	t.Helper()
+	bin := AlertmanagerTool(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(cfgPath, config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	run(t, "alertmanager", bin, []string{"--config.file=" + cfgPath, "--storage.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--cluster.listen-address=", "--log.level=warn"}, "http://"+addr+"/-/ready")
+	return addr
+}
+
+// run starts bin, stops it (interrupt, then kill) when the test ends and
+// prints its log if the test failed, and waits until ready answers 200.
+func run(t testing.TB, name, bin string, args []string, ready string) {
+	t.Helper()
 	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -120,21 +206,20 @@ scrape_configs:
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
+			t.Logf("%s log:\n%s", name, logs.String())
 		}
 	})
-	s := &Server{URL: "http://" + addr, Job: o.Job}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.URL + "/-/ready")
+		resp, err := http.Get(ready)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 30s: %v\n%s", err, logs.String())
+			t.Fatalf("%s not ready after 30s: %v\n%s", name, err, logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -7,7 +7,11 @@
 //
 // The final object's eval_count and prompt_eval_count give OutputTokens
 // and InputTokens (Ollama counts exactly; chunk counts are then spread
-// over the chunks), done_reason the finish reason. An {"error": …} object
+// over the chunks), done_reason the finish reason, and total_duration,
+// load_duration, prompt_eval_duration and eval_duration the record's
+// server timings (the queue wait is what is left of the total). eval_count
+// counts an end-of-sequence token that is never streamed (done_reason
+// "stop"): Record.Finalize gives it to no chunk, as llama.cpp's. An {"error": …} object
 // inside the stream is stream_error (the HTTP status stays 200); a body
 // that ends before "done": true is stream_truncated.
 package ollama
@@ -80,6 +84,11 @@ type object struct {
 	EvalCount       int     `json:"eval_count"`
 	PromptEvalCount int     `json:"prompt_eval_count"`
 	Error           *string `json:"error"`
+	// The server's timings of the request, in nanoseconds.
+	TotalDuration      int64 `json:"total_duration"`
+	LoadDuration       int64 `json:"load_duration"`
+	PromptEvalDuration int64 `json:"prompt_eval_duration"`
+	EvalDuration       int64 `json:"eval_duration"`
 }
 
 func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
@@ -161,6 +170,10 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 				}
 				if o.PromptEvalCount > 0 {
 					rec.InputTokens = o.PromptEvalCount
+				}
+				if o.TotalDuration > 0 || o.PromptEvalDuration > 0 || o.EvalDuration > 0 {
+					rec.Server = &loadgen.ServerTimings{Total: time.Duration(o.TotalDuration), Load: time.Duration(o.LoadDuration),
+						Prompt: time.Duration(o.PromptEvalDuration), Eval: time.Duration(o.EvalDuration)}
 				}
 			}
 		}
@@ -244,7 +257,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && !has(names, c.model) {
-		return fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names)
+		return loadgen.NotServed(fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names))
 	}
 	return nil
 }
@@ -264,7 +277,8 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 // SetModel sets the model requests name. Call it before the first Do.
 func (c *Client) SetModel(m string) { c.model = m }
 
-// DescribeServer reports the models the server has.
+// DescribeServer reports the models the server has, its version
+// (/api/version) and the model's details and context length (/api/show).
 func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 	info := loadgen.ServerInfo{URL: c.root.SafeBase}
 	names, err := c.tags(ctx)
@@ -272,6 +286,49 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 		info.Error = err.Error()
 	}
 	info.Models = names
+	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
+	defer cancel()
+	if code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/api/version", maxTagsBytes); err == nil && code == http.StatusOK {
+		var v struct {
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(b, &v) == nil {
+			info.Version = v.Version
+		}
+	}
+	if c.model == "" {
+		return info
+	}
+	body, _ := transport.EncodeJSON(map[string]any{"model": c.model})
+	req, err := c.root.HTTP.NewRequest(ctx, http.MethodPost, c.root.Base+"/api/show", bytes.NewReader(body))
+	if err != nil {
+		return info
+	}
+	resp, _, err := c.root.HTTP.Do(req)
+	if err != nil {
+		return info
+	}
+	defer resp.Body.Close()
+	var show struct {
+		Details   map[string]any `json:"details"`
+		ModelInfo map[string]any `json:"model_info"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxTagsBytes)).Decode(&show) != nil {
+		return info
+	}
+	for k, v := range show.Details {
+		if s, ok := v.(string); ok && s != "" {
+			if info.ModelDetails == nil {
+				info.ModelDetails = map[string]string{}
+			}
+			info.ModelDetails[k] = s
+		}
+	}
+	for k, v := range show.ModelInfo {
+		if n, ok := v.(float64); ok && strings.HasSuffix(k, ".context_length") {
+			info.ContextLength = int(n)
+		}
+	}
 	return info
 }
 

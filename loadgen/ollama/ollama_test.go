@@ -96,6 +96,37 @@ func TestVectors(t *testing.T) {
 			}
 		})
 	}
+	// O2's timings are the record's server timings; the queue wait is
+	// what the total leaves (10706818083 − 6338219291 − 130079000 −
+	// 4232710000 ns).
+	rec := do(t, serve(t, strings.Replace(o1, `"done":true, "done_reason": "stop"}`, `"done":false}`, 1)+o2, 200).URL)
+	want := loadgen.ServerTimings{Total: 10706818083, Load: 6338219291, Prompt: 130079000, Eval: 4232710000}
+	if rec.Server == nil || *rec.Server != want {
+		t.Fatalf("server timings %+v, want %+v", rec.Server, want)
+	}
+	if q, ok := rec.Server.Queue(); !ok || q != 5809792 {
+		t.Errorf("queue %v %v, want 5.809792ms", q, ok)
+	}
+}
+
+// TestEOSNotStreamed: Ollama's eval_count counts the end-of-sequence token
+// it never streams (done_reason "stop"): the record keeps the count, and
+// the chunks share only the tokens streamed, one each.
+func TestEOSNotStreamed(t *testing.T) {
+	body := `{"message":{"role":"assistant","content":" a"},"done":false}
+{"message":{"role":"assistant","content":" b"},"done":false}
+{"message":{"role":"assistant","content":" c"},"done":false}
+{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":4,"prompt_eval_count":9}
+`
+	rec := do(t, serve(t, body, 200).URL)
+	if rec.OutputTokens != 4 || len(rec.Chunks) != 3 {
+		t.Fatalf("%d output tokens over %d chunks, want 4 over 3", rec.OutputTokens, len(rec.Chunks))
+	}
+	for i, c := range rec.Chunks {
+		if c.Tokens != 1 {
+			t.Errorf("chunk %d carries %d tokens, want 1 (the EOS belongs to none)", i, c.Tokens)
+		}
+	}
 }
 
 func TestErrorsAndPreflight(t *testing.T) {
@@ -143,5 +174,81 @@ func TestAgainstSimulator(t *testing.T) {
 	c, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: "qwen3"})
 	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), `"qwen3"`) {
 		t.Errorf("unknown model: %v", err)
+	}
+}
+
+// Against the simulator's Ollama profile, what the real server showed:
+// eval_count counts an EOS never streamed (done_reason stop), the final
+// object carries Ollama's timings (tailgate's E2E never below the total),
+// a request beyond the queue gets the busy 503 (rate_limited), and there
+// is no /metrics.
+func TestAgainstSimulatorOllamaProfile(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Profile, cfg.Slots, cfg.MaxQueue = sim.ProfileOllama, 1, 1
+	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, 300*time.Millisecond
+	srv := simtest.Start(t, cfg)
+	c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func() *loadgen.Record {
+		rec := loadgen.NewRecord(time.Now())
+		c.Do(context.Background(), &prompts.Prompt{Text: "hello there"}, rec)
+		rec.Finalize()
+		return rec
+	}
+	rec := do()
+	if rec.ErrorKind != loadgen.ErrNone || rec.FinishReason != "stop" || len(rec.Chunks) != 5 || rec.OutputTokens != 6 {
+		t.Fatalf("%s %q: finish %q, %d chunks, %d tokens: want stop, 5 chunks, 6 tokens (the EOS)", rec.ErrorKind, rec.Error, rec.FinishReason, len(rec.Chunks), rec.OutputTokens)
+	}
+	for i, ch := range rec.Chunks {
+		if ch.Tokens != 1 {
+			t.Errorf("chunk %d: %d tokens", i, ch.Tokens)
+		}
+	}
+	st := rec.Server
+	if st == nil || st.Total == 0 || st.Load == 0 || st.Prompt == 0 || st.Eval == 0 || st.Total > rec.End-rec.Sent {
+		t.Errorf("server timings %+v for a request of %v", st, rec.End-rec.Sent)
+	}
+	// One running, one waiting (the slow stall fault holds both), the
+	// third refused.
+	slow, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
+		Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall"}}})
+	held := make(chan *loadgen.Record, 2)
+	for range 2 {
+		go func() {
+			rec := loadgen.NewRecord(time.Now())
+			slow.Do(context.Background(), &prompts.Prompt{Text: "hello there"}, rec)
+			held <- rec
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inFlight := 0; inFlight < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in flight after 5 s", inFlight)
+		}
+		time.Sleep(5 * time.Millisecond)
+		inFlight = 0
+		for _, tr := range srv.Truth() {
+			if tr.End.IsZero() {
+				inFlight++
+			}
+		}
+	}
+	if r := do(); r.ErrorKind != loadgen.ErrRateLimited || r.Status != 503 || !strings.Contains(r.Error, "server busy") {
+		t.Errorf("third request: %s %d %q, want rate_limited 503 server busy", r.ErrorKind, r.Status, r.Error)
+	}
+	for range 2 {
+		if r := <-held; r.ErrorKind != loadgen.ErrNone {
+			t.Errorf("held request: %s %q", r.ErrorKind, r.Error)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics: %d, want 404", resp.StatusCode)
 	}
 }

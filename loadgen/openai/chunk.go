@@ -2,6 +2,8 @@ package openai
 
 import (
 	"errors"
+	"math"
+	"strconv"
 )
 
 // event is what one stream event (or one whole non-streamed response)
@@ -27,6 +29,9 @@ type event struct {
 	promptTokens     int
 	completionTokens int
 	predictedTokens  int // llama.cpp timings.predicted_n: cumulative
+	// llama.cpp timings.prompt_ms and predicted_ms: the server's prefill
+	// and generation times so far (-1: absent).
+	promptMs, predictedMs float64
 
 	isError    bool
 	errMessage string
@@ -34,7 +39,7 @@ type event struct {
 }
 
 func (ev *event) reset() {
-	*ev = event{promptTokens: -1, completionTokens: -1, predictedTokens: -1}
+	*ev = event{promptTokens: -1, completionTokens: -1, predictedTokens: -1, promptMs: -1, predictedMs: -1}
 }
 
 // maxFastDepth is the nesting the fast path handles; deeper input goes to
@@ -59,6 +64,15 @@ func decodeEvent(data []byte, ev *event, text []byte, keepText bool) ([]byte, er
 }
 
 // literals of at most 15 digits count (no sign, fraction or exponent).
+// timingMs reads a timing in milliseconds: a non-negative number, else -1.
+func timingMs(lit string) float64 {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) {
+		return -1
+	}
+	return f
+}
+
 func tokenCount(lit string) int {
 	if len(lit) == 0 || len(lit) > 15 {
 		return -1
@@ -193,7 +207,7 @@ func (d *fastDecoder) top(key []byte) error {
 		ev.usage = true
 		return p.object(d.usage)
 	case "timings":
-		ev.predictedTokens = -1
+		ev.predictedTokens, ev.promptMs, ev.predictedMs = -1, -1, -1
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
@@ -334,7 +348,21 @@ func (d *fastDecoder) usage(key []byte) error {
 
 func (d *fastDecoder) timings(key []byte) error {
 	p, ev := &d.p, d.ev
-	if string(key) != "predicted_n" {
+	switch string(key) {
+	case "prompt_ms", "predicted_ms":
+		lit, isNum, err := p.numOrSkip(2)
+		ms := -1.0
+		if isNum {
+			ms = timingMs(string(lit))
+		}
+		if string(key) == "prompt_ms" {
+			ev.promptMs = ms
+		} else {
+			ev.predictedMs = ms
+		}
+		return err
+	case "predicted_n":
+	default:
 		return p.skip(2)
 	}
 	lit, isNum, err := p.numOrSkip(2)

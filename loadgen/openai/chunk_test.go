@@ -45,6 +45,9 @@ func TestDecodeEvent(t *testing.T) {
 			event{usage: true, promptTokens: -1, completionTokens: -1}, ""},
 		{"timings", `{"choices":[{"delta":{"reasoning_content":" w"}}],"timings":{"prompt_n":10,"predicted_n":8}}`,
 			event{choices: 1, reasoning: true, predictedTokens: 8}, ""},
+		{"timings with times", `{"choices":[],"timings":{"prompt_n":10,"prompt_ms":1.25,"predicted_n":8,"predicted_ms":96.5e0,"predicted_per_token_ms":12.06}}`,
+			event{predictedTokens: 8, promptMs: 1.25, predictedMs: 96.5}, ""},
+		{"timings odd times ignored", `{"timings":{"prompt_ms":"1","predicted_ms":-2}}`, event{}, ""},
 		{"error object", `{"error": {"message": "boom", "type": "BadRequestError", "param": null, "code": 400}}`,
 			event{isError: true, errMessage: "boom", errCode: "400"}, ""},
 		{"error string (TGI native)", `{"error":"Input validation error","error_type":"validation"}`,
@@ -74,6 +77,12 @@ func TestDecodeEvent(t *testing.T) {
 			}
 			if want.predictedTokens == 0 {
 				want.predictedTokens = -1
+			}
+			if want.promptMs == 0 {
+				want.promptMs = -1
+			}
+			if want.predictedMs == 0 {
+				want.predictedMs = -1
 			}
 			for _, dec := range decoders {
 				var ev event

@@ -234,7 +234,21 @@ func (s *stream) feed(sc *Scanner) bool {
 		s.finished = true
 	}
 	applyUsage(rec, ev)
+	applyTimings(rec, ev)
 	return true
+}
+
+// applyTimings takes llama.cpp's timings object (prefill and generation,
+// the latest chunk's) as the record's server timings.
+func applyTimings(rec *loadgen.Record, ev *event) {
+	if ev.promptMs <= 0 && ev.predictedMs <= 0 {
+		return
+	}
+	if rec.Server == nil {
+		rec.Server = &loadgen.ServerTimings{}
+	}
+	ms := func(v float64) time.Duration { return time.Duration(max(v, 0) * float64(time.Millisecond)) }
+	rec.Server.Prompt, rec.Server.Eval = ms(ev.promptMs), ms(ev.predictedMs)
 }
 
 func cumulative(ev *event) int {
@@ -350,6 +364,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	}
 	rec.FinishReason = ev.finish
 	applyUsage(rec, &ev)
+	applyTimings(rec, &ev)
 	if keepText {
 		rec.Text = string(text)
 	}

@@ -214,6 +214,16 @@ func TestVectors(t *testing.T) {
 				if rec.Status != http.StatusOK {
 					t.Errorf("Status = %d", rec.Status)
 				}
+				// llama.cpp's timings object: the server's prefill and
+				// generation times, as the capture's last chunk gives them.
+				if tt.file == "llamacpp_capture_chat.txt" {
+					want := loadgen.ServerTimings{Prompt: 2869 * time.Microsecond, Eval: 3806 * time.Microsecond}
+					if rec.Server == nil || *rec.Server != want {
+						t.Errorf("server timings %+v, want %+v", rec.Server, want)
+					}
+				} else if !strings.HasPrefix(tt.file, "llamacpp") && rec.Server != nil {
+					t.Errorf("server timings %+v from a server that gives none", rec.Server)
+				}
 				checkInstants(t, rec)
 			})
 		}

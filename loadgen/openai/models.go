@@ -100,7 +100,56 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 	if err != nil {
 		info.Error = err.Error()
 	}
+	c.describeSelf(ctx, &info)
 	return info
+}
+
+// describeSelf reads what the server says about itself, best effort:
+// vLLM's /version ({"version"}), llama.cpp's /props (build_info,
+// total_slots, default_generation_settings.n_ctx). A server without them
+// (404) leaves info as it is.
+func (c *Client) describeSelf(ctx context.Context, info *loadgen.ServerInfo) {
+	root := c.rootURL()
+	if root == "" {
+		return
+	}
+	get := func(path string, v any) bool {
+		code, b, err := c.http.Fetch(ctx, http.MethodGet, root+path, maxModelsBytes)
+		return err == nil && code == http.StatusOK && json.Unmarshal(b, v) == nil
+	}
+	var ver struct {
+		Version string `json:"version"`
+	}
+	if get("/version", &ver) && ver.Version != "" {
+		info.Version = ver.Version
+	}
+	var props struct {
+		BuildInfo string `json:"build_info"`
+		Slots     int    `json:"total_slots"`
+		Defaults  struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	if get("/props", &props) {
+		if props.BuildInfo != "" {
+			info.Version = props.BuildInfo
+		}
+		info.Slots, info.ContextLength = props.Slots, props.Defaults.NCtx
+	}
+}
+
+// rootURL is the server root: the endpoint without its /v1/… path and
+// query ("" when the URL has no /v1 to strip).
+func (c *Client) rootURL() string {
+	u := c.url
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	i := strings.LastIndex(u, "/v1/")
+	if i < 0 {
+		return ""
+	}
+	return u[:i]
 }
 
 // Preflight checks within PreflightTimeout that the target answers and,
@@ -121,10 +170,23 @@ func (c *Client) Preflight(ctx context.Context) error {
 	default:
 		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
 	}
-	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) {
+	// Ollama lists "tiny:latest" and serves it as "tiny" too.
+	latest := !strings.Contains(c.model, ":") && slices.Contains(info.Models, c.model+":latest")
+	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) || latest || anyName(info.Models) {
 		return nil
 	}
-	return fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models))
+	return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models)))
+}
+
+// anyName reports whether a model list is llama.cpp's: one model, listed
+// by its file's path (/models/tiny.gguf), served whatever name a request
+// gives, so any name passes.
+func anyName(models []string) bool {
+	if len(models) != 1 {
+		return false
+	}
+	m := models[0]
+	return strings.HasSuffix(m, ".gguf") || strings.HasPrefix(m, "/") || strings.HasPrefix(m, "./")
 }
 
 func listModels(m []string) string {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
@@ -18,19 +18,21 @@ var _ loadgen.Preconnector = (*Client)(nil)
 // first wave of requests does not pay TCP (and TLS) set-up inside its
 // latency: n GET /v1/models at once, each holding its connection until
 // all n have an answer (so no two share one), then left idle in the pool.
-// It returns how many new connections were opened (fewer under HTTP/2,
-// which multiplexes one) and the first error.
+// It returns how many distinct connections the n requests held (fewer
+// under HTTP/2, which multiplexes one): new ones, and one the preflight
+// left idle, which is as ready as a new one; and the first error.
 func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	var opened atomic.Int64
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
 	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-		if !i.Reused {
-			opened.Add(1)
-		}
+		mu.Lock()
+		conns[i.Conn] = true
+		mu.Unlock()
 	}}
 	var got, done sync.WaitGroup
 	got.Add(n)
@@ -59,5 +61,7 @@ func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 		}()
 	}
 	done.Wait()
-	return int(opened.Load()), first
+	mu.Lock()
+	defer mu.Unlock()
+	return len(conns), first
 }

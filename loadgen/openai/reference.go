@@ -65,6 +65,7 @@ func decodeSlow(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 	}
 	if timings, ok := top["timings"].(map[string]any); ok {
 		ev.predictedTokens = jsonCount(timings["predicted_n"])
+		ev.promptMs, ev.predictedMs = jsonMs(timings["prompt_ms"]), jsonMs(timings["predicted_ms"])
 	}
 	if e, present := top["error"]; present && e != nil {
 		ev.isError = true
@@ -92,6 +93,14 @@ func jsonCount(v any) int {
 		return -1
 	}
 	return tokenCount(string(n))
+}
+
+func jsonMs(v any) float64 {
+	n, ok := v.(json.Number)
+	if !ok {
+		return -1
+	}
+	return timingMs(string(n))
 }
 
 func jsonCode(v any) *string {

@@ -53,9 +53,10 @@ type Client interface {
 }
 
 // Preparer is a Client that must learn about its target before the run
-// (the KServe client reads the model's readiness and tensors). run and
-// validate call Prepare once, after the model is known and before the
-// schedule starts; an error stops the run.
+// (the KServe client reads the model's readiness and tensors). Open calls
+// Prepare once, after the model is known and before the schedule starts,
+// in place of Preflight (Prepare checks what Preflight would); an error
+// stops the run.
 type Preparer interface {
 	Prepare(ctx context.Context) error
 }
@@ -113,4 +114,56 @@ func Names() []string {
 	}
 	slices.Sort(n)
 	return n
+}
+
+// ConfigError is an Open error in the target's description (an unknown
+// --api, a bad URL, an unreadable CA file): the server was not asked.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Open is the one way a command gets a client that is ready to send: it
+// builds the client for t.API, asks the server for its model when t.Model
+// is empty (else checks, within seconds, that the server answers and
+// serves it: Preflight), then lets a Preparer learn what it needs of the
+// model. It returns the client and the model requests will name. Every
+// failure says why in the server's words: a *ConfigError when the target
+// cannot be built, else an error for which errors.Is(err,
+// loadgen.ErrNotServed) says whether the server answered but lacks the
+// model (as opposed to not answering).
+func Open(ctx context.Context, t Target) (Client, string, error) {
+	c, err := New(t)
+	if err != nil {
+		return nil, "", &ConfigError{err}
+	}
+	model, err := Check(ctx, c, t.Model)
+	return c, model, err
+}
+
+// Check is Open's part after the client is built, for a command that
+// builds the client first and checks the target later (validate checks
+// it as its first stage): discovery when model is empty, Preflight, and
+// Prepare. It returns the model requests will name.
+func Check(ctx context.Context, c Client, model string) (string, error) {
+	p, prepares := c.(Preparer)
+	switch {
+	case model == "":
+		m, err := c.DiscoverModel(ctx)
+		if err != nil {
+			return "", fmt.Errorf("--model not given and %w", err)
+		}
+		model = m
+		c.SetModel(model)
+	case !prepares:
+		if err := c.Preflight(ctx); err != nil {
+			return model, err
+		}
+	}
+	if prepares {
+		if err := p.Prepare(ctx); err != nil {
+			return model, err
+		}
+	}
+	return model, nil
 }

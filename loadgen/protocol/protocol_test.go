@@ -1,8 +1,20 @@
 package protocol
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/ollama"
+	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/tgi"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
 func TestTable(t *testing.T) {
@@ -14,5 +26,82 @@ func TestTable(t *testing.T) {
 	}
 	if _, err := New(Target{URL: "http://127.0.0.1:1", API: "triton-http"}); err == nil || !strings.Contains(err.Error(), "openai-chat") {
 		t.Errorf("unknown api: %v", err)
+	}
+}
+
+// TestOpen: one preflight for every protocol. A model the server lacks is
+// refused in the server's words, marked ErrNotServed; a server that does
+// not answer is refused without that mark; no model discovers the
+// server's; an unknown --api is a ConfigError; llama.cpp's list (one
+// model, by its file's path) passes any name.
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	srv := simtest.Start(t, sim.Config{Model: "tiny", StrictModel: true, FixedTTFT: 1})
+	for _, api := range []string{openai.APIChat, ollama.API, tgi.API} {
+		base := srv.URL
+		if api == openai.APIChat {
+			base += "/v1"
+		}
+		t.Run(api, func(t *testing.T) {
+			c, model, err := Open(ctx, Target{URL: base, API: api, Model: "tiny"})
+			if err != nil || c == nil || model != "tiny" {
+				t.Fatalf("Open tiny: %v, %q", err, model)
+			}
+			_, model, err = Open(ctx, Target{URL: base, API: api})
+			if err != nil || model != "tiny" {
+				t.Fatalf("Open with no model: %v, discovered %q", err, model)
+			}
+			_, _, err = Open(ctx, Target{URL: base, API: api, Model: "nope"})
+			if !errors.Is(err, loadgen.ErrNotServed) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), `"tiny"`) {
+				t.Errorf("Open nope: %v, want ErrNotServed naming both models", err)
+			}
+		})
+	}
+	_, _, err := Open(ctx, Target{URL: "http://127.0.0.1:1/v1", API: openai.APIChat, Model: "tiny"})
+	if err == nil || errors.Is(err, loadgen.ErrNotServed) || !strings.Contains(err.Error(), "does not answer") {
+		t.Errorf("Open of a closed port: %v", err)
+	}
+	var ce *ConfigError
+	if _, _, err := Open(ctx, Target{URL: srv.URL, API: "triton-http"}); !errors.As(err, &ce) {
+		t.Errorf("unknown api: %v, want a ConfigError", err)
+	}
+	llama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"/tmp/x/tiny.gguf","object":"model","owned_by":"llamacpp"}]}`)
+	}))
+	defer llama.Close()
+	if _, _, err := Open(ctx, Target{URL: llama.URL + "/v1", API: openai.APIChat, Model: "tiny"}); err != nil {
+		t.Errorf("llama.cpp (one model listed by path): %v", err)
+	}
+}
+
+// TestDescribeServer: what each server says about itself reaches
+// environment.json's server block: vLLM's /version, llama.cpp's /props
+// (build, slots, context), Ollama's /api/version and /api/show.
+func TestDescribeServer(t *testing.T) {
+	for _, tc := range []struct {
+		profile, api string
+		slots, ctx   int
+		details      bool
+	}{
+		{"", openai.APIChat, 0, 0, false},
+		{sim.ProfileLlamaCpp, openai.APIChat, 4, 4096, false},
+		{sim.ProfileOllama, ollama.API, 0, 4096, true},
+	} {
+		t.Run(tc.api+"/"+tc.profile, func(t *testing.T) {
+			srv := simtest.Start(t, sim.Config{Model: "tiny", Profile: tc.profile, Slots: 4, KVTokens: 4096, FixedTTFT: 1})
+			url := srv.URL
+			if tc.api == openai.APIChat {
+				url += "/v1"
+			}
+			c, _, err := Open(context.Background(), Target{URL: url, API: tc.api, Model: "tiny"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := c.DescribeServer(context.Background())
+			if info.Version != "tailgate-sim-"+sim.Version || info.Slots != tc.slots || info.ContextLength != tc.ctx ||
+				(info.ModelDetails["family"] == "llama") != tc.details {
+				t.Errorf("%+v", info)
+			}
+		})
 	}
 }

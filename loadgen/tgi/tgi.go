@@ -266,7 +266,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
 	}
 	if c.model != "" && id != "" && id != c.model {
-		return fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id)
+		return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id))
 	}
 	return nil
 }

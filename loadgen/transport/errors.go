@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -22,6 +23,30 @@ func StatusKind(code int) loadgen.ErrorKind {
 		return loadgen.ErrServer
 	}
 	return loadgen.ErrProtocol // 1xx/3xx where an answer was due
+}
+
+// overloadWords, in a 503 body, say the server shed the request for load
+// (Ollama: "server busy, please try again.  maximum pending requests
+// exceeded") rather than failed it.
+var overloadWords = []string{"server busy", "maximum pending", "overloaded", "too many requests", "queue is full"}
+
+// ResponseKind is StatusKind, with one refinement: a 503 whose body says
+// the server is busy (Ollama's full queue) is rate_limited, as a 429 is.
+// It is load shedding, the answer a saturated server gives by design:
+// counting it as server_error would call an overloaded server broken, and
+// would put it outside the SLOs that treat rate_limited apart. A bare 503
+// (or one with only Retry-After, which maintenance sends too) stays
+// server_error: a dead engine answers so.
+func ResponseKind(code int, body []byte) loadgen.ErrorKind {
+	if code == http.StatusServiceUnavailable {
+		low := bytes.ToLower(body)
+		for _, w := range overloadWords {
+			if bytes.Contains(low, []byte(w)) {
+				return loadgen.ErrRateLimited
+			}
+		}
+	}
+	return StatusKind(code)
 }
 
 // Classify names a failure of the transport or of reading a body: the

@@ -92,7 +92,7 @@ type Post struct {
 // (a retry on a fresh connection counts in rec.Retries, not in Sent),
 // rec.Status, and, when it returns nil, rec.End and the error: protocol
 // for a request that cannot be built, Classify's kind for a failed send,
-// StatusKind's for a non-2xx status.
+// ResponseKind's for a non-2xx status.
 func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.Response {
 	req, err := cl.NewRequest(ctx, http.MethodPost, p.URL, bytes.NewReader(p.Body))
 	if err != nil {
@@ -125,7 +125,7 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 		if p.ErrorWords != nil {
 			words = p.ErrorWords(b)
 		}
-		cl.Fail(rec, StatusKind(resp.StatusCode), StatusText(resp.StatusCode, words))
+		cl.Fail(rec, ResponseKind(resp.StatusCode, b), StatusText(resp.StatusCode, words))
 		return nil
 	}
 	return resp

@@ -28,6 +28,31 @@ func TestStatusKind(t *testing.T) {
 	}
 }
 
+// TestResponseKind: a 503 is load shed (rate_limited) only when its body
+// says so (Ollama's OLLAMA_MAX_QUEUE answer, in its native and its OpenAI
+// shape); other 503s stay server_error.
+func TestResponseKind(t *testing.T) {
+	for _, tt := range []struct {
+		code int
+		body string
+		want loadgen.ErrorKind
+	}{
+		{503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`, loadgen.ErrRateLimited},
+		{503, `{"error":{"message":"server busy, please try again.  maximum pending requests exceeded","type":"api_error"}}`, loadgen.ErrRateLimited},
+		{503, `{"error":"Model is Overloaded"}`, loadgen.ErrRateLimited},
+		{503, ``, loadgen.ErrServer},
+		{503, `no healthy upstream`, loadgen.ErrServer},
+		{503, `{"error":{"message":"simulated overload (fault http_503)"}}`, loadgen.ErrServer},
+		{500, `server busy`, loadgen.ErrServer},
+		{429, ``, loadgen.ErrRateLimited},
+		{404, `server busy`, loadgen.ErrClient},
+	} {
+		if got := ResponseKind(tt.code, []byte(tt.body)); got != tt.want {
+			t.Errorf("ResponseKind(%d, %q) = %q, want %q", tt.code, tt.body, got, tt.want)
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	live := context.Background()
 	expired, cancel := context.WithDeadline(live, time.Now().Add(-time.Second))

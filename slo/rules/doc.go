@@ -33,8 +33,17 @@
 //     5% within 6h (30m), ticket when 10% goes within 1d (2h) or within 3d
 //     (6h). The factors come from the SLO window (slo.SlothTiers,
 //     slo.BurnFactor): 14.4/6/3/1 for 30 days, 13.44/5.6/2.8/0.933 for 28.
-//     Both alerts also carry severity (page, ticket) for Alertmanager
-//     routes, and annotations naming the objective, its owner and runbook.
+//     Both alerts also carry severity (page, ticket), owner and
+//     tailgate_sli (availability, latency) for Alertmanager routes and
+//     inhibition (Result.Alertmanager), and annotations naming the
+//     objective, its owner and runbook, the burn rate, the window pairs
+//     over their factor and the target's URL. Unlike Sloth's, a ticket
+//     waits until the canary has data for its short window, and a firing
+//     alert holds while the canary's series are gone (condition);
+//   - the canary's own alerts (operate.go): TailgateCanaryDown (page),
+//     TailgateCanaryConfigReloadFailed and TailgateCanaryNoRecentSuccess
+//     (tickets); Options.Selector narrows every series read to the canary's
+//     (pushed runs are job "tailgate" on the Pushgateway).
 //
 // # The SLI
 //

@@ -17,7 +17,7 @@ func generatedDir(t *testing.T) (dir string, rules, tests []string) {
 	t.Helper()
 	dir = t.TempDir()
 	for _, c := range goldenCases {
-		p, err := generate(t, c.spec).Prometheus()
+		p, err := generateWith(t, c.spec, c.opts).Prometheus()
 		if err != nil {
 			t.Fatal(err)
 		}

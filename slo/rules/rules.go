@@ -72,6 +72,7 @@ type Rule struct {
 	Record      string            `yaml:"record,omitempty"`
 	Alert       string            `yaml:"alert,omitempty"`
 	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for,omitempty"`
 	Labels      map[string]string `yaml:"labels,omitempty"`
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 }
@@ -81,6 +82,18 @@ type Options struct {
 	// Version is tailgate's version, written in sloth_slo_info and the
 	// file's header.
 	Version string
+	// Selector holds extra label matchers that every tailgate series the
+	// rules read must carry, as PromQL writes them: `job="tailgate-canary"`
+	// keeps pushed runs (job "tailgate" on the Pushgateway, one run's
+	// totals at a time, which rate() cannot read) out of the canary's SLI.
+	Selector string
+	// NoCanaryAlerts leaves out the canary's own alerts (canary down,
+	// reload failed, no recent success): for a second SLO file of a canary
+	// whose rules another file already carries.
+	NoCanaryAlerts bool
+	// CanaryDownFor is how long the canary's series must be gone before it
+	// pages; 0 means 2m.
+	CanaryDownFor time.Duration
 }
 
 // Skipped is an objective that gets no rules, and why.
@@ -108,6 +121,8 @@ type SLO struct {
 	Owner, Runbook   string
 	// AlertName is the one name of its page and ticket alerts.
 	AlertName string
+	// matchers are Options.Selector's, written out (", job=\"x\"" or "").
+	matchers string
 }
 
 // Result is what Generate made.
@@ -115,8 +130,11 @@ type Result struct {
 	Spec    *slo.Spec
 	SLOs    []SLO
 	Skipped []Skipped
-	File    File
-	version string
+	// Warnings are objectives whose alerts can never fire, and why.
+	Warnings []string
+	File     File
+	version  string
+	opts     Options
 }
 
 // Tiers are the alert tiers every SLO gets: Sloth's google windows.
@@ -134,7 +152,14 @@ func Generate(spec *slo.Spec, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%s: window %s: burn-rate alerts need an SLO window longer than their longest window (%s)",
 			spec.File, PromDuration(spec.Window), PromDuration(longest))
 	}
-	r := &Result{Spec: spec, version: opts.Version}
+	ms, err := ParseSelector(opts.Selector)
+	if err != nil {
+		return nil, err
+	}
+	if opts.CanaryDownFor <= 0 {
+		opts.CanaryDownFor = 2 * time.Minute
+	}
+	r := &Result{Spec: spec, version: opts.Version, opts: opts}
 	for i := range spec.Objectives {
 		o := &spec.Objectives[i]
 		s, reason := resolve(spec, o)
@@ -142,11 +167,16 @@ func Generate(spec *slo.Spec, opts Options) (*Result, error) {
 			r.Skipped = append(r.Skipped, Skipped{Objective: o.Name, Metric: o.Metric, Reason: reason})
 			continue
 		}
+		s.matchers = ms
+		r.Warnings = append(r.Warnings, s.unreachable()...)
 		r.SLOs = append(r.SLOs, s)
 		r.File.Groups = append(r.File.Groups, sliGroup(s), metaGroup(s, opts.Version), alertGroup(s))
 	}
 	if len(r.SLOs) == 0 {
 		return r, fmt.Errorf("%s: no objective is counted as good/bad events in operate, so there is nothing to alert on", spec.File)
+	}
+	if !opts.NoCanaryAlerts {
+		r.File.Groups = append(r.File.Groups, canaryGroup(spec, ms, opts.CanaryDownFor))
 	}
 	return r, nil
 }
@@ -274,7 +304,7 @@ func merge(ms ...map[string]string) map[string]string {
 
 // events selects the objective's event counters with an outcome matcher.
 func (s SLO) events(outcome string) string {
-	return EventsMetric + "{slo=" + strconv.Quote(s.Service) + ",objective=" + strconv.Quote(s.Name) + "," + outcome + "}"
+	return EventsMetric + "{slo=" + strconv.Quote(s.Service) + ",objective=" + strconv.Quote(s.Name) + "," + outcome + s.matchers + "}"
 }
 
 // TotalQuery is the rate of all events per target over window (a PromQL
@@ -405,15 +435,91 @@ func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // condition is Sloth's multiwindow, multi-burn-rate template (v0.16's
 // alert_rules.go): each tier's short and long windows both over factor ×
 // budget, the tiers or-ed, sloth_window dropped so the alert's labels name
-// the SLO and target only.
-func (s SLO) condition(tiers []slo.BurnRateAlert) string {
+// the SLO and target only. Two additions, both per target:
+//
+//   - early life: a ticket tier fires only once the canary has reported
+//     for its whole short window (its good series existed that long ago).
+//     A long window of a few minutes' data is no long window: without this,
+//     a fresh canary's first errors ticket at once (the 1d "window" is two
+//     minutes). Page tiers are not held back: a target that is down now
+//     pages now.
+//   - no false all-clear: once the alert fires it stays firing while the
+//     canary's series for the target are gone (canary dead, not scraped):
+//     without data the ratios would lapse after their window and the alert
+//     would "resolve" on no evidence. When the canary reports again, the
+//     burn rates decide. The canary-down alert says why it holds.
+func (s SLO) condition(severity string, tiers []slo.BurnRateAlert) string {
 	var parts []string
 	for _, t := range tiers {
 		thr := fmt.Sprintf("(%s * %s)", num(t.Factor), s.ErrorBudget)
-		parts = append(parts, fmt.Sprintf("(\n    max(%s%s > %s) without (%s)\n    and\n    max(%s%s > %s) without (%s)\n)",
-			SLIRecord(t.Short), s.filter(), thr, labelWindow, SLIRecord(t.Long), s.filter(), thr, labelWindow))
+		p := fmt.Sprintf("(\n    max(%s%s > %s) without (%s)\n    and\n    max(%s%s > %s) without (%s)\n)",
+			SLIRecord(t.Short), s.filter(), thr, labelWindow, SLIRecord(t.Long), s.filter(), thr, labelWindow)
+		if severity != "page" {
+			p = fmt.Sprintf("(\n  %s\n  and on (target)\n  group by (target) (%s offset %s)\n)",
+				strings.ReplaceAll(p, "\n", "\n  "), s.events(`outcome=~"good|bad"`), PromDuration(t.Short))
+		}
+		parts = append(parts, p)
 	}
-	return strings.Join(parts, "\nor\n") + "\n"
+	held := fmt.Sprintf("(\n  max by (%s, %s, %s, target) (ALERTS{alertname=%q, alertstate=\"firing\", %s=%q, %s=%q})\n  unless on (target)\n  group by (target) (%s)\n)",
+		labelID, labelService, labelSLO, s.AlertName, labelSeverity, severity, labelID, s.ID, s.events(`outcome=~"good|bad"`))
+	return strings.Join(parts, "\nor\n") + "\nor on (target)\n" + held + "\n"
+}
+
+// SLIKind is the routing label tailgate_sli of an objective's alerts:
+// availability for error-rate objectives, latency for the rest. A failed
+// probe is a bad event for every objective, so when availability pages,
+// Alertmanager's inhibition (Result.Alertmanager) mutes the latency alerts
+// of the same target: one outage, one page.
+func (s SLO) SLIKind() string {
+	if s.Objective.Kind() == slo.KindRatio {
+		return "availability"
+	}
+	return "latency"
+}
+
+// RoutingLabels are the labels Alertmanager routes and inhibits on, beside
+// severity: owner (the SLO file's) and tailgate_sli.
+func (s SLO) RoutingLabels() map[string]string {
+	l := map[string]string{"tailgate_sli": s.SLIKind()}
+	if s.Owner != "" {
+		l["owner"] = s.Owner
+	}
+	return l
+}
+
+// unreachable says which severities of s can never fire: a tier needs an
+// error ratio of factor × budget, and a ratio above 1 cannot happen (a 90%
+// objective needs 144% bad events for the 14.4× page).
+func (s SLO) unreachable() []string {
+	var out []string
+	for _, tiers := range s.severities() {
+		var need []string
+		for _, t := range tiers {
+			if r := t.Factor * budgetOf(s); r >= 1 {
+				need = append(need, fmt.Sprintf("%s over %s needs %s%% bad events (%s × %s)", t.Severity, PromDuration(t.Long),
+					num(roundTo(100*r, 4)), num(t.Factor), s.ErrorBudget))
+			}
+		}
+		switch {
+		case len(need) == len(tiers):
+			out = append(out, fmt.Sprintf("objective %s (%s target %s%%): cannot %s at all: %s", s.Name, s.Objective.Metric,
+				s.ObjectivePercent, tiers[0].Severity, strings.Join(need, "; ")))
+		case len(need) > 0:
+			out = append(out, fmt.Sprintf("objective %s (%s target %s%%): a %s tier can never fire: %s", s.Name, s.Objective.Metric,
+				s.ObjectivePercent, tiers[0].Severity, strings.Join(need, "; ")))
+		}
+	}
+	return out
+}
+
+func budgetOf(s SLO) float64 {
+	b, _ := strconv.ParseFloat(s.ErrorBudget, 64)
+	return b
+}
+
+func roundTo(f float64, digits int) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', digits, 64), 64)
+	return v
 }
 
 // Annotations are the alert's own annotations beside Sloth's title and
@@ -447,16 +553,43 @@ func alertGroup(s SLO) Group {
 		sev := tiers[0].Severity
 		g.Rules = append(g.Rules, Rule{
 			Alert:  s.AlertName,
-			Expr:   s.condition(tiers),
-			Labels: map[string]string{labelSeverity: sev, "severity": sev},
+			Expr:   s.condition(sev, tiers),
+			Labels: merge(s.RoutingLabels(), map[string]string{labelSeverity: sev, "severity": sev}),
 			Annotations: merge(map[string]string{
 				"title":       fmt.Sprintf("(%s) {{$labels.%s}} {{$labels.%s}} SLO error budget burn rate is too fast.", sev, labelService, labelSLO),
 				"summary":     fmt.Sprintf("{{$labels.%s}} {{$labels.%s}} SLO error budget burn rate is over expected.", labelService, labelSLO),
 				"description": s.SeverityDescription(tiers),
-			}, s.Annotations()),
+			}, s.Annotations(), s.payload(tiers)),
 		})
 	}
 	return g
+}
+
+// payload are the annotations an on-call engineer reads first, filled in
+// by Prometheus when the alert fires: the burn rate now (5m), which window
+// pairs are over their factor, and the target's URL (credentials
+// redacted by the canary, from tailgate_target_info).
+func (s SLO) payload(tiers []slo.BurnRateAlert) map[string]string {
+	var w strings.Builder
+	for _, t := range tiers {
+		thr := fmt.Sprintf("(%s * %s)", num(t.Factor), s.ErrorBudget)
+		q := fmt.Sprintf("%s{%s=%%q, target=%%q} > %s and ignoring (%s) %s{%s=%%q, target=%%q} > %s",
+			SLIRecord(t.Short), labelID, thr, labelWindow, SLIRecord(t.Long), labelID, thr)
+		fmt.Fprintf(&w, "{{ if query (printf `%s` $labels.%s $labels.target $labels.%s $labels.target) }}[%s/%s over %s×]{{ end }}",
+			q, labelID, labelID, PromDuration(t.Long), PromDuration(t.Short), num(t.Factor))
+	}
+	fmt.Fprintf(&w, "{{ if not (query (printf `group(%s{slo=%%q, objective=%%q, target=%%q%s})` $labels.%s $labels.%s $labels.target)) }}[held: the canary is not reporting]{{ end }}",
+		EventsMetric, s.matchers, labelService, labelSLO)
+	return map[string]string{
+		// From the SLI record the condition read, not the metadata group's
+		// current burn rate: groups run on their own schedules, and that
+		// one can lag the alert by an evaluation.
+		"burn_rate": fmt.Sprintf("{{ with query (printf `%s{%s=%%q, target=%%q} / %s` $labels.%s $labels.target) }}{{ . | first | value | printf \"%%.3g\" }}{{ else }}unknown{{ end }}",
+			SLIRecord(s.shortest()), labelID, s.ErrorBudget, labelID),
+		"windows": w.String(),
+		"target_url": fmt.Sprintf("{{ with query (printf `%s{target=%%q%s}` $labels.target) }}{{ . | first | label \"url\" }}{{ end }}",
+			TargetInfoMetric, s.matchers),
+	}
 }
 
 // Prometheus writes the rule file, with a header saying where it came from.

@@ -18,18 +18,30 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // goldenCases are the SLO files whose rules are kept in testdata/ (the
 // promtool tests load those files).
-var goldenCases = []struct{ spec, name string }{
-	{"../../testdata/slo/chat.yaml", "chat"},
-	{"../../testdata/slo/chat-28d.yaml", "chat-28d"},
+var goldenCases = []struct {
+	spec, name string
+	opts       Options
+}{
+	{"../../testdata/slo/chat.yaml", "chat", Options{}},
+	{"../../testdata/slo/chat-28d.yaml", "chat-28d", Options{}},
+	// The canary scraped as job "canary": pushed runs (job "tailgate")
+	// stay out of its SLI (chat-canary-job.test.yaml).
+	{"../../testdata/slo/chat.yaml", "chat-canary-job", Options{Selector: `job="canary"`, NoCanaryAlerts: true}},
 }
 
 func generate(t *testing.T, path string) *Result {
+	t.Helper()
+	return generateWith(t, path, Options{})
+}
+
+func generateWith(t *testing.T, path string, opts Options) *Result {
 	t.Helper()
 	spec, err := slo.LoadSpec(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Generate(spec, Options{Version: "test"})
+	opts.Version = "test"
+	r, err := Generate(spec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +86,7 @@ func firstDiff(want, got string) string {
 func TestGolden(t *testing.T) {
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
-			r := generate(t, c.spec)
+			r := generateWith(t, c.spec, c.opts)
 			p, err := r.Prometheus()
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +128,7 @@ func TestGenerateSkipsWhatOperateCannotCount(t *testing.T) {
 	if got := strings.Join(names, ","); got != "ttft-p99,itl-p95,tpot-p90,errors" {
 		t.Fatalf("SLOs %s", got)
 	}
-	if len(r.File.Groups) != 3*len(r.SLOs) {
+	if len(r.File.Groups) != 3*len(r.SLOs)+1 { // + the canary's own
 		t.Fatalf("%d groups for %d SLOs", len(r.File.Groups), len(r.SLOs))
 	}
 }

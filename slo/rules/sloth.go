@@ -42,6 +42,7 @@ type slothEvents struct {
 
 type slothAlerting struct {
 	Name        string            `yaml:"name"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 	PageAlert   slothAlert        `yaml:"page_alert"`
 	TicketAlert slothAlert        `yaml:"ticket_alert"`
@@ -88,6 +89,7 @@ func (r *Result) Sloth() ([]byte, error) {
 			}},
 			Alerting: slothAlerting{
 				Name:        s.AlertName,
+				Labels:      s.RoutingLabels(),
 				Annotations: s.Annotations(),
 				PageAlert: slothAlert{Labels: map[string]string{"severity": "page"},
 					Annotations: map[string]string{"description": s.SeverityDescription(tiers[0])}},

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ollama
+
+const raceEnabled = false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -33,7 +34,13 @@ func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) re
 	if url == "" {
 		url = simtest.Start(b, cfg).URL
 	}
-	c, err := openai.New(openai.Config{BaseURL: url, Model: "sim", MaxTokens: maxTokens})
+	// TAILGATE_BENCH_HTTP_CLIENT: lean, nethttp or auto (the default, as
+	// tailgate's --http-client).
+	hc := os.Getenv("TAILGATE_BENCH_HTTP_CLIENT")
+	if hc == "" {
+		hc = transport.HTTPClientAuto
+	}
+	c, err := openai.New(openai.Config{BaseURL: url, Model: "sim", MaxTokens: maxTokens, Transport: transport.Config{HTTPClient: hc}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,13 +142,13 @@ func BenchmarkCapacity(b *testing.B) {
 // at 50 tokens/s per request (20 ms apart, a typical decode speed): N/1.28
 // req/s. "decode250" streams 256 tokens 4 ms apart (N req/s of 1 s
 // responses), five times the chunk rate, to show where the two shared
-// cores run out.
+// cores run out. "decode10" is bench-peers' shape: 20 tokens 100 ms apart.
 func BenchmarkScheduleLag(b *testing.B) {
 	for _, shape := range []struct {
 		name   string
 		itl    time.Duration
 		tokens int
-	}{{"decode50", 20 * time.Millisecond, 64}, {"decode250", 4 * time.Millisecond, 256}} {
+	}{{"decode50", 20 * time.Millisecond, 64}, {"decode250", 4 * time.Millisecond, 256}, {"decode10", 100 * time.Millisecond, 20}} {
 		for _, inflight := range []int{64, 1024, 4096} {
 			b.Run(fmt.Sprintf("%s/inflight%d", shape.name, inflight), func(b *testing.B) {
 				cfg := zeroDelay()

@@ -574,6 +574,7 @@ func (r *Runner) openLoop(rn *run) (err error) {
 	slots := make(chan struct{}, r.opts.MaxInFlight)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	wait := newWaiter(timer)
 	deadline := rn.epoch.Add(rn.end)
 	release := func(*Record) { <-slots }
 
@@ -649,7 +650,7 @@ func (r *Runner) openLoop(rn *run) (err error) {
 		}
 		rec := r.newRecord(rn.epoch, p, seq, at)
 
-		if !waitUntil(rn.send, timer, rn.epoch.Add(at)) {
+		if !wait.until(rn.send, rn.epoch.Add(at)) {
 			return nil
 		}
 		select {
@@ -679,28 +680,6 @@ func (r *Runner) openLoop(rn *run) (err error) {
 		}
 		r.send(rn, rec, p, done)
 	}
-}
-
-// spinWindow is how close to a due time the dispatcher stops sleeping on
-// a timer and yields in a loop instead: Go's timers sleep in the netpoller,
-// whose wait rounds to whole milliseconds when no thread is awake, which
-// alone would add ~0.5 ms of schedule lag to every request.
-const spinWindow = 1500 * time.Microsecond
-
-// waitUntil returns at due (false if ctx ended first).
-func waitUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
-	if wait := time.Until(due) - spinWindow; wait > 0 {
-		timer.Reset(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for time.Now().Before(due) {
-		runtime.Gosched()
-	}
-	return ctx.Err() == nil
 }
 
 // dropRest records rec and every later arrival due before the end as

@@ -330,6 +330,7 @@ func orchestrate(args []string) error {
 	fs := flag.NewFlagSet("bench-peers", flag.ExitOnError)
 	tailgate := fs.String("tailgate", "bin/tailgate", "the tailgate binary")
 	d := fs.Duration("duration", 5*time.Second, "length of each measurement")
+	only := fs.String("steps", "plain,streamed,ttft,lag,memory", "which measurements to make, comma-separated")
 	fs.Parse(args)
 	self, err := os.Executable()
 	if err != nil {
@@ -339,7 +340,11 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, tool := range []string{"wrk", "hey", tgPath} {
+	tools := []string{tgPath}
+	if strings.Contains(*only, "plain") {
+		tools = append(tools, "wrk", "hey")
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s not found (scripts/bench-peers.sh installs wrk and hey; make build makes bin/tailgate)", tool)
 		}
@@ -351,14 +356,22 @@ func orchestrate(args []string) error {
 	defer os.RemoveAll(tmp)
 	b := &bench{self: self, tailgate: tgPath, d: *d, tmp: tmp}
 	ctx := context.Background()
-	steps := []func(context.Context) error{b.plainHTTP, b.streamed, b.ttftError, b.scheduleLag, b.memory}
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{{"plain", b.plainHTTP}, {"streamed", b.streamed}, {"ttft", b.ttftError}, {"lag", b.scheduleLag}, {"memory", b.memory}}
 	for _, step := range steps {
-		if err := step(ctx); err != nil {
+		if !strings.Contains(","+*only+",", ","+step.name+",") {
+			continue
+		}
+		if err := step.run(ctx); err != nil {
 			return err
 		}
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("bench-peers on %s, %d CPUs, %s per measurement; tools are separate processes, the endpoint another one\n\n", host, numCPU(), *d)
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("bench-peers on %s, %d CPUs, %s per measurement, load average %s at the end; tools are separate processes, the endpoint another one\n\n",
+		host, numCPU(), *d, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	for _, r := range b.rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
@@ -388,12 +401,6 @@ func (b *bench) plainHTTP(ctx context.Context) error {
 	os.WriteFile(lua, []byte(fmt.Sprintf("wrk.method = \"POST\"\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\n", body)), 0o644)
 	b.row("non-streaming, 1 token", "tailgate", "hey", "wrk", "tailgate/hey", "tailgate/wrk")
 	for _, c := range []int{64, 256} {
-		s, tc, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--stream=false", "--max-tokens", "1", "--duration", b.d.String())
-		if err != nil {
-			return err
-		}
-		tgRate := s.Throughput.RequestsPerS
-		tgCPU := float64(s.Requests.OK) / tc.cpu.Seconds()
 		hc, err := runChild(ctx, "hey", "-z", secs(b.d), "-c", strconv.Itoa(c), "-m", "POST", "-T", "application/json", "-d", body, srv.url+chatPath)
 		if err != nil {
 			return err
@@ -406,8 +413,16 @@ func (b *bench) plainHTTP(ctx context.Context) error {
 		}
 		wrkRate := perSec(wc.stdout)
 		wrkCPU := wrkRate * wc.wall.Seconds() / wc.cpu.Seconds()
-		b.row(fmt.Sprintf("  c%d req/s", c), fmt.Sprintf("%.0f", tgRate), fmt.Sprintf("%.0f", heyRate), fmt.Sprintf("%.0f", wrkRate), ratio(tgRate, heyRate), ratio(tgRate, wrkRate))
-		b.row(fmt.Sprintf("  c%d req per client CPU-s", c), fmt.Sprintf("%.0f", tgCPU), fmt.Sprintf("%.0f", heyCPU), fmt.Sprintf("%.0f", wrkCPU), ratio(tgCPU, heyCPU), ratio(tgCPU, wrkCPU))
+		for _, hc := range httpClients {
+			s, tc, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--stream=false", "--max-tokens", "1", "--duration", b.d.String(), "--http-client", hc)
+			if err != nil {
+				return err
+			}
+			tgRate := s.Throughput.RequestsPerS
+			tgCPU := float64(s.Requests.OK) / tc.cpu.Seconds()
+			b.row(fmt.Sprintf("  c%d req/s, %s", c, hc), fmt.Sprintf("%.0f", tgRate), fmt.Sprintf("%.0f", heyRate), fmt.Sprintf("%.0f", wrkRate), ratio(tgRate, heyRate), ratio(tgRate, wrkRate))
+			b.row(fmt.Sprintf("  c%d req per client CPU-s, %s", c, hc), fmt.Sprintf("%.0f", tgCPU), fmt.Sprintf("%.0f", heyCPU), fmt.Sprintf("%.0f", wrkCPU), ratio(tgCPU, heyCPU), ratio(tgCPU, wrkCPU))
+		}
 	}
 	b.notes = append(b.notes, "non-streaming: tailgate is closed loop (--concurrency, --out written), as hey and wrk are; hey's and wrk's CPU-seconds include their start-up, per request it is negligible.")
 	return nil
@@ -424,10 +439,6 @@ func (b *bench) streamed(ctx context.Context) error {
 	b.row("")
 	b.row("streamed tokens/s, zero delay, 128 tokens", "tailgate", "no-parse reader", "", "tailgate/reader", "goal")
 	for _, c := range []int{64, 256, 1024} {
-		s, _, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--max-tokens", "128", "--duration", b.d.String())
-		if err != nil {
-			return err
-		}
 		rc, err := runChild(ctx, b.self, "read", "-url", srv.url+chatPath, "-c", strconv.Itoa(c), "-d", b.d.String(), "-tokens", "128")
 		if err != nil {
 			return err
@@ -436,7 +447,13 @@ func (b *bench) streamed(ctx context.Context) error {
 		var el float64
 		fmt.Sscan(rc.stdout, &ev, &reqs, &el)
 		rate := float64(ev) / el
-		b.row(fmt.Sprintf("  c%d", c), fmt.Sprintf("%.0f", s.Throughput.OutputTokensPerS), fmt.Sprintf("%.0f", rate), "", ratio(s.Throughput.OutputTokensPerS, rate), "≥ 0.90×")
+		for _, hc := range httpClients {
+			s, _, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--max-tokens", "128", "--duration", b.d.String(), "--http-client", hc)
+			if err != nil {
+				return err
+			}
+			b.row(fmt.Sprintf("  c%d, %s", c, hc), fmt.Sprintf("%.0f", s.Throughput.OutputTokensPerS), fmt.Sprintf("%.0f", rate), "", ratio(s.Throughput.OutputTokensPerS, rate), "≥ 0.90×")
+		}
 	}
 	return nil
 }
@@ -511,25 +528,60 @@ func (b *bench) scheduleLag(ctx context.Context) error {
 	return nil
 }
 
-// memory: client peak RSS at 4096 and 256 streams (closed loop, 3 s
-// streams); the difference over 3840 is the memory per in-flight stream.
+// memory: client peak RSS at 256, 4096 and 16384 streams (closed loop,
+// 3 s streams), per HTTP client; the difference over the streams added is
+// the memory per in-flight stream. Each run is bounded in time: the
+// schedule, the grace and a minute for start-up and writing.
 func (b *bench) memory(ctx context.Context) error {
 	srv, err := startServer(b.self, "-ttft", "50ms", "-itl", "100ms")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	rss := map[int]int64{}
-	for _, c := range []int{256, 4096} {
-		_, ch, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--max-tokens", "30", "--duration", b.d.String())
-		if err != nil {
-			return err
-		}
-		rss[c] = ch.maxRSSKiB
+	// 16384 streams 100 ms apart would be 164k events/s, more than a
+	// 2-core machine serves and reads: the streams would slow down and be
+	// cut at the end. 400 ms apart, 8 tokens, they send what 4096 do.
+	slow, err := startServer(b.self, "-ttft", "50ms", "-itl", "400ms")
+	if err != nil {
+		return err
 	}
-	per := float64(rss[4096]-rss[256]) / 3840
+	defer slow.stop()
 	b.row("")
-	b.row("client memory per in-flight stream", "KiB", "", "", "", "goal")
-	b.row(fmt.Sprintf("  (RSS %d MiB at 4096 − %d MiB at 256) / 3840", rss[4096]>>10, rss[256]>>10), fmt.Sprintf("%.1f", per), "", "", "", "≤ 16 KiB")
+	b.row("client memory per in-flight stream", "KiB", "requests ok", "", "", "goal")
+	for _, hc := range httpClients {
+		sizes := []int{256, 4096, 16384}
+		if hc == "nethttp" {
+			sizes = sizes[:2]
+		}
+		rss := map[int]int64{}
+		for _, c := range sizes {
+			rctx, cancel := context.WithTimeout(ctx, b.d+5*time.Second+time.Minute)
+			// --preconnect: the kernel's accept backlog (somaxconn, often
+			// 4096) would otherwise spread 16384 connections' set-up over
+			// seconds of SYN retries, and the streams would not all run at
+			// once.
+			url, tokens := srv.url, "30"
+			if c > 4096 {
+				url, tokens = slow.url, "8"
+			}
+			s, ch, err := b.tg(rctx, "--target", url, "--concurrency", strconv.Itoa(c), "--max-tokens", tokens, "--duration", b.d.String(),
+				"--http-client", hc, "--preconnect="+strconv.Itoa(c))
+			cancel()
+			if err != nil {
+				return err
+			}
+			rss[c] = ch.maxRSSKiB
+			if c == 256 {
+				continue
+			}
+			per := float64(rss[c]-rss[256]) / float64(c-256)
+			b.row(fmt.Sprintf("  %s: (RSS %d MiB at %d − %d MiB at 256) / %d", hc, rss[c]>>10, c, rss[256]>>10, c-256), fmt.Sprintf("%.1f", per),
+				fmt.Sprintf("%d (%d failed or cut)", s.Requests.OK, s.Requests.Errors), "", "", "≤ 16 KiB")
+		}
+	}
 	return nil
 }
+
+// httpClients are tailgate's two HTTP clients (--http-client), measured
+// side by side.
+var httpClients = []string{"lean", "nethttp"}

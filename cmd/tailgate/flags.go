@@ -37,6 +37,7 @@ type targetFlags struct {
 	certFile, keyFile  string
 	connections        int
 	keepalive          time.Duration
+	httpClient         string
 	apiKey             string // read by client(); never printed
 }
 
@@ -53,6 +54,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.certFile, "cert-file", "", "PEM client certificate for mutual TLS (with --key-file)")
 	fs.StringVar(&t.keyFile, "key-file", "", "PEM key of --cert-file")
 	fs.IntVar(&t.connections, "connections", 1, "kserve-grpc: HTTP/2 connections to spread the streams over (servers cap the streams of one connection, often at 100)")
+	fs.StringVar(&t.httpClient, "http-client", transport.HTTPClientAuto, "openai-chat, openai-completions: HTTP/1.1 client: lean (one goroutine per stream), nethttp (Go's net/http, the reference) or auto (lean, but net/http through a proxy or with a client certificate)")
 	fs.DurationVar(&t.keepalive, "grpc-keepalive", 0, "kserve-grpc: ping idle connections this often (0: off; servers refuse frequent pings)")
 }
 
@@ -127,7 +129,7 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	return protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
 		MaxTokens: t.maxTokens, Warn: warn, Connections: t.connections, Keepalive: t.keepalive,
 		Transport: transport.Config{APIKey: key, Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile}}, nil
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}}, nil
 }
 
 // open builds the client and checks the target (protocol.Open: the server

@@ -23,9 +23,13 @@ const (
 	// drainAfterDone bounds the wait for the end of the body after [DONE]:
 	// reading to EOF lets the connection be reused; a server that keeps
 	// the stream open after [DONE] costs only this much.
-	drainAfterDone      = 100 * time.Millisecond
-	maxDrainBytes       = 256 << 10
-	readerBufferBytes   = 16 << 10
+	drainAfterDone = 100 * time.Millisecond
+	maxDrainBytes  = 256 << 10
+	// readerBufferBytes is the scanner's buffer, held by every in-flight
+	// stream: token events are ~200 bytes and arrive a few at a time, so
+	// 16 KiB cost 12 KiB per stream (×2 with GC headroom) for reads that
+	// seldom filled it; longer lines are assembled apart (Scanner.line).
+	readerBufferBytes   = 4 << 10
 	maxPooledEventBytes = 1 << 20
 )
 

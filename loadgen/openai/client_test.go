@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,11 @@ import (
 // testTimeout bounds every request a test makes.
 const testTimeout = 5 * time.Second
 
+// httpClientFlag is the HTTP client the package's tests use: auto, as
+// tailgate's default (the lean client on their plain loopback servers);
+// -http-client=nethttp runs them on the reference.
+var httpClientFlag = flag.String("http-client", transport.HTTPClientAuto, "HTTP client for the tests: auto, lean or nethttp")
+
 var testPrompt = &prompts.Prompt{ID: "p-1", Messages: []prompts.Message{{Role: "user", Content: "Say hi"}}}
 
 // sessionPrompt is a turn of a multi-turn session: its answer text is kept
@@ -37,6 +43,9 @@ var sessionPrompt = &prompts.Prompt{ID: "s-1", Messages: testPrompt.Messages, Se
 
 func newClient(t *testing.T, cfg Config) *Client {
 	t.Helper()
+	if cfg.Transport.HTTPClient == "" {
+		cfg.Transport.HTTPClient = *httpClientFlag
+	}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -176,10 +176,24 @@ func BenchmarkParseStream(b *testing.B) {
 // the body in 8 KiB pieces; "per-event" flushes every event, as servers
 // do, so each token costs a write and a read system call.
 func BenchmarkDoHTTP(b *testing.B) {
-	const tokens = 1000
+	for _, client := range []string{transport.HTTPClientNetHTTP, transport.HTTPClientLean} {
+		for _, tokens := range []int{1, 1000} {
+			for _, mode := range []string{"8KiB", "per-event"} {
+				if tokens == 1 && mode == "8KiB" {
+					continue // the same as per-event
+				}
+				b.Run(fmt.Sprintf("%s/%dtok/%s", client, tokens, mode), func(b *testing.B) { benchDoHTTP(b, client, tokens, mode) })
+			}
+		}
+	}
+}
+
+// benchDoHTTP: streams of tokens one-token events, written in 8 KiB
+// pieces or one event per write, read by client.
+func benchDoHTTP(b *testing.B, client string, tokens int, mode string) {
 	full := vllmStream(tokens)
-	for _, mode := range []string{"8KiB", "per-event"} {
-		b.Run(mode, func(b *testing.B) {
+	{
+		{
 			var pieces [][]byte
 			if mode == "per-event" {
 				pieces = bytes.SplitAfter(full, []byte("\n\n"))
@@ -198,11 +212,12 @@ func BenchmarkDoHTTP(b *testing.B) {
 				}
 			}))
 			defer srv.Close()
-			c, err := New(Config{BaseURL: srv.URL})
+			c, err := New(Config{BaseURL: srv.URL, Transport: transport.Config{HTTPClient: client}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer c.CloseIdleConnections()
+			b.ReportAllocs()
 			var mu sync.Mutex
 			var failed string
 			b.SetParallelism(8) // × GOMAXPROCS goroutines
@@ -223,7 +238,7 @@ func BenchmarkDoHTTP(b *testing.B) {
 				b.Fatal(failed)
 			}
 			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-		})
+		}
 	}
 }
 

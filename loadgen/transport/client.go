@@ -56,6 +56,12 @@ func (c Config) NewClient(defaults http.Header, warn func(string), extraSecrets 
 	ft := t.Clone()
 	ft.DisableKeepAlives = true
 	cl.pooled, cl.fresh = &http.Client{Transport: t}, &http.Client{Transport: ft}
+	if lean, err := c.useLean(); err != nil {
+		return nil, err
+	} else if lean {
+		cl.pooled.Transport = newLean(t, t.TLSClientConfig, t.TLSHandshakeTimeout, false)
+		cl.fresh.Transport = newLean(ft, ft.TLSClientConfig, ft.TLSHandshakeTimeout, true)
+	}
 	return cl, nil
 }
 

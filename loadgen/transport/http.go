@@ -263,6 +263,9 @@ func (c RootConfig) Open(what string) (Root, error) {
 		return Root{}, err
 	}
 	r := Root{Base: u.String(), SafeBase: redact.URL(u.String()), Stream: c.Stream == nil || *c.Stream, MaxTokens: c.MaxTokens}
+	// The lean client is held to net/http's records for the OpenAI
+	// protocols only; the native ones keep the reference.
+	c.Transport.HTTPClient = HTTPClientNetHTTP
 	if r.HTTP, err = c.Transport.NewClientFor(u, JSONHeaders(""), c.Warn); err != nil {
 		return Root{}, err
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	// CAFile, DialTimeout, MaxConnsPerHost and Proxy are then ignored.
 	// Retries on a fresh connection use it too.
 	RoundTripper http.RoundTripper
+	// HTTPClient chooses the HTTP/1.1 client: HTTPClientNetHTTP (also
+	// ""), HTTPClientLean or HTTPClientAuto (--http-client).
+	HTTPClient string
 }
 
 // TLSConfig is the TLS client configuration of c: verification (or

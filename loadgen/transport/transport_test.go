@@ -191,9 +191,15 @@ func closingServer(t *testing.T) (url string, requests func() int) {
 }
 
 func TestRetryOnClosedIdleConnection(t *testing.T) {
+	for _, kind := range []string{HTTPClientNetHTTP, HTTPClientLean} {
+		t.Run(kind, func(t *testing.T) { testRetryOnClosedIdleConnection(t, kind) })
+	}
+}
+
+func testRetryOnClosedIdleConnection(t *testing.T, kind string) {
 	url, served := closingServer(t)
 	var warnings []string
-	cl, err := Config{}.NewClient(nil, func(m string) { warnings = append(warnings, m) })
+	cl, err := Config{HTTPClient: kind}.NewClient(nil, func(m string) { warnings = append(warnings, m) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +239,12 @@ func TestRetryOnClosedIdleConnection(t *testing.T) {
 // A request that fails on a fresh connection, or whose context ended, is
 // not retried: only a reused idle connection explains the loss.
 func TestNoRetryOnFreshConnection(t *testing.T) {
+	for _, kind := range []string{HTTPClientNetHTTP, HTTPClientLean} {
+		t.Run(kind, func(t *testing.T) { testNoRetryOnFreshConnection(t, kind) })
+	}
+}
+
+func testNoRetryOnFreshConnection(t *testing.T, kind string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +259,7 @@ func TestNoRetryOnFreshConnection(t *testing.T) {
 			c.Close()
 		}
 	}()
-	cl, _ := Config{}.NewClient(nil, nil)
+	cl, _ := Config{HTTPClient: kind}.NewClient(nil, nil)
 	req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+ln.Addr().String()+"/", strings.NewReader("x"))
 	if _, n, err := cl.Do(req); err == nil || n != 0 {
 		t.Errorf("fresh connection closed: retries %d, err %v", n, err)

@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/sim"
+)
+
+// The lean HTTP client is held to net/http's as decodeEvent is held to
+// encoding/json: over the same answers, the same records (error kinds and
+// texts, chunk and token counts, usage, finish reason), instants aside.
+
+// pairOf builds a net/http and a lean client with the same configuration.
+func pairOf(t testing.TB, cfg Config) (ref, lean *Client) {
+	t.Helper()
+	cfg.Transport.HTTPClient = transport.HTTPClientNetHTTP
+	ref, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Transport.HTTPClient = transport.HTTPClientLean
+	if lean, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ref.CloseIdleConnections(); lean.CloseIdleConnections() })
+	return ref, lean
+}
+
+// agree runs p through both clients (twice each, so the second request
+// finds a kept-alive connection where the first left one) and fails on any
+// difference but the instants.
+func agree(t testing.TB, ref, lean *Client, p *prompts.Prompt, timeout time.Duration, what string) *loadgen.Record {
+	t.Helper()
+	run := func(c *Client) *loadgen.Record {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		rec := loadgen.NewRecord(time.Now())
+		rec.Seq = 7
+		c.Do(ctx, p, rec)
+		rec.Finalize()
+		return rec
+	}
+	var first *loadgen.Record
+	for i := range 2 {
+		a, b := run(ref), run(lean)
+		if !sameRecord(a, b) || len(a.Chunks) != len(b.Chunks) || a.Status != b.Status || a.Unstreamed != b.Unstreamed {
+			t.Fatalf("%s, request %d: net/http and lean differ:\nnet/http %s %q status %d chunks %d out %d\nlean     %s %q status %d chunks %d out %d",
+				what, i+1, a.ErrorKind, a.Error, a.Status, len(a.Chunks), a.OutputTokens,
+				b.ErrorKind, b.Error, b.Status, len(b.Chunks), b.OutputTokens)
+		}
+		if first == nil {
+			first = a
+		}
+	}
+	return first
+}
+
+// framings serve one SSE body the ways a server can frame it.
+var framings = []struct {
+	name  string
+	serve func(w net.Conn, body []byte)
+}{
+	{"chunked per event", func(w net.Conn, body []byte) {
+		bw := bufio.NewWriter(w)
+		bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for _, ev := range bytes.SplitAfter(body, []byte("\n\n")) {
+			if len(ev) == 0 {
+				continue
+			}
+			fmt.Fprintf(bw, "%x\r\n%s\r\n", len(ev), ev)
+			bw.Flush()
+		}
+		bw.WriteString("0\r\n\r\n")
+		bw.Flush()
+	}},
+	{"content-length", func(w net.Conn, body []byte) {
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}},
+	{"close-delimited", func(w net.Conn, body []byte) {
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n%s", body)
+		w.Close()
+	}},
+	{"chunked, cut mid-body", func(w net.Conn, body []byte) {
+		half := body[:len(body)/2]
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(half), half)
+		w.Close()
+	}},
+}
+
+// rawServer answers every request on a connection with serve, until serve
+// closes it.
+func rawServer(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					serve(c)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func checkAgree(t testing.TB, body []byte) {
+	for _, f := range framings {
+		url := rawServer(t, func(c net.Conn) { f.serve(c, body) })
+		ref, lean := pairOf(t, Config{BaseURL: url})
+		agree(t, ref, lean, sessionPrompt, testTimeout, f.name)
+	}
+}
+
+// TestLeanAgreesOnVectors: every captured and constructed stream, each
+// with and without its terminator, in every framing.
+func TestLeanAgreesOnVectors(t *testing.T) {
+	for i, s := range seedStreams(t) {
+		for _, body := range [][]byte{s, append(bytes.Clone(s), done...)} {
+			t.Run(strconv.Itoa(i), func(t *testing.T) { checkAgree(t, body) })
+		}
+	}
+}
+
+// FuzzLeanAgrees: arbitrary bodies, chunked per event and cut, read
+// alike by both clients.
+func FuzzLeanAgrees(f *testing.F) {
+	for _, seed := range seedStreams(f) {
+		f.Add(seed)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) { checkAgree(t, in) })
+}
+
+// TestLeanAgreesOnSimFaults: the simulator's faults, each through both
+// clients.
+func TestLeanAgreesOnSimFaults(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Mode = sim.ModeFixed
+	cfg.FixedTTFT, cfg.FixedITL = 0, time.Millisecond
+	cfg.TruthLimit = -1
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	p := &prompts.Prompt{ID: "f", Messages: testPrompt.Messages, MaxTokens: 8}
+	for _, tc := range []struct {
+		fault   string
+		kind    loadgen.ErrorKind
+		timeout time.Duration
+	}{
+		{"none", loadgen.ErrNone, testTimeout},
+		{"stall=20ms", loadgen.ErrNone, testTimeout},
+		{"stall_mid=20ms", loadgen.ErrNone, testTimeout},
+		{"http_429", loadgen.ErrRateLimited, testTimeout},
+		{"http_503", loadgen.ErrServer, testTimeout},
+		{"truncate", loadgen.ErrStreamTruncated, testTimeout},
+		{"malformed", loadgen.ErrProtocol, testTimeout},
+		{"error_in_stream", loadgen.ErrStreamError, testTimeout},
+		{"ignore_stream", loadgen.ErrNone, testTimeout},
+		{"html_200", loadgen.ErrProtocol, testTimeout},
+		{"hang", loadgen.ErrTimeout, 200 * time.Millisecond},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			ref, lean := pairOf(t, Config{BaseURL: hs.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + tc.fault}}})
+			rec := agree(t, ref, lean, p, tc.timeout, tc.fault)
+			if rec.ErrorKind != tc.kind {
+				t.Errorf("%s: kind %q (%s), want %q", tc.fault, rec.ErrorKind, rec.Error, tc.kind)
+			}
+		})
+	}
+}
+
+// An unknown --http-client is refused when the client is built.
+func TestHTTPClientUnknown(t *testing.T) {
+	if _, err := New(Config{BaseURL: "http://127.0.0.1:1", Transport: transport.Config{HTTPClient: "fast"}}); err == nil {
+		t.Error("HTTPClient \"fast\" accepted")
+	}
+}

@@ -1,0 +1,390 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// HTTP client choices (Config.HTTPClient, --http-client).
+const (
+	// HTTPClientAuto uses the lean client for plain http and https
+	// targets reached without a proxy and without a client certificate,
+	// net/http for everything else.
+	HTTPClientAuto = "auto"
+	// HTTPClientLean uses the lean client for every request that does not
+	// go through a proxy (those still go through net/http).
+	HTTPClientLean = "lean"
+	// HTTPClientNetHTTP uses net/http's transport alone: the reference.
+	HTTPClientNetHTTP = "nethttp"
+)
+
+// leanReadBufferBytes is each lean connection's read buffer: response
+// headers and the body's chunk framing are read through it, the SSE
+// scanner reads the body through its own buffer.
+const leanReadBufferBytes = 4 << 10
+
+// lean is an HTTP/1.1 client transport without per-connection goroutines:
+// the goroutine that sends a request writes it, reads the answer's headers
+// (http.ReadResponse: net/http's own parser, so chunked, Content-Length and
+// close-delimited bodies read exactly as net/http reads them) and then the
+// body, on a kept-alive connection from a small pool. net/http's transport
+// keeps two goroutines and two buffers per connection (its read and write
+// loops), which at thousands of in-flight streams is most of a client's
+// memory and a good share of its CPU. What lean does not do (proxies,
+// HTTP/2, 1xx other than 100, Expect, trailers read by the caller) stays
+// with net/http: a request through a proxy goes to fallback.
+type lean struct {
+	dialer   net.Dialer
+	tls      *tls.Config // nil: no TLS settings given (https still works)
+	proxy    func(*http.Request) (*url.URL, error)
+	fallback *http.Transport
+	noReuse  bool // a new connection for every request
+
+	mu   sync.Mutex
+	idle map[string][]*leanConn // by scheme://host:port
+}
+
+type leanConn struct {
+	key    string
+	conn   net.Conn
+	br     *bufio.Reader
+	reused bool
+}
+
+func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Duration, noReuse bool) *lean {
+	return &lean{
+		dialer:   net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		tls:      tlsCfg,
+		proxy:    fallback.Proxy,
+		fallback: fallback,
+		noReuse:  noReuse,
+		idle:     map[string][]*leanConn{},
+	}
+}
+
+// aLongTimeAgo is a deadline that makes every blocked read or write on a
+// connection return at once: how a cancelled context interrupts one.
+var aLongTimeAgo = time.Unix(1, 0)
+
+var writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// RoundTrip implements http.RoundTripper.
+func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := req.URL
+	if (u.Scheme != "http" && u.Scheme != "https") || req.Method == http.MethodConnect {
+		return l.fallback.RoundTrip(req)
+	}
+	if l.proxy != nil {
+		if p, err := l.proxy(req); err != nil || p != nil {
+			return l.fallback.RoundTrip(req)
+		}
+	}
+	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	key, addr := u.Scheme+"://"+canonicalAddr(u), canonicalAddr(u)
+	c, err := l.get(ctx, key, addr, u)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
+	}
+	// A context that ends interrupts a blocked read or write by a deadline
+	// in the past; no goroutine waits for it.
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	bp := writeBufPool.Get().(*[]byte)
+	b, err := appendRequest((*bp)[:0], req, l.noReuse)
+	closeBody(req)
+	if err == nil {
+		_, err = c.conn.Write(b)
+	}
+	*bp = b[:0]
+	if cap(b) <= 64<<10 {
+		writeBufPool.Put(bp)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	var resp *http.Response
+	for {
+		if _, err := c.br.Peek(1); err != nil {
+			return fail(err)
+		}
+		if trace != nil && trace.GotFirstResponseByte != nil && resp == nil {
+			trace.GotFirstResponseByte()
+		}
+		resp, err = http.ReadResponse(c.br, req)
+		if err != nil {
+			return fail(err)
+		}
+		// 100 Continue (and other informational answers but 101) come
+		// before the real one; net/http skips them too.
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+	}
+	reusable := !l.noReuse && !resp.Close && !req.Close
+	if resp.Body == http.NoBody || resp.ContentLength == 0 {
+		if resp.Body != nil && resp.Body != http.NoBody {
+			_ = resp.Body.Close()
+		}
+		resp.Body = http.NoBody
+		if !stop() || !reusable {
+			c.conn.Close()
+		} else {
+			l.put(c)
+		}
+		return resp, nil
+	}
+	resp.Body = &leanBody{l: l, c: c, body: resp.Body, stop: stop, reusable: reusable}
+	return resp, nil
+}
+
+// canonicalAddr is u's host:port, the port from the scheme when absent.
+func canonicalAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// appendRequest writes req as HTTP/1.1 on the wire: request line, Host,
+// the request's headers, Content-Length, and the body (read whole: the
+// protocols send small, ready-made bodies).
+func appendRequest(b []byte, req *http.Request, close bool) ([]byte, error) {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	b = append(b, req.Method...)
+	b = append(b, ' ')
+	b = append(b, req.URL.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		b = append(b, "User-Agent: Go-http-client/1.1\r\n"...)
+	}
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		p, _ := u.Password()
+		b = append(b, "Authorization: Basic "...)
+		b = base64.StdEncoding.AppendEncode(b, []byte(u.Username()+":"+p))
+		b = append(b, "\r\n"...)
+	}
+	if close || req.Close {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	bodyAt := -1
+	if req.Body != nil && req.Body != http.NoBody {
+		b = append(b, "Content-Length: "...)
+		if req.ContentLength > 0 {
+			b = strconv.AppendInt(b, req.ContentLength, 10)
+			b = append(b, "\r\n\r\n"...)
+			bodyAt = len(b)
+		} else {
+			// Unknown length: read it first, then say it.
+			b = append(b, "\r\n\r\n"...)
+			bodyAt = len(b)
+		}
+		for {
+			if len(b) == cap(b) {
+				b = append(b, 0)[:len(b)]
+			}
+			n, err := req.Body.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return b, err
+			}
+		}
+		n := len(b) - bodyAt
+		if req.ContentLength > 0 && int64(n) != req.ContentLength {
+			return b, fmt.Errorf("http: ContentLength=%d with Body length %d", req.ContentLength, n)
+		}
+		if req.ContentLength <= 0 {
+			// Rebuild with the length now known.
+			body := append([]byte(nil), b[bodyAt:]...)
+			b = b[:bodyAt-len("\r\n\r\n")]
+			b = strconv.AppendInt(b, int64(n), 10)
+			b = append(b, "\r\n\r\n"...)
+			b = append(b, body...)
+		}
+	} else if req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch {
+		b = append(b, "Content-Length: 0\r\n\r\n"...)
+	} else {
+		b = append(b, "\r\n"...)
+	}
+	return b, nil
+}
+
+// get returns an idle connection to key or dials one.
+func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn, error) {
+	if !l.noReuse {
+		l.mu.Lock()
+		if cs := l.idle[key]; len(cs) > 0 {
+			c := cs[len(cs)-1]
+			cs[len(cs)-1] = nil
+			l.idle[key] = cs[:len(cs)-1]
+			l.mu.Unlock()
+			c.reused = true
+			return c, nil
+		}
+		l.mu.Unlock()
+	}
+	conn, err := l.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "https" {
+		cfg := &tls.Config{}
+		if l.tls != nil {
+			cfg = l.tls.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(conn, cfg)
+		hctx, cancel := context.WithTimeout(ctx, l.dialer.Timeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
+	}
+	return &leanConn{key: key, conn: conn, br: bufio.NewReaderSize(conn, leanReadBufferBytes)}, nil
+}
+
+func (l *lean) put(c *leanConn) {
+	if c.br.Buffered() > 0 { // bytes past the answer: not a clean connection
+		c.conn.Close()
+		return
+	}
+	l.mu.Lock()
+	l.idle[c.key] = append(l.idle[c.key], c)
+	l.mu.Unlock()
+}
+
+// CloseIdleConnections closes the pooled connections (http.Client calls it).
+func (l *lean) CloseIdleConnections() {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = map[string][]*leanConn{}
+	l.mu.Unlock()
+	for _, cs := range idle {
+		for _, c := range cs {
+			c.conn.Close()
+		}
+	}
+	l.fallback.CloseIdleConnections()
+}
+
+// leanBody is an answer's body: read to its end, it gives its connection
+// back to the pool; closed early or failed, it closes the connection.
+type leanBody struct {
+	l        *lean
+	c        *leanConn
+	body     io.ReadCloser
+	stop     func() bool
+	reusable bool
+	done     bool
+}
+
+func (b *leanBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+	} else if err != nil {
+		// Classify looks at the caller's context before the error, so the
+		// deadline a cancelled context set reads as the cancel it is.
+		b.finish(false)
+	}
+	return n, err
+}
+
+func (b *leanBody) finish(clean bool) {
+	if b.done {
+		return
+	}
+	b.done = true
+	if clean && b.stop() && b.reusable {
+		b.l.put(b.c)
+		return
+	}
+	b.stop()
+	b.c.conn.Close()
+}
+
+func (b *leanBody) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// useLean says whether c's requests go through the lean client (those
+// through a proxy never do).
+func (c Config) useLean() (bool, error) {
+	switch c.HTTPClient {
+	case "", HTTPClientNetHTTP:
+		return false, nil
+	case HTTPClientLean:
+		if c.MaxConnsPerHost > 0 {
+			return false, errors.New("HTTP client lean: no connection cap (MaxConnsPerHost); use nethttp")
+		}
+		return true, nil
+	case HTTPClientAuto:
+		// A client certificate works over crypto/tls too, but mutual TLS
+		// (like a connection cap) is the unusual set-up the reference
+		// client is kept for.
+		return c.CertFile == "" && c.KeyFile == "" && c.MaxConnsPerHost == 0, nil
+	}
+	return false, fmt.Errorf("HTTP client %q: want %s, %s or %s", c.HTTPClient, HTTPClientAuto, HTTPClientLean, HTTPClientNetHTTP)
+}

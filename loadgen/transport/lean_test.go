@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestHTTPClientChoice(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		lean bool
+	}{
+		{Config{}, false},
+		{Config{HTTPClient: HTTPClientNetHTTP}, false},
+		{Config{HTTPClient: HTTPClientAuto}, true},
+		{Config{HTTPClient: HTTPClientLean}, true},
+		{Config{HTTPClient: HTTPClientAuto, CertFile: "c.pem", KeyFile: "k.pem"}, false},
+		{Config{HTTPClient: HTTPClientAuto, MaxConnsPerHost: 4}, false},
+	} {
+		useLean, err := tc.cfg.useLean()
+		if err != nil || useLean != tc.lean {
+			t.Errorf("%+v: lean %v, %v; want %v", tc.cfg, useLean, err, tc.lean)
+		}
+	}
+	cl, err := Config{HTTPClient: HTTPClientAuto}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cl.pooled.Transport.(*lean); !ok {
+		t.Errorf("auto: pooled transport %T, want the lean client", cl.pooled.Transport)
+	}
+	if _, err := (Config{HTTPClient: "fast"}).NewClient(nil, nil); err == nil || !strings.Contains(err.Error(), `"fast"`) {
+		t.Errorf("unknown client: %v", err)
+	}
+}
+
+// A request through a proxy goes to net/http, which speaks to proxies;
+// one without goes on the lean client's own connections.
+func TestLeanProxyFallback(t *testing.T) {
+	var direct, proxied atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		direct.Add(1)
+		io.WriteString(w, "direct")
+	}))
+	defer target.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		io.WriteString(w, "proxied "+r.URL.String())
+	}))
+	defer proxy.Close()
+	pu, _ := url.Parse(proxy.URL)
+	useProxy := false
+	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: func(*http.Request) (*url.URL, error) {
+		if useProxy {
+			return pu, nil
+		}
+		return nil, nil
+	}}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	get := func() string {
+		req, _ := cl.NewRequest(context.Background(), http.MethodGet, target.URL+"/x?q=1", nil)
+		resp, _, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := get(); got != "direct" {
+		t.Errorf("without a proxy: %q", got)
+	}
+	useProxy = true
+	if got := get(); !strings.HasPrefix(got, "proxied http://") || !strings.HasSuffix(got, "/x?q=1") {
+		t.Errorf("with a proxy: %q", got)
+	}
+	if direct.Load() != 1 || proxied.Load() != 1 {
+		t.Errorf("direct %d, proxied %d", direct.Load(), proxied.Load())
+	}
+}
+
+// Kept-alive connections are reused across requests of every framing, and
+// the request arrives as net/http would send it.
+func TestLeanKeepAlive(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Request-Id") != "9" || r.Header.Get("User-Agent") != "tailgate" || string(b) != `{"n":1}` || r.ContentLength != 7 {
+			w.WriteHeader(400)
+			return
+		}
+		switch r.URL.Query().Get("f") {
+		case "chunked":
+			w.Write([]byte("a"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("b"))
+		case "empty":
+			w.WriteHeader(204)
+		default:
+			w.Header().Set("Content-Length", "2")
+			w.Write([]byte("ab"))
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	// Not the environment's proxy: ProxyFromEnvironment reads it once per
+	// process, and TestTransportConfig sets it later.
+	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
+	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(JSONHeaders(""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	for i, f := range []string{"chunked", "length", "empty", "chunked", "length"} {
+		req, _ := cl.NewRequest(context.Background(), http.MethodPost, srv.URL+"/?f="+f, strings.NewReader(`{"n":1}`))
+		req.Header.Set("X-Request-Id", "9")
+		resp, retries, err := cl.Do(req)
+		if err != nil || retries != 0 {
+			t.Fatalf("request %d (%s): %v, retries %d", i, f, err, retries)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "ab"
+		if f == "empty" {
+			want = ""
+		}
+		if string(b) != want || resp.StatusCode/100 != 2 {
+			t.Errorf("request %d (%s): %d %q", i, f, resp.StatusCode, b)
+		}
+	}
+	if conns.Load() != 1 {
+		t.Errorf("%d connections for 5 sequential requests, want 1", conns.Load())
+	}
+}

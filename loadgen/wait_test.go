@@ -1,0 +1,77 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// fakeWait is a waiter on a fake clock: a sleep wakes timerLate after its
+// end, a yield takes yieldCost.
+type fakeWait struct {
+	now                  time.Time
+	timerLate, yieldCost time.Duration
+	sleeps, yields       int
+}
+
+func (f *fakeWait) waiter() *waiter {
+	return &waiter{
+		now: func() time.Time { return f.now },
+		sleep: func(_ context.Context, d time.Duration) bool {
+			f.sleeps++
+			f.now = f.now.Add(d + f.timerLate)
+			return true
+		},
+		yield: func() { f.yields++; f.now = f.now.Add(f.yieldCost) },
+	}
+}
+
+func TestWaiterModes(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeWait{now: time.Unix(1000, 0), timerLate: 800 * time.Microsecond, yieldCost: 10 * time.Microsecond}
+	w := f.waiter()
+
+	// Idle: the timer wakes late, so the next wait yields through its
+	// last spinWindow and returns on time.
+	due := f.now.Add(10 * time.Millisecond)
+	if !w.until(ctx, due) || !w.spin {
+		t.Fatalf("late timer: spin %v", w.spin)
+	}
+	due = f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields = 0, 0
+	w.until(ctx, due)
+	if late := f.now.Sub(due); f.sleeps != 1 || f.yields == 0 || late < 0 || late > f.yieldCost {
+		t.Errorf("spinning: %d sleeps, %d yields, %v late", f.sleeps, f.yields, late)
+	}
+
+	// Busy: a yield comes back through a long run queue; the waiter
+	// sleeps the rest on the (now punctual) timer and stops spinning.
+	f.timerLate, f.yieldCost = 5*time.Microsecond, 400*time.Microsecond
+	due = f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields = 0, 0
+	w.until(ctx, due)
+	if w.spin || f.yields != 1 || f.sleeps != 2 {
+		t.Errorf("slow yield: spin %v, %d yields, %d sleeps", w.spin, f.yields, f.sleeps)
+	}
+	due = f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields = 0, 0
+	w.until(ctx, due)
+	if late := f.now.Sub(due); f.yields != 0 || f.sleeps != 1 || late != f.timerLate {
+		t.Errorf("busy: %d yields, %d sleeps, %v late", f.yields, f.sleeps, late)
+	}
+
+	// Behind schedule: nothing to wait for.
+	f.sleeps, f.yields = 0, 0
+	if !w.until(ctx, f.now.Add(-time.Millisecond)) || f.sleeps+f.yields != 0 {
+		t.Errorf("past due: %d sleeps, %d yields", f.sleeps, f.yields)
+	}
+}
+
+func TestWaiterCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := newWaiter(time.NewTimer(time.Hour))
+	if w.until(ctx, time.Now().Add(time.Hour)) {
+		t.Error("until returned true on a cancelled context")
+	}
+}

@@ -227,7 +227,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this help, or a command's flags: tailgate help COMMAND")
-	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 objectives failed, 2 usage or configuration error, 3 run invalid or results not written.\n")
+	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 objectives failed, 2 usage or configuration error, 3 run invalid or results not written,\n4 a sample too small to decide an objective (INCONCLUSIVE).\n")
 }
 
 func main() {

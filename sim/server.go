@@ -35,6 +35,7 @@ type Server struct {
 	draining  []atomic.Bool  // engine i takes no new requests (RestartEngine)
 	engReqs   []atomic.Int64 // requests in the hands of engine i
 	rr        atomic.Uint64  // round-robin over the engines
+	busy503   atomic.Int64   // requests counted against MaxQueue (Pending)
 	scrapes   scrapeWatch
 	handler   http.Handler
 	text      *textTable
@@ -160,6 +161,11 @@ func (s *Server) EnergyJoules() float64 {
 
 // ResetTruth forgets the finished requests recorded so far.
 func (s *Server) ResetTruth() { s.truth.reset() }
+
+// Pending is the number of completion requests counted against
+// Config.MaxQueue: from arrival until their handler returned, which is
+// after the client has read the last byte. Zero without MaxQueue.
+func (s *Server) Pending() int { return int(s.busy503.Load()) }
 
 // InFlight is the number of completion requests being handled.
 func (s *Server) InFlight() int {
@@ -369,7 +375,7 @@ const busyMessage = "server busy, please try again.  maximum pending requests ex
 // waiting with 503 and Ollama's words: {"error": …} on its native API,
 // {"error": {"message": …}} on /v1, as Ollama answers each.
 func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
-	var inFlight atomic.Int64
+	inFlight := &s.busy503
 	limit := int64(s.cfg.Slots + s.cfg.MaxQueue)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !(r.URL.Path == "/api/chat" || strings.HasPrefix(r.URL.Path, "/v1/")) {

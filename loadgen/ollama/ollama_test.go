@@ -185,7 +185,10 @@ func TestAgainstSimulator(t *testing.T) {
 func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Profile, cfg.Slots, cfg.MaxQueue = sim.ProfileOllama, 1, 1
-	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, 300*time.Millisecond
+	// The stall holds the two queued requests until the test cancels
+	// them: a short stall let the first finish before the second was
+	// admitted on a loaded CI machine, so two were never in flight.
+	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, time.Minute
 	srv := simtest.Start(t, cfg)
 	c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6})
 	if err != nil {
@@ -211,36 +214,30 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 		t.Errorf("server timings %+v for a request of %v", st, rec.End-rec.Sent)
 	}
 	// One running, one waiting (the slow stall fault holds both), the
-	// third refused.
+	// third refused. The first request's handler returns a moment after
+	// its client has read the answer: until then it counts against the
+	// queue.
+	waitFor(t, "the first request's handler to return", func() bool { return srv.Pending() == 0 })
 	slow, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
 		Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall"}}})
+	holdCtx, release := context.WithCancel(context.Background())
+	defer release()
 	held := make(chan *loadgen.Record, 2)
 	for range 2 {
 		go func() {
 			rec := loadgen.NewRecord(time.Now())
-			slow.Do(context.Background(), &prompts.Prompt{Text: "hello there"}, rec)
+			slow.Do(holdCtx, &prompts.Prompt{Text: "hello there"}, rec)
 			held <- rec
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inFlight := 0; inFlight < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests in flight after 5 s", inFlight)
-		}
-		time.Sleep(5 * time.Millisecond)
-		inFlight = 0
-		for _, tr := range srv.Truth() {
-			if tr.End.IsZero() {
-				inFlight++
-			}
-		}
-	}
+	waitFor(t, "two requests held (one running, one queued)", func() bool { return srv.Pending() == 2 })
 	if r := do(); r.ErrorKind != loadgen.ErrRateLimited || r.Status != 503 || !strings.Contains(r.Error, "server busy") {
 		t.Errorf("third request: %s %d %q, want rate_limited 503 server busy", r.ErrorKind, r.Status, r.Error)
 	}
+	release()
 	for range 2 {
-		if r := <-held; r.ErrorKind != loadgen.ErrNone {
-			t.Errorf("held request: %s %q", r.ErrorKind, r.Error)
+		if r := <-held; r.ErrorKind != loadgen.ErrCancelled {
+			t.Errorf("held request: %s %q, want cancelled", r.ErrorKind, r.Error)
 		}
 	}
 	resp, err := http.Get(srv.URL + "/metrics")
@@ -250,5 +247,18 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics: %d, want 404", resp.StatusCode)
+	}
+}
+
+// waitFor polls the server's own state until cond holds, failing the test
+// after a minute: no fixed sleep stands in for an event.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

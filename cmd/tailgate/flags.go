@@ -352,18 +352,30 @@ func (t *telemetryFlags) register(fs *pflag.FlagSet) {
 		"(needs the GPUs' energy or power: NVML, --dcgm-url or the server's GPU gauges)")
 }
 
+// check validates what the flags alone decide, so that a bad value is a
+// usage error before any connection is made.
+func (t *telemetryFlags) check() error {
+	if t.gpuHourCost < 0 || math.IsNaN(t.gpuHourCost) || math.IsInf(t.gpuHourCost, 0) {
+		return usageErr("--gpu-hour-cost %v: want a price in USD, 0 or more", t.gpuHourCost)
+	}
+	if t.interval <= 0 {
+		return usageErr("--telemetry-interval %v: must be positive", t.interval)
+	}
+	if t.nvml != "auto" && t.nvml != "on" && t.nvml != "off" {
+		return usageErr("--nvml %q: want auto, on or off", t.nvml)
+	}
+	return nil
+}
+
 // config builds the sampler configuration. The target's credentials go to
 // a metrics endpoint on the same host only. model is the run's --model,
 // the server model unless --server-model names another. A missing NVML is
 // fine in auto mode; warnings go to warn.
 func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
 	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model)}
-	if t.gpuHourCost < 0 || math.IsNaN(t.gpuHourCost) || math.IsInf(t.gpuHourCost, 0) {
-		return nil, fmt.Errorf("--gpu-hour-cost %v: want a price in USD, 0 or more", t.gpuHourCost)
-	}
-	if t.interval <= 0 {
-		return nil, fmt.Errorf("--telemetry-interval %v: must be positive", t.interval)
-	}
 	switch mu := strings.TrimSpace(t.metricsURL); mu {
 	case "off", "none":
 	default:
@@ -396,8 +408,6 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 		case !errors.Is(err, telemetry.ErrNoNVML):
 			fmt.Fprintf(warn, "warning: NVML: %v; local GPUs are not sampled\n", err)
 		}
-	default:
-		return nil, fmt.Errorf("--nvml %q: want auto, on or off", t.nvml)
 	}
 	if len(cfg.Scrapes) == 0 && cfg.GPU == nil {
 		return nil, nil

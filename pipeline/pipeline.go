@@ -305,7 +305,7 @@ loop:
 	}
 
 	if spec.Out != "" {
-		if q := results.QueueTelemetryByStage(res.QueueDelay); len(q) > 0 {
+		if q := results.QueueDelayByStage(res.QueueDelay); len(q) > 0 {
 			if err := spec.Out.WriteQueueDelay(q); err != nil {
 				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
 			}

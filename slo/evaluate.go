@@ -94,7 +94,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			break
 		}
 		v.WindowS = w.Seconds()
-		v.Measured = float64(oj.work) / w.Seconds()
+		v.Measured = loadgen.PerSecond(oj.work, w)
 		v.Result = Fail
 		if rateAtLeast(oj.work, w, o.Limit) {
 			v.Result = Pass

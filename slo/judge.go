@@ -257,9 +257,10 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		case InputTokensPerS:
 			oj.work += uint64(max(r.InputTokens, 0))
 		case GoodputPerS:
-			if oj.cons.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2 {
+			switch good, judged := oj.cons.judge(r); {
+			case !judged:
 				oj.unjudged++ // no TPOT without a stream: not a miss either
-			} else if oj.cons.Met(r) {
+			case good:
 				oj.work++
 			}
 		}

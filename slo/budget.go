@@ -3,6 +3,7 @@ package slo
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -71,6 +72,23 @@ var SlothTiers = []BurnRateTier{
 	{"page", 5, 6 * time.Hour, 30 * time.Minute},
 	{"ticket", 10, 24 * time.Hour, 2 * time.Hour},
 	{"ticket", 10, 72 * time.Hour, 6 * time.Hour},
+}
+
+// BurnRateWindows are SlothTiers' windows, shortest first (5m, 30m, 1h, 2h,
+// 6h, 1d, 3d): SlothTiers is the one table of burn-rate windows, and the
+// generated rules (slo/rules), the canary's rolling windows and the
+// exported window label values all derive from it.
+var BurnRateWindows = TierWindows(SlothTiers)
+
+// TierWindows are the short and long windows of tiers, shortest first,
+// without repeats.
+func TierWindows(tiers []BurnRateTier) []time.Duration {
+	var ws []time.Duration
+	for _, t := range tiers {
+		ws = append(ws, t.Short, t.Long)
+	}
+	slices.Sort(ws)
+	return slices.Compact(ws)
 }
 
 // BurnRateAlert is a tier resolved for one SLO: its burn factor and the

@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -66,5 +67,18 @@ func TestBudgetMath(t *testing.T) {
 	}
 	if _, ok := spec.Objectives[1].ErrorBudget(); ok {
 		t.Fatal("a floor has no error budget")
+	}
+}
+
+// TestBurnRateWindows: every window of the tier table, once, shortest
+// first; what the canary and the exported labels derive from.
+func TestBurnRateWindows(t *testing.T) {
+	h := time.Hour
+	want := []time.Duration{5 * time.Minute, 30 * time.Minute, h, 2 * h, 6 * h, 24 * h, 72 * h}
+	if !slices.Equal(BurnRateWindows, want) {
+		t.Errorf("BurnRateWindows %v, want %v", BurnRateWindows, want)
+	}
+	if got := TierWindows(WorkbookTiers); !slices.Equal(got, []time.Duration{5 * time.Minute, 30 * time.Minute, h, 6 * h, 72 * h}) {
+		t.Errorf("workbook windows %v", got)
 	}
 }

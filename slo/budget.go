@@ -55,18 +55,10 @@ type BurnRateTier struct {
 	Short         time.Duration `json:"short"` // 1/12 of Long in the workbook
 }
 
-// WorkbookTiers are the SRE workbook's recommended parameters (table
-// "Recommended parameters for an SLO-based alert"): page at 2% in 1h and
-// 5% in 6h, ticket at 10% in 3d; for a 30-day window burn factors 14.4, 6
-// and 1.
-var WorkbookTiers = []BurnRateTier{
-	{"page", 2, time.Hour, 5 * time.Minute},
-	{"page", 5, 6 * time.Hour, 30 * time.Minute},
-	{"ticket", 10, 72 * time.Hour, 6 * time.Hour},
-}
-
-// SlothTiers are Sloth's google-30d windows, which add a ticket tier at 10%
-// in 1d (factor 3 for 30 days) to the workbook's.
+// SlothTiers are Sloth's google-30d windows: the SRE workbook's recommended
+// parameters (table "Recommended parameters for an SLO-based alert": page at
+// 2% in 1h and 5% in 6h, ticket at 10% in 3d; for a 30-day window burn
+// factors 14.4, 6 and 1) and Sloth's ticket tier at 10% in 1d (factor 3).
 var SlothTiers = []BurnRateTier{
 	{"page", 2, time.Hour, 5 * time.Minute},
 	{"page", 5, 6 * time.Hour, 30 * time.Minute},

@@ -139,24 +139,6 @@ func (r *Report) finish() {
 	}
 }
 
-// StagesOf lists the stage names in records, ordered by each stage's first
-// request (lowest Seq).
-func StagesOf(records []loadgen.Record) []string {
-	first := map[string]int64{}
-	for i := range records {
-		r := &records[i]
-		if s, ok := first[r.Stage]; !ok || r.Seq < s {
-			first[r.Stage] = r.Seq
-		}
-	}
-	names := make([]string, 0, len(first))
-	for n := range first {
-		names = append(names, n)
-	}
-	sortStages(names, func(n string) int64 { return first[n] })
-	return names
-}
-
 // sortStages orders stage names by their first Seq, then by name.
 func sortStages(names []string, first func(string) int64) {
 	sort.Slice(names, func(i, j int) bool {

@@ -30,6 +30,8 @@ func TestWaitThroughARestart(t *testing.T) {
 		r, _ := Wait(context.Background(), Config{Client: c, Interval: 100 * time.Millisecond, AttemptTimeout: 2 * time.Second, Timeout: 20 * time.Second})
 		done <- r
 	}()
+	// The outage's phases are what is timed: 600 ms with nothing
+	// listening, then 600 ms of 503s (the sleeps are the behaviour).
 	time.Sleep(600 * time.Millisecond)
 	cfg := sim.DefaultConfig()
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Rate: 1}}
@@ -38,7 +40,7 @@ func TestWaitThroughARestart(t *testing.T) {
 		t.Fatalf("start the simulator on %s: %v", addr, err)
 	}
 	defer srv.Close()
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // the 503 phase
 	if err := srv.SetFaults(nil); err != nil {
 		t.Fatal(err)
 	}

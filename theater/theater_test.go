@@ -52,32 +52,6 @@ func run(t *testing.T, rate float64) *theater.Section {
 	return s
 }
 
-func TestMetricTheaterPastCapacityNotAtLowLoad(t *testing.T) {
-	if raceEnabled {
-		t.Skip("held against the simulator's model: run without -race (make test runs it again without)")
-	}
-	if testing.Short() {
-		t.Skip("runs load against the simulator")
-	}
-	low := run(t, 40)
-	if low.MetricTheater {
-		t.Errorf("flagged at 40 req/s (32%% of capacity)")
-	}
-	busy := false
-	for _, b := range low.Buckets {
-		if b.GPUUtilization != nil && *b.GPUUtilization >= 0.8 {
-			busy = true
-		}
-	}
-	if !busy {
-		t.Errorf("the simulator's GPU was not busy at low load: the test shows nothing")
-	}
-	high := run(t, 200)
-	if !high.MetricTheater {
-		t.Errorf("not flagged at 200 req/s (1.6× capacity)")
-	}
-}
-
 func TestRuleFloors(t *testing.T) {
 	d := theater.New(theater.Options{Bucket: time.Second})
 	for i := range 4 {

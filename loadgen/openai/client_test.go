@@ -399,7 +399,7 @@ func TestTimestamps(t *testing.T) {
 		_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"role":"assistant","content":""}}]}`+"\n\n")
 		f.Flush()
 		for i, g := range gaps {
-			time.Sleep(g)
+			time.Sleep(g) // the server's gaps: what the client must record
 			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
 			f.Flush()
 			mu.Lock()
@@ -726,7 +726,7 @@ func TestNonStreaming(t *testing.T) {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		gotStream.Store(body["stream"])
 		w.Header().Set("Content-Type", "application/json")
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // an answer that takes time: its one chunk is at its end
 		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello\nthere","reasoning_content":"hm"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":12,"total_tokens":19}}`)
 	}))
 	defer srv.Close()

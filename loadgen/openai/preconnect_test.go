@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // Preconnect opens n distinct connections, and n requests at once after it
@@ -17,12 +16,14 @@ import (
 func TestPreconnectOpensThePool(t *testing.T) {
 	var conns atomic.Int32
 	hold := make(chan struct{})
+	arrived := make(chan struct{}, 64)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/models") {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"data":[{"id":"m"}]}`))
 			return
 		}
+		arrived <- struct{}{}
 		<-hold // every request in flight at once
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(readVector(t, "openai_canonical.txt"))
@@ -51,7 +52,9 @@ func TestPreconnectOpensThePool(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // all n wait in the handler
+	for range n { // all n wait in the handler
+		<-arrived
+	}
 	close(hold)
 	wg.Wait()
 	if failed.Load() > 0 {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -252,7 +252,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		s.feedWhole(&s.ev)
 		return
 	}
-	sc := openai.NewScanner(resp.Body)
+	sc := sse.NewScanner(resp.Body)
 	for sc.Next() {
 		data := bytes.TrimSpace(sc.Data())
 		if len(data) == 0 {

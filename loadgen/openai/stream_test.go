@@ -8,16 +8,40 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
+
+// seedStreams is every stream body in testdata, as fuzz seeds.
+func seedStreams(tb testing.TB) [][]byte {
+	tb.Helper()
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".txt") {
+			continue
+		}
+		b, err := os.ReadFile("testdata/" + e.Name())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
 
 // parseBody runs the stream reader over an in-memory body, as Do does
 // once the response headers are in, keeping the text.
@@ -50,7 +74,7 @@ func checkStream(t *testing.T, c *Client, in []byte) {
 		rec := parseBody(c, bytes.NewReader(in))
 
 		dataEvents := 0
-		s := NewScanner(bytes.NewReader(in))
+		s := sse.NewScanner(bytes.NewReader(in))
 		for s.Next() {
 			if d := bytes.TrimSpace(s.Data()); len(d) > 0 {
 				dataEvents++

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -147,7 +147,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		}
 		return
 	}
-	sc := openai.NewScanner(resp.Body)
+	sc := sse.NewScanner(resp.Body)
 	events, pending, final := 0, 0, false
 	for !final && sc.Next() {
 		data := bytes.TrimSpace(sc.Data())

@@ -20,7 +20,6 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/pipeline"
@@ -446,12 +445,8 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 }
 
 func newClient(t Target, warn func(string)) (protocol.Client, error) {
-	key, err := openai.APIKeyFromEnvOrFile(t.APIKeyFile)
-	if err != nil {
-		return nil, err
-	}
 	return protocol.New(protocol.Target{URL: t.URL, API: t.API, Model: t.Model, Stream: t.Stream, MaxTokens: t.MaxTokens,
-		Warn: warn, Transport: transport.Config{APIKey: key, Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile}})
+		Warn: warn, APIKeyFile: t.APIKeyFile, Transport: transport.Config{Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile}})
 }
 
 func (d *Daemon) noteRecord(target string, r *loadgen.Record) {

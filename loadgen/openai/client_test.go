@@ -358,35 +358,6 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-func TestAPIKeyFromEnvOrFile(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "key")
-	if err := os.WriteFile(file, []byte("  sk-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("OPENAI_API_KEY", " sk-env ")
-	if k, err := APIKeyFromEnvOrFile(file); k != "sk-file" || err != nil {
-		t.Errorf("file: %q, %v", k, err)
-	}
-	if k, err := APIKeyFromEnvOrFile(""); k != "sk-env" || err != nil {
-		t.Errorf("env: %q, %v", k, err)
-	}
-	missing := filepath.Join(dir, "missing")
-	if _, err := APIKeyFromEnvOrFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("missing file: %v", err)
-	}
-	empty := filepath.Join(dir, "empty")
-	_ = os.WriteFile(empty, []byte("\n \n"), 0o600)
-	if _, err := APIKeyFromEnvOrFile(empty); err == nil || !strings.Contains(err.Error(), empty) {
-		t.Errorf("empty file: %v", err)
-	}
-	two := filepath.Join(dir, "two")
-	_ = os.WriteFile(two, []byte("sk-one\nsk-two\n"), 0o600)
-	if _, err := APIKeyFromEnvOrFile(two); err == nil || strings.Contains(err.Error(), "sk-") {
-		t.Errorf("two-line file: %v", err)
-	}
-}
-
 // TestTimestamps checks that chunk instants are arrival instants: the
 // gaps the client records match the gaps the server left between writes.
 func TestTimestamps(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
@@ -135,27 +134,6 @@ func endpointURL(base, endpoint string) (*url.URL, error) {
 	}
 	u.Path, u.RawPath = p, ""
 	return u, nil
-}
-
-// APIKeyFromEnvOrFile returns the API key from file when file is set,
-// otherwise from $OPENAI_API_KEY (empty if unset), with surrounding white
-// space trimmed. Errors name the file, never its contents.
-func APIKeyFromEnvOrFile(file string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(os.Getenv("OPENAI_API_KEY")), nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("API key file: %w", err) // *PathError names the file
-	}
-	key := strings.TrimSpace(string(b))
-	if key == "" {
-		return "", fmt.Errorf("API key file %s: empty", file)
-	}
-	if strings.ContainsAny(key, "\r\n") {
-		return "", fmt.Errorf("API key file %s: more than one line", file)
-	}
-	return key, nil
 }
 
 // URL is the endpoint the client posts to, redacted: fit to print.

@@ -30,8 +30,13 @@ type Target struct {
 	// MaxTokens is sent when a prompt sets none; 0 sends none.
 	MaxTokens int
 	// Stream asks for a streamed answer.
-	Stream    bool
+	Stream bool
+	// Transport is TLS, headers and the API key (see APIKeyFile).
 	Transport transport.Config
+	// APIKeyFile holds the API key when Transport.APIKey is empty: New
+	// reads it, or, when it is "" too, $TAILGATE_API_KEY, then
+	// $OPENAI_API_KEY (transport.APIKeyFromEnvOrFile).
+	APIKeyFile string
 	// Connections is how many connections a multiplexing protocol (gRPC)
 	// spreads its streams over; 0 means 1. HTTP/1.1 protocols ignore it.
 	Connections int
@@ -97,13 +102,29 @@ func newOpenAI(t Target) (Client, error) {
 		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
 }
 
-// New builds the client for t.API.
+// New builds the client for t.API, with t's API key (ReadAPIKey).
 func New(t Target) (Client, error) {
 	mk, ok := constructors[t.API]
 	if !ok {
 		return nil, fmt.Errorf("--api %q: want one of %s", t.API, strings.Join(Names(), ", "))
 	}
+	if err := t.ReadAPIKey(); err != nil {
+		return nil, err
+	}
 	return mk(t)
+}
+
+// ReadAPIKey sets t.Transport.APIKey, when it is empty, from APIKeyFile or
+// the environment. New calls it; a command that sends requests of its own
+// with the key (a server's /metrics) calls it first. Errors name the file,
+// never the key.
+func (t *Target) ReadAPIKey() error {
+	if t.Transport.APIKey != "" {
+		return nil
+	}
+	key, err := transport.APIKeyFromEnvOrFile(t.APIKeyFile)
+	t.Transport.APIKey = key
+	return err
 }
 
 // Names lists the --api names, sorted.

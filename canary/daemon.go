@@ -445,8 +445,7 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 }
 
 func newClient(t Target, warn func(string)) (protocol.Client, error) {
-	return protocol.New(protocol.Target{URL: t.URL, API: t.API, Model: t.Model, Stream: t.Stream, MaxTokens: t.MaxTokens,
-		Warn: warn, APIKeyFile: t.APIKeyFile, Transport: transport.Config{Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile}})
+	return protocol.New(protocol.Target{Endpoint: transport.Endpoint{URL: t.URL, Transport: transport.Config{Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile}, Warn: warn}, API: t.API, Model: t.Model, Stream: t.Stream, MaxTokens: t.MaxTokens, APIKeyFile: t.APIKeyFile})
 }
 
 func (d *Daemon) noteRecord(target string, r *loadgen.Record) {

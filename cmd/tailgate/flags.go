@@ -120,10 +120,11 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	if t.connections < 1 {
 		return protocol.Target{}, fmt.Errorf("--connections %d: want at least 1", t.connections)
 	}
-	pt := protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
-		MaxTokens: t.maxTokens, Warn: warn, Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile,
-		Transport: transport.Config{Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}}
+	pt := protocol.Target{
+		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}},
+		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
+		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
 	// Read here, not only in protocol.New: the server's /metrics is
 	// scraped with the same key (auth).
 	if err := pt.ReadAPIKey(); err != nil {

@@ -61,7 +61,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":3}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"))
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func BenchmarkParseStream(b *testing.B) {
 		b.Run(fmt.Sprintf("keepText=%v", keep), func(b *testing.B) {
 			const tokens = 1000
 			body := vllmStream(tokens)
-			c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+			c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1"}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -236,7 +236,7 @@ func benchDoHTTP(b *testing.B, client string, tokens int, mode string) {
 				}
 			}))
 			defer srv.Close()
-			c, err := New(Config{BaseURL: srv.URL, Transport: transport.Config{HTTPClient: client}})
+			c, err := New(Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{HTTPClient: client}}})
 			if err != nil {
 				b.Fatal(err)
 			}

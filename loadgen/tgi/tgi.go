@@ -39,7 +39,7 @@ const (
 	sideTimeout = 10 * time.Second
 )
 
-// Config describes one TGI target: BaseURL is the server root
+// Config describes one TGI target: URL is the server root
 // (http://tgi:8080); Model is informational, as TGI serves one model, and
 // when set Preflight checks it against /info's model_id; Stream uses
 // /generate_stream, false /generate; MaxTokens is sent as

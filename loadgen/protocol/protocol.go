@@ -60,7 +60,9 @@ type Client interface {
 // (the KServe client reads the model's readiness and tensors). Open calls
 // Prepare once, after the model is known and before the schedule starts,
 // in place of Preflight (Prepare checks what Preflight would); an error
-// stops the run.
+// stops the run. Prepare must be safe to call while Do runs: the canary
+// probes a target that was down at start and asks it to prepare again
+// until it has.
 type Preparer interface {
 	Prepare(ctx context.Context) error
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -76,7 +77,7 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "sim-llama-8b", MaxTokens: outTokens})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "sim-llama-8b", MaxTokens: outTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

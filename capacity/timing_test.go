@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -113,7 +114,7 @@ func TestSweepFindsFixedSlotCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "sim-llama-8b", MaxTokens: slotTokens})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "sim-llama-8b", MaxTokens: slotTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

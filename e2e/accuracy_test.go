@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -27,7 +28,7 @@ func run(t *testing.T, ctx context.Context, url string, opts loadgen.Options, ma
 // runInfo is run, with the runner's Info.
 func runInfo(t *testing.T, ctx context.Context, url string, opts loadgen.Options, maxTokens int) ([]*loadgen.Record, loadgen.Info) {
 	t.Helper()
-	c, err := openai.New(openai.Config{BaseURL: url, API: openai.APIChat, Model: "sim", MaxTokens: maxTokens})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: url}, API: openai.APIChat, Model: "sim", MaxTokens: maxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

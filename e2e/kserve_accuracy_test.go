@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/ollama"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/tgi"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -20,10 +21,10 @@ import (
 // simulator's gRPC service.
 func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxTokens int, stream bool, api string) ([]*loadgen.Record, loadgen.Info) {
 	t.Helper()
-	c, err := protocol.New(protocol.Target{URL: "grpc://" + srv.GRPCAddr, API: api, Model: srv.Config().Model,
+	c, err := protocol.New(protocol.Target{Endpoint: transport.Endpoint{URL: "grpc://" + srv.GRPCAddr}, API: api, Model: srv.Config().Model,
 		Stream: stream, MaxTokens: maxTokens, Connections: 4})
 	if api != kserve.APIGRPC {
-		c, err = protocol.New(protocol.Target{URL: srv.URL, API: api, Model: srv.Config().Model, Stream: stream, MaxTokens: maxTokens})
+		c, err = protocol.New(protocol.Target{Endpoint: transport.Endpoint{URL: srv.URL}, API: api, Model: srv.Config().Model, Stream: stream, MaxTokens: maxTokens})
 	}
 	if err != nil {
 		t.Fatal(err)

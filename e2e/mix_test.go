@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -193,7 +194,7 @@ func TestSimulatorPromptTokensMatchMix(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.TruthLimit = time.Millisecond, -1
 	srv := simtest.Start(t, cfg)
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -31,7 +32,7 @@ func TestTwoEnginesOneRestartedSummaryTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	client, err := openai.New(openai.Config{BaseURL: srv.URL, Model: cfg.Model, MaxTokens: 6})
+	client, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: cfg.Model, MaxTokens: 6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -29,7 +30,7 @@ func run(t *testing.T, rate float64) *theater.Section {
 	c.DecodeBase, c.DecodePerSeq = 2*time.Millisecond, 500*time.Microsecond
 	c.TruthLimit = -1
 	srv := simtest.Start(t, c)
-	cl, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 16})
+	cl, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // Preconnect opens n distinct connections, and n requests at once after it
@@ -35,7 +37,7 @@ func TestPreconnectOpensThePool(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL, Model: "m"})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m"})
 	const n = 12
 	opened, err := c.Preconnect(context.Background(), n)
 	if err != nil || opened != n || conns.Load() != n {
@@ -71,7 +73,7 @@ func TestPreconnectUnreachable(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	c := newClient(t, Config{BaseURL: "http://" + addr, Model: "m"})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: "http://" + addr}, Model: "m"})
 	n, err := c.Preconnect(context.Background(), 3)
 	if err == nil || n != 0 || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Preconnect to a closed port: %d, %v", n, err)

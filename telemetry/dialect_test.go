@@ -169,7 +169,7 @@ acme_queue_ms_count 10
 	wantVal(t, "waiting", s.Waiting, 4)
 	wantVal(t, "kv usage (a ratio)", s.KVUsage, 0.25)
 	if q := s.QueueDelay; q == nil || q.Source != "acme_queue_ms" || q.Count != 10 || !near(q.Sum, 0.25) ||
-		!containsBucket(q.Buckets, Bucket{0.01, 6}) || !containsBucket(q.Buckets, Bucket{0.1, 9}) {
+		!containsBucket(q.Buckets, Bucket{LeSeconds: 0.01, Count: 6}) || !containsBucket(q.Buckets, Bucket{LeSeconds: 0.1, Count: 9}) {
 		t.Errorf("queue delay (ms read as seconds) %+v", q)
 	}
 	if s.QueueDelayUnavailable != "" {

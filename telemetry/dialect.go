@@ -50,7 +50,7 @@ type dialect struct {
 	// table order and each row's entries in theirs: the first found wins.
 	read, fallback figures
 
-	// counters and histograms reports the capacity figures: counters
+	// counters and histograms are the capacity figures: counters
 	// whose increase over the run is reported (per series, like the
 	// tokens), and histograms whose mean is.
 	counters, histograms []capFigure

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +37,7 @@ type Server struct {
 	busy503   atomic.Int64   // requests counted against MaxQueue (Pending)
 	scrapes   scrapeWatch
 	handler   http.Handler
+	kserve    *kserve // the KServe-shaped protocols' shared part
 	text      *textTable
 	modelJSON []byte
 
@@ -83,6 +83,7 @@ func New(cfg Config) (*Server, error) {
 		idle:      make(chan struct{}),
 	}
 	close(s.idle)
+	s.kserve = &kserve{s: s}
 	rules := append([]FaultRule(nil), cfg.Faults...)
 	s.faults.Store(&rules)
 	states := []state{s}
@@ -457,9 +458,6 @@ type apiRequest struct {
 type parsedRequest struct {
 	chat, stream, includeUsage, contUsage bool
 	promptTokens, maxTokens               int
-	fault                                 FaultKind
-	faultFor                              time.Duration
-	arrived                               time.Time
 }
 
 // requestError is a 4xx answer to a bad request.
@@ -589,110 +587,44 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		return
 	}
 	defer s.leave()
-	seqNo := s.seq.Add(1)
-	id := r.Header.Get("X-Request-Id")
-	if id == "" {
-		id = "sim-" + strconv.FormatInt(seqNo, 10)
-	}
-	w.Header().Set("X-Request-Id", id)
+	x := s.newExchange(r.Context(), r.Header.Get("X-Request-Id"), r.URL.Path, arrived)
+	w.Header().Set("X-Request-Id", x.id)
 	if s.cfg.CloseAfter != CloseNever {
 		// What llama-server says before it closes the connection anyway.
 		w.Header().Set("Keep-Alive", "timeout=5, max=100")
 	}
-	rec := s.truth.begin(Truth{ID: id, Seq: seqNo, Path: r.URL.Path, Arrived: arrived}, 0)
-	defer func() { s.truth.finish(rec, time.Now()) }()
-	ctx := r.Context()
-
-	fault := FaultNone
-	var faultFor time.Duration
-	if v := r.Header.Get("X-Sim-Fault"); v != "" {
-		k, d, err := parseFaultHeader(v)
-		if err != nil {
-			io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
-			s.writeError(w, rec, http.StatusBadRequest, "BadRequestError", err.Error())
-			return
-		}
-		fault, faultFor = k, d
-	} else {
-		fault = pickFault(*s.faults.Load(), s.cfg.Seed, seqNo)
+	defer func() { s.truth.finish(x.rec, time.Now()) }()
+	if err := x.pickFault(r.Header.Get("X-Sim-Fault")); err != nil {
+		io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
+		s.writeError(w, x.rec, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
 	}
-	if faultFor == 0 {
-		faultFor = s.cfg.StallFor
-	}
-
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
-		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
+		x.outcome("cancelled")
 		return
 	}
 	if len(body) > maxBodyBytes {
-		s.writeError(w, rec, http.StatusRequestEntityTooLarge, "BadRequestError", "request body too large")
+		s.writeError(w, x.rec, http.StatusRequestEntityTooLarge, "BadRequestError", "request body too large")
 		return
 	}
 	req, err := s.parse(body, chat)
 	if err != nil {
 		var re *requestError
 		errors.As(err, &re)
-		s.writeError(w, rec, re.status, re.typ, re.msg)
+		s.writeError(w, x.rec, re.status, re.typ, re.msg)
 		return
 	}
-	req.fault, req.faultFor, req.arrived = fault, faultFor, arrived
-	if fault == FaultIgnoreStream {
+	if x.fault == FaultIgnoreStream {
 		req.stream, req.includeUsage, req.contUsage = false, false, false
 	}
-	nchunks := (req.maxTokens + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
-	if !req.stream {
-		nchunks = 0
+	content := req.maxTokens
+	if s.cfg.EOSNotStreamed {
+		content-- // the last token is an EOS, made but not sent
 	}
-	rec.update(func(t *Truth) {
-		t.Stream, t.Fault = req.stream, fault
-		t.PromptTokens, t.MaxTokens = req.promptTokens, req.maxTokens
-		if nchunks > 0 {
-			t.Chunks = make([]TruthChunk, 0, nchunks)
-		}
-	})
-
-	// A frozen server does nothing with new requests either.
-	if _, ok := s.gate.sleepUntil(arrived, ctx.Done(), s.quit, nil); !ok {
-		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
-		return
-	}
-
-	switch fault {
-	case FaultHTTP429:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		s.writeError(w, rec, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http_429)")
-		return
-	case FaultHTTP503:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		s.writeError(w, rec, http.StatusServiceUnavailable, "ServiceUnavailableError", "simulated overload (fault http_503)")
-		return
-	case FaultHTML200:
-		rec.update(func(t *Truth) { t.Outcome = "fault"; t.Status = http.StatusOK; t.Headers = time.Now() })
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Length", strconv.Itoa(len(htmlPage)))
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, htmlPage)
-		return
-	case FaultHang:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		select {
-		case <-ctx.Done():
-		case <-s.quit:
-		}
-		return
-	}
-
-	rs := s.newResponder(w, r, rec, req, seqNo, id)
-	if !rs.start() {
-		rs.cancelled()
-		return
-	}
-	if len(s.engines) > 0 {
-		s.runBatch(rs)
-	} else {
-		s.runFixed(rs, seqNo)
-	}
+	x.shape(req.promptTokens, req.maxTokens, content, req.stream)
+	rs := s.newResponder(w, r, x, req)
+	x.run(rs)
 	if rs.ended && (s.cfg.CloseAfter == CloseAfterAll || s.cfg.CloseAfter == CloseAfterStream && rs.stream) {
 		rs.closeConn()
 	}
@@ -722,43 +654,3 @@ const htmlPage = `<!DOCTYPE html>
 <html><head><title>Sign in</title></head>
 <body><h1>Sign in to continue</h1><form method="post" action="/login"><input name="user"><input name="password" type="password"></form></body></html>
 `
-
-// runBatch feeds the request through the engine and streams what it emits.
-func (s *Server) runBatch(rs *responder) {
-	tpc := s.cfg.TokensPerChunk
-	rs.settle(s.runOnEngine(rs.ctx, rs.job(0), func(i int) { rs.engine = i }, rs.admit, func(avail int) bool {
-		limit := min(avail, rs.content) // an EOS token is produced, not sent
-		for rs.sent < limit {
-			if !rs.sendChunk(min(tpc, limit-rs.sent)) {
-				return false
-			}
-		}
-		return true
-	}))
-}
-
-// runFixed times the request on its own (runOnTimer) and streams it.
-func (s *Server) runFixed(rs *responder, seqNo int64) {
-	produced, prev := 0, time.Time{}
-	admitted := func(at time.Time) {
-		rs.admit(at)
-		prev = at
-	}
-	rs.settle(s.runOnTimer(rs.ctx, rs.job(seqNo), admitted, func(n int, at time.Time) bool {
-		produced += n
-		if send := min(n, rs.content-rs.sent); send > 0 && !rs.sendChunk(send) { // an EOS token is not sent
-			return false
-		}
-		// One "decode" per produced chunk: the first carries the prompt's
-		// time, as a prefill would.
-		took := at.Sub(prev)
-		if produced == n {
-			s.metrics.llama.add(rs.prompt, took, 0, 0, 0, 0)
-			s.metrics.llama.add(0, 0, n, 0, 1, int(s.fixedRunning.Load()))
-		} else {
-			s.metrics.llama.add(0, 0, n, took, 1, int(s.fixedRunning.Load()))
-		}
-		prev = at
-		return true
-	}))
-}

@@ -8,7 +8,8 @@ import (
 )
 
 // tritonMetrics are the nv_inference_* series Triton exports for a model,
-// fed by the gRPC service: Triton with the vLLM backend exports them beside
+// fed by every KServe-shaped request (kserve.serve): Triton with the vLLM
+// backend exports them beside
 // the backend's vllm:* series, as the simulator then does. Durations are
 // cumulative microsecond counters, as Triton's are; the first-response
 // histogram is Triton's for decoupled models, in milliseconds.

@@ -43,8 +43,30 @@ func (q *seq) signal() {
 	}
 }
 
-// engine is the continuous-batching model: one scheduler goroutine, steps
-// timed by real sleeps. See doc.go.
+// engine is the continuous-batching model (ModeBatch): one scheduler
+// goroutine runs steps back to back, timed with real sleeps.
+//
+// Requests wait in a FIFO queue. Before each step the scheduler admits
+// requests from the head of the queue while a slot is free (Config.Slots,
+// vLLM's max_num_seqs), the KV cache has room for the request's prompt +
+// max_tokens tokens (Config.KVTokens, reserved whole at admission and freed
+// when the request finishes or is cancelled), and the step's prefill budget
+// (Config.MaxBatchTokens prompt tokens; one request is always admitted)
+// lasts. A head that does not fit blocks the queue (first come, first
+// served). A request that could never fit (prompt + max_tokens > KVTokens)
+// is rejected with 400 before it gets here, as vLLM rejects requests
+// longer than max_model_len. A step lasts
+//
+//	DecodeBase + DecodePerSeq × running
+//	  + (PrefillBase + PrefillPerToken × prompt tokens admitted), if any were admitted
+//
+// and at its end every running sequence, the newly admitted included (its
+// prefill produced its first token), emits TokensPerChunk tokens. So a
+// prefill holds up the whole batch's next token, as in a non-chunked or
+// step-level prefill; MaxBatchTokens bounds how long. TTFT below capacity
+// is about one step with prefill; above capacity the queue grows, and
+// queue time and TTFT grow with it. Back-to-back steps are scheduled from
+// the previous step's end, so timer lateness does not slow the engine.
 type engine struct {
 	index   int // its engine label on /metrics
 	cfg     Config

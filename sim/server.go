@@ -127,8 +127,10 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // StallAll freezes the whole server for d from now: no request is admitted,
-// no token is produced or sent, and work in progress finishes d later, like
-// a GC pause or a failover. /health, /metrics and /v1/models keep
+// no token is produced or sent, and work in progress (an engine step, a
+// fixed-mode delay) finishes d later, like a GC pause or a failover.
+// Requests arriving meanwhile are accepted by the kernel but get nothing,
+// not even headers, until it ends. /health, /metrics and /v1/models keep
 // answering. A call during a stall extends it if it ends later.
 func (s *Server) StallAll(d time.Duration) { s.gate.stall(d) }
 

@@ -83,8 +83,24 @@ var (
 )
 
 // responder is the OpenAI API's answer (see answer): it writes one
-// request's response, SSE or JSON, in vLLM's shape or llama-server's. It is
-// used by one goroutine, the request's handler.
+// request's response, SSE or JSON, in vLLM's shape or llama-server's
+// (DialectLlamaCpp). It is used by one goroutine, the request's handler.
+//
+// A stream is shaped like vLLM's: for chat, a role-only first chunk
+// (delta {"role":"assistant","content":""}), sent as soon as the request is
+// accepted and before any queueing, so a client that counts it as the first
+// token measures almost no TTFT; then one content chunk per engine step,
+// each carrying Config.TokensPerChunk tokens (the last may carry fewer);
+// then a finish chunk with an empty delta and finish_reason "length" (or
+// finish_reason on the last content chunk with Config.FinishWithLastChunk,
+// as current vLLM does); then, when stream_options.include_usage is true, a
+// chunk with "choices":[] and the usage; then data: [DONE]. With
+// stream_options.continuous_usage_stats as well, every content chunk
+// carries the cumulative usage. Legacy completions have the same shape
+// without the role chunk. Non-streaming requests get one JSON body with the
+// usage once the whole answer is generated. Chunk bytes are pre-rendered
+// and buffers reused: no JSON is marshalled per token, and each chunk is
+// one Write and one Flush.
 type responder struct {
 	*exchange
 	w  http.ResponseWriter

@@ -49,7 +49,10 @@ type Truth struct {
 	Outcome string
 }
 
-// TruthChunk is one content chunk as flushed by the server.
+// TruthChunk is one content chunk as flushed by the server. Over HTTP its
+// instant is when its Flush returned, i.e. when its bytes were handed to
+// the kernel, microseconds before a loopback client can read them; over
+// gRPC, when Send returned (see grpcService).
 type TruthChunk struct {
 	At     time.Time
 	Tokens int

@@ -76,6 +76,7 @@ type engine struct {
 	metrics *metrics
 	quit    <-chan struct{}
 	done    chan struct{}
+	watch   *stateWatch
 	// emitted are the sequences the step fed, told after its accounting.
 	emitted []*seq
 
@@ -112,6 +113,7 @@ func (e *engine) submit(q *seq) {
 	e.inbox = append(e.inbox, q)
 	e.nWaiting.Add(1) // counted at once; the scheduler republishes exact values
 	e.mu.Unlock()
+	e.watch.changed()
 	e.poke()
 }
 
@@ -188,6 +190,7 @@ func (e *engine) publish() {
 	e.mu.Unlock()
 	e.nWaiting.Store(int64(len(e.waiting) + pending))
 	e.nKV.Store(int64(e.kvUsed))
+	e.watch.changed()
 }
 
 // admit moves sequences from the head of the queue into the batch while a

@@ -20,6 +20,7 @@ func openLoop(t *testing.T, r *Running, n int, every time.Duration, maxTokens in
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := 0; i < n; i++ {
+		// The client's pacing is the load under test, not a wait.
 		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
 		wg.Add(1)
 		go func() {
@@ -177,7 +178,7 @@ func TestKVAdmission(t *testing.T) {
 				map[string]string{"X-Request-Id": fmt.Sprintf("kv-%d", i)})
 		}()
 		if i == 0 {
-			time.Sleep(20 * time.Millisecond)
+			waitFor(t, r.Server, "the first admitted", func() bool { return r.running() == 1 })
 			sawUsage.Do(func() {
 				usage, _ = metricValue(t, scrape(t, c, r.URL), "vllm:kv_cache_usage_perc", "")
 			})
@@ -227,13 +228,13 @@ func TestCancelFreesSlot(t *testing.T) {
 	// B waits behind A; cancel it while queued.
 	ctxB, cancelB := context.WithCancel(context.Background())
 	go do(ctxB, c, r.URL, "/v1/chat/completions", chatBody("x", 5, true, false), map[string]string{"X-Request-Id": "b"})
-	waitFor(t, "B queued", func() bool { return r.waiting() == 1 })
+	waitFor(t, r.Server, "B queued", func() bool { return r.waiting() == 1 })
 	cancelB()
-	waitFor(t, "B off the queue", func() bool { return r.waiting() == 0 })
+	waitFor(t, r.Server, "B off the queue", func() bool { return r.waiting() == 0 })
 
 	cancelA()
 	<-doneA
-	waitFor(t, "A's slot freed", func() bool { return r.running() == 0 })
+	waitFor(t, r.Server, "A's slot freed", func() bool { return r.running() == 0 })
 
 	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 2, true, false), map[string]string{"X-Request-Id": "c"})
 	if res.readErr != nil {
@@ -256,13 +257,12 @@ func TestCancelFreesSlot(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits for the server to reach a state, on its events (Await).
+func waitFor(t *testing.T, s *Server, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Await(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

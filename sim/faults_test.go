@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -197,13 +198,21 @@ func TestStallAll(t *testing.T) {
 					results[i] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
 				}()
 			}
-			time.Sleep(150 * time.Millisecond)
+			// Stall once every stream is under way (5 of its 50 chunks out).
+			waitFor(t, r.Server, "4 streams under way", func() bool {
+				n := 0
+				for _, tr := range r.Truth() {
+					if len(tr.Chunks) >= 5 {
+						n++
+					}
+				}
+				return n == 4
+			})
 			stallAt := time.Now()
 			r.StallAll(stall)
 			if !r.Stalled() {
 				t.Error("Stalled() false during a stall")
 			}
-			time.Sleep(100 * time.Millisecond)
 			wg.Add(1)
 			go func() { // arrives during the stall
 				defer wg.Done()
@@ -268,37 +277,40 @@ func TestStallAt(t *testing.T) {
 }
 
 func TestGateShift(t *testing.T) {
-	g := newGate(time.Now())
-	// No stall: returns at due.
-	due := time.Now().Add(20 * time.Millisecond)
-	eff, ok := g.sleepUntil(due, nil, nil, nil)
-	if !ok || !eff.Equal(due) || time.Now().Before(due) {
-		t.Errorf("plain sleep: eff %v due %v", eff, due)
-	}
-	// A stall opening during the wait pushes the deadline by its length.
-	start := time.Now()
-	due = start.Add(50 * time.Millisecond)
-	time.AfterFunc(10*time.Millisecond, func() { g.stall(100 * time.Millisecond) })
-	eff, ok = g.sleepUntil(due, nil, nil, nil)
-	if el := time.Since(start); !ok || el < 145*time.Millisecond || el > 250*time.Millisecond {
-		t.Errorf("shifted sleep took %v, want ≈ 150ms", el)
-	}
-	if d := eff.Sub(due); d < 95*time.Millisecond || d > 105*time.Millisecond {
-		t.Errorf("effective due shifted by %v, want 100ms", d)
-	}
-	// A past due inside an open stall waits for the stall's end.
-	g.stall(50 * time.Millisecond)
-	start = time.Now()
-	g.sleepUntil(start.Add(-time.Second), nil, nil, nil)
-	if el := time.Since(start); el < 45*time.Millisecond {
-		t.Errorf("past due during a stall returned after %v", el)
-	}
-	// stop ends the wait.
-	stop := make(chan struct{})
-	close(stop)
-	if _, ok := g.sleepUntil(time.Now().Add(time.Hour), stop, nil, nil); ok {
-		t.Error("stop did not end the wait")
-	}
+	// The gate is timer logic alone: a fake clock makes every instant exact.
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(time.Now())
+		// No stall: returns at due.
+		due := time.Now().Add(20 * time.Millisecond)
+		eff, ok := g.sleepUntil(due, nil, nil, nil)
+		if !ok || !eff.Equal(due) || !time.Now().Equal(due) {
+			t.Errorf("plain sleep: eff %v due %v, now %v", eff, due, time.Now())
+		}
+		// A stall opening during the wait pushes the deadline by its length.
+		start := time.Now()
+		due = start.Add(50 * time.Millisecond)
+		time.AfterFunc(10*time.Millisecond, func() { g.stall(100 * time.Millisecond) })
+		eff, ok = g.sleepUntil(due, nil, nil, nil)
+		if el := time.Since(start); !ok || el != 150*time.Millisecond {
+			t.Errorf("shifted sleep took %v, want 150ms", el)
+		}
+		if d := eff.Sub(due); d != 100*time.Millisecond {
+			t.Errorf("effective due shifted by %v, want 100ms", d)
+		}
+		// A past due inside an open stall waits for the stall's end.
+		g.stall(50 * time.Millisecond)
+		start = time.Now()
+		g.sleepUntil(start.Add(-time.Second), nil, nil, nil)
+		if el := time.Since(start); el != 50*time.Millisecond {
+			t.Errorf("past due during a stall returned after %v, want 50ms", el)
+		}
+		// stop ends the wait.
+		stop := make(chan struct{})
+		close(stop)
+		if _, ok := g.sleepUntil(time.Now().Add(time.Hour), stop, nil, nil); ok {
+			t.Error("stop did not end the wait")
+		}
+	})
 }
 
 func TestMetrics(t *testing.T) {
@@ -306,12 +318,16 @@ func TestMetrics(t *testing.T) {
 	cfg.Model = "metric-model"
 	cfg.Tokenizer = TokenizerBytes4 // 40 bytes: 10 tokens
 	r := startSim(t, cfg)
+	// Utilization over every interval between scrapes, however short, so
+	// that no scrape waits out minUtilWindow (TestUtilizationWindow has it).
+	r.busy.mu.Lock()
+	r.busy.window = time.Nanosecond
+	r.busy.mu.Unlock()
 	c := testClient(t)
 	m := scrape(t, c, r.URL)
 	if v, ok := metricValue(t, m, "DCGM_FI_DEV_FB_USED", ""); !ok || v != cfg.WeightsMiB {
 		t.Errorf("idle FB_USED %v, want weights %v", v, cfg.WeightsMiB)
 	}
-	time.Sleep(110 * time.Millisecond)
 	if v, _ := metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_GPU_UTIL", ""); v != 0 {
 		t.Errorf("idle GPU util %v", v)
 	}
@@ -320,9 +336,14 @@ func TestMetrics(t *testing.T) {
 	stop := make(chan struct{})
 	var busyFB float64
 	wg.Add(1)
-	go func() { // scrape mid-run
+	go func() { // scrape mid-run: 100 steps of 2 ms left for it
 		defer wg.Done()
-		time.Sleep(30 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Await(ctx, func() bool { return r.running() == 5 }); err != nil {
+			t.Errorf("waiting for 5 running: %v", err)
+			return
+		}
 		busyFB, _ = metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_FB_USED", "")
 		<-stop
 	}()
@@ -331,15 +352,14 @@ func TestMetrics(t *testing.T) {
 		inner.Add(1)
 		go func() {
 			defer inner.Done()
-			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), 30, true, false), nil)
+			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), 100, true, false), nil)
 		}()
 	}
 	inner.Wait()
 	close(stop)
 	wg.Wait()
 	waitIdle(t, r.Server)
-	time.Sleep(minUtilWindow) // utilization is over ≥ 100 ms since the last scrape
-	if want := cfg.WeightsMiB + 5*40*float64(cfg.KVBytesPerToken)/(1<<20); busyFB != want {
+	if want := cfg.WeightsMiB + 5*110*float64(cfg.KVBytesPerToken)/(1<<20); busyFB != want {
 		t.Errorf("FB_USED mid-run %v, want %v", busyFB, want)
 	}
 
@@ -364,11 +384,11 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	check("vllm:prompt_tokens_total", "", 5*10)
-	check("vllm:generation_tokens_total", "", 5*30)
+	check("vllm:generation_tokens_total", "", 5*100)
 	check("vllm:request_success_total", `finished_reason="length"`, 5)
 	check("vllm:time_to_first_token_seconds_count", "", 5)
 	check("vllm:e2e_request_latency_seconds_count", "", 5)
-	check("vllm:inter_token_latency_seconds_count", "", 5*29)
+	check("vllm:inter_token_latency_seconds_count", "", 5*99)
 	check("vllm:num_requests_running", "", 0)
 	check("vllm:kv_cache_usage_perc", "", 0)
 	if v, _ := metricValue(t, m, "DCGM_FI_DEV_GPU_UTIL", ""); v <= 0 || v > 100 {
@@ -376,6 +396,32 @@ func TestMetrics(t *testing.T) {
 	}
 	if !strings.Contains(m, "# TYPE vllm:time_to_first_token_seconds histogram") {
 		t.Error("TTFT is not a histogram")
+	}
+}
+
+// Utilization is the busy share of the time since the previous reading,
+// over at least minUtilWindow: a reading sooner repeats the last value.
+func TestUtilizationWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := newBusyMeter(t0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if u := b.utilization(at(50 * time.Millisecond)); u != 0 {
+		t.Errorf("before the first window: %v, want the initial 0", u)
+	}
+	b.add(30 * time.Millisecond) // an engine step
+	if u := b.utilization(at(100 * time.Millisecond)); u != 0.3 {
+		t.Errorf("first window: %v, want 0.3", u)
+	}
+	b.begin(at(150 * time.Millisecond)) // a fixed-mode request, still running
+	if u := b.utilization(at(180 * time.Millisecond)); u != 0.3 {
+		t.Errorf("80 ms after the last reading: %v, want the last value 0.3", u)
+	}
+	if u := b.utilization(at(200 * time.Millisecond)); u != 0.5 {
+		t.Errorf("second window: %v, want 0.5", u)
+	}
+	b.end(at(250 * time.Millisecond))
+	if u := b.utilization(at(400 * time.Millisecond)); u != 0.25 {
+		t.Errorf("third window: %v, want 0.25", u)
 	}
 }
 
@@ -403,8 +449,20 @@ func TestCloseNoLeak(t *testing.T) {
 						map[string]string{"X-Sim-Fault": f})
 				}()
 			}
-			waitFor(t, "3 in flight", func() bool { return r.InFlight() == 3 })
-			time.Sleep(20 * time.Millisecond)
+			// Close comes once each is where it would hang on: hanging,
+			// stalled after its headers, streaming.
+			waitFor(t, r.Server, "3 under way", func() bool {
+				n := 0
+				for _, tr := range r.Truth() {
+					switch {
+					case tr.Fault == FaultHang && tr.Outcome == "fault",
+						tr.Fault == FaultStall && !tr.Headers.IsZero(),
+						tr.Fault == FaultNone && len(tr.Chunks) > 0:
+						n++
+					}
+				}
+				return n == 3
+			})
 			closed := make(chan error, 1)
 			go func() { closed <- r.Close() }()
 			select {
@@ -423,6 +481,8 @@ func TestCloseNoLeak(t *testing.T) {
 					buf := make([]byte, 1<<16)
 					t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 				}
+				// A goroutine's exit has no event to wait on (goleak
+				// polls the same way).
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
@@ -445,8 +505,11 @@ func TestCloseWithStuckClient(t *testing.T) {
 	defer conn.Close()
 	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	waitFor(t, "request in flight", func() bool { return r.InFlight() == 1 })
-	time.Sleep(100 * time.Millisecond) // let the buffers fill
+	waitFor(t, r.Server, "request in flight", func() bool { return r.InFlight() == 1 })
+	// The client's pause is the behaviour under test: the zero-delay stream
+	// fills the socket buffers within it and the handler blocks in Write.
+	// Close must return promptly either way.
+	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	if err := r.Close(); err != nil {
 		t.Errorf("Close: %v", err)

@@ -114,12 +114,17 @@ func TestCloseAfterStreamGoClient(t *testing.T) {
 	cfg.CloseAfter = CloseAfterStream
 	r := startSim(t, cfg)
 	var conns sync.Map
+	// The transport closes a pooled connection once its read loop has seen
+	// the server's FIN (and marked it broken first), so a request after
+	// that Close never takes it.
+	closed := make(chan struct{}, 16)
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			conns.Store(c.LocalAddr().String(), true)
+		if err != nil {
+			return nil, err
 		}
-		return c, err
+		conns.Store(c.LocalAddr().String(), true)
+		return &closeSignal{Conn: c, closed: closed}, nil
 	}}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -129,7 +134,11 @@ func TestCloseAfterStreamGoClient(t *testing.T) {
 		if res.err != nil || res.readErr != nil || res.status != 200 {
 			t.Fatalf("request %d: %v %v %d", i, res.err, res.readErr, res.status)
 		}
-		time.Sleep(100 * time.Millisecond) // time for the transport to read the FIN, even on a loaded machine
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d: the transport never closed its connection after the server's close", i)
+		}
 	}
 	dialled := 0
 	conns.Range(func(_, _ any) bool { dialled++; return true })
@@ -183,7 +192,7 @@ func TestLlamaCppMetricsState(t *testing.T) {
 			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), maxTokens, true, false), nil)
 		}()
 	}
-	waitFor(t, "two running, three deferred", func() bool { return r.running() == 2 && r.waiting() == 3 })
+	waitFor(t, r.Server, "two running, three deferred", func() bool { return r.running() == 2 && r.waiting() == 3 })
 	mid := scrape(t, c, r.URL)
 	wg.Wait()
 	waitIdle(t, r.Server)
@@ -298,7 +307,7 @@ func TestHTTPThreads(t *testing.T) {
 			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hi", 5, true, false), nil) // ≥ 200 ms
 		}()
 	}
-	waitFor(t, "two streams in flight", func() bool { return r.InFlight() == 2 })
+	waitFor(t, r.Server, "two streams in flight", func() bool { return r.InFlight() == 2 })
 	scrape(t, c, r.URL)
 	took := time.Since(start)
 	wg.Wait()
@@ -649,4 +658,16 @@ func TestLlamaCppDialect(t *testing.T) {
 	if len(u.Choices) != 0 || u.Usage == nil || u.Usage.CompletionTokens != 4 || !strings.Contains(res.events[5].data, `"timings":{"prompt_n":2,`) {
 		t.Errorf("usage chunk %s", res.events[5].data)
 	}
+}
+
+// closeSignal is a connection that tells closed when it is first closed.
+type closeSignal struct {
+	net.Conn
+	once   sync.Once
+	closed chan<- struct{}
+}
+
+func (c *closeSignal) Close() error {
+	c.once.Do(func() { c.closed <- struct{}{} })
+	return c.Conn.Close()
 }

@@ -173,6 +173,7 @@ func (m *metrics) reset(i int) {
 type busyMeter struct {
 	start  time.Time
 	mu     sync.Mutex
+	window time.Duration // minUtilWindow; tests shorten it
 	active int           // overlapping busy spans (ModeFixed: requests in flight)
 	since  time.Time     // start of the current busy span
 	total  time.Duration // closed busy time
@@ -184,7 +185,9 @@ type busyMeter struct {
 
 const minUtilWindow = 100 * time.Millisecond
 
-func newBusyMeter(start time.Time) *busyMeter { return &busyMeter{start: start, lastAt: start} }
+func newBusyMeter(start time.Time) *busyMeter {
+	return &busyMeter{start: start, lastAt: start, window: minUtilWindow}
+}
 
 // busyTotal is the busy time since the meter started.
 func (b *busyMeter) busyTotal(now time.Time) time.Duration {
@@ -237,7 +240,7 @@ func (b *busyMeter) utilization(now time.Time) float64 {
 		tot += now.Sub(b.since)
 	}
 	dt := now.Sub(b.lastAt)
-	if dt < minUtilWindow {
+	if dt < b.window {
 		return b.lastUtil
 	}
 	u := float64(tot-b.lastTotal) / float64(dt)

@@ -34,6 +34,7 @@ type Server struct {
 	rr        atomic.Uint64  // round-robin over the engines
 	busy503   atomic.Int64   // requests counted against MaxQueue (Pending)
 	scrapes   scrapeWatch
+	watch     *stateWatch // Await's
 	handler   http.Handler
 	kserve    *kserve // the KServe-shaped protocols' shared part
 	text      *textTable
@@ -69,13 +70,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.TokenCounter, cfg.Tokenizer = count, name
 	}
 	now := time.Now()
+	watch := &stateWatch{}
 	s := &Server{
 		cfg:       cfg,
 		epoch:     now,
 		quit:      make(chan struct{}),
 		gate:      newGate(now),
 		busy:      newBusyMeter(now),
-		truth:     newTruthStore(cfg.TruthLimit),
+		watch:     watch,
+		truth:     newTruthStore(cfg.TruthLimit, watch),
 		text:      newTextTable(cfg.TokensPerChunk),
 		modelJSON: appendJSONString(nil, cfg.Model),
 		idle:      make(chan struct{}),
@@ -89,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 		states = nil
 		for i := range max(cfg.Engines, 1) {
 			e := newEngine(cfg, now, s.gate, s.busy, s.quit)
-			e.index = i
+			e.index, e.watch = i, watch
 			s.engines = append(s.engines, e)
 			states = append(states, engineGauges{e})
 		}
@@ -132,7 +135,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Requests arriving meanwhile are accepted by the kernel but get nothing,
 // not even headers, until it ends. /health, /metrics and /v1/models keep
 // answering. A call during a stall extends it if it ends later.
-func (s *Server) StallAll(d time.Duration) { s.gate.stall(d) }
+func (s *Server) StallAll(d time.Duration) {
+	s.gate.stall(d)
+	s.watch.changed()
+}
 
 // Stalled reports whether a global stall is in effect now.
 func (s *Server) Stalled() bool { return s.gate.stalled() }
@@ -243,6 +249,7 @@ func (s *Server) enter() bool {
 		s.idle = make(chan struct{})
 	}
 	s.active++
+	s.watch.changed()
 	if s.cfg.StallAt > 0 && !s.stallArmed {
 		s.stallArmed = true
 		d := s.cfg.StallFor
@@ -258,6 +265,7 @@ func (s *Server) leave() {
 		close(s.idle)
 	}
 	s.mu.Unlock()
+	s.watch.changed()
 }
 
 // state, for the gauges.
@@ -385,6 +393,7 @@ func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
 		}
 		if inFlight.Add(1) > limit {
 			inFlight.Add(-1)
+			s.watch.changed()
 			if r.URL.Path == "/api/chat" {
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": busyMessage})
 			} else {
@@ -392,7 +401,9 @@ func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
 			}
 			return
 		}
+		defer s.watch.changed()
 		defer inFlight.Add(-1)
+		s.watch.changed()
 		next.ServeHTTP(w, r)
 	})
 }

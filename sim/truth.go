@@ -85,8 +85,9 @@ func (t Truth) E2E() time.Duration {
 // truthRec is an in-flight record; its handler owns it, Truth() copies it
 // under mu.
 type truthRec struct {
-	mu sync.Mutex
-	t  Truth
+	mu    sync.Mutex
+	t     Truth
+	watch *stateWatch
 }
 
 func (r *truthRec) chunk(at time.Time, tokens int) {
@@ -97,6 +98,7 @@ func (r *truthRec) chunk(at time.Time, tokens int) {
 	r.t.Chunks = append(r.t.Chunks, TruthChunk{at, tokens})
 	r.t.OutputTokens += tokens
 	r.mu.Unlock()
+	r.watch.changed()
 }
 
 func (r *truthRec) update(f func(t *Truth)) {
@@ -106,6 +108,7 @@ func (r *truthRec) update(f func(t *Truth)) {
 	r.mu.Lock()
 	f(&r.t)
 	r.mu.Unlock()
+	r.watch.changed()
 }
 
 func (r *truthRec) snapshot() Truth {
@@ -119,14 +122,15 @@ func (r *truthRec) snapshot() Truth {
 // truthStore keeps in-flight records and a ring of the last limit finished.
 type truthStore struct {
 	limit    int // ≤ 0: off
+	watch    *stateWatch
 	mu       sync.Mutex
 	inflight map[*truthRec]struct{}
 	done     []Truth
 	next     int
 }
 
-func newTruthStore(limit int) *truthStore {
-	return &truthStore{limit: limit, inflight: make(map[*truthRec]struct{})}
+func newTruthStore(limit int, watch *stateWatch) *truthStore {
+	return &truthStore{limit: limit, watch: watch, inflight: make(map[*truthRec]struct{})}
 }
 
 // begin registers a new in-flight record; nil when recording is off.
@@ -137,10 +141,11 @@ func (s *truthStore) begin(t Truth, chunksHint int) *truthRec {
 	if chunksHint > 0 {
 		t.Chunks = make([]TruthChunk, 0, chunksHint)
 	}
-	r := &truthRec{t: t}
+	r := &truthRec{t: t, watch: s.watch}
 	s.mu.Lock()
 	s.inflight[r] = struct{}{}
 	s.mu.Unlock()
+	s.watch.changed()
 	return r
 }
 
@@ -165,6 +170,7 @@ func (s *truthStore) finish(r *truthRec, end time.Time) {
 		s.next = (s.next + 1) % s.limit
 	}
 	s.mu.Unlock()
+	s.watch.changed()
 }
 
 func (s *truthStore) all() []Truth {

@@ -297,9 +297,10 @@ func (e *engine) run() {
 		generated := e.emit(end)
 		e.metrics.llama.add(prefill, prefillDur, generated, decode, 1, active)
 		// Handlers are told only now, so a scrape after a response holds
-		// the step that ended it (tokens, decodes) in every series.
-		e.signalEmitted()
+		// the step that ended it (tokens, decodes, the gauges) in every
+		// series.
 		e.publish()
+		e.signalEmitted()
 	}
 }
 

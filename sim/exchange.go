@@ -15,13 +15,13 @@ import (
 // Faults, in the order run meets them (a request's fault comes from its
 // X-Sim-Fault header, KIND or KIND=DURATION, else from Config.Faults):
 //
-//   - after a global stall (StallAll) lets the request through: http_429
+//   - once a global stall (StallAll) lets the request through: http_429
 //     and http_503 (and html_200 where the protocol has a page to send)
-//     answer at once, with no answer; hang sends nothing until the client
-//     or the server gives up;
-//   - stall (the first token FaultFor late) and stall_mid (a pause of
-//     FaultFor before the mid-stream chunk) are the engine's (runOnEngine,
-//     runOnTimer);
+//     are answered at once, before any output; hang sends nothing until
+//     the client or the server gives up;
+//   - stall (the first token late) and stall_mid (a pause before the
+//     mid-stream chunk), each by the header's duration or Config.StallFor,
+//     are the token timing's (runOnEngine, runOnTimer);
 //   - truncate, error_in_stream and malformed fire before the content
 //     chunk at half of them, rounded down (mid), in the protocol's form.
 type exchange struct {

@@ -29,8 +29,8 @@ const (
 	tritonBackend  = "BACKEND"
 )
 
-// newTritonMetrics registers the series on reg, or finds them there when
-// an earlier gRPC service of the same server registered them.
+// newTritonMetrics registers the series on reg, or finds them there if
+// they are already registered.
 func newTritonMetrics(reg *prometheus.Registry, model string) *tritonMetrics {
 	labels := []string{"model", "version"}
 	m := &tritonMetrics{model: model, version: "1"}

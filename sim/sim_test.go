@@ -352,33 +352,6 @@ func TestFixedDelays(t *testing.T) {
 	}
 }
 
-func TestFixedJitter(t *testing.T) {
-	if raceEnabled {
-		t.Skip("times the simulator's delays: run without -race (make test runs it again without)")
-	}
-	cfg := fixedCfg(10*time.Millisecond, 10*time.Millisecond)
-	cfg.Jitter = 5 * time.Millisecond
-	r := startSim(t, cfg)
-	c := testClient(t)
-	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hi", 20, true, false), map[string]string{"X-Request-Id": "j"})
-	if res.readErr != nil {
-		t.Fatal(res.readErr)
-	}
-	waitIdle(t, r.Server)
-	tr := truthByID(t, r.Server, "j")
-	distinct := map[time.Duration]bool{}
-	for k := 1; k < len(tr.Chunks); k++ {
-		gap := tr.Chunks[k].At.Sub(tr.Chunks[k-1].At)
-		if gap < 4*time.Millisecond || gap > 25*time.Millisecond {
-			t.Errorf("gap %d = %v outside 10ms ± 5ms (+ scheduling)", k, gap)
-		}
-		distinct[gap.Round(time.Millisecond)] = true
-	}
-	if len(distinct) < 3 {
-		t.Errorf("gaps do not vary: %v", distinct)
-	}
-}
-
 func TestParseFaultRule(t *testing.T) {
 	good := map[string]FaultRule{
 		"truncate=0.05":     {Kind: FaultTruncate, Rate: 0.05},

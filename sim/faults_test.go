@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,19 +20,22 @@ func TestFaults(t *testing.T) {
 	modes := map[Mode]Config{ModeBatch: fastBatch(), ModeFixed: fixedCfg(2*time.Millisecond, 2*time.Millisecond)}
 	for mode, cfg := range modes {
 		cfg.StallFor = stallFor
-		r := startSim(t, cfg)
-		c := testClient(t)
-		run := func(t *testing.T, kind string, stream bool, timeout time.Duration) (result, Truth) {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			id := fmt.Sprintf("%s-%s-%v", mode, kind, stream)
-			res := do(ctx, c, r.URL, "/v1/chat/completions", chatBody("hello", maxTokens, stream, true),
-				map[string]string{"X-Sim-Fault": kind, "X-Request-Id": id})
-			waitIdle(t, r.Server)
-			tr := truthByID(t, r.Server, id)
-			if k, _, _ := strings.Cut(kind, "="); tr.Fault != FaultKind(k) {
-				t.Errorf("truth fault %q", tr.Fault)
-			}
+		// Each request on a server of its own on synctest's fake clock
+		// (over in-memory connections): its timing is exact.
+		run := func(t *testing.T, kind string, stream bool, timeout time.Duration) (res result, tr Truth) {
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				id := fmt.Sprintf("%s-%s-%v", mode, kind, stream)
+				res = do(ctx, c, url, "/v1/chat/completions", chatBody("hello", maxTokens, stream, true),
+					map[string]string{"X-Sim-Fault": kind, "X-Request-Id": id})
+				waitIdle(t, s)
+				tr = truthByID(t, s, id)
+				if k, _, _ := strings.Cut(kind, "="); tr.Fault != FaultKind(k) {
+					t.Errorf("truth fault %q", tr.Fault)
+				}
+			})
 			return res, tr
 		}
 		done := func(res result) bool {
@@ -50,7 +52,7 @@ func TestFaults(t *testing.T) {
 					t.Errorf("TTFT %v, want ≥ %v", d, stallFor)
 				}
 				// The role chunk is not held back.
-				if d := res.events[0].at.Sub(res.sent); d > 50*time.Millisecond {
+				if d := res.events[0].at.Sub(res.sent); d != 0 {
 					t.Errorf("role chunk after %v", d)
 				}
 				if tr.Outcome != "ok" {
@@ -161,13 +163,12 @@ func TestFaults(t *testing.T) {
 				}
 			})
 			t.Run("hang", func(t *testing.T) {
-				start := time.Now()
 				res, tr := run(t, "hang", true, 200*time.Millisecond)
 				if !errors.Is(res.err, context.DeadlineExceeded) {
 					t.Errorf("err %v, want the client's deadline", res.err)
 				}
-				if el := time.Since(start); el > 2*time.Second {
-					t.Errorf("hang handler took %v to notice the client left", el)
+				if el := tr.End.Sub(tr.Arrived); el != 200*time.Millisecond {
+					t.Errorf("hang handler took %v to notice the client left at 200ms", el)
 				}
 				if tr.Status != 0 || tr.End.IsZero() || !tr.Headers.IsZero() {
 					t.Errorf("truth %+v", tr)
@@ -177,7 +178,9 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// StallAll holds every stream, running and new, for the duration.
+// StallAll holds every stream, running and new, for the duration. Server
+// and clients run on synctest's fake clock (over in-memory connections), so
+// every instant is exact.
 func TestStallAll(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	modes := map[Mode]Config{ModeFixed: fixedCfg(5*time.Millisecond, 10*time.Millisecond), ModeBatch: fastBatch()}
@@ -186,66 +189,60 @@ func TestStallAll(t *testing.T) {
 			if mode == ModeBatch {
 				cfg.DecodeBase = 10 * time.Millisecond
 			}
-			r := startSim(t, cfg)
-			c := testClient(t)
-			var wg sync.WaitGroup
-			results := make([]result, 5)
-			start := time.Now()
-			for i := 0; i < 4; i++ {
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				var wg sync.WaitGroup
+				results := make([]result, 5)
+				start := time.Now()
+				for i := 0; i < 4; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results[i] = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
+					}()
+				}
+				// Mid-stream: 4 or 5 of the 50 chunks out.
+				time.Sleep(52 * time.Millisecond)
+				stallAt := time.Now()
+				s.StallAll(stall)
+				if !s.Stalled() {
+					t.Error("Stalled() false during a stall")
+				}
+				time.Sleep(100 * time.Millisecond) // the late request arrives 100 ms into the stall
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					results[i] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
+					results[4] = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 5, true, false), nil)
 				}()
-			}
-			// Stall once every stream is under way (5 of its 50 chunks out).
-			waitFor(t, r.Server, "4 streams under way", func() bool {
-				n := 0
-				for _, tr := range r.Truth() {
-					if len(tr.Chunks) >= 5 {
-						n++
+				wg.Wait()
+				stallEnd := stallAt.Add(stall)
+				for i, res := range results[:4] {
+					ce := contentEvents(t, res.events)
+					if len(ce) != 50 {
+						t.Fatalf("stream %d: %d chunks", i, len(ce))
+					}
+					maxGap := time.Duration(0)
+					for k := 1; k < len(ce); k++ {
+						maxGap = max(maxGap, ce[k].at.Sub(ce[k-1].at))
+						if ce[k].at.After(stallAt) && ce[k].at.Before(stallEnd) {
+							t.Errorf("stream %d: chunk %d at +%v, inside the stall [+%v, +%v]", i, k,
+								ce[k].at.Sub(start), stallAt.Sub(start), stallEnd.Sub(start))
+						}
+					}
+					// The chunk due next comes the stall's length late.
+					if maxGap < stall || maxGap > stall+cfg.FixedITL+cfg.DecodeBase+cfg.PrefillBase {
+						t.Errorf("stream %d: largest gap %v, want the stall %v and at most a step more", i, maxGap, stall)
 					}
 				}
-				return n == 4
+				late := results[4]
+				if len(late.events) == 0 {
+					t.Fatal("late request got nothing")
+				}
+				if late.events[0].at.Before(stallEnd) {
+					t.Errorf("request arriving during the stall got its first event %v before the stall ended",
+						stallEnd.Sub(late.events[0].at))
+				}
 			})
-			stallAt := time.Now()
-			r.StallAll(stall)
-			if !r.Stalled() {
-				t.Error("Stalled() false during a stall")
-			}
-			wg.Add(1)
-			go func() { // arrives during the stall
-				defer wg.Done()
-				results[4] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 5, true, false), nil)
-			}()
-			wg.Wait()
-			waitIdle(t, r.Server)
-			stallEnd := stallAt.Add(stall)
-			for i, res := range results[:4] {
-				ce := contentEvents(t, res.events)
-				if len(ce) != 50 {
-					t.Fatalf("stream %d: %d chunks", i, len(ce))
-				}
-				maxGap := time.Duration(0)
-				for k := 1; k < len(ce); k++ {
-					maxGap = max(maxGap, ce[k].at.Sub(ce[k-1].at))
-					if ce[k].at.After(stallAt.Add(5*time.Millisecond)) && ce[k].at.Before(stallEnd.Add(-5*time.Millisecond)) {
-						t.Errorf("stream %d: chunk %d at +%v, inside the stall [+%v, +%v]", i, k,
-							ce[k].at.Sub(start), stallAt.Sub(start), stallEnd.Sub(start))
-					}
-				}
-				if maxGap < stall-20*time.Millisecond {
-					t.Errorf("stream %d: largest gap %v, want ≈ %v", i, maxGap, stall)
-				}
-			}
-			late := results[4]
-			if len(late.events) == 0 {
-				t.Fatal("late request got nothing")
-			}
-			if late.events[0].at.Before(stallEnd.Add(-5 * time.Millisecond)) {
-				t.Errorf("request arriving during the stall got its first event %v before the stall ended",
-					stallEnd.Sub(late.events[0].at))
-			}
 		})
 	}
 }
@@ -255,25 +252,27 @@ func TestStallAt(t *testing.T) {
 	cfg := fixedCfg(0, 10*time.Millisecond)
 	cfg.StallAt = 100 * time.Millisecond
 	cfg.StallFor = 200 * time.Millisecond
-	r := startSim(t, cfg)
-	c := testClient(t)
-	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
-	ce := contentEvents(t, res.events)
-	var maxGap time.Duration
-	var at time.Duration
-	for k := 1; k < len(ce); k++ {
-		if g := ce[k].at.Sub(ce[k-1].at); g > maxGap {
-			maxGap, at = g, ce[k-1].at.Sub(res.sent)
+	synctest.Test(t, func(t *testing.T) { // a fake clock: the instants are exact
+		_, c, url := startPipeSim(t, cfg)
+		res := do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+		ce := contentEvents(t, res.events)
+		var maxGap time.Duration
+		var at time.Duration
+		for k := 1; k < len(ce); k++ {
+			if g := ce[k].at.Sub(ce[k-1].at); g > maxGap {
+				maxGap, at = g, ce[k-1].at.Sub(res.sent)
+			}
 		}
-	}
-	if maxGap < 190*time.Millisecond || at < 80*time.Millisecond || at > 130*time.Millisecond {
-		t.Errorf("largest gap %v starting at +%v, want ≈ 200ms at +100ms", maxGap, at)
-	}
-	// Only once.
-	res = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
-	if el := res.events[len(res.events)-1].at.Sub(res.sent); el > 600*time.Millisecond {
-		t.Errorf("second request took %v: stalled again?", el)
-	}
+		// The chunk due at +100 ms or the one after it comes 200 ms late.
+		if maxGap < 200*time.Millisecond || maxGap > 210*time.Millisecond || at < 90*time.Millisecond || at > 100*time.Millisecond {
+			t.Errorf("largest gap %v starting at +%v, want 200–210ms at +90–100ms", maxGap, at)
+		}
+		// Only once.
+		res = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+		if el := res.events[len(res.events)-1].at.Sub(res.sent); el != 390*time.Millisecond {
+			t.Errorf("second request took %v, want 39 × 10 ms: stalled again?", el)
+		}
+	})
 }
 
 func TestGateShift(t *testing.T) {
@@ -490,34 +489,33 @@ func TestCloseNoLeak(t *testing.T) {
 }
 
 // A client that stops reading leaves its handler blocked in Write; Close
-// must still return promptly.
+// must still return at once. On synctest's fake clock, over an unbuffered
+// in-memory connection: the handler blocks in its first Write.
 func TestCloseWithStuckClient(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Mode = ModeFixed // zero delay: fills the socket buffers at once
-	r, err := Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", r.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	waitFor(t, r.Server, "request in flight", func() bool { return r.InFlight() == 1 })
-	// The client's pause is the behaviour under test: the zero-delay stream
-	// fills the socket buffers within it and the handler blocks in Write.
-	// Close must return promptly either way.
-	time.Sleep(100 * time.Millisecond)
-	start := time.Now()
-	if err := r.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("Close took %v", el)
-	}
-	if err := r.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Mode = ModeFixed // zero delay: writes at once
+		r, ln := startPipe(t, cfg)
+		conn, err := ln.dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
+		go fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		synctest.Wait() // every goroutine blocked: the handler in Write, the client not reading
+		if r.InFlight() != 1 {
+			t.Fatalf("%d requests in flight, want the stuck one", r.InFlight())
+		}
+		start := time.Now()
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("Close took %v", el)
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	})
 }

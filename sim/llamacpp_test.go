@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -261,32 +262,33 @@ func TestMetricsFromLoop(t *testing.T) {
 			cfg.DecodeBase = 200 * time.Millisecond
 			cfg.MetricsFromLoop = fromLoop
 			cfg.Metrics = MetricsLlamaCpp
-			r := startSim(t, cfg)
-			c := testClient(t)
-			first := make(chan struct{})
-			done := make(chan result, 1)
-			go func() { done <- doSignal(context.Background(), c, r.URL, "loop", 3, first) }()
-			<-first
-			start := time.Now()
-			scrape(t, c, r.URL)
-			took := time.Since(start)
-			<-done
-			waitIdle(t, r.Server)
-			tr := truthByID(t, r.Server, "loop")
-			if len(tr.Chunks) != 3 {
-				t.Fatalf("%d chunks", len(tr.Chunks))
-			}
-			t.Logf("scrape took %v", took)
-			if fromLoop {
-				// Answered at the next step boundary: the second chunk.
-				end := start.Add(took)
-				if took < 100*time.Millisecond || absDur(end.Sub(tr.Chunks[1].At)) > 50*time.Millisecond {
-					t.Errorf("scrape took %v, ended %v from the next step's end: want it held to the step's end",
-						took, end.Sub(tr.Chunks[1].At))
+			// On synctest's fake clock (server and client over in-memory
+			// connections) the step boundaries are exact.
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				first := make(chan struct{})
+				done := make(chan result, 1)
+				go func() { done <- doSignal(context.Background(), c, url, "loop", 3, first) }()
+				<-first
+				start := time.Now()
+				scrape(t, c, url)
+				took := time.Since(start)
+				<-done
+				waitIdle(t, s)
+				tr := truthByID(t, s, "loop")
+				if len(tr.Chunks) != 3 {
+					t.Fatalf("%d chunks", len(tr.Chunks))
 				}
-			} else if took > 100*time.Millisecond {
-				t.Errorf("scrape took %v without the mode, want it at once", took)
-			}
+				if fromLoop {
+					// Answered at the next step boundary: the second chunk's.
+					if end := start.Add(took); took != cfg.DecodeBase || !end.Equal(tr.Chunks[1].At) {
+						t.Errorf("scrape took %v, ended %v from the next step's end: want it held to the step's end",
+							took, end.Sub(tr.Chunks[1].At))
+					}
+				} else if took != 0 {
+					t.Errorf("scrape took %v without the mode, want it at once", took)
+				}
+			})
 		})
 	}
 }
@@ -296,36 +298,39 @@ func TestMetricsFromLoop(t *testing.T) {
 func TestHTTPThreads(t *testing.T) {
 	cfg := fixedCfg(0, 50*time.Millisecond)
 	cfg.HTTPThreads = 2
-	r := startSim(t, cfg)
-	c := testClient(t)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < 2; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hi", 5, true, false), nil) // ≥ 200 ms
-		}()
-	}
-	waitFor(t, r.Server, "two streams in flight", func() bool { return r.InFlight() == 2 })
-	scrape(t, c, r.URL)
-	took := time.Since(start)
-	wg.Wait()
-	waitIdle(t, r.Server)
-	firstEnd := time.Time{}
-	for _, tr := range r.Truth() {
-		if firstEnd.IsZero() || tr.End.Before(firstEnd) {
-			firstEnd = tr.End
+	// On synctest's fake clock (server and client over in-memory
+	// connections): a scrape's wait is exact.
+	synctest.Test(t, func(t *testing.T) {
+		s, c, url := startPipeSim(t, cfg)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				do(context.Background(), c, url, "/v1/chat/completions", chatBody("hi", 5, true, false), nil) // 200 ms
+			}()
 		}
-	}
-	if end := start.Add(took); end.Before(firstEnd) {
-		t.Errorf("scrape answered %v before the first stream ended, with every thread busy", firstEnd.Sub(end))
-	}
-	t0 := time.Now()
-	scrape(t, c, r.URL)
-	if d := time.Since(t0); d > 50*time.Millisecond {
-		t.Errorf("idle scrape took %v", d)
-	}
+		waitFor(t, s, "two streams in flight", func() bool { return s.InFlight() == 2 })
+		scrape(t, c, url)
+		took := time.Since(start)
+		wg.Wait()
+		waitIdle(t, s)
+		firstEnd := time.Time{}
+		for _, tr := range s.Truth() {
+			if firstEnd.IsZero() || tr.End.Before(firstEnd) {
+				firstEnd = tr.End
+			}
+		}
+		if end := start.Add(took); end.Before(firstEnd) {
+			t.Errorf("scrape answered %v before the first stream ended, with every thread busy", firstEnd.Sub(end))
+		}
+		t0 := time.Now()
+		scrape(t, c, url)
+		if d := time.Since(t0); d != 0 {
+			t.Errorf("idle scrape took %v", d)
+		}
+	})
 }
 
 // TestEOSNotStreamed: the answer ends at an EOS token that is counted in

@@ -187,6 +187,7 @@ func (x *exchange) run(a answer) ending {
 		start := x.sent
 		x.sent += n // counted before the chunk goes: its answer may say how many so far
 		x.chunks++
+		began := time.Now() // before the write: no client can have read the chunk earlier
 		if x.stream && !a.chunk(s.text.text(start, n), n, x.sent >= x.max) {
 			return false
 		}
@@ -199,7 +200,7 @@ func (x *exchange) run(a answer) ending {
 			m.itl.Observe(now.Sub(x.last).Seconds() / float64(n))
 		}
 		if x.stream {
-			x.rec.chunk(now, n)
+			x.rec.chunk(began, now, n)
 			if start == 0 {
 				x.first = now
 			}

@@ -49,13 +49,17 @@ type Truth struct {
 	Outcome string
 }
 
-// TruthChunk is one content chunk as flushed by the server. Over HTTP its
-// instant is when its Flush returned, i.e. when its bytes were handed to
-// the kernel, microseconds before a loopback client can read them; over
-// gRPC, when Send returned (see grpcService).
+// TruthChunk is one content chunk as sent by the server. At is when its
+// Flush returned, i.e. its bytes were handed to the kernel, microseconds
+// before a loopback client can read them (over gRPC: when Send handed the
+// message to grpc-go's writer).
 type TruthChunk struct {
-	At     time.Time
+	At     time.Time // its flush (or gRPC Send) returned
 	Tokens int
+	// Began is just before the server wrote it: no client can have read
+	// it earlier, which At does not promise (a server goroutine may wait
+	// on a busy run queue after its write, while the client reads).
+	Began time.Time
 }
 
 // TTFT is arrival → first content chunk; ok is false without one.
@@ -90,12 +94,12 @@ type truthRec struct {
 	watch *stateWatch
 }
 
-func (r *truthRec) chunk(at time.Time, tokens int) {
+func (r *truthRec) chunk(began, at time.Time, tokens int) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.t.Chunks = append(r.t.Chunks, TruthChunk{at, tokens})
+	r.t.Chunks = append(r.t.Chunks, TruthChunk{At: at, Tokens: tokens, Began: began})
 	r.t.OutputTokens += tokens
 	r.mu.Unlock()
 	r.watch.changed()

@@ -324,7 +324,7 @@ func loadText(st slo.Stage) string {
 // and a new manifest into out. A signature over an older manifest is
 // removed: it would no longer verify.
 func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
-	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
+	rep.Tool = loadgen.NewTool(version)
 	// Each stage's start, from its summary: junit.xml's timestamps say
 	// when the stages ran, however often the pack is judged again.
 	for i := range rep.Stages {

@@ -30,12 +30,12 @@ var Rules = map[string]string{
 
 // Result is sweep.json.
 type Result struct {
-	Schema  string    `json:"schema"`
-	Tool    Tool      `json:"tool"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
-	Target  string    `json:"target"`
-	Model   string    `json:"model"`
+	Schema  string       `json:"schema"`
+	Tool    loadgen.Tool `json:"tool"`
+	Started time.Time    `json:"started"`
+	Ended   time.Time    `json:"ended"`
+	Target  string       `json:"target"`
+	Model   string       `json:"model"`
 	// Mode is "open" (rates) or "closed" (concurrencies).
 	Mode    string `json:"mode"`
 	Arrival string `json:"arrival,omitempty"`
@@ -55,12 +55,6 @@ type Result struct {
 	Headroom    *Headroom     `json:"headroom,omitempty"`
 	Interrupted bool          `json:"interrupted"`
 	Warnings    []string      `json:"warnings"`
-}
-
-// Tool names the program that wrote the sweep.
-type Tool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
 }
 
 // LevelResult is one level of sweep.json.

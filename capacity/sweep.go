@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		log = io.Discard
 	}
 	closed := cfg.Search.closed()
-	res := &Result{Schema: Schema, Tool: Tool{Name: "tailgate", Version: cfg.Meta.Version},
+	res := &Result{Schema: Schema, Tool: loadgen.NewTool(cfg.Meta.Version),
 		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
 		Rules: Rules, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
 		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // SweepSchema names a sweep comparison's JSON.
@@ -174,9 +175,9 @@ func CompareSweeps(baseDir, candDir string, opt Options) (*SweepReport, error) {
 	}
 	switch {
 	case rep.Regressions > 0:
-		rep.ExitCode = 1
+		rep.ExitCode = slo.ExitFailed
 	case rep.SLOMax.Verdict == CapacityNone && len(rep.Levels) == 0:
-		rep.ExitCode = ExitInconclusive
+		rep.ExitCode = slo.ExitInconclusive
 		rep.Warnings = append(rep.Warnings, "neither an SLO-max nor a shared level to compare: the comparison cannot say whether the candidate regressed")
 	}
 	return rep, nil

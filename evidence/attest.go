@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -54,9 +56,9 @@ type Subject struct {
 // out, against which inputs, where, and who signed. Measured figures and
 // estimates are kept apart: each verdict says its basis.
 type Predicate struct {
-	Tool     Tool      `json:"tool"` // the tailgate that signed
-	Reviewer string    `json:"reviewer,omitempty"`
-	SignedAt time.Time `json:"signed_at"`
+	Tool     loadgen.Tool `json:"tool"` // the tailgate that signed
+	Reviewer string       `json:"reviewer,omitempty"`
+	SignedAt time.Time    `json:"signed_at"`
 	// Inputs are the plan, SLO and mix copied into the pack, with hashes.
 	Inputs map[string]Input `json:"inputs,omitempty"`
 	// Plan and SLO name what the verdict judged (empty for a plain run).
@@ -151,7 +153,9 @@ func statement(dir string, m *Manifest, manifestRaw []byte, opt SignOptions) (*S
 		now = time.Now()
 	}
 	p := &st.Predicate
-	p.Tool, p.Reviewer, p.SignedAt = Tool{Name: "tailgate", Version: opt.Version}, opt.Reviewer, now.UTC()
+	// Go is the signer's toolchain: the "go" key the attestation has
+	// always had, now filled.
+	p.Tool, p.Reviewer, p.SignedAt = loadgen.Tool{Name: "tailgate", Version: opt.Version, Go: runtime.Version()}, opt.Reviewer, now.UTC()
 	d := results.Dir(dir)
 	if b, err := os.ReadFile(d.Path(EnvironmentFile)); err == nil {
 		var env Environment

@@ -29,12 +29,12 @@ const (
 
 // Environment is what a reviewer needs to know about where a run ran.
 type Environment struct {
-	Schema  string    `json:"schema"`
-	Tool    Tool      `json:"tool"`
-	Command []string  `json:"command"` // secrets redacted
-	Host    Host      `json:"host"`
-	Started time.Time `json:"started,omitzero"`
-	Ended   time.Time `json:"ended,omitzero"`
+	Schema  string       `json:"schema"`
+	Tool    loadgen.Tool `json:"tool"`
+	Command []string     `json:"command"` // secrets redacted
+	Host    Host         `json:"host"`
+	Started time.Time    `json:"started,omitzero"`
+	Ended   time.Time    `json:"ended,omitzero"`
 	// Server is what the target said about itself, when it said anything.
 	Server *Server `json:"server,omitempty"`
 	// GPUs are the accelerators seen on this host (NVML or the NVIDIA
@@ -43,13 +43,6 @@ type Environment struct {
 	// Inputs are the input files, by role (plan, slo, mix), copied into
 	// inputs/ with their hashes.
 	Inputs map[string]Input `json:"inputs,omitempty"`
-}
-
-// Tool is the program and its version.
-type Tool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Go      string `json:"go"`
 }
 
 // Host describes the machine.
@@ -97,7 +90,7 @@ var procRoot = "/"
 // Fingerprint describes this host and process. args is the command line
 // (os.Args); it is redacted.
 func Fingerprint(toolName, version string, args []string) Environment {
-	e := Environment{Schema: EnvironmentSchema, Tool: Tool{Name: toolName, Version: version, Go: runtime.Version()},
+	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Go: runtime.Version()},
 		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
 	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()

@@ -213,7 +213,7 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 			return nil, err
 		}
 		res.Notes = append(res.Notes, sv.Notes...)
-		rep.Tool = slo.Tool{Name: "tailgate", Version: opts.Version}
+		rep.Tool = loadgen.NewTool(opts.Version)
 		sum.SLO = rep
 		if err := exporters.WriteVerdicts(out, rep); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tailgate-llm/tailgate/comparison"
+	"github.com/tailgate-llm/tailgate/slo"
 
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -43,7 +44,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			defer wg.Done()
 			code, _, e := tgCmd("run", "--target", target, "--rate", "30", "--duration", "12s", "--warmup", "1s",
 				"--max-tokens", "16", "--seed", seed, "--self-check", "warn", "--metrics-url", "off", "--out", out)
-			if code != exitOK {
+			if code != slo.ExitOK {
 				failed[i] = fmt.Sprintf("run %s: %d %s", name, code, e)
 			}
 		}()
@@ -79,12 +80,12 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			t.Errorf("seed only: %s: %s", row, verdict)
 		}
 	}
-	if code != exitOK || v["itl p50"] != comparison.NoChange || v["e2e p90"] != comparison.NoChange {
+	if code != slo.ExitOK || v["itl p50"] != comparison.NoChange || v["e2e p90"] != comparison.NoChange {
 		t.Errorf("seed only: exit %d, %v", code, v)
 	}
 	code, v, table = verdicts(a, c)
 	t.Logf("20%% slower:\n%s", table)
-	if code != exitFailed {
+	if code != slo.ExitFailed {
 		t.Errorf("20%% slower: exit %d", code)
 	}
 	for _, row := range []string{"itl p50", "tpot p50", "e2e p50"} {
@@ -92,7 +93,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			t.Errorf("20%% slower: %s: %s, want a regression", row, v[row])
 		}
 	}
-	if code, _, e := tgCmd("compare", a); code != exitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
+	if code, _, e := tgCmd("compare", a); code != slo.ExitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
 		t.Errorf("one argument: %d %s", code, e)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/readiness"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,7 +75,7 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return invalidErr("interrupted after %d attempts", res.Attempts)
 	case !res.Ready:
 		fmt.Fprintf(stderr, "tailgate ready: %s\n", res.Note)
-		return exit(exitFailed)
+		return exit(slo.ExitFailed)
 	}
 	fmt.Fprintf(stderr, "ready after %.1fs (%d failed attempts)\n", *res.TimeToReadyS, res.Errors)
 	return nil

@@ -153,7 +153,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if perr := pf.push(ctx, stderr); perr != nil {
 		// Metrics that did not reach the Pushgateway are results not
 		// delivered: 3, whatever the verdict (as for results not written).
-		if exitCode(outcome) != exitInvalid {
+		if exitCode(outcome) != slo.ExitInvalid {
 			return perr
 		}
 		fmt.Fprintf(stderr, "tailgate run: %v\n", perr)
@@ -176,9 +176,9 @@ func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "tailgate: %v\n", res.Stopped)
 	}
 	code, why := results.Exit(&res.Summary.Validity, res.Summary.SLO)
-	if code == exitOK && (runErr != nil || res.WriteErr() != nil) {
+	if code == slo.ExitOK && (runErr != nil || res.WriteErr() != nil) {
 		// Written after the summary: results not delivered.
-		code, why = exitInvalid, fmt.Sprintf("results incomplete on disk (the summary above is complete, from memory): %v", cmpError(runErr, res.WriteErr()))
+		code, why = slo.ExitInvalid, fmt.Sprintf("results incomplete on disk (the summary above is complete, from memory): %v", cmpError(runErr, res.WriteErr()))
 	}
 	return judgedExit(code, why)
 }

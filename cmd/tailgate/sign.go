@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -79,7 +80,7 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version})
 	if err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return &exitError{code: slo.ExitFailed, err: err}
 	}
 	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), evidence.SignatureFile, env.Signatures[0].KeyID)
 	return nil
@@ -124,7 +125,7 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	m, err := evidence.Verify(fs.Arg(0), key)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("FAILED: %w", err)}
+		return &exitError{code: slo.ExitFailed, err: fmt.Errorf("FAILED: %w", err)}
 	}
 	fmt.Fprintf(stdout, "verified %s: %d files match the manifest signed by %s\n", fs.Arg(0), len(m.Files), evidence.KeyID(key))
 	return nil

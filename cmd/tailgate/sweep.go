@@ -173,9 +173,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case res.Interrupted:
 		return invalidErr("interrupted; the levels run so far are in sweep.json")
 	case res.SLOMax == nil:
-		return exit(exitFailed)
+		return exit(slo.ExitFailed)
 	case res.Headroom != nil && res.Headroom.HeadroomPct < 0:
-		return exit(exitFailed)
+		return exit(slo.ExitFailed)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // capacitySim steps in 2 ms + 0.5 ms per running sequence, with free prefill:
@@ -41,7 +42,7 @@ func TestSweepCommand(t *testing.T) {
 		"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn",
 		"--current-rate", "20", "--forecast-growth", "8%/month", "--change", "CHG-1", "--out", out}
 	code, stdout, stderr := tgCmd(args...)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"SLO-max: r40", "FAIL saturated", "headroom: 100% headroom", "months"} {
@@ -64,13 +65,13 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatalf("level summary: %v %+v", err, s)
 	}
 	// Again without --force: refused.
-	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
+	if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
 		t.Errorf("second sweep: %d %s", code, e)
 	}
 	// The list above capacity only: no SLO-max, exit 1.
 	args = append(args[:len(args)-1], filepath.Join(dir, "o2"))
 	args[6] = "200"
-	if code, stdout, _ := tgCmd(args...); code != exitFailed || !strings.Contains(stdout, "SLO-max: none") {
+	if code, stdout, _ := tgCmd(args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
 		t.Errorf("nothing passes: %d\n%s", code, stdout)
 	}
 }
@@ -87,7 +88,7 @@ func TestSweepUsage(t *testing.T) {
 		{[]string{"sweep", "--slo", "x", "--out", "y", "--levels", "5", "--forecast-growth", "8%/month"}, "needs --current-rate"},
 	} {
 		code, _, e := tgCmd(c.args...)
-		if code != exitUsage || !strings.Contains(e, c.want) {
+		if code != slo.ExitUsage || !strings.Contains(e, c.want) {
 			t.Errorf("%v: %d %q, want usage error %q", c.args, code, e, c.want)
 		}
 	}
@@ -125,21 +126,21 @@ func TestCompareSweepCommand(t *testing.T) {
 	go func() { defer wg.Done(); codeA, outA = sweep(fast.URL, a) }()
 	go func() { defer wg.Done(); codeB, outB = sweep(slow.URL, b) }()
 	wg.Wait()
-	if codeA != exitOK || codeB != exitOK {
+	if codeA != slo.ExitOK || codeB != slo.ExitOK {
 		t.Fatalf("sweeps: %d %d\n%s\n%s", codeA, codeB, outA, outB)
 	}
 	// Which levels pass near a boundary depends on the machine's load
 	// (the simulator runs in real time beside the client): the intervals
 	// are not pinned, only that the candidate's lies wholly below.
 	code, stdout, stderr := tgCmd("compare", a, b)
-	if code != exitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
+	if code != slo.ExitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
 		!strings.Contains(stdout, "candidate [") {
 		t.Errorf("20%% slower: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr := tgCmd("compare", a, a); code != exitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
+	if code, stdout, stderr := tgCmd("compare", a, a); code != slo.ExitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
 		t.Errorf("the same sweep twice: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != exitUsage || !strings.Contains(stderr, "is a sweep and") {
+	if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != slo.ExitUsage || !strings.Contains(stderr, "is a sweep and") {
 		t.Errorf("a sweep against a run: %d %s", code, stderr)
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
-type levelT = capacity.LevelResult
+type levelT = results.SweepLevel
 
 // Options tune a report.
 type Options struct {

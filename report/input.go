@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/internal/splitmix"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
@@ -31,7 +30,7 @@ type Source struct {
 	// Parts are its runs in order: the run itself, each stage, each level.
 	Parts   []*Part
 	Verdict *slo.Report
-	Sweep   *capacity.Result
+	Sweep   *results.Sweep
 }
 
 // Part is one pipeline run: a run, a stage or a sweep level. Times are
@@ -92,7 +91,7 @@ func Read(dir string) (*Source, error) {
 	s := &Source{Dir: dir}
 	switch {
 	case d.HasSweep():
-		sw, err := capacity.Read(d)
+		sw, err := d.ReadSweep()
 		if err != nil {
 			return nil, err
 		}

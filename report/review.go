@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/canary"
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -276,7 +275,7 @@ func readEntry(dir string) (Entry, *Source, error) {
 	return e, src, nil
 }
 
-func sweepEntry(e Entry, sw *capacity.Result) SweepEntry {
+func sweepEntry(e Entry, sw *results.Sweep) SweepEntry {
 	s := SweepEntry{Dir: e.Dir, At: e.At, SLOMax: "none: no level met every objective"}
 	if m := sw.SLOMax; m != nil {
 		s.SLOMax = fmt.Sprintf("%s (%.1f req/s achieved)", m.Level, m.AchievedPerS)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/canary"
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -64,10 +63,10 @@ func TestReviewOfAMonth(t *testing.T) {
 	reach := now.Add(190 * 24 * time.Hour)
 	sw := results.Dir(filepath.Join(root, "capacity", "nov"))
 	reviewRun(t, string(sw.Level("r40")), now.Add(-2*24*time.Hour), 80)
-	results.WriteJSON(sw.Path(results.SweepFile), &capacity.Result{Schema: capacity.Schema, Started: now.Add(-2 * 24 * time.Hour), Mode: "open",
-		Levels:   []capacity.LevelResult{{Name: "r40", RatePerS: 40, Pass: true, Valid: true}},
-		SLOMax:   &capacity.Point{Level: "r40", RatePerS: 40, AchievedPerS: 39.8},
-		Headroom: &capacity.Headroom{Note: "100% headroom", ReachesAt: &reach}})
+	results.WriteJSON(sw.Path(results.SweepFile), &results.Sweep{Schema: results.SweepSchema, Started: now.Add(-2 * 24 * time.Hour), Mode: "open",
+		Levels:   []results.SweepLevel{{Name: "r40", RatePerS: 40, Pass: true, Valid: true}},
+		SLOMax:   &results.SweepPoint{Level: "r40", RatePerS: 40, AchievedPerS: 39.8},
+		Headroom: &results.SweepHeadroom{Note: "100% headroom", ReachesAt: &reach}})
 	// A canary's saved /status.
 	st := canary.Status{Schema: canary.StatusSchema, EvaluatedAt: now.Add(-time.Hour), Targets: []canary.TargetStatus{{Name: "pool-a",
 		Objectives: []canary.ObjectiveStatus{{Name: "ttft-p99", Objective: 0.99, BudgetRemaining: -0.5,

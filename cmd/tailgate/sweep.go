@@ -167,17 +167,10 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = writeDefaultReport(out, stderr)
 	}
 	fmt.Fprintf(stderr, "sweep in %s\n", out)
-	switch {
-	case err != nil:
+	if err != nil {
 		return invalidErr("%v", err)
-	case res.Interrupted:
-		return invalidErr("interrupted; the levels run so far are in sweep.json")
-	case res.SLOMax == nil:
-		return exit(slo.ExitFailed)
-	case res.Headroom != nil && res.Headroom.HeadroomPct < 0:
-		return exit(slo.ExitFailed)
 	}
-	return nil
+	return judgedExit(results.SweepExit(res))
 }
 
 // registerChanges adds --change ID (repeatable): change-record ids to

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -53,7 +52,7 @@ func TestSweepCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Errorf("sweep wrote no report.html: %v", err)
 	}
-	res, err := capacity.Read(results.Dir(out))
+	res, err := results.Dir(out).ReadSweep()
 	if err != nil {
 		t.Fatal(err)
 	}

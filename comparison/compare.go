@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -101,6 +102,9 @@ type MismatchError struct{ Reasons []string }
 func (e *MismatchError) Error() string {
 	return "not the same plan or mix: " + strings.Join(e.Reasons, "; ") + " (--force to compare anyway)"
 }
+
+// Is makes a mismatch a results.ErrNotComparable.
+func (e *MismatchError) Is(target error) bool { return target == results.ErrNotComparable }
 
 // Method says how intervals are found, for the report.
 const Method = "percentile bootstrap over requests (each side resampled independently, a request's samples kept together), Bonferroni-adjusted across rows"

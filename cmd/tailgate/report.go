@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/report"
@@ -49,7 +50,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if fs.NArg() != 1 {
 			return usageErr("--since reviews one directory of results, not %d", fs.NArg())
 		}
-		rv, err := report.ReadReview(fs.Arg(0), d, time.Now())
+		rv, err := report.ReadReview(fs.Arg(0), d, time.Now(), comparison.Brief)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
@@ -146,7 +145,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	if opts.Compression != nil {
 		comp = *opts.Compression
 	}
-	if _, err := mergeRecordFiles(paths, shifts, out.Path(results.RecordsFileName(comp)), form, comp); err != nil {
+	if _, err := results.MergeRecordFiles(paths, shifts, out.Path(results.RecordsFileName(comp)), form, comp); err != nil {
 		return nil, err
 	}
 	if err := copyTree(filepath.Join(string(dirs[0]), evidence.InputsDir), filepath.Join(string(out), evidence.InputsDir)); err != nil {
@@ -184,7 +183,10 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 			env.Ended = e.Ended
 		}
 	}
-	rep, err := acceptance.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
+	if opts.Rejudge == nil {
+		return nil, errors.New("merge: a plan to judge, but no Rejudge")
+	}
+	rep, err := opts.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
 	res.Report = rep
 	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/shard-*/%s", ShardsDir, evidence.EnvironmentFile))
 	return res, err

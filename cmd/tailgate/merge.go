@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/merge"
 	"github.com/tailgate-llm/tailgate/results"
@@ -57,8 +59,14 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	var opts merge.Options
-	opts.Version = version
+	opts := merge.Options{Version: version, Rejudge: acceptance.Rejudge,
+		Judge: func(dir results.Dir, spec *slo.Spec) (*slo.Report, []string, error) {
+			rep, saved, err := acceptance.Check(dir, spec, nil, time.Now().UTC())
+			if err != nil {
+				return nil, nil, err
+			}
+			return rep, saved.Notes, nil
+		}}
 	if *sloPath != "" {
 		spec, err := slo.LoadSpec(*sloPath)
 		if err != nil {

@@ -19,13 +19,10 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// EnvironmentFile is where the fingerprint goes in an evidence directory.
-const (
-	EnvironmentFile   = results.EnvironmentFile
-	EnvironmentSchema = "tailgate.environment/v1"
-	// InputsDir holds exact copies of the plan, SLO and mix files.
-	InputsDir = results.InputsDir
-)
+// EnvironmentSchema names environment.json's format (results names the
+// file: results.EnvironmentFile; its copies of the inputs are under
+// results.InputsDir).
+const EnvironmentSchema = "tailgate.environment/v1"
 
 // Environment is what a reviewer needs to know about where a run ran.
 type Environment struct {
@@ -188,12 +185,12 @@ func CopyInput(dir, role, src string) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, InputsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, results.InputsDir), 0o755); err != nil {
 		return Input{}, err
 	}
 	name := role + "-" + filepath.Base(src)
-	rel := InputsDir + "/" + name
-	if err := os.WriteFile(filepath.Join(dir, InputsDir, name), b, 0o644); err != nil {
+	rel := results.InputsDir + "/" + name
+	if err := os.WriteFile(filepath.Join(dir, results.InputsDir, name), b, 0o644); err != nil {
 		return Input{}, err
 	}
 	sum := sha256.Sum256(b)
@@ -204,7 +201,7 @@ func CopyInput(dir, role, src string) (Input, error) {
 func WriteEnvironment(dir string, e *Environment) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%s: %w", EnvironmentFile, err)
+		return fmt.Errorf("%s: %w", results.EnvironmentFile, err)
 	}
-	return writeAtomic(filepath.Join(dir, EnvironmentFile), append(b, '\n'))
+	return writeAtomic(filepath.Join(dir, results.EnvironmentFile), append(b, '\n'))
 }

@@ -16,10 +16,6 @@ import (
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// ShardsDir holds, in a merged evidence pack, every shard's own
-// environment.json (shards/shard-I/environment.json): where each ran.
-const ShardsDir = results.ShardsDir
-
 // IsPlanRun reports whether dir is a validate's evidence directory (per
 // stage results under stages/) rather than one run's.
 func IsPlanRun(dir results.Dir) bool {
@@ -45,7 +41,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	envs := make([]*evidence.Environment, len(dirs))
 	var problems []string
 	for i, d := range dirs {
-		b, err := os.ReadFile(d.Path(evidence.EnvironmentFile))
+		b, err := os.ReadFile(d.Path(results.EnvironmentFile))
 		if err == nil {
 			var e evidence.Environment
 			if err = json.Unmarshal(b, &e); err == nil {
@@ -53,7 +49,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 				continue
 			}
 		}
-		problems = append(problems, fmt.Sprintf("%s: %s: %v (not a finished validate)", d, evidence.EnvironmentFile, err))
+		problems = append(problems, fmt.Sprintf("%s: %s: %v (not a finished validate)", d, results.EnvironmentFile, err))
 	}
 	if len(problems) > 0 {
 		return nil, &RefusedError{Problems: problems}
@@ -75,7 +71,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	planCopy, sloCopy := envs[0].Inputs["plan"].Copy, envs[0].Inputs["slo"].Copy
 	if planCopy == "" || sloCopy == "" {
-		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], evidence.EnvironmentFile)
+		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], results.EnvironmentFile)
 	}
 	// Refusals first, stage by stage, before anything is written.
 	var stageShards = map[string][]*shard{}
@@ -148,7 +144,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	if _, err := results.MergeRecordFiles(paths, shifts, out.Path(results.RecordsFileName(comp)), form, comp); err != nil {
 		return nil, err
 	}
-	if err := copyTree(filepath.Join(string(dirs[0]), evidence.InputsDir), filepath.Join(string(out), evidence.InputsDir)); err != nil {
+	if err := copyTree(filepath.Join(string(dirs[0]), results.InputsDir), filepath.Join(string(out), results.InputsDir)); err != nil {
 		return nil, err
 	}
 	if err := copyFile(dirs[0].Path(results.QueueDelayFile), out.Path(results.QueueDelayFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -156,11 +152,11 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	for _, d := range dirs {
 		idx := shardIndex(stageShards, stageNames, d)
-		to := filepath.Join(string(out), ShardsDir, fmt.Sprintf("shard-%d", idx))
+		to := filepath.Join(string(out), results.ShardsDir, results.ShardDir(idx))
 		if err := os.MkdirAll(to, 0o755); err != nil {
 			return nil, &results.WriteError{Path: to, Err: err}
 		}
-		if err := copyFile(d.Path(evidence.EnvironmentFile), filepath.Join(to, evidence.EnvironmentFile)); err != nil {
+		if err := copyFile(d.Path(results.EnvironmentFile), filepath.Join(to, results.EnvironmentFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -188,7 +184,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	rep, err := opts.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
 	res.Report = rep
-	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/shard-*/%s", ShardsDir, evidence.EnvironmentFile))
+	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/%s/%s", results.ShardsDir, results.ShardDirs, results.EnvironmentFile))
 	return res, err
 }
 

@@ -147,7 +147,7 @@ func Read(dir string) (*Source, error) {
 		s.Parts = append(s.Parts, p)
 	}
 	if len(s.Parts) == 0 {
-		return nil, fmt.Errorf("%s: no run results (summary.json, stages/ or sweep.json)", dir)
+		return nil, fmt.Errorf("%s: no run results (%s, %s/ or %s)", dir, results.SummaryFile, results.StagesDir, results.SweepFile)
 	}
 	var off time.Duration
 	for _, p := range s.Parts {
@@ -198,7 +198,7 @@ func readPart(d results.Dir, name string) (*Part, error) {
 		return nil, err
 	}
 	if p.Summary == nil && len(p.Reqs) == 0 {
-		return nil, fmt.Errorf("%s: neither summary.json nor requests.jsonl", d)
+		return nil, fmt.Errorf("%s: neither %s nor %s", d, results.SummaryFile, results.RecordsFile)
 	}
 	p.Tel, err = readTelemetry(d.Path(results.TelemetryFile))
 	if err != nil {

@@ -264,7 +264,7 @@ func readEntry(dir string) (Entry, *Source, error) {
 		}
 	}
 	if e.At.IsZero() {
-		return e, nil, errors.New("no time recorded (summary.json run.started, verdict.json or sweep.json)")
+		return e, nil, fmt.Errorf("no time recorded (%s run.started, %s or %s)", results.SummaryFile, results.VerdictFile, results.SweepFile)
 	}
 	e.At = e.At.UTC()
 	for c := range changes {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/acceptance"
-	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
@@ -49,7 +48,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if *planPath == "" {
-		if m, _ := filepath.Glob(filepath.Join(string(dir), evidence.InputsDir, "plan-*")); len(m) == 1 {
+		if m, _ := filepath.Glob(filepath.Join(string(dir), results.InputsDir, "plan-*")); len(m) == 1 {
 			*planPath = m[0]
 			fmt.Fprintf(stderr, "tailgate check: using the run's plan %s\n", m[0])
 		}

@@ -97,11 +97,11 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // cannot be written is results not written (exit 3); one that cannot be
 // made is said and left out.
 func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
-	err := report.Write(dir.Path(report.File), report.FormatHTML, []string{string(dir)}, report.Options{Version: version})
+	err := report.Write(dir.Path(results.ReportFile), report.FormatHTML, []string{string(dir)}, report.Options{Version: version})
 	var we *results.WriteError
 	switch {
 	case err == nil:
-		fmt.Fprintf(stderr, "report in %s\n", dir.Path(report.File))
+		fmt.Fprintf(stderr, "report in %s\n", dir.Path(results.ReportFile))
 	case errors.As(err, &we):
 		return err
 	default:

@@ -82,7 +82,7 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: slo.ExitFailed, err: err}
 	}
-	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), evidence.SignatureFile, env.Signatures[0].KeyID)
+	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), results.SignatureFile, env.Signatures[0].KeyID)
 	return nil
 }
 

@@ -53,7 +53,7 @@ func sweepSource() *Source {
 		return p
 	}
 	a, b, c := mk("r20", 6*time.Second), mk("r10", 6*time.Second), mk("r40", 6*time.Second)
-	b.Summary.Capacity = &theater.Section{Buckets: []theater.Bucket{{FromS: 2.486348, ToS: 12.486348, Flag: true, Why: "busy"}}}
+	b.Summary.MetricTheater = &theater.Section{Buckets: []theater.Bucket{{FromS: 2.486348, ToS: 12.486348, Flag: true, Why: "busy"}}}
 	src := &Source{Dir: "sw", Kind: KindSweep, Parts: []*Part{a, b, c},
 		Sweep: &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r20", RatePerS: 20}, {Name: "r10", RatePerS: 10}, {Name: "r40", RatePerS: 40}}}}
 	var off time.Duration

@@ -30,7 +30,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 			"percentile spectrum of every run overlaid, latency and throughput over time with stage boundaries,\n"+
 			"per class, GPU utilisation beside queue delay and TTFT (metric theater marked), and for a sweep\n"+
 			"latency and goodput against load with the SLO-max and knee. The HTML needs no network and no\n"+
-			"JavaScript. validate and sweep write DIR/report.html themselves.\n\n%s", fs.FlagUsages())
+			"JavaScript. validate and sweep write DIR/"+results.ReportFile+" themselves.\n\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -105,7 +105,7 @@ func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
 	case errors.As(err, &we):
 		return err
 	default:
-		fmt.Fprintf(stderr, "warning: no report.html: %v\n", err)
+		fmt.Fprintf(stderr, "warning: no "+results.ReportFile+": %v\n", err)
 	}
 	return nil
 }

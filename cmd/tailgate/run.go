@@ -36,9 +36,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON, or a trace")
 	timeScale := fs.Float64("time-scale", 0, "trace replay: multiply trace timestamps (0.5 = twice as fast; default the mix's)")
 	sloPath := fs.String("slo", "", "judge the run against this SLO file (kind: SLO), as check does: exit 1 if an objective fails")
-	outDir := fs.String("out", "", "directory for summary.json, requests.jsonl, latency.hlog and telemetry.jsonl")
+	outDir := fs.String("out", "", "directory for "+results.SummaryFile+", "+results.RecordsFile+", "+results.HlogFile+" and "+results.TelemetryFile)
 	force := fs.Bool("force", false, "replace the results already in --out")
-	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
+	asJSON := fs.Bool("json", false, "print "+results.SummaryFile+" to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
 	pf.register(fs)

@@ -25,6 +25,10 @@ import (
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
+// Exit codes are slo.Exit* (0 ok, 1 failed, 2 usage, 3 invalid, 4
+// inconclusive; README.md), tailgate's one set; a judgement's code comes
+// from results.Exit, its one precedence rule.
+
 // command is one subcommand: it parses its own flags from args and returns
 // nil or an error that says how it ended (see exitCode). It must return
 // promptly when ctx is cancelled (Ctrl-C), after writing whatever results

@@ -138,13 +138,13 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	for role, p := range map[string]string{"plan": cfg.PlanPath, "slo": plan.Resolve(plan.SLOPath), "mix": plan.Resolve(plan.MixPath)} {
 		in, err := evidence.CopyInput(string(out), role, p)
 		if err != nil {
-			return nil, &results.WriteError{Path: filepath.Join(string(out), evidence.InputsDir), Err: err}
+			return nil, &results.WriteError{Path: filepath.Join(string(out), results.InputsDir), Err: err}
 		}
 		env.Inputs[role] = in
 	}
 	// The mix resolved: every setting and each data file by name and
 	// SHA-256, so the prompts are reproducible from the evidence.
-	canon := filepath.Join(string(out), evidence.InputsDir, "mix.canonical.json")
+	canon := filepath.Join(string(out), results.InputsDir, results.CanonicalMixFile)
 	if err := os.WriteFile(canon, append(cfg.Mix.Canonical(), '\n'), 0o644); err != nil {
 		return nil, &results.WriteError{Path: canon, Err: err}
 	}
@@ -288,7 +288,7 @@ func loadText(st slo.Stage) string {
 // and a new manifest into out. A signature over an older manifest is
 // removed: it would no longer verify.
 func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
-	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
+	rep.Tool = loadgen.NewTool(version)
 	// Each stage's start, from its summary: junit.xml's timestamps say
 	// when the stages ran, however often the pack is judged again.
 	for i := range rep.Stages {
@@ -307,28 +307,28 @@ func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version
 	}
 	if env != nil {
 		if err := evidence.WriteEnvironment(string(out), env); err != nil {
-			return &results.WriteError{Path: out.Path(evidence.EnvironmentFile), Err: err}
+			return &results.WriteError{Path: out.Path(results.EnvironmentFile), Err: err}
 		}
 	}
 	// The report is part of the evidence, so the manifest covers it; one
 	// that cannot be made is results not written.
-	if err := report.Write(out.Path(report.File), report.FormatHTML, []string{string(out)}, report.Options{Version: version}); err != nil {
+	if err := report.Write(out.Path(results.ReportFile), report.FormatHTML, []string{string(out)}, report.Options{Version: version}); err != nil {
 		var we *results.WriteError
 		if !errors.As(err, &we) {
-			err = &results.WriteError{Path: out.Path(report.File), Err: err}
+			err = &results.WriteError{Path: out.Path(results.ReportFile), Err: err}
 		}
 		return err
 	}
-	os.Remove(out.Path(evidence.SignatureFile))
+	os.Remove(out.Path(results.SignatureFile))
 	if _, err := evidence.Write(string(out)); err != nil {
-		return &results.WriteError{Path: out.Path(evidence.ManifestFile), Err: err}
+		return &results.WriteError{Path: out.Path(results.ManifestFile), Err: err}
 	}
 	return nil
 }
 
 // readEnvironment reads out's environment.json (nil if absent or bad).
 func readEnvironment(out results.Dir) *evidence.Environment {
-	b, err := os.ReadFile(out.Path(evidence.EnvironmentFile))
+	b, err := os.ReadFile(out.Path(results.EnvironmentFile))
 	if err != nil {
 		return nil
 	}

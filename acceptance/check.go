@@ -164,7 +164,7 @@ func markIncomplete(rep *slo.Report, dir results.Dir, sv *Saved) {
 		rep.Problems = append(rep.Problems, slo.Problem{Check: "incomplete", Detail: msg})
 		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
 	} else if s, err := dir.ReadSummary(); err == nil && s.Run.Interrupted {
-		sv.Notes = append(sv.Notes, "the run was interrupted (summary.json run.interrupted): the verdict covers what ran")
+		sv.Notes = append(sv.Notes, "the run was interrupted ("+results.SummaryFile+" run.interrupted): the verdict covers what ran")
 	}
 }
 

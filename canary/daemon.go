@@ -565,7 +565,7 @@ func (d *Daemon) logEvaluation(s *Status) {
 			// Coverage beside every figure: early in a canary's life a
 			// "1h" burn rate is a few minutes' and the budget a few hours'.
 			fmt.Fprintf(&b, "; %s burn 5m=%.2f (%.0f%% covered) 1h=%.2f (%.0f%%) budget=%.1f%% (%s %.1f%% covered)", o.Name,
-				o.burn("5m"), 100*o.coverage("5m"), o.burn("1h"), 100*o.coverage("1h"), 100*o.BudgetRemaining,
+				o.BurnRate("5m"), 100*o.Coverage("5m"), o.BurnRate("1h"), 100*o.Coverage("1h"), 100*o.BudgetRemaining,
 				o.SLOWindow.Window, 100*o.SLOWindow.Coverage)
 		}
 	}

@@ -35,7 +35,7 @@ func TestSweepEnergyAndCostPerLevel(t *testing.T) {
 	}
 	starts = append(starts, srv.EnergyJoules())
 	// A level that was invalid or undecided runs again: every run of a
-	// level is a LevelResult, and its start a reading.
+	// level is a results.SweepLevel, and its start a reading.
 	if len(res.Levels) < 2 || len(starts) != len(res.Levels)+1 {
 		t.Fatalf("%d levels, %d readings", len(res.Levels), len(starts))
 	}

@@ -57,8 +57,8 @@ func TestInvalidLevelIsRerunAndNotAFailure(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, l := range res.Levels {
-		if l.Valid || l.Pass || !strings.HasPrefix(l.line(), "INVALID: ") || !strings.Contains(l.line(), "no_requests") || seen[l.Name] {
-			t.Errorf("level %s: valid %v pass %v line %q", l.Name, l.Valid, l.Pass, l.line())
+		if l.Valid || l.Pass || !strings.HasPrefix(levelLine(&l), "INVALID: ") || !strings.Contains(levelLine(&l), "no_requests") || seen[l.Name] {
+			t.Errorf("level %s: valid %v pass %v line %q", l.Name, l.Valid, l.Pass, levelLine(&l))
 		}
 		seen[l.Name] = true
 	}
@@ -97,8 +97,8 @@ func TestInterruptedLevelIsInvalid(t *testing.T) {
 		t.Fatalf("interrupted %v, %d levels", res.Interrupted, len(res.Levels))
 	}
 	l := res.Levels[0]
-	if l.Valid || l.Pass || !strings.Contains(l.line(), "interrupted") {
-		t.Errorf("level %+v: %s", l, l.line())
+	if l.Valid || l.Pass || !strings.Contains(levelLine(&l), "interrupted") {
+		t.Errorf("level %+v: %s", l, levelLine(&l))
 	}
 	w := strings.Join(res.Warnings, "\n")
 	if res.SLOMax != nil || strings.Contains(w, "below") || !strings.Contains(w, "no conclusion is drawn") {

@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // knee finds where latency starts to climb faster than load (see the
 // package doc); nil when no pair of levels shows it.
-func knee(ls []LevelResult) *Point {
-	var pts []LevelResult
+func knee(ls []results.SweepLevel) *results.SweepPoint {
+	var pts []results.SweepLevel
 	for _, l := range ls {
 		if !l.Saturated && l.AchievedPerS > 0 && l.LatencyMs[loadgen.MetricE2E].P50 > 0 {
 			pts = append(pts, l)
 		}
 	}
-	slices.SortFunc(pts, func(a, b LevelResult) int { return cmpFloat(a.AchievedPerS, b.AchievedPerS) })
+	slices.SortFunc(pts, func(a, b results.SweepLevel) int { return cmpFloat(a.AchievedPerS, b.AchievedPerS) })
 	for i := 0; i+1 < len(pts); i++ {
 		a, b := pts[i], pts[i+1]
 		dx := math.Log(b.AchievedPerS / a.AchievedPerS)
@@ -29,7 +30,7 @@ func knee(ls []LevelResult) *Point {
 		}
 		e := math.Log(b.LatencyMs[loadgen.MetricE2E].P50/a.LatencyMs[loadgen.MetricE2E].P50) / dx
 		if e > 1 {
-			return &Point{Level: a.Name, RatePerS: a.RatePerS, Concurrency: a.Concurrency, AchievedPerS: a.AchievedPerS,
+			return &results.SweepPoint{Level: a.Name, RatePerS: a.RatePerS, Concurrency: a.Concurrency, AchievedPerS: a.AchievedPerS,
 				Elasticity: e, Note: fmt.Sprintf("E2E p50 grows %.2f× as fast as throughput from %s to %s", e, a.Name, b.Name)}
 		}
 	}
@@ -78,24 +79,8 @@ func ParseGrowth(s string) (*Growth, error) {
 // daysPerMonth is the mean Gregorian month.
 const daysPerMonth = 365.2425 / 12
 
-// Headroom is sweep.json's headroom block.
-type Headroom struct {
-	CurrentRatePerS float64 `json:"current_rate_per_s"`
-	SLOMaxRatePerS  float64 `json:"slo_max_rate_per_s"`
-	// HeadroomPct is how much more demand the SLO-max allows, in percent
-	// of the current (negative: already past it).
-	HeadroomPct    float64 `json:"headroom_pct"`
-	Growth         string  `json:"growth,omitempty"`
-	GrowthPerMonth float64 `json:"growth_per_month,omitempty"`
-	// MonthsToSLOMax and ReachesAt say when demand growing at Growth
-	// reaches the SLO-max.
-	MonthsToSLOMax *float64   `json:"months_to_slo_max,omitempty"`
-	ReachesAt      *time.Time `json:"reaches_slo_max_at,omitempty"`
-	Note           string     `json:"note"`
-}
-
-func headroom(current, max float64, g *Growth, now time.Time) *Headroom {
-	h := &Headroom{CurrentRatePerS: current, SLOMaxRatePerS: max, HeadroomPct: 100 * (max/current - 1)}
+func headroom(current, max float64, g *Growth, now time.Time) *results.SweepHeadroom {
+	h := &results.SweepHeadroom{CurrentRatePerS: current, SLOMaxRatePerS: max, HeadroomPct: 100 * (max/current - 1)}
 	h.Note = fmt.Sprintf("%.0f%% headroom: %.3g req/s now, SLO-max %.3g req/s", h.HeadroomPct, current, max)
 	if g == nil {
 		return h

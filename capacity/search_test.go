@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // A synthetic latency curve with a known boundary: score = s(λ)/X with
@@ -119,11 +120,11 @@ func TestGrowthAndHeadroom(t *testing.T) {
 }
 
 func TestKnee(t *testing.T) {
-	lv := func(name string, rate, e2e float64) LevelResult {
-		return LevelResult{Name: name, RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]loadgen.Hist{"e2e": {P50: e2e}}}
+	lv := func(name string, rate, e2e float64) results.SweepLevel {
+		return results.SweepLevel{Name: name, RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]loadgen.Hist{"e2e": {P50: e2e}}}
 	}
 	// E2E = 32 ms / (1 − λ/125): elasticity λ/(125 − λ) passes 1 at 62.5.
-	var ls []LevelResult
+	var ls []results.SweepLevel
 	for _, r := range []float64{20, 40, 60, 80, 100} {
 		ls = append(ls, lv("r", r, 32/(1-r/125)))
 	}

@@ -73,7 +73,7 @@ type Config struct {
 // Run runs the sweep and writes sweep.json. The error is for a sweep that
 // could not start or finish (bad configuration, results not writable); an
 // interrupted sweep returns its partial result with Interrupted set.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	if cfg.SLO == nil {
 		return nil, errors.New("capacity: a sweep needs an SLO (--slo)")
 	}
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		log = io.Discard
 	}
 	closed := cfg.Search.closed()
-	res := &Result{Schema: Schema, Tool: Tool{Name: "tailgate", Version: cfg.Meta.Version},
+	res := &results.Sweep{Schema: results.SweepSchema, Tool: loadgen.NewTool(cfg.Meta.Version),
 		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
 		Rules: Rules, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
 		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}
@@ -121,10 +121,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	best, ok, limited, err := cfg.Search.run(ctx, func(ctx context.Context, l Level, attempt int) (Outcome, error) {
 		minReq, extended := res.MinRequests, false
 		for try := 1; ; try++ {
-			lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, minReq, res.attempt(l, attempt))
+			lr, o, err := cfg.runLevel(ctx, l, len(res.Levels)+1, minReq, nextAttempt(res, l, attempt))
 			if lr != nil {
 				res.Levels = append(res.Levels, *lr)
-				fmt.Fprintf(log, "level %s: %s\n", lr.Name, lr.line())
+				fmt.Fprintf(log, "level %s: %s\n", lr.Name, levelLine(lr))
 			}
 			if err != nil || lr == nil {
 				return o, err
@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// A level its sample did not decide is run once more, long
 			// enough to decide it if its miss rate holds: counted as a
 			// failure, it would put the SLO-max below the truth.
-			if need := lr.need(); !extended && lr.Valid && !lr.Saturated && lr.Status == slo.ReportInconclusive && need > minReq {
+			if need := need(lr); !extended && lr.Valid && !lr.Saturated && lr.Status == slo.ReportInconclusive && need > minReq {
 				extended, minReq = true, need
 				fmt.Fprintf(log, "level %s: INCONCLUSIVE, running it again to measure %d requests\n", lr.Name, need)
 				continue
@@ -156,10 +156,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	switch {
 	case ok:
-		lr := res.passing(best)
-		res.SLOMax = &Point{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
+		lr := passing(res, best)
+		res.SLOMax = &results.SweepPoint{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
 			AchievedPerS: lr.AchievedPerS, Energy: lr.Energy}
-		res.SLOMax.note(cfg.Search, best, res.Levels)
+		notePoint(res.SLOMax, cfg.Search, best, res.Levels)
 	case passed:
 		res.Warnings = append(res.Warnings, "a level passed, but not as the SLO-max (a lower level failed or was invalid, or the sweep stopped first): no SLO-max is claimed")
 	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid:
@@ -172,11 +172,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Knee = knee(res.Levels)
 	if cfg.CurrentRate > 0 && res.SLOMax != nil {
-		res.Headroom = headroom(cfg.CurrentRate, res.SLOMax.rate(), cfg.Growth, res.Ended)
+		res.Headroom = headroom(cfg.CurrentRate, res.SLOMax.Rate(), cfg.Growth, res.Ended)
 	}
 	res.Warnings = append(res.Warnings, monotoneWarnings(res.Levels)...)
 	if cfg.Out != "" {
-		if werr := results.WriteJSON(cfg.Out.Path(results.SweepFile), res); werr != nil && err == nil {
+		if werr := cfg.Out.WriteSweep(res); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -263,7 +263,7 @@ func (c *Config) options(l Level, minReq int) loadgen.Options {
 }
 
 // runLevel runs and judges one level.
-func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt int) (*LevelResult, Outcome, error) {
+func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt int) (*results.SweepLevel, Outcome, error) {
 	opts := c.options(l, minReq)
 	name := l.Name()
 	if attempt > 1 {
@@ -313,7 +313,7 @@ func (c *Config) bounds() slo.Validity {
 
 // need is the most requests any of the level's undecided verdicts needs
 // to be decided (0: none would, or none is undecided).
-func (l *LevelResult) need() int {
+func need(l *results.SweepLevel) int {
 	n := uint64(0)
 	for _, v := range l.Verdicts {
 		if v.Status == slo.Inconclusive {
@@ -332,12 +332,12 @@ const MaxInvalidAttempts = 3
 // not a run to discard: a sweep reads them as saturation.
 var serverSide = map[string]bool{"errors": true, "dropped": true, "cut_at_end": true}
 
-// attempt is the attempt number for the next run of l: one above the
+// nextAttempt is the attempt number for the next run of l: one above the
 // highest run so far (at least min), so every run has its own name.
-func (r *Result) attempt(l Level, min int) int {
+func nextAttempt(r *results.Sweep, l Level, min int) int {
 	a := min
 	for _, lr := range r.Levels {
-		if lr.value() == l.Value() && lr.Attempt >= a {
+		if lr.Value() == l.Value() && lr.Attempt >= a {
 			a = lr.Attempt + 1
 		}
 	}
@@ -345,9 +345,9 @@ func (r *Result) attempt(l Level, min int) int {
 }
 
 // levelResult reads a level's figures and decides pass and saturation.
-func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, bounds slo.Validity) *LevelResult {
+func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, bounds slo.Validity) *results.SweepLevel {
 	s := res.Summary
-	lr := &LevelResult{Name: l.Name(), RatePerS: l.Rate, Concurrency: l.Concurrency, Order: order,
+	lr := &results.SweepLevel{Name: l.Name(), RatePerS: l.Rate, Concurrency: l.Concurrency, Order: order,
 		OfferedPerS: s.Throughput.OfferedPerS, AchievedPerS: s.Throughput.RequestsPerS,
 		GoodputPerS: s.Throughput.GoodputPerS, OutputTokensPerS: s.Throughput.OutputTokensPerS,
 		Requests: s.Requests, MinRequests: minReq, LatencyMs: map[string]loadgen.Hist{},
@@ -387,7 +387,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 }
 
 // saturation says why a level is saturated ("" when it is not).
-func saturation(s *results.Summary, lr *LevelResult, bounds slo.Validity) string {
+func saturation(s *results.Summary, lr *results.SweepLevel, bounds slo.Validity) string {
 	q := s.Requests
 	switch {
 	case q.Sent > 0 && bounds.MaxErrorRate.CmpRatio(uint64(q.Errors), uint64(q.Sent)) > 0:
@@ -459,9 +459,9 @@ func (t *trend) quarters() (first, last float64) {
 
 // monotoneWarnings flags a level that passed above one that failed: the
 // latency curve is not monotone there (noise, or a level too short).
-func monotoneWarnings(ls []LevelResult) []string {
+func monotoneWarnings(ls []results.SweepLevel) []string {
 	sorted := slices.Clone(ls)
-	slices.SortFunc(sorted, func(a, b LevelResult) int { return cmpFloat(a.value(), b.value()) })
+	slices.SortFunc(sorted, func(a, b results.SweepLevel) int { return cmpFloat(a.Value(), b.Value()) })
 	var w []string
 	for i, a := range sorted {
 		if a.Pass {

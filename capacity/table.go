@@ -8,17 +8,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
 // WriteTable prints the sweep: one row per level, by load, then the
 // SLO-max, the knee and the headroom.
-func WriteTable(w io.Writer, r *Result) {
+func WriteTable(w io.Writer, r *results.Sweep) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "level\toffered/s\tachieved/s\tgoodput/s\tTTFT p99\tITL p99\tTPOT p99\tE2E p99\tGPU util\tqueue p99\tverdict\t")
 	ls := slices.Clone(r.Levels)
-	slices.SortFunc(ls, func(a, b LevelResult) int { return cmpFloat(a.value(), b.value()) })
-	ms := func(l LevelResult, m string) string {
+	slices.SortFunc(ls, func(a, b results.SweepLevel) int { return cmpFloat(a.Value(), b.Value()) })
+	ms := func(l results.SweepLevel, m string) string {
 		h, ok := l.LatencyMs[m]
 		if !ok || h.Count == 0 {
 			return "-"
@@ -65,7 +66,7 @@ func WriteTable(w io.Writer, r *Result) {
 	if r.SLOMax != nil {
 		fmt.Fprintf(w, "SLO-max: %s (%.1f req/s achieved): %s\n", r.SLOMax.Level, r.SLOMax.AchievedPerS, r.SLOMax.Note)
 	} else {
-		fmt.Fprintln(w, "SLO-max: none: "+r.noSLOMax())
+		fmt.Fprintln(w, "SLO-max: none: "+noSLOMax(r))
 	}
 	if line := energyLine(ls); line != "" {
 		fmt.Fprintln(w, line)
@@ -85,7 +86,7 @@ func WriteTable(w io.Writer, r *Result) {
 
 // energyLine lists each level's energy per output token and cost per
 // million output tokens ("" when no level read energy).
-func energyLine(ls []LevelResult) string {
+func energyLine(ls []results.SweepLevel) string {
 	var parts []string
 	why := ""
 	for _, l := range ls {

@@ -43,7 +43,7 @@ func TestSweepFindsSLOMaxOpenLoop(t *testing.T) {
 	if res.MinRequests != 299 { // 0.99²⁹⁹ ≤ 0.05: the 1% error rate is the strictest
 		t.Errorf("min requests %d, want 299 to decide a 1%% error rate at 95%%", res.MinRequests)
 	}
-	top := res.level("r200")
+	top := levelNamed(res, "r200")
 	if !top.Saturated || top.Pass {
 		t.Errorf("r200 (1.6× the 125 req/s capacity) not saturated: %+v", top.Saturation)
 	}
@@ -58,7 +58,7 @@ func TestSweepFindsSLOMaxOpenLoop(t *testing.T) {
 	if len(res.Levels) > 9 {
 		t.Errorf("%d levels run; bisection alone needs 8 for 5%% over 50..200, plus the confirmation", len(res.Levels))
 	}
-	got, err := Read(cfg.Out)
+	got, err := cfg.Out.ReadSweep()
 	if err != nil || got.SLOMax == nil || got.SLOMax.Level != res.SLOMax.Level || len(got.Levels) != len(res.Levels) {
 		t.Fatalf("sweep.json read back: %v %+v", err, got)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // Verdicts of a row.
@@ -23,11 +25,6 @@ const (
 	FasterDemand  = "faster, demand changed"
 	NotEnoughData = "not enough data"
 )
-
-// ExitInconclusive is the exit code of a comparison that judged no row:
-// it cannot say whether the candidate regressed (tailgate's exit code for
-// a sample too small to decide).
-const ExitInconclusive = 4
 
 // Schema names the comparison's JSON.
 const Schema = "tailgate.compare/v1"
@@ -105,6 +102,9 @@ type MismatchError struct{ Reasons []string }
 func (e *MismatchError) Error() string {
 	return "not the same plan or mix: " + strings.Join(e.Reasons, "; ") + " (--force to compare anyway)"
 }
+
+// Is makes a mismatch a results.ErrNotComparable.
+func (e *MismatchError) Is(target error) bool { return target == results.ErrNotComparable }
 
 // Method says how intervals are found, for the report.
 const Method = "percentile bootstrap over requests (each side resampled independently, a request's samples kept together), Bonferroni-adjusted across rows"
@@ -232,10 +232,11 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	}
 	switch {
 	case rep.Regressions > 0:
-		rep.ExitCode = 1
+		rep.ExitCode = slo.ExitFailed
 	case judged == 0:
-		// Nothing was compared: never green by accident.
-		rep.ExitCode = ExitInconclusive
+		// Nothing was compared (it cannot say whether the candidate
+		// regressed): never green by accident.
+		rep.ExitCode = slo.ExitInconclusive
 	}
 	return rep, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // records makes n streamed requests of 8 tokens whose step (ITL) is drawn
@@ -166,7 +167,7 @@ func TestNothingJudgedIsNotGreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Judged != 0 || rep.ExitCode != ExitInconclusive || len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[len(rep.Warnings)-1], "no row had enough requests") {
+	if rep.Judged != 0 || rep.ExitCode != slo.ExitInconclusive || len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[len(rep.Warnings)-1], "no row had enough requests") {
 		t.Errorf("15 requests a side: judged %d, exit %d, warnings %q", rep.Judged, rep.ExitCode, rep.Warnings)
 	}
 	for _, r := range rep.Rows {

@@ -134,7 +134,7 @@ func Read(dir string) (*Side, error) {
 			addSummary(sum, st)
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, evidence.EnvironmentFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, results.EnvironmentFile)); err == nil {
 		var env evidence.Environment
 		if json.Unmarshal(b, &env) == nil {
 			s.PlanHash, s.MixHash = env.Inputs["plan"].SHA256, env.Inputs["mix"].SHA256

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // SweepSchema names a sweep comparison's JSON.
@@ -89,9 +89,9 @@ type SLOMaxChange struct {
 // where latency grows faster than load, so it lies between that level and
 // the next one run.
 type KneeChange struct {
-	Baseline  *capacity.Point `json:"baseline"`
-	Candidate *capacity.Point `json:"candidate"`
-	Note      string          `json:"note,omitempty"`
+	Baseline  *results.SweepPoint `json:"baseline"`
+	Candidate *results.SweepPoint `json:"candidate"`
+	Note      string              `json:"note,omitempty"`
 }
 
 // LevelChange is one load level both sweeps ran, compared as two runs.
@@ -122,11 +122,11 @@ func (e *MismatchSweepError) Error() string {
 // SLO-max (the candidate's interval wholly at or below the baseline's) or a
 // regression at a shared level not explained by demand gates (exit 1).
 func CompareSweeps(baseDir, candDir string, opt Options) (*SweepReport, error) {
-	base, err := capacity.Read(results.Dir(baseDir))
+	base, err := results.Dir(baseDir).ReadSweep()
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	cand, err := capacity.Read(results.Dir(candDir))
+	cand, err := results.Dir(candDir).ReadSweep()
 	if err != nil {
 		return nil, fmt.Errorf("candidate: %w", err)
 	}
@@ -157,7 +157,7 @@ func CompareSweeps(baseDir, candDir string, opt Options) (*SweepReport, error) {
 		rep.Knee.Note = fmt.Sprintf("achieved throughput at the knee %.3g → %.3g req/s (%+.0f%%); each knee is only as fine as the levels run",
 			base.Knee.AchievedPerS, cand.Knee.AchievedPerS, 100*(cand.Knee.AchievedPerS/base.Knee.AchievedPerS-1))
 	}
-	for _, w := range []*capacity.Result{base, cand} {
+	for _, w := range []*results.Sweep{base, cand} {
 		if w.Interrupted {
 			rep.Warnings = append(rep.Warnings, "a sweep was interrupted: its SLO-max interval covers only the levels it ran")
 		}
@@ -174,24 +174,24 @@ func CompareSweeps(baseDir, candDir string, opt Options) (*SweepReport, error) {
 	}
 	switch {
 	case rep.Regressions > 0:
-		rep.ExitCode = 1
+		rep.ExitCode = slo.ExitFailed
 	case rep.SLOMax.Verdict == CapacityNone && len(rep.Levels) == 0:
-		rep.ExitCode = ExitInconclusive
+		rep.ExitCode = slo.ExitInconclusive
 		rep.Warnings = append(rep.Warnings, "neither an SLO-max nor a shared level to compare: the comparison cannot say whether the candidate regressed")
 	}
 	return rep, nil
 }
 
 // interval is where the sweep's search leaves its SLO-max.
-func interval(r *capacity.Result) (Interval, bool) {
+func interval(r *results.Sweep) (Interval, bool) {
 	var iv Interval
 	found := r.SLOMax != nil
 	if found {
-		iv.Low, iv.LowLevel = pointLoad(r.SLOMax), r.SLOMax.Level
+		iv.Low, iv.LowLevel = r.SLOMax.Value(), r.SLOMax.Level
 	}
 	for i := range r.Levels {
 		l := &r.Levels[i]
-		v := levelValue(l)
+		v := l.Value()
 		if l.Pass || v <= iv.Low || (!l.Valid && !l.Saturated) {
 			continue // an invalid level says nothing of the server
 		}
@@ -203,7 +203,7 @@ func interval(r *capacity.Result) (Interval, bool) {
 	return iv, found
 }
 
-func sloMaxChange(base, cand *capacity.Result) SLOMaxChange {
+func sloMaxChange(base, cand *results.Sweep) SLOMaxChange {
 	bi, bok := interval(base)
 	ci, cok := interval(cand)
 	c := SLOMaxChange{Baseline: bi, Candidate: ci, Verdict: CapacitySame}
@@ -235,26 +235,12 @@ func sloMaxChange(base, cand *capacity.Result) SLOMaxChange {
 	return c
 }
 
-func pointLoad(p *capacity.Point) float64 {
-	if p.Concurrency > 0 {
-		return float64(p.Concurrency)
-	}
-	return p.RatePerS
-}
-
-func levelValue(l *capacity.LevelResult) float64 {
-	if l.Concurrency > 0 {
-		return float64(l.Concurrency)
-	}
-	return l.RatePerS
-}
-
 // levelChanges compares the last run of every load both sweeps ran.
-func levelChanges(base, cand *capacity.Result, baseDir, candDir string, opt Options) []LevelChange {
-	last := func(r *capacity.Result) map[float64]*capacity.LevelResult {
-		m := map[float64]*capacity.LevelResult{}
+func levelChanges(base, cand *results.Sweep, baseDir, candDir string, opt Options) []LevelChange {
+	last := func(r *results.Sweep) map[float64]*results.SweepLevel {
+		m := map[float64]*results.SweepLevel{}
 		for i := range r.Levels {
-			m[levelValue(&r.Levels[i])] = &r.Levels[i]
+			m[r.Levels[i].Value()] = &r.Levels[i]
 		}
 		return m
 	}
@@ -293,7 +279,7 @@ func levelChanges(base, cand *capacity.Result, baseDir, candDir string, opt Opti
 	return out
 }
 
-func levelStatus(l *capacity.LevelResult) string {
+func levelStatus(l *results.SweepLevel) string {
 	switch {
 	case !l.Valid && !l.Saturated:
 		return "INVALID"
@@ -328,7 +314,7 @@ func WriteSweepTable(w io.Writer, r *SweepReport) {
 		fmt.Fprintf(w, " (%s)", m.Note)
 	}
 	fmt.Fprintln(w)
-	knee := func(p *capacity.Point) string {
+	knee := func(p *results.SweepPoint) string {
 		if p == nil {
 			return "none found"
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -16,9 +15,9 @@ import (
 func sweepDir(t *testing.T, mode string, rates []float64, maxPass float64, invalid ...float64) string {
 	t.Helper()
 	dir := t.TempDir()
-	r := &capacity.Result{Schema: capacity.Schema, Mode: mode, SLO: "chat", Arrival: "poisson"}
+	r := &results.Sweep{Schema: results.SweepSchema, Mode: mode, SLO: "chat", Arrival: "poisson"}
 	for i, v := range rates {
-		l := capacity.LevelResult{Name: fmt.Sprintf("r%g", v), RatePerS: v, Order: i + 1, Valid: true, AchievedPerS: v}
+		l := results.SweepLevel{Name: fmt.Sprintf("r%g", v), RatePerS: v, Order: i + 1, Valid: true, AchievedPerS: v}
 		l.Pass = v <= maxPass
 		for _, x := range invalid {
 			if x == v {
@@ -27,7 +26,7 @@ func sweepDir(t *testing.T, mode string, rates []float64, maxPass float64, inval
 		}
 		r.Levels = append(r.Levels, l)
 		if l.Pass && (r.SLOMax == nil || v > r.SLOMax.RatePerS) {
-			r.SLOMax = &capacity.Point{Level: l.Name, RatePerS: v, AchievedPerS: v}
+			r.SLOMax = &results.SweepPoint{Level: l.Name, RatePerS: v, AchievedPerS: v}
 		}
 	}
 	if err := results.WriteJSON(filepath.Join(dir, results.SweepFile), r); err != nil {

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -54,9 +56,9 @@ type Subject struct {
 // out, against which inputs, where, and who signed. Measured figures and
 // estimates are kept apart: each verdict says its basis.
 type Predicate struct {
-	Tool     Tool      `json:"tool"` // the tailgate that signed
-	Reviewer string    `json:"reviewer,omitempty"`
-	SignedAt time.Time `json:"signed_at"`
+	Tool     loadgen.Tool `json:"tool"` // the tailgate that signed
+	Reviewer string       `json:"reviewer,omitempty"`
+	SignedAt time.Time    `json:"signed_at"`
 	// Inputs are the plan, SLO and mix copied into the pack, with hashes.
 	Inputs map[string]Input `json:"inputs,omitempty"`
 	// Plan and SLO name what the verdict judged (empty for a plain run).
@@ -144,19 +146,21 @@ func statement(dir string, m *Manifest, manifestRaw []byte, opt SignOptions) (*S
 	}
 	// The manifest is a file of the pack too: a verifier that reads it
 	// knows it is the one signed.
-	st.Subject = append(st.Subject, Subject{Name: ManifestFile, Digest: map[string]string{"sha256": sha256Hex(manifestRaw)}})
+	st.Subject = append(st.Subject, Subject{Name: results.ManifestFile, Digest: map[string]string{"sha256": sha256Hex(manifestRaw)}})
 	slices.SortFunc(st.Subject, func(a, b Subject) int { return strings.Compare(a.Name, b.Name) })
 	now := opt.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	p := &st.Predicate
-	p.Tool, p.Reviewer, p.SignedAt = Tool{Name: "tailgate", Version: opt.Version}, opt.Reviewer, now.UTC()
+	// Go is the signer's toolchain: the "go" key the attestation has
+	// always had, now filled.
+	p.Tool, p.Reviewer, p.SignedAt = loadgen.Tool{Name: "tailgate", Version: opt.Version, Go: runtime.Version()}, opt.Reviewer, now.UTC()
 	d := results.Dir(dir)
-	if b, err := os.ReadFile(d.Path(EnvironmentFile)); err == nil {
+	if b, err := os.ReadFile(d.Path(results.EnvironmentFile)); err == nil {
 		var env Environment
 		if err := json.Unmarshal(b, &env); err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Path(EnvironmentFile), err)
+			return nil, fmt.Errorf("%s: %w", d.Path(results.EnvironmentFile), err)
 		}
 		p.Environment, p.Inputs = json.RawMessage(compactJSON(b)), env.Inputs
 	}
@@ -227,15 +231,15 @@ func basis(v *slo.Verdict) string {
 func checkStatement(dir string, payload []byte) (*Manifest, error) {
 	var st Statement
 	if err := json.Unmarshal(payload, &st); err != nil {
-		return nil, &FileError{Path: SignatureFile, Reason: "payload is not an in-toto statement: " + err.Error()}
+		return nil, &FileError{Path: results.SignatureFile, Reason: "payload is not an in-toto statement: " + err.Error()}
 	}
 	if st.Type != StatementType || st.PredicateType != PredicateType {
-		return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("statement type %q, predicate %q: not tailgate's", st.Type, st.PredicateType)}
+		return nil, &FileError{Path: results.SignatureFile, Reason: fmt.Sprintf("statement type %q, predicate %q: not tailgate's", st.Type, st.PredicateType)}
 	}
 	m := &Manifest{Schema: ManifestSchema}
 	for _, s := range st.Subject {
 		if s.Name == "" || filepath.IsAbs(s.Name) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(s.Name)), "..") {
-			return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("subject %q is not a path inside the pack", s.Name)}
+			return nil, &FileError{Path: results.SignatureFile, Reason: fmt.Sprintf("subject %q is not a path inside the pack", s.Name)}
 		}
 		m.Files = append(m.Files, File{Path: s.Name, SHA256: s.Digest["sha256"], Size: -1})
 	}
@@ -247,7 +251,7 @@ func checkStatement(dir string, payload []byte) (*Manifest, error) {
 func checkSubjects(dir string, m *Manifest) error {
 	listed, err := checkFiles(dir, m.Files, func(want, got File) string {
 		switch {
-		case got.SHA256 != want.SHA256 && want.Path == ManifestFile:
+		case got.SHA256 != want.SHA256 && want.Path == results.ManifestFile:
 			return "modified: it is not the manifest that was signed"
 		case got.SHA256 != want.SHA256:
 			return "modified: SHA-256 " + got.SHA256 + ", the attestation says " + want.SHA256
@@ -261,8 +265,8 @@ func checkSubjects(dir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		now.Files = append(now.Files, File{Path: ManifestFile})
+	if _, err := os.Stat(filepath.Join(dir, results.ManifestFile)); err == nil {
+		now.Files = append(now.Files, File{Path: results.ManifestFile})
 	}
 	for _, f := range now.Files {
 		if !listed[f.Path] {

@@ -19,22 +19,19 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// EnvironmentFile is where the fingerprint goes in an evidence directory.
-const (
-	EnvironmentFile   = results.EnvironmentFile
-	EnvironmentSchema = "tailgate.environment/v1"
-	// InputsDir holds exact copies of the plan, SLO and mix files.
-	InputsDir = results.InputsDir
-)
+// EnvironmentSchema names environment.json's format (results names the
+// file: results.EnvironmentFile; its copies of the inputs are under
+// results.InputsDir).
+const EnvironmentSchema = "tailgate.environment/v1"
 
 // Environment is what a reviewer needs to know about where a run ran.
 type Environment struct {
-	Schema  string    `json:"schema"`
-	Tool    Tool      `json:"tool"`
-	Command []string  `json:"command"` // secrets redacted
-	Host    Host      `json:"host"`
-	Started time.Time `json:"started,omitzero"`
-	Ended   time.Time `json:"ended,omitzero"`
+	Schema  string       `json:"schema"`
+	Tool    loadgen.Tool `json:"tool"`
+	Command []string     `json:"command"` // secrets redacted
+	Host    Host         `json:"host"`
+	Started time.Time    `json:"started,omitzero"`
+	Ended   time.Time    `json:"ended,omitzero"`
 	// Server is what the target said about itself, when it said anything.
 	Server *Server `json:"server,omitempty"`
 	// GPUs are the accelerators seen on this host (NVML or the NVIDIA
@@ -43,13 +40,6 @@ type Environment struct {
 	// Inputs are the input files, by role (plan, slo, mix), copied into
 	// inputs/ with their hashes.
 	Inputs map[string]Input `json:"inputs,omitempty"`
-}
-
-// Tool is the program and its version.
-type Tool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Go      string `json:"go"`
 }
 
 // Host describes the machine.
@@ -97,7 +87,7 @@ var procRoot = "/"
 // Fingerprint describes this host and process. args is the command line
 // (os.Args); it is redacted.
 func Fingerprint(toolName, version string, args []string) Environment {
-	e := Environment{Schema: EnvironmentSchema, Tool: Tool{Name: toolName, Version: version, Go: runtime.Version()},
+	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Go: runtime.Version()},
 		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
 	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()
@@ -195,12 +185,12 @@ func CopyInput(dir, role, src string) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, InputsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, results.InputsDir), 0o755); err != nil {
 		return Input{}, err
 	}
 	name := role + "-" + filepath.Base(src)
-	rel := InputsDir + "/" + name
-	if err := os.WriteFile(filepath.Join(dir, InputsDir, name), b, 0o644); err != nil {
+	rel := results.InputsDir + "/" + name
+	if err := os.WriteFile(filepath.Join(dir, results.InputsDir, name), b, 0o644); err != nil {
 		return Input{}, err
 	}
 	sum := sha256.Sum256(b)
@@ -211,7 +201,7 @@ func CopyInput(dir, role, src string) (Input, error) {
 func WriteEnvironment(dir string, e *Environment) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%s: %w", EnvironmentFile, err)
+		return fmt.Errorf("%s: %w", results.EnvironmentFile, err)
 	}
-	return writeAtomic(filepath.Join(dir, EnvironmentFile), append(b, '\n'))
+	return writeAtomic(filepath.Join(dir, results.EnvironmentFile), append(b, '\n'))
 }

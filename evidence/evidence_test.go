@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 func pack(t *testing.T) string {
@@ -81,7 +83,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Writing a signature or rewriting the manifest does not change it.
-	os.WriteFile(filepath.Join(dir, SignatureFile), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, results.SignatureFile), []byte("{}"), 0o644)
 	m2, _ := Build(dir)
 	if !reflect.DeepEqual(m, m2) {
 		t.Fatal("manifest lists itself or its signature")
@@ -106,7 +108,7 @@ func TestSignVerify(t *testing.T) {
 		return dir
 	}
 	dir := fresh()
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, results.ManifestFile)); err != nil {
 		t.Fatal("Sign did not write the manifest")
 	}
 	m, err := Verify(dir, pub)
@@ -114,7 +116,7 @@ func TestSignVerify(t *testing.T) {
 		t.Fatalf("verify: %v", err)
 	}
 	var env Envelope
-	b, _ := os.ReadFile(filepath.Join(dir, SignatureFile))
+	b, _ := os.ReadFile(filepath.Join(dir, results.SignatureFile))
 	json.Unmarshal(b, &env)
 	if env.PayloadType != AttestationPayloadType || len(env.Signatures) != 1 || env.Signatures[0].KeyID != KeyID(pub) {
 		t.Fatalf("envelope %+v", env)
@@ -163,26 +165,26 @@ func TestSignVerify(t *testing.T) {
 	wantFile(err, "extra.txt", "added after it was signed")
 	// The manifest edited (one byte) without re-signing.
 	dir = fresh()
-	flip(dir, ManifestFile, 10)
+	flip(dir, results.ManifestFile, 10)
 	_, err = Verify(dir, pub)
-	wantFile(err, ManifestFile, "not the manifest that was signed")
+	wantFile(err, results.ManifestFile, "not the manifest that was signed")
 	// The manifest re-made to cover a changed file, without the key: the
 	// signature no longer matches it.
 	dir = fresh()
 	flip(dir, "verdict.json", 0)
 	Write(dir)
 	_, err = Verify(dir, pub)
-	wantFile(err, ManifestFile, "not the manifest that was signed")
+	wantFile(err, results.ManifestFile, "not the manifest that was signed")
 	// The signature itself changed by one byte.
 	dir = fresh()
 	var e2 Envelope
-	b, _ = os.ReadFile(filepath.Join(dir, SignatureFile))
+	b, _ = os.ReadFile(filepath.Join(dir, results.SignatureFile))
 	json.Unmarshal(b, &e2)
 	sig := []byte(e2.Signatures[0].Sig)
 	sig[5] ^= 0x01
 	e2.Signatures[0].Sig = string(sig)
 	b, _ = json.Marshal(e2)
-	os.WriteFile(filepath.Join(dir, SignatureFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.SignatureFile), b, 0o644)
 	if _, err := Verify(dir, pub); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("altered signature: %v", err)
 	}

@@ -17,13 +17,9 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// File names in an evidence directory.
-const (
-	ManifestFile  = results.ManifestFile
-	SignatureFile = results.SignatureFile
-	// ManifestSchema names manifest.json's format.
-	ManifestSchema = "tailgate.manifest/v1"
-)
+// ManifestSchema names manifest.json's format (results names the file,
+// results.ManifestFile, and its signature, results.SignatureFile).
+const ManifestSchema = "tailgate.manifest/v1"
 
 // Manifest lists every file of an evidence directory except the manifest
 // itself and its signature, sorted by path.
@@ -84,7 +80,7 @@ func Build(dir string) (*Manifest, error) {
 }
 
 func skip(rel string) bool {
-	return rel == ManifestFile || rel == SignatureFile
+	return rel == results.ManifestFile || rel == results.SignatureFile
 }
 
 func hashFile(path string) (File, error) {
@@ -113,7 +109,7 @@ func Write(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, ManifestFile), m.Marshal()); err != nil {
+	if err := writeAtomic(filepath.Join(dir, results.ManifestFile), m.Marshal()); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -121,7 +117,7 @@ func Write(dir string) (*Manifest, error) {
 
 // Read parses dir/manifest.json.
 func Read(dir string) (*Manifest, []byte, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,14 +130,14 @@ func parseManifest(b []byte) (*Manifest, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", ManifestFile, err)
+		return nil, fmt.Errorf("%s: %w", results.ManifestFile, err)
 	}
 	if m.Schema != ManifestSchema {
-		return nil, fmt.Errorf("%s: schema %q, want %q", ManifestFile, m.Schema, ManifestSchema)
+		return nil, fmt.Errorf("%s: schema %q, want %q", results.ManifestFile, m.Schema, ManifestSchema)
 	}
 	for _, f := range m.Files {
 		if f.Path == "" || filepath.IsAbs(f.Path) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(f.Path)), "..") {
-			return nil, fmt.Errorf("%s: bad path %q", ManifestFile, f.Path)
+			return nil, fmt.Errorf("%s: bad path %q", results.ManifestFile, f.Path)
 		}
 	}
 	return &m, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // PayloadType is the DSSE payload type of a signed manifest, as packs
@@ -92,7 +93,7 @@ func Sign(dir string, priv ed25519.PrivateKey, opt SignOptions) (*Envelope, erro
 		return nil, err
 	default:
 		if err := Check(dir, m); err != nil {
-			return nil, fmt.Errorf("refusing to sign: the directory no longer matches %s: %w", ManifestFile, err)
+			return nil, fmt.Errorf("refusing to sign: the directory no longer matches %s: %w", results.ManifestFile, err)
 		}
 	}
 	st, err := statement(dir, m, raw, opt)
@@ -119,7 +120,7 @@ func Sign(dir string, priv ed25519.PrivateKey, opt SignOptions) (*Envelope, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, SignatureFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dir, results.SignatureFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	return env, nil
@@ -135,19 +136,19 @@ func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, errors.New("not an Ed25519 public key")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, SignatureFile))
+	b, err := os.ReadFile(filepath.Join(dir, results.SignatureFile))
 	if err != nil {
 		return nil, fmt.Errorf("no signature: %w", err)
 	}
 	var env Envelope
 	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, &FileError{Path: SignatureFile, Reason: "not a DSSE envelope: " + err.Error()}
+		return nil, &FileError{Path: results.SignatureFile, Reason: "not a DSSE envelope: " + err.Error()}
 	}
 	if env.PayloadType != AttestationPayloadType && env.PayloadType != PayloadType {
-		return nil, &FileError{Path: SignatureFile, Reason: fmt.Sprintf("payload type %q, want %q", env.PayloadType, AttestationPayloadType)}
+		return nil, &FileError{Path: results.SignatureFile, Reason: fmt.Sprintf("payload type %q, want %q", env.PayloadType, AttestationPayloadType)}
 	}
 	if _, err := env.DecodeB64Payload(); err != nil {
-		return nil, &FileError{Path: SignatureFile, Reason: "payload is not base64"}
+		return nil, &FileError{Path: results.SignatureFile, Reason: "payload is not base64"}
 	}
 	sv, err := signerVerifier(nil, pub)
 	if err != nil {
@@ -173,18 +174,18 @@ func Verify(dir string, pub ed25519.PublicKey) (*Manifest, error) {
 		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s: %w with key %s", SignatureFile, ErrBadSignature, KeyID(pub))
+		return nil, fmt.Errorf("%s: %w with key %s", results.SignatureFile, ErrBadSignature, KeyID(pub))
 	}
 	if env.PayloadType == AttestationPayloadType {
 		return checkStatement(dir, payload)
 	}
 	// A pack signed before attestations: the payload is manifest.json.
-	disk, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	disk, err := os.ReadFile(filepath.Join(dir, results.ManifestFile))
 	if err != nil {
-		return nil, &FileError{Path: ManifestFile, Reason: "missing"}
+		return nil, &FileError{Path: results.ManifestFile, Reason: "missing"}
 	}
 	if !bytes.Equal(disk, payload) {
-		return nil, &FileError{Path: ManifestFile, Reason: "modified: it is not the manifest that was signed"}
+		return nil, &FileError{Path: results.ManifestFile, Reason: "modified: it is not the manifest that was signed"}
 	}
 	m, err := parseManifest(payload)
 	if err != nil {

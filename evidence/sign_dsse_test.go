@@ -11,6 +11,7 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
+	"github.com/tailgate-llm/tailgate/results"
 )
 
 // TestSignVerifiesWithLibrary: the envelope our Sign writes is a standard
@@ -27,7 +28,7 @@ func TestSignVerifiesWithLibrary(t *testing.T) {
 	if _, err := Sign(dir, priv, SignOptions{Reviewer: "alice", Version: "v1.2.3"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, SignatureFile))
+	b, err := os.ReadFile(filepath.Join(dir, results.SignatureFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestLibrarySignedVerifies(t *testing.T) {
 		t.Fatalf("library key id %q", env.Signatures[0].KeyID)
 	}
 	b, _ := json.Marshal(env)
-	if err := os.WriteFile(filepath.Join(dir, SignatureFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, results.SignatureFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Verify(dir, pub)
@@ -133,19 +134,19 @@ func TestLibrarySignedVerifies(t *testing.T) {
 	// one does not spoil it.
 	env.Signatures = append([]dsse.Signature{{KeyID: "junk", Sig: "!!"}, {KeyID: KeyID(pub), Sig: "AAAA"}}, env.Signatures...)
 	b, _ = json.Marshal(env)
-	os.WriteFile(filepath.Join(dir, SignatureFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.SignatureFile), b, 0o644)
 	if _, err := Verify(dir, pub); err != nil {
 		t.Fatalf("verify with extra signatures: %v", err)
 	}
 	env.Signatures = env.Signatures[:2]
 	b, _ = json.Marshal(env)
-	os.WriteFile(filepath.Join(dir, SignatureFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.SignatureFile), b, 0o644)
 	if _, err := Verify(dir, pub); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("only bad signatures: %v", err)
 	}
 	env.Signatures = nil
 	b, _ = json.Marshal(env)
-	os.WriteFile(filepath.Join(dir, SignatureFile), b, 0o644)
+	os.WriteFile(filepath.Join(dir, results.SignatureFile), b, 0o644)
 	if _, err := Verify(dir, pub); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("no signatures: %v", err)
 	}

@@ -162,11 +162,18 @@ type Preconnect struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Tool names the tool.
+// Tool names the program that wrote a file: tailgate's one Tool, in
+// summary.json, verdict.json, sweep.json and the evidence pack. Go, the
+// toolchain it was built with, is written where it is known (the evidence
+// pack's environment and attestation).
 type Tool struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	Go      string `json:"go,omitempty"`
 }
+
+// NewTool is tailgate at version.
+func NewTool(version string) Tool { return Tool{Name: "tailgate", Version: version} }
 
 // Summary is summary.json (schema tailgate.summary/v1). Keys may be added,
 // never renamed.
@@ -220,7 +227,7 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 			defs[k] = v
 		}
 	}
-	s := &Summary{Schema: SummarySchema, Tool: Tool{Name: "tailgate", Version: meta.Version},
+	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,
 		Warnings: []string{}}
 	sched := info.Scheduled.Seconds()

@@ -18,18 +18,14 @@
 package merge
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/tailgate-llm/tailgate/acceptance"
+	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
@@ -50,6 +46,13 @@ type Options struct {
 	// records, by the bounds the shards were held to), writing verdict.json
 	// and summary.json's slo.
 	SLO *slo.Spec
+	// Judge judges a merged run directory against spec as check does
+	// (acceptance.Check), returning notes for the user; Rejudge judges a
+	// merged plan's records as validate does and writes its verdict,
+	// JUnit and manifest (acceptance.Rejudge). merge, a use case, imports
+	// no other use case: its caller passes them.
+	Judge   func(dir results.Dir, spec *slo.Spec) (*slo.Report, []string, error)
+	Rejudge func(dir results.Dir, plan *slo.Plan, cpu map[string]float64, env *evidence.Environment, version string, now time.Time) (*slo.Report, error)
 }
 
 // RefusedError lists every reason the shards cannot be merged, each
@@ -208,12 +211,15 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	}
 	res.Summary = sum
 	if opts.SLO != nil && form != results.RecordsNone {
-		rep, sv, err := acceptance.Check(out, opts.SLO, nil, time.Now().UTC())
+		if opts.Judge == nil {
+			return nil, errors.New("merge: an SLO to judge by, but no Judge")
+		}
+		rep, notes, err := opts.Judge(out, opts.SLO)
 		if err != nil {
 			return nil, err
 		}
-		res.Notes = append(res.Notes, sv.Notes...)
-		rep.Tool = slo.Tool{Name: "tailgate", Version: opts.Version}
+		res.Notes = append(res.Notes, notes...)
+		rep.Tool = loadgen.NewTool(opts.Version)
 		sum.SLO = rep
 		if err := exporters.WriteVerdicts(out, rep); err != nil {
 			return nil, err
@@ -375,58 +381,6 @@ func recordsForm(shards []*shard, opts Options) (results.RecordsForm, results.Co
 	return form, comp
 }
 
-// recordStream is one shard's records, read one at a time on its own
-// goroutine, for the k-way merge.
-type recordStream struct {
-	c    chan *loadgen.Record
-	errc chan error
-	head *loadgen.Record
-}
-
-func openStream(path string, shift func(*loadgen.Record) time.Duration) *recordStream {
-	rs := &recordStream{c: make(chan *loadgen.Record, 256), errc: make(chan error, 1)}
-	go func() {
-		defer close(rs.c)
-		st, err := results.ReadRecords(path, func(r *loadgen.Record) error {
-			cp := *r
-			d := shift(r)
-			cp.Intended += d
-			cp.Sent += d
-			cp.End += d
-			if cp.FirstAnswer > 0 {
-				cp.FirstAnswer += d
-			}
-			if cp.LastChunkAt > 0 {
-				cp.LastChunkAt += d
-			}
-			cp.Chunks = append([]loadgen.Chunk(nil), r.Chunks...)
-			for i := range cp.Chunks {
-				cp.Chunks[i].At += d
-			}
-			rs.c <- &cp
-			return nil
-		})
-		if err == nil && st.TornTail {
-			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", path, st.TornLine)
-		}
-		rs.errc <- err
-	}()
-	return rs
-}
-
-type streamHeap []*recordStream
-
-func (h streamHeap) Len() int           { return len(h) }
-func (h streamHeap) Less(i, j int) bool { return h[i].head.End < h[j].head.End }
-func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *streamHeap) Push(x any)        { *h = append(*h, x.(*recordStream)) }
-func (h *streamHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // mergeRecords writes every shard's records into one file, in order of
 // their end (the order a single process writes them), instants moved onto
 // the merged epoch. Memory stays flat: one record per shard is held.
@@ -438,122 +392,17 @@ func mergeRecords(shards []*shard, base time.Time, path string, form results.Rec
 		paths = append(paths, s.dir.RecordsPath())
 		shifts = append(shifts, func(*loadgen.Record) time.Duration { return d })
 	}
-	return mergeRecordFiles(paths, shifts, path, form, comp)
-}
-
-// mergeRecordFiles k-way merges record files by end instant, each record
-// moved by its file's shift.
-func mergeRecordFiles(paths []string, shifts []func(*loadgen.Record) time.Duration, path string, form results.RecordsForm, comp results.Compression) (int64, error) {
-	w, err := results.CreateRecordWriter(path, form, comp)
-	if err != nil {
-		return 0, err
-	}
-	var streams []*recordStream
-	h := &streamHeap{}
-	for i, p := range paths {
-		rs := openStream(p, shifts[i])
-		streams = append(streams, rs)
-		if r, ok := <-rs.c; ok {
-			rs.head = r
-			heap.Push(h, rs)
-		}
-	}
-	var n int64
-	var werr error
-	for h.Len() > 0 {
-		rs := (*h)[0]
-		if werr == nil {
-			werr = w.Write(rs.head)
-		}
-		n++
-		if r, ok := <-rs.c; ok {
-			rs.head = r
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
-		}
-	}
-	var rerr error
-	for _, rs := range streams {
-		for range rs.c {
-		}
-		if err := <-rs.errc; err != nil && rerr == nil {
-			rerr = err
-		}
-	}
-	cerr := w.Close()
-	switch {
-	case rerr != nil:
-		return n, rerr
-	case werr != nil:
-		return n, werr
-	}
-	return n, cerr
+	return results.MergeRecordFiles(paths, shifts, path, form, comp)
 }
 
 // mergeHlogs writes every shard's latency.hlog intervals into one log in
-// order of start time (the format's readers sum intervals over a range, so
-// overlapping intervals of different shards add up exactly).
+// order of start time.
 func mergeHlogs(shards []*shard, base time.Time, path string) error {
-	type reader struct {
-		r    *hdrhistogram.HistogramLogReader
-		f    *os.File
-		head *hdrhistogram.Histogram
-		path string
-	}
-	var rs []*reader
-	defer func() {
-		for _, r := range rs {
-			r.f.Close()
-		}
-	}()
-	next := func(r *reader) error {
-		h, err := r.r.NextIntervalHistogram()
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %v", r.path, err)
-		}
-		r.head = h
-		return nil
-	}
+	var paths []string
 	for _, s := range shards {
-		p := s.dir.Path(results.HlogFile)
-		f, err := os.Open(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		r := &reader{r: hdrhistogram.NewHistogramLogReader(f), f: f, path: p}
-		rs = append(rs, r)
-		if err := next(r); err != nil {
-			return err
-		}
+		paths = append(paths, s.dir.Path(results.HlogFile))
 	}
-	w, err := results.CreateHlog(path, base)
-	if err != nil {
-		return err
-	}
-	for {
-		var best *reader
-		for _, r := range rs {
-			if r.head != nil && (best == nil || r.head.StartTimeMs() < best.head.StartTimeMs()) {
-				best = r
-			}
-		}
-		if best == nil {
-			break
-		}
-		if err := w.WriteHistogram(best.head); err != nil {
-			w.Close()
-			return err
-		}
-		if err := next(best); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	return w.Close()
+	return results.MergeHlogs(paths, base, path)
 }
 
 func copyFile(from, to string) error {

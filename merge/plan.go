@@ -10,15 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
-
-// ShardsDir holds, in a merged evidence pack, every shard's own
-// environment.json (shards/shard-I/environment.json): where each ran.
-const ShardsDir = results.ShardsDir
 
 // IsPlanRun reports whether dir is a validate's evidence directory (per
 // stage results under stages/) rather than one run's.
@@ -47,7 +42,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	envs := make([]*evidence.Environment, len(dirs))
 	var problems []string
 	for i, d := range dirs {
-		b, err := os.ReadFile(d.Path(evidence.EnvironmentFile))
+		b, err := os.ReadFile(d.Path(results.EnvironmentFile))
 		if err == nil {
 			var e evidence.Environment
 			if err = json.Unmarshal(b, &e); err == nil {
@@ -55,7 +50,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 				continue
 			}
 		}
-		problems = append(problems, fmt.Sprintf("%s: %s: %v (not a finished validate)", d, evidence.EnvironmentFile, err))
+		problems = append(problems, fmt.Sprintf("%s: %s: %v (not a finished validate)", d, results.EnvironmentFile, err))
 	}
 	if len(problems) > 0 {
 		return nil, &RefusedError{Problems: problems}
@@ -77,7 +72,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	planCopy, sloCopy := envs[0].Inputs["plan"].Copy, envs[0].Inputs["slo"].Copy
 	if planCopy == "" || sloCopy == "" {
-		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], evidence.EnvironmentFile)
+		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], results.EnvironmentFile)
 	}
 	// Refusals first, stage by stage, before anything is written.
 	var stageShards = map[string][]*shard{}
@@ -120,7 +115,7 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 		res.Stages[name] = sr
 		cpu[name] = sr.Summary.Run.CPUUtilization
 	}
-	if err := copyTree(filepath.Join(string(dirs[0]), evidence.InputsDir), filepath.Join(string(out), evidence.InputsDir)); err != nil {
+	if err := copyTree(filepath.Join(string(dirs[0]), results.InputsDir), filepath.Join(string(out), results.InputsDir)); err != nil {
 		return nil, err
 	}
 	if err := copyFile(dirs[0].Path(results.QueueDelayFile), out.Path(results.QueueDelayFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -128,11 +123,11 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	for _, d := range dirs {
 		idx := shardIndex(stageShards, stageNames, d)
-		to := filepath.Join(string(out), ShardsDir, fmt.Sprintf("shard-%d", idx))
+		to := filepath.Join(string(out), results.ShardsDir, results.ShardDir(idx))
 		if err := os.MkdirAll(to, 0o755); err != nil {
 			return nil, &results.WriteError{Path: to, Err: err}
 		}
-		if err := copyFile(d.Path(evidence.EnvironmentFile), filepath.Join(to, evidence.EnvironmentFile)); err != nil {
+		if err := copyFile(d.Path(results.EnvironmentFile), filepath.Join(to, results.EnvironmentFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -155,9 +150,12 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 			env.Ended = e.Ended
 		}
 	}
-	rep, err := acceptance.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
+	if opts.Rejudge == nil {
+		return nil, errors.New("merge: a plan to judge, but no Rejudge")
+	}
+	rep, err := opts.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
 	res.Report = rep
-	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/shard-*/%s", ShardsDir, evidence.EnvironmentFile))
+	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/%s/%s", results.ShardsDir, results.ShardDirs, results.EnvironmentFile))
 	return res, err
 }
 

@@ -274,8 +274,8 @@ loop:
 		ts, qd, serr := tel.stop()
 		res.Summary.Telemetry = &ts
 		res.QueueDelay = qd
-		res.Summary.Capacity = p.theater.Section()
-		if w := res.Summary.Capacity.Warning(); w != "" {
+		res.Summary.MetricTheater = p.theater.Section()
+		if w := res.Summary.MetricTheater.Warning(); w != "" {
 			res.Summary.Warnings = append(res.Summary.Warnings, w)
 		}
 		if serr != nil {

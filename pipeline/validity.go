@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -64,7 +65,7 @@ func judgeRun(judge *slo.Judge, spec Spec, res *Result, runErr error) *slo.Repor
 	}
 	rep := judge.Assess(slo.Input{Now: now, QueueDelay: results.QueueDelayByStage(res.QueueDelay),
 		ClientCPU: cpu, Facts: map[string]slo.Facts{key: f}})
-	rep.Tool = slo.Tool{Name: "tailgate", Version: spec.Meta.Version}
+	rep.Tool = loadgen.NewTool(spec.Meta.Version)
 	return rep
 }
 

@@ -14,9 +14,6 @@ const (
 	FormatMarkdown = "md"
 )
 
-// File is report.html's name in a results directory.
-const File = results.ReportFile
-
 // Write reads dirs and writes their report to path atomically, in format
 // (FormatHTML or FormatMarkdown). A failure to write is a
 // *results.WriteError.

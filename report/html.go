@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
-type levelT = capacity.LevelResult
+type levelT = results.SweepLevel
 
 // Options tune a report.
 type Options struct {
@@ -127,8 +127,8 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 		for _, part := range src.Parts {
 			sv.Parts = append(sv.Parts, viewPart(part))
 			sv.Classes = append(sv.Classes, viewClasses(part)...)
-			if s := part.Summary; s != nil && s.Capacity != nil {
-				for _, b := range s.Capacity.Buckets {
+			if s := part.Summary; s != nil && s.MetricTheater != nil {
+				for _, b := range s.MetricTheater.Buckets {
 					// A bucket is clipped to its part: the last one of a
 					// level ends with the level, not in the next.
 					from, to := part.Offset.Seconds(), (part.Offset + part.Span).Seconds()

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/internal/splitmix"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
@@ -31,7 +30,7 @@ type Source struct {
 	// Parts are its runs in order: the run itself, each stage, each level.
 	Parts   []*Part
 	Verdict *slo.Report
-	Sweep   *capacity.Result
+	Sweep   *results.Sweep
 }
 
 // Part is one pipeline run: a run, a stage or a sweep level. Times are
@@ -92,7 +91,7 @@ func Read(dir string) (*Source, error) {
 	s := &Source{Dir: dir}
 	switch {
 	case d.HasSweep():
-		sw, err := capacity.Read(d)
+		sw, err := d.ReadSweep()
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +147,7 @@ func Read(dir string) (*Source, error) {
 		s.Parts = append(s.Parts, p)
 	}
 	if len(s.Parts) == 0 {
-		return nil, fmt.Errorf("%s: no run results (summary.json, stages/ or sweep.json)", dir)
+		return nil, fmt.Errorf("%s: no run results (%s, %s/ or %s)", dir, results.SummaryFile, results.StagesDir, results.SweepFile)
 	}
 	var off time.Duration
 	for _, p := range s.Parts {
@@ -199,7 +198,7 @@ func readPart(d results.Dir, name string) (*Part, error) {
 		return nil, err
 	}
 	if p.Summary == nil && len(p.Reqs) == 0 {
-		return nil, fmt.Errorf("%s: neither summary.json nor requests.jsonl", d)
+		return nil, fmt.Errorf("%s: neither %s nor %s", d, results.SummaryFile, results.RecordsFile)
 	}
 	p.Tel, err = readTelemetry(d.Path(results.TelemetryFile))
 	if err != nil {

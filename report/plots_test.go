@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/theater"
 )
@@ -54,9 +53,9 @@ func sweepSource() *Source {
 		return p
 	}
 	a, b, c := mk("r20", 6*time.Second), mk("r10", 6*time.Second), mk("r40", 6*time.Second)
-	b.Summary.Capacity = &theater.Section{Buckets: []theater.Bucket{{FromS: 2.486348, ToS: 12.486348, Flag: true, Why: "busy"}}}
+	b.Summary.MetricTheater = &theater.Section{Buckets: []theater.Bucket{{FromS: 2.486348, ToS: 12.486348, Flag: true, Why: "busy"}}}
 	src := &Source{Dir: "sw", Kind: KindSweep, Parts: []*Part{a, b, c},
-		Sweep: &capacity.Result{Mode: "open", Levels: []capacity.LevelResult{{Name: "r20", RatePerS: 20}, {Name: "r10", RatePerS: 10}, {Name: "r40", RatePerS: 40}}}}
+		Sweep: &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r20", RatePerS: 20}, {Name: "r10", RatePerS: 10}, {Name: "r40", RatePerS: 40}}}}
 	var off time.Duration
 	for _, p := range src.Parts {
 		p.shift(off)

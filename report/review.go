@@ -11,9 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/canary"
-	"github.com/tailgate-llm/tailgate/capacity"
-	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -118,8 +115,9 @@ type OpenWaiver struct {
 // ReadReview reads every results directory under root (itself, its
 // children and grandchildren) and every saved canary /status document
 // (JSON, schema tailgate.canary.status/v1) whose time falls in
-// [now − since, now], and assembles the review.
-func ReadReview(root string, since time.Duration, now time.Time) (*Review, error) {
+// [now − since, now], and assembles the review; cmp finds the
+// regressions between comparable results.
+func ReadReview(root string, since time.Duration, now time.Time, cmp Comparer) (*Review, error) {
 	rv := &Review{Root: root, From: now.Add(-since).UTC(), To: now.UTC()}
 	in := func(t time.Time) bool { return !t.Before(rv.From) && !t.After(rv.To) }
 	var dirs []string
@@ -198,7 +196,7 @@ func ReadReview(root string, since time.Duration, now time.Time) (*Review, error
 	for i, f := range all {
 		es[i] = f.e
 	}
-	rv.Regressions = regressions(es)
+	rv.Regressions = regressions(es, cmp)
 	for _, p := range statusFiles {
 		objs, ok := readCanaryStatus(p)
 		if !ok {
@@ -266,7 +264,7 @@ func readEntry(dir string) (Entry, *Source, error) {
 		}
 	}
 	if e.At.IsZero() {
-		return e, nil, errors.New("no time recorded (summary.json run.started, verdict.json or sweep.json)")
+		return e, nil, fmt.Errorf("no time recorded (%s run.started, %s or %s)", results.SummaryFile, results.VerdictFile, results.SweepFile)
 	}
 	e.At = e.At.UTC()
 	for c := range changes {
@@ -276,7 +274,7 @@ func readEntry(dir string) (Entry, *Source, error) {
 	return e, src, nil
 }
 
-func sweepEntry(e Entry, sw *capacity.Result) SweepEntry {
+func sweepEntry(e Entry, sw *results.Sweep) SweepEntry {
 	s := SweepEntry{Dir: e.Dir, At: e.At, SLOMax: "none: no level met every objective"}
 	if m := sw.SLOMax; m != nil {
 		s.SLOMax = fmt.Sprintf("%s (%.1f req/s achieved)", m.Level, m.AchievedPerS)
@@ -326,10 +324,20 @@ func dedupeWaivers(ws []OpenWaiver) []OpenWaiver {
 	return out
 }
 
+// Comparer compares a candidate result with a baseline one as tailgate
+// compare does (comparison.Brief). The review takes it as an argument so
+// that report, an output package, imports no use case. An error wrapping
+// results.ErrNotComparable: the baseline cannot serve, an earlier one may.
+type Comparer func(baseline, candidate string) (*results.ComparisonOutcome, error)
+
 // regressions compares each run or validate of the period with the
-// latest earlier one that compare accepts as the same plan or mix.
-func regressions(es []Entry) []Regression {
+// latest earlier one that compare accepts as the same plan or mix (none
+// without a Comparer).
+func regressions(es []Entry, cmp Comparer) []Regression {
 	var out []Regression
+	if cmp == nil {
+		return nil
+	}
 	for i, cand := range es {
 		if cand.Kind == KindSweep {
 			continue
@@ -339,36 +347,21 @@ func regressions(es []Entry) []Regression {
 			if base.Kind != cand.Kind {
 				continue
 			}
-			bs, err := comparison.Read(base.Dir)
-			if err != nil {
-				continue
-			}
-			cs, err := comparison.Read(cand.Dir)
-			if err != nil {
-				break
-			}
-			rep, err := comparison.Compare(bs, cs, comparison.Options{Tolerance: 0.05, Seed: 1})
-			var me *comparison.MismatchError
-			if errors.As(err, &me) {
+			o, err := cmp(base.Dir, cand.Dir)
+			if errors.Is(err, results.ErrNotComparable) {
 				continue // another plan or mix: not its baseline
 			}
 			if err != nil {
 				break
 			}
-			r := Regression{Baseline: base.Dir, Candidate: cand.Dir, Verdict: "not shown to differ"}
+			r := Regression{Baseline: base.Dir, Candidate: cand.Dir, Verdict: "not shown to differ", Rows: o.Rows}
 			switch {
-			case rep.Regressions > 0:
-				r.Verdict = fmt.Sprintf("%d regressions", rep.Regressions)
-			case rep.Judged == 0:
+			case o.Regressions > 0:
+				r.Verdict = fmt.Sprintf("%d regressions", o.Regressions)
+			case o.Judged == 0:
 				r.Verdict = "too few requests to judge"
-			case len(rep.Demand) > 0:
+			case o.DemandChanged:
 				r.Verdict = "demand changed"
-			}
-			for _, row := range rep.Rows {
-				if row.Verdict == comparison.Regression || row.Verdict == comparison.SlowerDemand {
-					r.Rows = append(r.Rows, fmt.Sprintf("%s %s p%g %+.0f%% [%+.0f%%, %+.0f%%] %s", row.Stage, row.Metric,
-						100*row.Percentile, row.ChangePct, row.CILowPct, row.CIHighPct, row.Verdict))
-				}
 			}
 			out = append(out, r)
 			break
@@ -381,11 +374,11 @@ func regressions(es []Entry) []Regression {
 // file is not one).
 func readCanaryStatus(path string) ([]CanaryObjective, bool) {
 	b, err := os.ReadFile(path)
-	if err != nil || !strings.Contains(string(b[:min(len(b), 200)]), canary.StatusSchema) {
+	if err != nil || !strings.Contains(string(b[:min(len(b), 200)]), results.CanaryStatusSchema) {
 		return nil, false
 	}
-	var st canary.Status
-	if json.Unmarshal(b, &st) != nil || st.Schema != canary.StatusSchema {
+	var st results.CanaryStatus
+	if json.Unmarshal(b, &st) != nil || st.Schema != results.CanaryStatusSchema {
 		return nil, false
 	}
 	var out []CanaryObjective

@@ -3,14 +3,15 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/canary"
-	"github.com/tailgate-llm/tailgate/capacity"
+	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -64,18 +65,18 @@ func TestReviewOfAMonth(t *testing.T) {
 	reach := now.Add(190 * 24 * time.Hour)
 	sw := results.Dir(filepath.Join(root, "capacity", "nov"))
 	reviewRun(t, string(sw.Level("r40")), now.Add(-2*24*time.Hour), 80)
-	results.WriteJSON(sw.Path(results.SweepFile), &capacity.Result{Schema: capacity.Schema, Started: now.Add(-2 * 24 * time.Hour), Mode: "open",
-		Levels:   []capacity.LevelResult{{Name: "r40", RatePerS: 40, Pass: true, Valid: true}},
-		SLOMax:   &capacity.Point{Level: "r40", RatePerS: 40, AchievedPerS: 39.8},
-		Headroom: &capacity.Headroom{Note: "100% headroom", ReachesAt: &reach}})
+	results.WriteJSON(sw.Path(results.SweepFile), &results.Sweep{Schema: results.SweepSchema, Started: now.Add(-2 * 24 * time.Hour), Mode: "open",
+		Levels:   []results.SweepLevel{{Name: "r40", RatePerS: 40, Pass: true, Valid: true}},
+		SLOMax:   &results.SweepPoint{Level: "r40", RatePerS: 40, AchievedPerS: 39.8},
+		Headroom: &results.SweepHeadroom{Note: "100% headroom", ReachesAt: &reach}})
 	// A canary's saved /status.
-	st := canary.Status{Schema: canary.StatusSchema, EvaluatedAt: now.Add(-time.Hour), Targets: []canary.TargetStatus{{Name: "pool-a",
-		Objectives: []canary.ObjectiveStatus{{Name: "ttft-p99", Objective: 0.99, BudgetRemaining: -0.5,
-			SLOWindow: canary.WindowStatus{Good: 9800, Bad: 200, SeenS: 20 * 86400}}}}}}
+	st := results.CanaryStatus{Schema: results.CanaryStatusSchema, EvaluatedAt: now.Add(-time.Hour), Targets: []results.CanaryTargetStatus{{Name: "pool-a",
+		Objectives: []results.CanaryObjectiveStatus{{Name: "ttft-p99", Objective: 0.99, BudgetRemaining: -0.5,
+			SLOWindow: results.CanaryWindowStatus{Good: 9800, Bad: 200, SeenS: 20 * 86400}}}}}}
 	b, _ := json.Marshal(st)
 	os.WriteFile(filepath.Join(root, "canary-status.json"), b, 0o644)
 
-	rv, err := ReadReview(root, 30*24*time.Hour, now)
+	rv, err := ReadReview(root, 30*24*time.Hour, now, comparison.Brief)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +121,39 @@ func TestReviewOfAMonth(t *testing.T) {
 		}
 	}
 	// An empty period says so in every section.
-	rv, _ = ReadReview(root, 24*time.Hour, now.Add(365*24*time.Hour))
+	rv, _ = ReadReview(root, 24*time.Hour, now.Add(365*24*time.Hour), comparison.Brief)
 	var out bytes.Buffer
 	WriteReview(&out, rv, FormatMarkdown, Options{})
 	for _, want := range []string{"No canary status", "No change ids", "No sweep in the period", "not measured", "No two results", "No waiver"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("empty review lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A baseline the comparer refuses (another plan or mix) is passed over for
+// an earlier one; any other error leaves the candidate without one.
+func TestReviewRegressionsSkipNotComparable(t *testing.T) {
+	es := []Entry{{Dir: "a", Kind: KindRun}, {Dir: "b", Kind: KindRun}, {Dir: "c", Kind: KindRun}, {Dir: "d", Kind: KindRun}}
+	var asked []string
+	cmp := func(base, cand string) (*results.ComparisonOutcome, error) {
+		asked = append(asked, base+">"+cand)
+		switch {
+		case base == "b" && cand == "c":
+			return nil, fmt.Errorf("%w: another mix", results.ErrNotComparable)
+		case cand == "d":
+			return nil, errors.New("d: unreadable")
+		}
+		return &results.ComparisonOutcome{Regressions: 1, Judged: 4, Rows: []string{base + cand}}, nil
+	}
+	got := regressions(es, cmp)
+	if strings.Join(asked, " ") != "a>b b>c a>c c>d" {
+		t.Errorf("compared %v, want a>b b>c a>c c>d", asked)
+	}
+	if len(got) != 2 || got[1].Baseline != "a" || got[1].Candidate != "c" || got[1].Verdict != "1 regressions" || got[1].Rows[0] != "ac" {
+		t.Errorf("regressions %+v: c's baseline is a (b ran another mix), d has none", got)
+	}
+	if r := regressions(es, nil); r != nil {
+		t.Errorf("no comparer: %+v", r)
 	}
 }

@@ -41,9 +41,19 @@ const (
 	ManifestFile    = "manifest.json"
 	SignatureFile   = "manifest.dsse.json"
 	ShardsDir       = "shards"
+	// CanonicalMixFile, under InputsDir, is the mix resolved: every
+	// setting and each data file by name and SHA-256.
+	CanonicalMixFile = "mix.canonical.json"
 	// ReportFile is the HTML report written into a results directory.
 	ReportFile = "report.html"
 )
+
+// ShardDir is, under ShardsDir of a merged evidence pack, the directory
+// of shard i (its own environment.json: where it ran).
+func ShardDir(i int) string { return fmt.Sprintf("shard-%d", i) }
+
+// ShardDirs matches every ShardDir, for messages.
+const ShardDirs = "shard-*"
 
 // layoutNames are every entry tailgate writes into a results directory:
 // what --force removes, and nothing else.

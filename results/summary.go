@@ -25,9 +25,16 @@ type Summary struct {
 	// distorted what it measured or whose results did not reach the disk
 	// is invalid, whatever its latencies.
 	Validity Validity `json:"validity"`
-	// Capacity is the metric-theater check: GPU utilisation against the
-	// queue delay and TTFT p99 per time bucket (null without telemetry).
-	Capacity *theater.Section `json:"capacity,omitempty"`
+	// MetricTheater is the metric-theater check: GPU utilisation against
+	// the queue delay and TTFT p99 per time bucket (absent without
+	// telemetry).
+	MetricTheater *theater.Section `json:"metric_theater,omitempty"`
+	// CapacityAlias is MetricTheater under the key it was first written
+	// as, "capacity" (a word that also names the telemetry's KV capacity
+	// and the sweep): keys are never renamed, so it is written beside
+	// metric_theater, and read when a file written before has only it.
+	// Set MetricTheater; MarshalJSON fills this.
+	CapacityAlias *theater.Section `json:"capacity,omitempty"`
 	// Changes are change-record ids recorded on the run (--change), so
 	// compare can pin a regression to a change.
 	Changes []string `json:"changes,omitempty"`
@@ -36,6 +43,28 @@ type Summary struct {
 	// energy was read; EnergyUnavailable then says why).
 	Energy            map[string]*Energy `json:"energy,omitempty"`
 	EnergyUnavailable string             `json:"energy_unavailable,omitempty"`
+}
+
+// MarshalJSON writes MetricTheater under both its keys.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary // without these methods
+	p := plain(s)
+	p.CapacityAlias = s.MetricTheater
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reads the metric-theater section from metric_theater, or
+// from capacity in a file written before that key.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	if s.MetricTheater == nil {
+		s.MetricTheater = s.CapacityAlias
+	}
+	s.CapacityAlias = nil
+	return nil
 }
 
 // Energy is one window's GPU energy and the work done in exactly that

@@ -21,23 +21,33 @@ const (
 	ReportInconclusive = "INCONCLUSIVE"
 )
 
-// Exit codes (cmd/tailgate).
+// Exit codes: tailgate's one set, documented in README.md, for every
+// command (cmd/tailgate), every report (Report.ExitCode) and compare.
+// They live here, not in results, because a Report carries its code and
+// results imports slo. results.Exit is the one precedence rule:
+// invalid (3) > failed (1) > inconclusive (4) > pass (0).
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
+	// ExitOK: ran, and every objective passed or was waived.
+	ExitOK = 0
+	// ExitFailed: an objective failed (or a manual stage is pending).
+	ExitFailed = 1
+	// ExitUsage: bad flags or configuration.
+	ExitUsage = 2
+	// ExitInvalid: the run itself is invalid (unreachable server, too
+	// many errors, client bottleneck, results not written).
 	ExitInvalid = 3
 	// ExitInconclusive: the sample decided no failure but did not decide
-	// every objective. Precedence: invalid > fail > inconclusive > pass.
+	// every objective.
 	ExitInconclusive = 4
 )
 
 // Report is verdict.json: every verdict of an acceptance run and the
 // overall result.
 type Report struct {
-	Schema string `json:"schema"`
-	Tool   Tool   `json:"tool"`
-	Plan   string `json:"plan,omitempty"`
-	SLO    string `json:"slo"`
+	Schema string       `json:"schema"`
+	Tool   loadgen.Tool `json:"tool"`
+	Plan   string       `json:"plan,omitempty"`
+	SLO    string       `json:"slo"`
 	// EvaluatedAt is the instant waivers were judged at.
 	EvaluatedAt time.Time `json:"evaluated_at"`
 	// Status is PASS, FAIL, INCONCLUSIVE or INVALID; ExitCode 0, 1, 4 or
@@ -51,12 +61,6 @@ type Report struct {
 	// Validity is the bounds the run was held to (the problems above);
 	// nil in reports written before the bounds were saved.
 	Validity *Validity `json:"validity,omitempty"`
-}
-
-// Tool names the program that wrote a report.
-type Tool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
 }
 
 // StageReport is one stage of a report.

@@ -44,9 +44,9 @@ func run(t *testing.T, rate float64) *theater.Section {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := res.Summary.Capacity
+	s := res.Summary.MetricTheater
 	if s == nil {
-		t.Fatal("no capacity section")
+		t.Fatal("no metric_theater section")
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
 	t.Logf("%g req/s: capacity section:\n%s\nwarnings: %q", rate, b, res.Summary.Warnings)

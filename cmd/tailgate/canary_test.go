@@ -17,6 +17,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 const canarySLO = `kind: SLO
@@ -69,7 +70,7 @@ func TestCanaryCommandReloadsOnSIGHUP(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		if code != exitOK {
+		if code != slo.ExitOK {
 			t.Errorf("exit %d after a graceful shutdown\n%s", code, stderr.String())
 		}
 	case <-time.After(10 * time.Second):
@@ -82,19 +83,19 @@ func TestCanaryCommandReloadsOnSIGHUP(t *testing.T) {
 
 func TestCanaryCommandErrors(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := dispatch([]string{"canary"}, &out, &errb); code != exitUsage {
+	if code := dispatch([]string{"canary"}, &out, &errb); code != slo.ExitUsage {
 		t.Errorf("no --config: exit %d", code)
 	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "c.yaml")
 	os.WriteFile(bad, []byte("kind: Canary\ntargets:\n  - {name: a, url: x}\n"), 0o644)
 	errb.Reset()
-	if code := dispatch([]string{"canary", "--config", bad}, &out, &errb); code != exitUsage ||
+	if code := dispatch([]string{"canary", "--config", bad}, &out, &errb); code != slo.ExitUsage ||
 		!strings.Contains(errb.String(), "c.yaml:3: targets[0].url") {
 		t.Errorf("broken file: exit %d\n%s", code, errb.String())
 	}
 	out.Reset()
-	if code := dispatch([]string{"canary", "--check", "--config", "../../testdata/canary/sim.yaml"}, &out, &errb); code != exitOK ||
+	if code := dispatch([]string{"canary", "--check", "--config", "../../testdata/canary/sim.yaml"}, &out, &errb); code != slo.ExitOK ||
 		!strings.Contains(out.String(), "ok, 1 targets") {
 		t.Errorf("--check: exit %d\n%s", code, out.String())
 	}
@@ -105,7 +106,7 @@ func TestCanaryCommandErrors(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, bytes.Replace(b, []byte("127.0.0.1:0"), []byte(strings.TrimPrefix(ln.URL, "http://")), 1), 0o644)
 	errb.Reset()
-	if code := dispatch([]string{"canary", "--config", p}, io.Discard, &errb); code != exitInvalid {
+	if code := dispatch([]string{"canary", "--config", p}, io.Discard, &errb); code != slo.ExitInvalid {
 		t.Errorf("listen address taken: exit %d\n%s", code, errb.String())
 	}
 }

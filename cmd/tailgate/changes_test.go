@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // run --change ID (repeatable) records change-record ids in summary.json,
@@ -12,7 +14,7 @@ func TestRunRecordsChanges(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "500ms",
 		"--max-tokens", "2", "--change", "CHG-101", "--change", " ", "--change", "CHG-102", "--out", dir)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("run: %d %s", code, stderr)
 	}
 	if got := readSummary(t, dir).Changes; !slices.Equal(got, []string{"CHG-101", "CHG-102"}) {

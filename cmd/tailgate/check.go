@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/acceptance"
-	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -20,14 +20,14 @@ import (
 func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
 	sloPath := fs.String("slo", "", "SLO file to judge the saved results against (required)")
-	planPath := fs.String("plan", "", "plan file: which objectives apply to which stage, waivers, validity bounds\n(default: the plan copy in DIR/inputs, if the run saved one)")
-	at := fs.String("at", "", "judge waiver expiry at this RFC 3339 time or date, or \"now\"\n(default: when the run was judged, from DIR/verdict.json; else now)")
-	outDir := fs.String("out", "", "write verdict.json and junit.xml to this directory (default: write nothing)")
+	planPath := fs.String("plan", "", "plan file: which objectives apply to which stage, waivers, validity bounds\n(default: the plan copy in DIR/"+results.InputsDir+", if the run saved one)")
+	at := fs.String("at", "", "judge waiver expiry at this RFC 3339 time or date, or \"now\"\n(default: when the run was judged, from DIR/"+results.VerdictFile+"; else now)")
+	outDir := fs.String("out", "", "write "+results.VerdictFile+" and "+results.JUnitFile+" to this directory (default: write nothing)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate check --slo slo.yaml [flags] DIR\n\n"+
-			"Re-judges a saved run (DIR/requests.jsonl, read as a stream) against an SLO without re-running\n"+
+			"Re-judges a saved run (DIR/"+results.RecordsFile+", read as a stream) against an SLO without re-running\n"+
 			"it, so a reviewer can reproduce the verdict. A torn last line is skipped and said; a run that\n"+
-			"was cut short (no summary.json) is judged on what it wrote and is invalid.\n"+
+			"was cut short (no "+results.SummaryFile+") is judged on what it wrote and is invalid.\n"+
 			"Exit 0 pass, 1 objective failed, 2 usage, 3 run invalid.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -48,7 +48,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if *planPath == "" {
-		if m, _ := filepath.Glob(filepath.Join(string(dir), evidence.InputsDir, "plan-*")); len(m) == 1 {
+		if m, _ := filepath.Glob(filepath.Join(string(dir), results.InputsDir, "plan-*")); len(m) == 1 {
 			*planPath = m[0]
 			fmt.Fprintf(stderr, "tailgate check: using the run's plan %s\n", m[0])
 		}
@@ -78,7 +78,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range saved.Notes {
 		fmt.Fprintln(stderr, "tailgate check:", n)
 	}
-	rep.Tool = slo.Tool{Name: "tailgate", Version: version}
+	rep.Tool = loadgen.NewTool(version)
 	fmt.Fprintf(stdout, "tailgate check %s against %s (waivers judged at %s)\n\n", dir, *sloPath, now.Format(time.RFC3339))
 	if err := exporters.WriteVerdictTable(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "tailgate check:", err)

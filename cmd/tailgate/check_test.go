@@ -102,14 +102,14 @@ func TestCheckExitCodes(t *testing.T) {
 	at := "--at=2026-06-01T00:00:00Z"
 	// All pass (peak's slow TPOT is waived): 0.
 	s, p, dir := writeRun(t, liveRecords(0, false))
-	if code, out, errOut := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != exitOK ||
+	if code, out, errOut := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != slo.ExitOK ||
 		!strings.Contains(out, "WAIVED (FAIL)") || !strings.Contains(out, "Result: PASS (exit 0)") {
 		t.Fatalf("pass: %d\n%s\n%s", code, out, errOut)
 	}
 	// Nine of 400 over 500 ms against 99% decide a failure at 95%
 	// (P(X ≥ 9 | 400, 1%) = 0.02): 1.
 	s, p, dir = writeRun(t, liveRecords(9, false))
-	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != exitFailed ||
+	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != slo.ExitFailed ||
 		!strings.Contains(out, "ttft-p99   normal  -      97.75% (p99 501ms)") {
 		t.Fatalf("fail: %d\n%s", code, out)
 	}
@@ -122,30 +122,30 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 	// The waiver has expired by July: 1, and the table says so.
 	s, p, dir = writeRun(t, liveRecords(0, false))
-	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, "--at", "2026-07-01", dir); code != exitFailed ||
+	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, "--at", "2026-07-01", dir); code != slo.ExitFailed ||
 		!strings.Contains(out, "waiver by alice expired 2026-06-30 (INF-1): no longer waives") {
 		t.Fatalf("expired: %d\n%s", code, out)
 	}
 	// Server unreachable in peak: 3.
 	s, p, dir = writeRun(t, liveRecords(0, true))
-	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != exitInvalid ||
+	if code, out, _ := tgCmd("check", "--slo", s, "--plan", p, at, dir); code != slo.ExitInvalid ||
 		!strings.Contains(out, "stage peak: unreachable") {
 		t.Fatalf("invalid: %d\n%s", code, out)
 	}
 	// Usage and configuration: 2, with file, line and field.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte(strings.Replace(checkSLO, "threshold: 500ms", "threshold: 5O0ms", 1)), 0o644)
-	if code, _, errOut := tgCmd("check", "--slo", bad, dir); code != exitUsage ||
+	if code, _, errOut := tgCmd("check", "--slo", bad, dir); code != slo.ExitUsage ||
 		!strings.Contains(errOut, `bad.yaml:5: objectives[0].threshold: "5O0ms" is not a duration`) {
 		t.Fatalf("bad slo: %d %s", code, errOut)
 	}
-	if code, _, _ := tgCmd("check", dir); code != exitUsage {
+	if code, _, _ := tgCmd("check", dir); code != slo.ExitUsage {
 		t.Fatalf("no --slo: %d", code)
 	}
-	if code, _, _ := tgCmd("check", "--slo", s, filepath.Join(dir, "nope")); code != exitUsage {
+	if code, _, _ := tgCmd("check", "--slo", s, filepath.Join(dir, "nope")); code != slo.ExitUsage {
 		t.Fatalf("no results: %d", code)
 	}
-	if code, out, _ := tgCmd("check", "--help"); code != exitOK || !strings.Contains(out, "Usage: tailgate check") {
+	if code, out, _ := tgCmd("check", "--help"); code != slo.ExitOK || !strings.Contains(out, "Usage: tailgate check") {
 		t.Fatalf("--help: %d", code)
 	}
 }

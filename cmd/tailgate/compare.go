@@ -26,7 +26,7 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate compare BASELINE CANDIDATE [flags]\n\n"+
-			"Two sweep directories (sweep.json) are compared whole: each SLO-max with the interval its search\n"+
+			"Two sweep directories ("+results.SweepFile+") are compared whole: each SLO-max with the interval its search\n"+
 			"leaves it in (a lower one gates), each knee, and every load level both ran, compared as runs.\n\n"+
 			"Compares two results directories (run or validate) of the same plan or mix, per stage, metric and\n"+
 			"percentile: the change, its interval (%s; 95%% for all rows together) and\n"+
@@ -75,7 +75,7 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		if cd.HasSweep() {
 			sweep, other = other, sweep
 		}
-		return usageErr("%s is a sweep and %s is not: compare two sweeps, or two runs (a sweep's levels/NAME directories are runs)", sweep, other)
+		return usageErr("%s is a sweep and %s is not: compare two sweeps, or two runs (a sweep's "+results.LevelsDir+"/NAME directories are runs)", sweep, other)
 	}
 	base, err := comparison.Read(fs.Arg(0))
 	if err != nil {

@@ -68,8 +68,8 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 		slo   string
 		extra []string
 		code  int
-	}{{"default bounds", lenientSLO, nil, exitInvalid}, {"max-error-rate 0.3", lenientSLO, []string{"--max-error-rate", "0.3"}, exitOK},
-		{"objective fails", strict, []string{"--max-error-rate", "0.3"}, exitFailed}} {
+	}{{"default bounds", lenientSLO, nil, slo.ExitInvalid}, {"max-error-rate 0.3", lenientSLO, []string{"--max-error-rate", "0.3"}, slo.ExitOK},
+		{"objective fails", strict, []string{"--max-error-rate", "0.3"}, slo.ExitFailed}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			sloFile, planFile = filepath.Join(dir, "slo.yaml"), filepath.Join(dir, "plan.yaml")
@@ -85,7 +85,7 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 				t.Errorf("run: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}
 			s := readSummary(t, runDir)
-			if s.Validity.Valid != (c.code != exitInvalid) || s.Validity.Bounds == nil || (c.code == exitInvalid && !strings.Contains(strings.Join(s.Validity.Reasons, ";"), "errors")) {
+			if s.Validity.Valid != (c.code != slo.ExitInvalid) || s.Validity.Bounds == nil || (c.code == slo.ExitInvalid && !strings.Contains(strings.Join(s.Validity.Reasons, ";"), "errors")) {
 				t.Errorf("run summary validity %+v", s.Validity)
 			}
 
@@ -100,7 +100,7 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 				t.Errorf("validate: exit %d, want %d\n%s\n%s", code, c.code, stdout, stderr)
 			}
 			// The stage's own summary agrees with the plan's verdict.
-			if st := readSummary(t, filepath.Join(valDir, "stages", "main")); st.Validity.Valid != (c.code != exitInvalid) {
+			if st := readSummary(t, filepath.Join(valDir, "stages", "main")); st.Validity.Valid != (c.code != slo.ExitInvalid) {
 				t.Errorf("validate: stages/main/summary.json validity %+v, verdict exit %d", st.Validity, code)
 			}
 
@@ -118,7 +118,7 @@ func TestOneJudgementAcrossCommands(t *testing.T) {
 
 			for _, o := range got {
 				check(t, o)
-				if o.status != "" && (o.status == slo.ReportInvalid) != (c.code == exitInvalid) {
+				if o.status != "" && (o.status == slo.ReportInvalid) != (c.code == slo.ExitInvalid) {
 					t.Errorf("%s: verdict.json %s with exit %d", o.cmd, o.status, o.code)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // A kserve-grpc run against the simulator's gRPC service: faults show under
@@ -31,7 +32,7 @@ func TestRunKServeGRPC(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "--api", "kserve-grpc", "--target", "grpc://"+srv.GRPCAddr, "--model", srv.Config().Model,
 		"--rate", "100", "--arrival", "constant", "--duration", "1s", "--max-tokens", "8", "--connections", "3",
 		"--out", dir, "--max-error-rate", "1", "--nvml", "off")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)
@@ -52,7 +53,7 @@ func TestRunKServeGRPC(t *testing.T) {
 	code, stdout, stderr = runCmd(t, "--api", "kserve-grpc", "--target", "grpc://"+srv.GRPCAddr, "--model", srv.Config().Model,
 		"--rate", "50", "--duration", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1", "--nvml", "off",
 		"--metrics-url", srv.URL+"/metrics")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if s := readSummary(t, dir); s.Telemetry == nil || !strings.Contains(s.Telemetry.Family, "triton") {
@@ -65,7 +66,7 @@ func TestRunKServeGRPCMissingModel(t *testing.T) {
 	srv := simtest.StartGRPC(t, sim.Config{FixedTTFT: time.Millisecond})
 	code, _, stderr := runCmd(t, "--api", "kserve-grpc", "--target", srv.GRPCAddr, "--model", "llama-70b",
 		"--rate", "10", "--duration", "1s", "--out", t.TempDir(), "--nvml", "off")
-	if code != exitInvalid || !strings.Contains(stderr, `model "llama-70b" is not ready`) {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, `model "llama-70b" is not ready`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 	if n := len(srv.Truth()); n != 0 {
@@ -82,7 +83,7 @@ func TestRunTritonGenerate(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--api", "triton-generate", "--target", srv.URL, "--model", srv.Config().Model,
 		"--rate", "50", "--arrival", "constant", "--duration", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1", "--nvml", "off")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)
@@ -101,7 +102,7 @@ func TestValidateKServeGRPC(t *testing.T) {
 	plan := writePlan(t, "grpc://"+srv.GRPCAddr, "1s", false)
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := tgCmd("validate", "--api", "kserve-grpc", "--plan", plan, "--out", out, "--nvml", "off", "--self-check", "warn")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	env, err := os.ReadFile(filepath.Join(out, "environment.json"))
@@ -144,11 +145,11 @@ func TestSimServesGRPC(t *testing.T) {
 		t.Errorf("%s %q, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
 	}
 	cancel()
-	if code := <-done; code != exitOK {
+	if code := <-done; code != slo.ExitOK {
 		t.Errorf("exit %d: %s", code, errb.String())
 	}
 	var o, e bytes.Buffer
-	if code := cmdSim(context.Background(), []string{"--grpc", "0.0.0.0:0"}, &o, &e); code != exitUsage || !strings.Contains(e.String(), "--grpc") {
+	if code := cmdSim(context.Background(), []string{"--grpc", "0.0.0.0:0"}, &o, &e); code != slo.ExitUsage || !strings.Contains(e.String(), "--grpc") {
 		t.Errorf("remote --grpc: exit %d %s", code, e.String())
 	}
 }

@@ -22,15 +22,12 @@ import (
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// Exit codes, documented in README.md.
-const (
-	exitOK      = 0 // ran, and every objective passed or was waived
-	exitFailed  = 1 // an objective failed
-	exitUsage   = 2 // bad flags or configuration
-	exitInvalid = 3 // the run itself is invalid (unreachable server, too many errors, client bottleneck, results not written)
-)
+// Exit codes are slo.Exit* (0 ok, 1 failed, 2 usage, 3 invalid, 4
+// inconclusive; README.md), tailgate's one set; a judgement's code comes
+// from results.Exit, its one precedence rule.
 
 // command is one subcommand: it parses its own flags from args and returns
 // nil or an error that says how it ended (see exitCode). It must return
@@ -145,7 +142,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // exit ends a command with code, printing nothing more.
 func exit(code int) error {
-	if code == exitOK {
+	if code == slo.ExitOK {
 		return nil
 	}
 	return &exitError{code: code}
@@ -154,7 +151,7 @@ func exit(code int) error {
 // judgedExit is a judgement's exit (results.Exit): the code, with why on
 // stderr when it is not 0.
 func judgedExit(code int, why string) error {
-	if code == exitOK {
+	if code == slo.ExitOK {
 		return nil
 	}
 	if why == "" {
@@ -164,11 +161,11 @@ func judgedExit(code int, why string) error {
 }
 
 func usageErr(format string, a ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+	return &exitError{code: slo.ExitUsage, err: fmt.Errorf(format, a...)}
 }
 
 func invalidErr(format string, a ...any) error {
-	return &exitError{code: exitInvalid, err: fmt.Errorf(format, a...)}
+	return &exitError{code: slo.ExitInvalid, err: fmt.Errorf(format, a...)}
 }
 
 // errHelp: the command printed its help as asked.
@@ -183,13 +180,13 @@ func exitCode(err error) int {
 	var ie *acceptance.InvalidError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
-		return exitOK
+		return slo.ExitOK
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &we), errors.As(err, &ie):
-		return exitInvalid
+		return slo.ExitInvalid
 	}
-	return exitUsage
+	return slo.ExitUsage
 }
 
 // withCode adapts a command that returns its exit code.
@@ -237,7 +234,7 @@ func main() {
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return exitUsage
+		return slo.ExitUsage
 	}
 	name, rest := args[0], args[1:]
 	switch name {
@@ -247,12 +244,12 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			if !ok {
 				fmt.Fprintf(stderr, "tailgate help: unknown command %q\n\n", rest[0])
 				usage(stderr)
-				return exitUsage
+				return slo.ExitUsage
 			}
 			return exitCode(c.run(context.Background(), []string{"--help"}, stdout, stderr))
 		}
 		usage(stdout)
-		return exitOK
+		return slo.ExitOK
 	case "--version":
 		name = "version"
 	}
@@ -260,7 +257,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "tailgate: unknown command %q\n\n", name)
 		usage(stderr)
-		return exitUsage
+		return slo.ExitUsage
 	}
 	// First signal cancels the context so the command can write its
 	// results; a second one kills the process the default way.

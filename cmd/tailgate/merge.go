@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/merge"
 	"github.com/tailgate-llm/tailgate/results"
@@ -19,14 +21,14 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
 	outDir := fs.String("out", "", "directory for the merged result (required)")
 	force := fs.Bool("force", false, "replace the results already in --out")
-	records := fs.String("records", "", "merged requests.jsonl form: full, compact or none (default: the shards')")
-	compress := fs.String("records-compress", "", "merged requests.jsonl compression: none, gzip or zstd (default: shard 0's)")
-	sloPath := fs.String("slo", "", "judge the merged run against this SLO file, as check does (verdict.json; exit 1 if an objective fails)")
+	records := fs.String("records", "", "merged "+results.RecordsFile+" form: full, compact or none (default: the shards')")
+	compress := fs.String("records-compress", "", "merged "+results.RecordsFile+" compression: none, gzip or zstd (default: shard 0's)")
+	sloPath := fs.String("slo", "", "judge the merged run against this SLO file, as check does ("+results.VerdictFile+"; exit 1 if an objective fails)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate merge --out DIR SHARD_DIR...\n\n"+
 			"Merges the results of the shards of one schedule (run --shard I/N) into one result under the same\n"+
-			"summary.json contract: HDR histograms merged losslessly from each shard's histograms.json, counters\n"+
-			"summed, records merged into one requests.jsonl (check judges it as a single run), latency.hlog\n"+
+			results.SummaryFile+" contract: HDR histograms merged losslessly from each shard's "+results.HistogramsFile+", counters\n"+
+			"summed, records merged into one "+results.RecordsFile+" (check judges it as a single run), "+results.HlogFile+"\n"+
 			"intervals in time order, shard 0's telemetry. Refuses shards of different schedules (load, seed,\n"+
 			"target, model, mix) and a shard index given twice or missing, naming the directories.\n"+
 			"With --slo, the merged run is judged as check judges it (exit 1: an objective failed).\n"+
@@ -57,8 +59,14 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	var opts merge.Options
-	opts.Version = version
+	opts := merge.Options{Version: version, Rejudge: acceptance.Rejudge,
+		Judge: func(dir results.Dir, spec *slo.Spec) (*slo.Report, []string, error) {
+			rep, saved, err := acceptance.Check(dir, spec, nil, time.Now().UTC())
+			if err != nil {
+				return nil, nil, err
+			}
+			return rep, saved.Notes, nil
+		}}
 	if *sloPath != "" {
 		spec, err := slo.LoadSpec(*sloPath)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // pushgateway records the pushes it gets.
@@ -90,11 +91,11 @@ func TestRunPush(t *testing.T) {
 	srv := simtest.Start(t, cfg)
 	pg, url := startPushgateway(t, http.StatusOK)
 	dir := t.TempDir()
-	slo := filepath.Join(t.TempDir(), "slo.yaml")
-	os.WriteFile(slo, []byte(checkSLO), 0o644)
+	sloFile := filepath.Join(t.TempDir(), "slo.yaml")
+	os.WriteFile(sloFile, []byte(checkSLO), 0o644)
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "50", "--arrival", "constant",
-		"--duration", "1s", "--max-tokens", "4", "--out", dir, "--max-error-rate", "1", "--slo", slo, "--push", url)
-	if code != exitFailed && code != exitOK {
+		"--duration", "1s", "--max-tokens", "4", "--out", dir, "--max-error-rate", "1", "--slo", sloFile, "--push", url)
+	if code != slo.ExitFailed && code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "pushed metrics to "+url) {
@@ -161,11 +162,11 @@ func TestRunPushErrors(t *testing.T) {
 	_, url := startPushgateway(t, http.StatusBadRequest)
 	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "300ms",
 		"--max-tokens", "2", "--push", url, "--push-target", "pool-a")
-	if code != exitInvalid || !strings.Contains(stderr, "push to "+url) {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "push to "+url) {
 		t.Errorf("refused push: exit %d\n%s", code, stderr)
 	}
 	code, _, stderr = runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "300ms", "--push", "gateway:9091")
-	if code != exitUsage || !strings.Contains(stderr, "--push") {
+	if code != slo.ExitUsage || !strings.Contains(stderr, "--push") {
 		t.Errorf("bad --push URL: exit %d\n%s", code, stderr)
 	}
 }
@@ -180,7 +181,7 @@ func TestValidatePush(t *testing.T) {
 	plan := writePlan(t, srv.URL, "1s", false)
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--push", url, "--push-target", "pool-a", "--self-check", "warn")
-	if code != exitOK && code != exitFailed {
+	if code != slo.ExitOK && code != slo.ExitFailed {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if p := pg.paths[0]; p != "PUT /metrics/job/tailgate/target/pool-a" {

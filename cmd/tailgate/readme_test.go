@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // readmeCommands are the tailgate command lines of README.md's shell
@@ -62,8 +64,8 @@ func readmeCommands(t *testing.T) []string {
 // doing anything.
 func TestREADMECommandsParse(t *testing.T) {
 	// --help after an unknown flag does not hide it: the check can fail.
-	if code, _, _ := tgCmd("run", "--no-such-flag", "--help"); code != exitUsage {
-		t.Fatalf("an unknown flag before --help: exit %d, want %d", code, exitUsage)
+	if code, _, _ := tgCmd("run", "--no-such-flag", "--help"); code != slo.ExitUsage {
+		t.Fatalf("an unknown flag before --help: exit %d, want %d", code, slo.ExitUsage)
 	}
 	cmds := readmeCommands(t)
 	if len(cmds) < 20 {
@@ -80,7 +82,7 @@ func TestREADMECommandsParse(t *testing.T) {
 			}
 		}
 		code, _, stderr := tgCmd(append(args, "--help")...)
-		if code != exitOK {
+		if code != slo.ExitOK {
 			t.Errorf("README: %s\n  exit %d: %s", c, code, stderr)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/readiness"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,7 +25,7 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	interval := fs.Duration("interval", time.Second, "time between attempt starts")
 	attemptTimeout := fs.Duration("attempt-timeout", 30*time.Second, "bound on each attempt")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	outDir := fs.String("out", "", "directory to write ready.json into")
+	outDir := fs.String("out", "", "directory to write "+results.ReadyFile+" into")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate ready --target URL --model NAME [flags]\n\n"+
 			"Run it as a replica restarts: it sends a short completion every --interval until one succeeds and\n"+
@@ -74,7 +75,7 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return invalidErr("interrupted after %d attempts", res.Attempts)
 	case !res.Ready:
 		fmt.Fprintf(stderr, "tailgate ready: %s\n", res.Note)
-		return exit(exitFailed)
+		return exit(slo.ExitFailed)
 	}
 	fmt.Fprintf(stderr, "ready after %.1fs (%d failed attempts)\n", *res.TimeToReadyS, res.Errors)
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // What a real Ollama showed, against the simulator's Ollama profile: no
@@ -24,7 +25,7 @@ func TestRunAgainstOllamaProfile(t *testing.T) {
 	// --max-tokens 1: the one token is the EOS, never streamed.
 	code, stdout, stderr := runCmd(t, "--api", "ollama-chat", "--target", srv.URL, "--model", "sim-llama-8b", "--max-tokens", "1",
 		"--concurrency", "2", "--requests", "6", "--duration", "10s", "--telemetry-interval", "100ms", "--nvml", "off", "--out", dir)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)
@@ -63,7 +64,7 @@ func TestRunWarningOfClosingServerInSummary(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--max-tokens", "4",
 		"--concurrency", "2", "--requests", "30", "--duration", "20s", "--metrics-url", "off", "--nvml", "off", "--out", dir)
-	if code != exitOK || !strings.Contains(stderr, "no longer reusing connections") {
+	if code != slo.ExitOK || !strings.Contains(stderr, "no longer reusing connections") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if s := readSummary(t, dir); !strings.Contains(strings.Join(s.Warnings, "\n"), "no longer reusing connections") {
@@ -78,7 +79,7 @@ func TestReadyStopsOnAModelNotServed(t *testing.T) {
 	srv := simtest.Start(t, sim.Config{Model: "tiny", StrictModel: true, FixedTTFT: time.Millisecond})
 	start := time.Now()
 	code, _, stderr := tgCmd("ready", "--target", srv.URL+"/v1", "--model", "nope", "--timeout", "1m")
-	if code != exitUsage || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) || time.Since(start) > 20*time.Second {
+	if code != slo.ExitUsage || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) || time.Since(start) > 20*time.Second {
 		t.Fatalf("exit %d after %v: %s", code, time.Since(start), stderr)
 	}
 }

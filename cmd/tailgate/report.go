@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/report"
@@ -29,7 +30,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 			"percentile spectrum of every run overlaid, latency and throughput over time with stage boundaries,\n"+
 			"per class, GPU utilisation beside queue delay and TTFT (metric theater marked), and for a sweep\n"+
 			"latency and goodput against load with the SLO-max and knee. The HTML needs no network and no\n"+
-			"JavaScript. validate and sweep write DIR/report.html themselves.\n\n%s", fs.FlagUsages())
+			"JavaScript. validate and sweep write DIR/"+results.ReportFile+" themselves.\n\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -49,7 +50,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if fs.NArg() != 1 {
 			return usageErr("--since reviews one directory of results, not %d", fs.NArg())
 		}
-		rv, err := report.ReadReview(fs.Arg(0), d, time.Now())
+		rv, err := report.ReadReview(fs.Arg(0), d, time.Now(), comparison.Brief)
 		if err != nil {
 			return err
 		}
@@ -96,15 +97,15 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // cannot be written is results not written (exit 3); one that cannot be
 // made is said and left out.
 func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
-	err := report.Write(dir.Path(report.File), report.FormatHTML, []string{string(dir)}, report.Options{Version: version})
+	err := report.Write(dir.Path(results.ReportFile), report.FormatHTML, []string{string(dir)}, report.Options{Version: version})
 	var we *results.WriteError
 	switch {
 	case err == nil:
-		fmt.Fprintf(stderr, "report in %s\n", dir.Path(report.File))
+		fmt.Fprintf(stderr, "report in %s\n", dir.Path(results.ReportFile))
 	case errors.As(err, &we):
 		return err
 	default:
-		fmt.Fprintf(stderr, "warning: no report.html: %v\n", err)
+		fmt.Fprintf(stderr, "warning: no "+results.ReportFile+": %v\n", err)
 	}
 	return nil
 }

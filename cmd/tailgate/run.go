@@ -36,9 +36,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	promptsPath := fs.String("prompts", "", "prompt file sent as one class: OpenAI chat JSONL, ShareGPT JSON, or a trace")
 	timeScale := fs.Float64("time-scale", 0, "trace replay: multiply trace timestamps (0.5 = twice as fast; default the mix's)")
 	sloPath := fs.String("slo", "", "judge the run against this SLO file (kind: SLO), as check does: exit 1 if an objective fails")
-	outDir := fs.String("out", "", "directory for summary.json, requests.jsonl, latency.hlog and telemetry.jsonl")
+	outDir := fs.String("out", "", "directory for "+results.SummaryFile+", "+results.RecordsFile+", "+results.HlogFile+" and "+results.TelemetryFile)
 	force := fs.Bool("force", false, "replace the results already in --out")
-	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
+	asJSON := fs.Bool("json", false, "print "+results.SummaryFile+" to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
 	pf.register(fs)
@@ -156,7 +156,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if perr := pf.push(ctx, stderr); perr != nil {
 		// Metrics that did not reach the Pushgateway are results not
 		// delivered: 3, whatever the verdict (as for results not written).
-		if exitCode(outcome) != exitInvalid {
+		if exitCode(outcome) != slo.ExitInvalid {
 			return perr
 		}
 		fmt.Fprintf(stderr, "tailgate run: %v\n", perr)
@@ -179,9 +179,9 @@ func runOutcome(res *pipeline.Result, runErr error, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "tailgate: %v\n", res.Stopped)
 	}
 	code, why := results.Exit(&res.Summary.Validity, res.Summary.SLO)
-	if code == exitOK && (runErr != nil || res.WriteErr() != nil) {
+	if code == slo.ExitOK && (runErr != nil || res.WriteErr() != nil) {
 		// Written after the summary: results not delivered.
-		code, why = exitInvalid, fmt.Sprintf("results incomplete on disk (the summary above is complete, from memory): %v", cmpError(runErr, res.WriteErr()))
+		code, why = slo.ExitInvalid, fmt.Sprintf("results incomplete on disk (the summary above is complete, from memory): %v", cmpError(runErr, res.WriteErr()))
 	}
 	return judgedExit(code, why)
 }

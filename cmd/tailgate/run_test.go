@@ -18,6 +18,7 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // TestMain lets tests run the real binary: the test executable re-runs
@@ -92,7 +93,7 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "100", "--arrival", "constant",
 		"--duration", "2s", "--timeout", "1s", "--max-tokens", "8", "--out", dir, "--max-error-rate", "1")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)
@@ -140,8 +141,8 @@ func TestRunUnreachableServerIsInvalid(t *testing.T) {
 	// The preflight stops the run before its schedule: exit 3, why on
 	// stderr, nothing sent, no results.
 	code, _, stderr := runCmd(t, "--target", "http://"+addr, "--model", "m", "--rate", "20", "--duration", "500ms", "--out", dir)
-	if code != exitInvalid || !strings.Contains(stderr, "does not answer") || !strings.Contains(stderr, "connection refused") {
-		t.Fatalf("exit %d, want %d (run invalid) saying the target does not answer\n%s", code, exitInvalid, stderr)
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "does not answer") || !strings.Contains(stderr, "connection refused") {
+		t.Fatalf("exit %d, want %d (run invalid) saying the target does not answer\n%s", code, slo.ExitInvalid, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
 		t.Error("a run stopped by its preflight wrote a summary")
@@ -154,7 +155,7 @@ func TestRunUnreachableServerIsInvalid(t *testing.T) {
 func TestRunPreflightModel(t *testing.T) {
 	srv := simtest.Start(t, sim.Config{Model: "tiny", StrictModel: true, FixedTTFT: time.Millisecond})
 	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "nope", "--rate", "20", "--duration", "300ms")
-	if code != exitInvalid || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, `does not serve model "nope": it lists "tiny"`) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if n := len(srv.Truth()); n != 0 {
@@ -173,8 +174,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"--stages", "c8@1s,10@1s"},
 		{"--rate", "5", "--stages", "c8@1s"},
 	} {
-		if code, _, _ := runCmd(t, append([]string{"--model", "sim-llama-8b"}, args...)...); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		if code, _, _ := runCmd(t, append([]string{"--model", "sim-llama-8b"}, args...)...); code != slo.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, slo.ExitUsage)
 		}
 	}
 }
@@ -212,8 +213,8 @@ func TestRunInterruptKeepsResults(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("tailgate did not stop within 20 s of SIGINT")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInvalid {
-		t.Errorf("exit %d, want %d\n%s", code, exitInvalid, stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != slo.ExitInvalid {
+		t.Errorf("exit %d, want %d\n%s", code, slo.ExitInvalid, stderr.String())
 	}
 	s := readSummary(t, dir)
 	if !s.Run.Interrupted {
@@ -241,7 +242,7 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", target, "--model", "sim-llama-8b", "--rate", "50", "--duration", "400ms",
 		"--header", "X-Api-Token: tok-9876543210", "--out", dir, "--max-error-rate", "1")
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	texts := map[string]string{"stdout": stdout, "stderr": stderr}
@@ -277,11 +278,11 @@ func TestRunForceReplacesAValidateDirectory(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, results.StagesDir, "normal"), 0o755)
 	args := []string{"run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "1s", "--max-tokens", "4",
 		"--metrics-url", "off", "--self-check", "warn", "--out", dir}
-	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
+	if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
 		t.Fatalf("without --force: %d %s", code, e)
 	}
 	code, _, e := tgCmd(append(args, "--force")...)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("run --force: %d %s", code, e)
 	}
 	for _, gone := range []string{results.VerdictFile, results.JUnitFile, results.ManifestFile, results.StagesDir} {

@@ -31,8 +31,8 @@ type scaleFlags struct {
 func (s *scaleFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.shard, "shard", "", "run shard I/N (0-based) of the schedule: every shard draws the same schedule and prompts\nand sends the requests whose sequence number is ≡ I mod N; merge the shards' --out with tailgate merge")
 	fs.StringVar(&s.startAt, "start-at", "", "start the schedule at this RFC 3339 instant (every shard the same); a late start is kept and said")
-	fs.StringVar(&s.records, "records", "full", "requests.jsonl form: full (every chunk instant), compact (per-request figures; no ICL/ITL re-judging) or none")
-	fs.StringVar(&s.compress, "records-compress", "none", "compress requests.jsonl as it is written: none, gzip (.gz) or zstd (.zst)")
+	fs.StringVar(&s.records, "records", "full", results.RecordsFile+" form: full (every chunk instant), compact (per-request figures; no ICL/ITL re-judging) or none")
+	fs.StringVar(&s.compress, "records-compress", "none", "compress "+results.RecordsFile+" as it is written: none, gzip (.gz) or zstd (.zst)")
 	fs.StringVar(&s.preconnect, "preconnect", "", "open connections before the first intended start (set-up time reported apart):\nauto (the closed loop's concurrency, or one second of the peak open-loop rate) or a count")
 	fs.Lookup("preconnect").NoOptDefVal = "auto"
 }

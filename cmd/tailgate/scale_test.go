@@ -65,7 +65,7 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 		"--stages", "20@700ms,50@700ms", "--ramp", "300ms", "--arrival", "poisson", "--seed", "5", "--warmup", "3",
 		"--metrics-url", "off", "--nvml", "off", "--self-check", "warn", "--no-progress", "--grace", "10s"}
 	single := filepath.Join(base, "single")
-	if code, out := tgProcess(append(common, "--out", single)...); code != exitOK {
+	if code, out := tgProcess(append(common, "--out", single)...); code != slo.ExitOK {
 		t.Fatalf("single run: exit %d\n%s", code, out)
 	}
 	want := readScheduled(t, single)
@@ -94,7 +94,7 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if code, out := tgProcess(args...); code != exitOK {
+					if code, out := tgProcess(args...); code != slo.ExitOK {
 						t.Errorf("shard %d/%d: exit %d\n%s", i, n, code, out)
 					}
 				}()
@@ -112,7 +112,7 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 				}
 			}
 			merged := filepath.Join(base, fmt.Sprintf("merged%d", n))
-			if code, out, errOut := tgCmd(append([]string{"merge", "--out", merged, "--records-compress", "none"}, dirs...)...); code != exitOK {
+			if code, out, errOut := tgCmd(append([]string{"merge", "--out", merged, "--records-compress", "none"}, dirs...)...); code != slo.ExitOK {
 				t.Fatalf("merge: exit %d\n%s\n%s", code, out, errOut)
 			}
 			got := readScheduled(t, merged)
@@ -167,7 +167,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		code, out := tgProcess("run", "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--arrival", "constant", "--duration", "300ms",
 			"--max-tokens", "4", "--seed", seed, "--shard", shard, "--metrics-url", "off", "--nvml", "off", "--self-check", "warn",
 			"--no-progress", "--records", "none", "--out", d)
-		if code != exitOK {
+		if code != slo.ExitOK {
 			t.Fatalf("run %s: exit %d\n%s", shard, code, out)
 		}
 		return d
@@ -176,7 +176,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 	// A run that kept no records has nothing check can re-judge, and says why.
 	sloFile := filepath.Join(base, "slo.yaml")
 	os.WriteFile(sloFile, []byte(checkSLO), 0o644)
-	if code, _, errOut := tgCmd("check", "--slo", sloFile, s0); code != exitUsage || !strings.Contains(errOut, "--records none") {
+	if code, _, errOut := tgCmd("check", "--slo", sloFile, s0); code != slo.ExitUsage || !strings.Contains(errOut, "--records none") {
 		t.Errorf("check on a run without records: exit %d\n%s", code, errOut)
 	}
 	for _, c := range []struct {
@@ -190,8 +190,8 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 	} {
 		out := filepath.Join(base, "merged")
 		code, _, errOut := tgCmd(append([]string{"merge", "--out", out}, c.dirs...)...)
-		if code != exitUsage {
-			t.Errorf("merge %v: exit %d, want %d\n%s", c.dirs, code, exitUsage, errOut)
+		if code != slo.ExitUsage {
+			t.Errorf("merge %v: exit %d, want %d\n%s", c.dirs, code, slo.ExitUsage, errOut)
 		}
 		for _, s := range c.says {
 			if !strings.Contains(errOut, s) {
@@ -213,7 +213,7 @@ func TestCompactRecordsJudgeAlike(t *testing.T) {
 		sloFile, planFile, full := writeRun(t, liveRecords(slow, false))
 		wantOut := filepath.Join(t.TempDir(), "want")
 		wantCode, _, errOut := tgCmd("check", "--slo", sloFile, "--plan", planFile, at, "--out", wantOut, full)
-		if wantCode != exitOK && wantCode != exitFailed {
+		if wantCode != slo.ExitOK && wantCode != slo.ExitFailed {
 			t.Fatalf("check full: exit %d\n%s", wantCode, errOut)
 		}
 		wantRep, err := results.Dir(wantOut).ReadReport()
@@ -254,7 +254,7 @@ func TestCompactRecordsJudgeAlike(t *testing.T) {
 			// ICL needs every chunk: compact records cannot judge it.
 			iclSLO := filepath.Join(t.TempDir(), "icl.yaml")
 			os.WriteFile(iclSLO, []byte("kind: SLO\nname: icl\nowner: team\nobjectives:\n  - {name: icl-p99, metric: icl, threshold: 50ms, target: 99%}\n"), 0o644)
-			if code, stdout, _ := tgCmd("check", "--slo", iclSLO, at, dir); code == exitOK || !strings.Contains(stdout, "NO_DATA") || !strings.Contains(stdout, "records are compact") {
+			if code, stdout, _ := tgCmd("check", "--slo", iclSLO, at, dir); code == slo.ExitOK || !strings.Contains(stdout, "NO_DATA") || !strings.Contains(stdout, "records are compact") {
 				t.Errorf("%s compact: an ICL objective gave exit %d:\n%s", comp, code, stdout)
 			}
 		}
@@ -273,7 +273,7 @@ func TestPreconnectInSummary(t *testing.T) {
 		if pre {
 			args = append(args, "--preconnect")
 		}
-		if code, out, errOut := runCmd(t, args...); code != exitOK {
+		if code, out, errOut := runCmd(t, args...); code != slo.ExitOK {
 			t.Fatalf("preconnect %v: exit %d\n%s\n%s", pre, code, out, errOut)
 		}
 		p := readSummary(t, dir).Run.Preconnect
@@ -296,7 +296,7 @@ func TestShardedValidateMergesToOneVerdict(t *testing.T) {
 	base := t.TempDir()
 	common := []string{"validate", "--plan", plan, "--grace", "1s", "--metrics-url", "off", "--nvml", "off", "--no-progress", "--self-check", "warn"}
 	single := filepath.Join(base, "single")
-	if code, out := tgProcess(append(common, "--out", single)...); code != exitOK {
+	if code, out := tgProcess(append(common, "--out", single)...); code != slo.ExitOK {
 		t.Fatalf("single validate: exit %d\n%s", code, out)
 	}
 	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
@@ -310,7 +310,7 @@ func TestShardedValidateMergesToOneVerdict(t *testing.T) {
 			defer wg.Done()
 			// A shard judges a third of the requests: its own verdict may
 			// be undecided (4); the merged one is the verdict.
-			if code, out := tgProcess(append(common, "--shard", fmt.Sprintf("%d/3", i), "--start-at", start, "--out", d)...); code != exitOK && code != slo.ExitInconclusive {
+			if code, out := tgProcess(append(common, "--shard", fmt.Sprintf("%d/3", i), "--start-at", start, "--out", d)...); code != slo.ExitOK && code != slo.ExitInconclusive {
 				t.Errorf("shard %d: exit %d\n%s", i, code, out)
 			}
 		}()
@@ -321,7 +321,7 @@ func TestShardedValidateMergesToOneVerdict(t *testing.T) {
 	}
 	merged := filepath.Join(base, "merged")
 	code, stdout, stderr := tgCmd(append([]string{"merge", "--out", merged}, dirs...)...)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	want, err := results.Dir(single).ReadReport()
@@ -361,7 +361,7 @@ func TestShardedValidateMergesToOneVerdict(t *testing.T) {
 		t.Errorf("manifest.json does not list the shards' environments: %v", err)
 	}
 	// check judges the merged evidence alike.
-	if code, out, _ := tgCmd("check", "--slo", filepath.Join(filepath.Dir(plan), "slo.yaml"), merged); code != exitOK {
+	if code, out, _ := tgCmd("check", "--slo", filepath.Join(filepath.Dir(plan), "slo.yaml"), merged); code != slo.ExitOK {
 		t.Errorf("check on the merged evidence: exit %d\n%s", code, out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,8 +24,8 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(reviewer, "by", "", "same as --reviewer")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate sign --key key.pem DIR\n       tailgate sign --keygen --key key.pem [--pub key.pub]\n\n"+
-			"Signs a results directory: writes manifest.json (every file with its SHA-256) if missing, then\n"+
-			"manifest.dsse.json, a DSSE envelope over an in-toto Statement v1 whose subjects are every file\n"+
+			"Signs a results directory: writes "+results.ManifestFile+" (every file with its SHA-256) if missing, then\n"+
+			results.SignatureFile+", a DSSE envelope over an in-toto Statement v1 whose subjects are every file\n"+
 			"with its SHA-256 and whose predicate is the verdict (plan, SLO, verdicts, waivers, validity,\n"+
 			"environment, reviewer). Standard in-toto tooling verifies it without tailgate. Refuses a\n"+
 			"directory that no longer matches its manifest.\n\nFlags:\n")
@@ -79,9 +80,9 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version})
 	if err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return &exitError{code: slo.ExitFailed, err: err}
 	}
-	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), evidence.SignatureFile, env.Signatures[0].KeyID)
+	fmt.Fprintf(stdout, "signed %s/%s (in-toto attestation) with key %s\n", fs.Arg(0), results.SignatureFile, env.Signatures[0].KeyID)
 	return nil
 }
 
@@ -103,7 +104,7 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 	pub := fs.String("pub", "", "Ed25519 public key, PEM PKIX (required)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate verify --pub key.pub DIR\n\n"+
-			"Checks DIR/manifest.dsse.json with the key, then every file against the signed attestation's\n"+
+			"Checks DIR/"+results.SignatureFile+" with the key, then every file against the signed attestation's\n"+
 			"subjects (a pack signed before attestations: against the signed manifest).\n"+
 			"Exit 0 intact, 1 a signature or file does not match (the file is named), 2 usage.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -124,7 +125,7 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	m, err := evidence.Verify(fs.Arg(0), key)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("FAILED: %w", err)}
+		return &exitError{code: slo.ExitFailed, err: fmt.Errorf("FAILED: %w", err)}
 	}
 	fmt.Fprintf(stdout, "verified %s: %d files match the manifest signed by %s\n", fs.Arg(0), len(m.Files), evidence.KeyID(key))
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // cmdSim serves the built-in simulated OpenAI-compatible LLM endpoint until
@@ -81,15 +82,15 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printUsage(stdout)
-			return exitOK
+			return slo.ExitOK
 		}
 		fmt.Fprintf(stderr, "tailgate sim: %v\n\n", err)
 		printUsage(stderr)
-		return exitUsage
+		return slo.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tailgate sim: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return slo.ExitUsage
 	}
 	cfg.Mode = sim.Mode(mode)
 	cfg.Metrics = sim.MetricsFlavor(metrics)
@@ -101,7 +102,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r, err := sim.ParseFaultRule(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "tailgate sim: --fault: %v\n", err)
-			return exitUsage
+			return slo.ExitUsage
 		}
 		cfg.Faults = append(cfg.Faults, r)
 	}
@@ -116,31 +117,31 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		d, derr := time.ParseDuration(strings.TrimSpace(at))
 		if !ok || err != nil || derr != nil || n < 0 || d < 0 {
 			fmt.Fprintf(stderr, "tailgate sim: --restart-engine %q: want ENGINE@DURATION, e.g. 1@30s\n", rs)
-			return exitUsage
+			return slo.ExitUsage
 		}
 		plan = append(plan, restart{n, d})
 	}
 	if err := checkLoopback(addr); err != nil && !allowRemote {
 		fmt.Fprintf(stderr, "tailgate sim: --addr %s: %v (pass --allow-remote to serve beyond this machine)\n", addr, err)
-		return exitUsage
+		return slo.ExitUsage
 	}
 	if grpcAddr != "" {
 		if err := checkLoopback(grpcAddr); err != nil && !allowRemote {
 			fmt.Fprintf(stderr, "tailgate sim: --grpc %s: %v (pass --allow-remote to serve beyond this machine)\n", grpcAddr, err)
-			return exitUsage
+			return slo.ExitUsage
 		}
 	}
 
 	run, err := sim.Start(cfg, addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tailgate sim: %v\n", err)
-		return exitUsage
+		return slo.ExitUsage
 	}
 	defer run.Close()
 	for _, p := range plan {
 		if p.engine >= run.Engines() || run.Engines() < 2 {
 			fmt.Fprintf(stderr, "tailgate sim: --restart-engine %d@%v: the simulator has %d engine(s); restarting one needs --engines 2 or more\n", p.engine, p.at, run.Engines())
-			return exitUsage
+			return slo.ExitUsage
 		}
 		timer := time.AfterFunc(p.at, func() {
 			if err := run.RestartEngine(ctx, p.engine); err == nil {
@@ -171,7 +172,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		g, err := run.ServeGRPC(grpcAddr)
 		if err != nil {
 			fmt.Fprintf(stderr, "tailgate sim: --grpc: %v\n", err)
-			return exitUsage
+			return slo.ExitUsage
 		}
 		// The simulator first, so requests in flight end at once, then
 		// the gRPC listener.
@@ -181,13 +182,13 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if readyFile != "" {
 		if err := atomicWriteString(readyFile, run.URL+"\n"); err != nil {
 			fmt.Fprintf(stderr, "tailgate sim: --ready-file: %v\n", err)
-			return exitInvalid
+			return slo.ExitInvalid
 		}
 		defer os.Remove(readyFile)
 	}
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "tailgate sim: shutting down\n")
-	return exitOK
+	return slo.ExitOK
 }
 
 // simModes names the real-server behaviours c turns on, for the start-up line.

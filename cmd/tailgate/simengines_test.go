@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // tailgate sim --engines 2 --restart-engine 1@…: two engines' series, and
 // engine 1 restarted once a scrape has seen it idle.
 func TestSimEnginesAndRestartFlag(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := cmdSim(context.Background(), []string{"--restart-engine", "1@1s"}, &stderr, &stderr); code != exitUsage ||
+	if code := cmdSim(context.Background(), []string{"--restart-engine", "1@1s"}, &stderr, &stderr); code != slo.ExitUsage ||
 		!strings.Contains(stderr.String(), "needs --engines 2 or more") {
 		t.Errorf("restart without engines: %d %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := cmdSim(context.Background(), []string{"--restart-engine", "one"}, &stderr, &stderr); code != exitUsage ||
+	if code := cmdSim(context.Background(), []string{"--restart-engine", "one"}, &stderr, &stderr); code != slo.ExitUsage ||
 		!strings.Contains(stderr.String(), "want ENGINE@DURATION") {
 		t.Errorf("bad restart: %d %q", code, stderr.String())
 	}
@@ -36,7 +37,7 @@ func TestSimEnginesAndRestartFlag(t *testing.T) {
 	}()
 	defer func() {
 		cancel()
-		if code := <-done; code != exitOK {
+		if code := <-done; code != slo.ExitOK {
 			t.Errorf("exit %d: %s", code, out.String())
 		}
 	}()

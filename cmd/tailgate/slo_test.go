@@ -15,7 +15,7 @@ import (
 func TestSLORules(t *testing.T) {
 	const file = "../../testdata/slo/chat.yaml"
 	code, out, errOut := tgCmd("slo", "rules", "--slo", file)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	spec, err := slo.LoadSpec(file)
@@ -47,15 +47,15 @@ func TestSLORules(t *testing.T) {
 	}
 
 	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "prometheusrule", "--namespace", "monitoring", "--rule-label", "release=prom")
-	if code != exitOK || !strings.Contains(out, "kind: PrometheusRule\n") || !strings.Contains(out, "namespace: monitoring") || !strings.Contains(out, "release: prom") {
+	if code != slo.ExitOK || !strings.Contains(out, "kind: PrometheusRule\n") || !strings.Contains(out, "namespace: monitoring") || !strings.Contains(out, "release: prom") {
 		t.Fatalf("prometheusrule: exit %d\n%s", code, out)
 	}
 	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "alertmanager")
-	if code != exitOK || !strings.Contains(out, "inhibit_rules:") {
+	if code != slo.ExitOK || !strings.Contains(out, "inhibit_rules:") {
 		t.Fatalf("alertmanager: exit %d\n%s", code, out)
 	}
 	code, out, _ = tgCmd("slo", "rules", "--slo", file, "--format", "sloth")
-	if code != exitOK || !strings.Contains(out, "\nversion: prometheus/v1\nservice: chat\n") || !strings.Contains(out, "[{{.window}}]") {
+	if code != slo.ExitOK || !strings.Contains(out, "\nversion: prometheus/v1\nservice: chat\n") || !strings.Contains(out, "[{{.window}}]") {
 		t.Fatalf("sloth: exit %d\n%s", code, out)
 	}
 }
@@ -68,14 +68,14 @@ func TestSLORulesUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"slo"}, exitUsage, "want a subcommand"},
-		{[]string{"slo", "rulez"}, exitUsage, `unknown subcommand "rulez"`},
-		{[]string{"slo", "rules"}, exitUsage, "want --slo FILE"},
-		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--format", "xml"}, exitUsage, `--format "xml": want prometheus, prometheusrule, alertmanager or sloth`},
-		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--selector", "job=x"}, exitUsage, `selector "job=x"`},
-		{[]string{"slo", "rules", "--slo", "nope.yaml"}, exitUsage, "nope.yaml"},
-		{[]string{"slo", "rules", "--slo", short}, exitUsage, "window 1d: burn-rate alerts need an SLO window longer"},
-		{[]string{"help", "slo"}, exitOK, ""},
+		{[]string{"slo"}, slo.ExitUsage, "want a subcommand"},
+		{[]string{"slo", "rulez"}, slo.ExitUsage, `unknown subcommand "rulez"`},
+		{[]string{"slo", "rules"}, slo.ExitUsage, "want --slo FILE"},
+		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--format", "xml"}, slo.ExitUsage, `--format "xml": want prometheus, prometheusrule, alertmanager or sloth`},
+		{[]string{"slo", "rules", "--slo", "../../testdata/slo/chat.yaml", "--selector", "job=x"}, slo.ExitUsage, `selector "job=x"`},
+		{[]string{"slo", "rules", "--slo", "nope.yaml"}, slo.ExitUsage, "nope.yaml"},
+		{[]string{"slo", "rules", "--slo", short}, slo.ExitUsage, "window 1d: burn-rate alerts need an SLO window longer"},
+		{[]string{"help", "slo"}, slo.ExitOK, ""},
 	} {
 		code, _, errOut := tgCmd(c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -48,17 +48,17 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	current := fs.Float64("current-rate", 0, "today's demand in requests/s: the sweep reports the headroom to the SLO-max")
 	growth := fs.String("forecast-growth", "", "with --current-rate: demand growth (8%/month, 2%/week) to say when it reaches the SLO-max")
 	changes := registerChanges(fs)
-	outDir := fs.String("out", "", "directory for sweep.json, report.html and one results directory per level under levels/ (required)")
+	outDir := fs.String("out", "", "directory for "+results.SweepFile+", "+results.ReportFile+" and one results directory per level under "+results.LevelsDir+"/ (required)")
 	force := fs.Bool("force", false, "replace a sweep already in --out")
-	noReport := fs.Bool("no-report", false, "do not write report.html into --out")
-	asJSON := fs.Bool("json", false, "print sweep.json to stdout instead of the table")
+	noReport := fs.Bool("no-report", false, "do not write "+results.ReportFile+" into --out")
+	asJSON := fs.Bool("json", false, "print "+results.SweepFile+" to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate sweep --slo slo.yaml --from R --to R --out DIR [flags]\n"+
 			"       tailgate sweep --slo slo.yaml --levels c4,c16,c64 --out DIR [flags]\n\n"+
 			"Finds the highest load that meets every objective of the SLO (the SLO-max) and the knee of the\n"+
 			"latency curve: each level is one run, judged as validate judges a stage, long enough that at least\n"+
-			"10 measured requests fall beyond the highest quantile judged. Rules: capacity/doc.go and sweep.json.\n"+
+			"10 measured requests fall beyond the highest quantile judged. Rules: capacity/doc.go and "+results.SweepFile+".\n"+
 			"Exit 0 an SLO-max was found (and covers --current-rate), 1 no level met the SLO or the current rate\n"+
 			"is past the SLO-max, 2 usage, 3 interrupted or results not written.\n\n%s", fs.FlagUsages())
 	}
@@ -170,17 +170,10 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = writeDefaultReport(out, stderr)
 	}
 	fmt.Fprintf(stderr, "sweep in %s\n", out)
-	switch {
-	case err != nil:
+	if err != nil {
 		return invalidErr("%v", err)
-	case res.Interrupted:
-		return invalidErr("interrupted; the levels run so far are in sweep.json")
-	case res.SLOMax == nil:
-		return exit(exitFailed)
-	case res.Headroom != nil && res.Headroom.HeadroomPct < 0:
-		return exit(exitFailed)
 	}
-	return nil
+	return judgedExit(results.SweepExit(res))
 }
 
 // registerChanges adds --change ID (repeatable): change-record ids to

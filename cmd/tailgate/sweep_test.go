@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // capacitySim steps in 2 ms + 0.5 ms per running sequence, with free prefill:
@@ -31,7 +32,7 @@ func TestSweepUsage(t *testing.T) {
 		{[]string{"sweep", "--slo", "x", "--out", "y", "--levels", "5", "--forecast-growth", "8%/month"}, "needs --current-rate"},
 	} {
 		code, _, e := tgCmd(c.args...)
-		if code != exitUsage || !strings.Contains(e, c.want) {
+		if code != slo.ExitUsage || !strings.Contains(e, c.want) {
 			t.Errorf("%v: %d %q, want usage error %q", c.args, code, e, c.want)
 		}
 	}

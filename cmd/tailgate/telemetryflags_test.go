@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // --server-model names the model whose server metrics count the run's
@@ -50,7 +51,7 @@ func TestTelemetryFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"run", "--target", target, "--rate", "1", "--duration", "1s", "--nvml", "maybe"}, "--nvml"},
 	} {
 		code, _, errOut := tgCmd(tc.args...)
-		if code != exitUsage || !strings.Contains(errOut, tc.flag) || strings.Contains(errOut, "127.0.0.1:1") {
+		if code != slo.ExitUsage || !strings.Contains(errOut, tc.flag) || strings.Contains(errOut, "127.0.0.1:1") {
 			t.Errorf("%s: exit %d, %q: want a usage error about %s before any connection", tc.args[0], code, errOut, tc.flag)
 		}
 	}

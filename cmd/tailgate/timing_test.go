@@ -15,10 +15,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // Two runs of the same load that differ only in seed show no significant
@@ -48,7 +48,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			defer wg.Done()
 			code, _, e := tgCmd("run", "--target", target, "--rate", "30", "--duration", "12s", "--warmup", "1s",
 				"--max-tokens", "16", "--seed", seed, "--self-check", "warn", "--metrics-url", "off", "--out", out)
-			if code != exitOK {
+			if code != slo.ExitOK {
 				failed[i] = fmt.Sprintf("run %s: %d %s", name, code, e)
 			}
 		}()
@@ -84,12 +84,12 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			t.Errorf("seed only: %s: %s", row, verdict)
 		}
 	}
-	if code != exitOK || v["itl p50"] != comparison.NoChange || v["e2e p90"] != comparison.NoChange {
+	if code != slo.ExitOK || v["itl p50"] != comparison.NoChange || v["e2e p90"] != comparison.NoChange {
 		t.Errorf("seed only: exit %d, %v", code, v)
 	}
 	code, v, table = verdicts(a, c)
 	t.Logf("20%% slower:\n%s", table)
-	if code != exitFailed {
+	if code != slo.ExitFailed {
 		t.Errorf("20%% slower: exit %d", code)
 	}
 	for _, row := range []string{"itl p50", "tpot p50", "e2e p50"} {
@@ -97,7 +97,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			t.Errorf("20%% slower: %s: %s, want a regression", row, v[row])
 		}
 	}
-	if code, _, e := tgCmd("compare", a); code != exitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
+	if code, _, e := tgCmd("compare", a); code != slo.ExitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
 		t.Errorf("one argument: %d %s", code, e)
 	}
 }
@@ -115,7 +115,7 @@ func TestSweepCommand(t *testing.T) {
 		"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn",
 		"--current-rate", "20", "--forecast-growth", "8%/month", "--change", "CHG-1", "--out", out}
 	code, stdout, stderr := tgCmd(args...)
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"SLO-max: r40", "FAIL saturated", "headroom: 100% headroom", "months"} {
@@ -126,7 +126,7 @@ func TestSweepCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Errorf("sweep wrote no report.html: %v", err)
 	}
-	res, err := capacity.Read(results.Dir(out))
+	res, err := results.Dir(out).ReadSweep()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +138,13 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatalf("level summary: %v %+v", err, s)
 	}
 	// Again without --force: refused.
-	if code, _, e := tgCmd(args...); code != exitUsage || !strings.Contains(e, "already holds results") {
+	if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
 		t.Errorf("second sweep: %d %s", code, e)
 	}
 	// The list above capacity only: no SLO-max, exit 1.
 	args = append(args[:len(args)-1], filepath.Join(dir, "o2"))
 	args[6] = "200"
-	if code, stdout, _ := tgCmd(args...); code != exitFailed || !strings.Contains(stdout, "SLO-max: none") {
+	if code, stdout, _ := tgCmd(args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
 		t.Errorf("nothing passes: %d\n%s", code, stdout)
 	}
 }
@@ -178,21 +178,21 @@ func TestCompareSweepCommand(t *testing.T) {
 	go func() { defer wg.Done(); codeA, outA = sweep(fast.URL, a) }()
 	go func() { defer wg.Done(); codeB, outB = sweep(slow.URL, b) }()
 	wg.Wait()
-	if codeA != exitOK || codeB != exitOK {
+	if codeA != slo.ExitOK || codeB != slo.ExitOK {
 		t.Fatalf("sweeps: %d %d\n%s\n%s", codeA, codeB, outA, outB)
 	}
 	// Which levels pass near a boundary depends on the machine's load
 	// (the simulator runs in real time beside the client): the intervals
 	// are not pinned, only that the candidate's lies wholly below.
 	code, stdout, stderr := tgCmd("compare", a, b)
-	if code != exitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
+	if code != slo.ExitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
 		!strings.Contains(stdout, "candidate [") {
 		t.Errorf("20%% slower: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr := tgCmd("compare", a, a); code != exitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
+	if code, stdout, stderr := tgCmd("compare", a, a); code != slo.ExitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
 		t.Errorf("the same sweep twice: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != exitUsage || !strings.Contains(stderr, "is a sweep and") {
+	if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != slo.ExitUsage || !strings.Contains(stderr, "is a sweep and") {
 		t.Errorf("a sweep against a run: %d %s", code, stderr)
 	}
 }

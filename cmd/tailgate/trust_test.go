@@ -38,7 +38,7 @@ func TestFlagErrorsSayWhy(t *testing.T) {
 	}
 	for _, c := range cases {
 		code, stdout, stderr := tgCmd(c.args...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
+		if code != slo.ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 		if c.args[0] != "sim" && !strings.Contains(stderr, "tailgate help "+c.args[0]) {
@@ -51,7 +51,7 @@ func TestFlagErrorsSayWhy(t *testing.T) {
 	// help CMD goes to stdout, so `tailgate help run | grep rate` works.
 	for _, c := range []string{"run", "validate", "check", "sign", "verify", "sim"} {
 		code, stdout, _ := tgCmd("help", c)
-		if code != exitOK || !strings.Contains(stdout, "Usage: tailgate "+c) || !strings.Contains(stdout, "--") {
+		if code != slo.ExitOK || !strings.Contains(stdout, "Usage: tailgate "+c) || !strings.Contains(stdout, "--") {
 			t.Errorf("help %s: exit %d, stdout %q", c, code, stdout)
 		}
 	}
@@ -68,12 +68,12 @@ func TestTargetUsageErrors(t *testing.T) {
 		"ftp://127.0.0.1:21":     `scheme "ftp"`,
 	} {
 		code, _, stderr := tgCmd("run", "--target", target, "--model", "sim-llama-8b", "--rate", "1", "--duration", "1s")
-		if code != exitUsage || !strings.Contains(stderr, want) {
+		if code != slo.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("--target %s: exit %d %q; want 2 and %q", target, code, stderr, want)
 		}
 	}
 	code, _, stderr := tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", "--at", "garbage", t.TempDir())
-	if code != exitUsage || !strings.Contains(stderr, `--at "garbage": want an RFC 3339 time`) || strings.Contains(stderr, "parsing time") {
+	if code != slo.ExitUsage || !strings.Contains(stderr, `--at "garbage": want an RFC 3339 time`) || strings.Contains(stderr, "parsing time") {
 		t.Errorf("--at garbage: %d %q", code, stderr)
 	}
 }
@@ -86,7 +86,7 @@ func TestRunNothingMeasuredIsUsageError(t *testing.T) {
 		{"--rate", "5", "--requests", "10", "--warmup", "10"},
 	} {
 		code, _, stderr := runCmd(t, append([]string{"--model", "sim-llama-8b"}, args...)...)
-		if code != exitUsage || !strings.Contains(stderr, "nothing would be") {
+		if code != slo.ExitUsage || !strings.Contains(stderr, "nothing would be") {
 			t.Errorf("%v: exit %d %q", args, code, stderr)
 		}
 	}
@@ -108,7 +108,7 @@ func TestRunMostlyFailingIsInvalid(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "50", "--arrival", "constant",
 		"--duration", "1s", "--max-tokens", "4", "--out", dir)
-	if code != exitInvalid || !strings.Contains(stderr, "RUN INVALID: stage main: errors: 25 of 50 sent requests failed (50%), above the 5% validity bound") {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "RUN INVALID: stage main: errors: 25 of 50 sent requests failed (50%), above the 5% validity bound") {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
 	if !strings.Contains(stdout, "requests sent 50") {
@@ -120,7 +120,7 @@ func TestRunMostlyFailingIsInvalid(t *testing.T) {
 	}
 	code, _, stderr = runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "50", "--arrival", "constant",
 		"--duration", "1s", "--max-tokens", "4", "--max-error-rate", "0.6", "--out", t.TempDir())
-	if code != exitOK {
+	if code != slo.ExitOK {
 		t.Errorf("--max-error-rate 0.6: exit %d %s", code, stderr)
 	}
 }
@@ -146,7 +146,7 @@ func TestRunServerKilledMidRunIsInvalid(t *testing.T) {
 	dir := t.TempDir()
 	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "40", "--arrival", "constant",
 		"--duration", "1500ms", "--max-tokens", "4", "--timeout", "1s", "--metrics-url", "off", "--out", dir)
-	if code != exitInvalid || !strings.Contains(stderr, "RUN INVALID") {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "RUN INVALID") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	s := readSummary(t, dir)
@@ -170,7 +170,7 @@ func TestRunJudgesSLO(t *testing.T) {
 	for i, c := range []struct {
 		ttft, target string
 		code         int
-	}{{"1s", "50%", exitOK}, {"1s", "99%", slo.ExitInconclusive}, {"1us", "99%", exitFailed}} {
+	}{{"1s", "50%", slo.ExitOK}, {"1s", "99%", slo.ExitInconclusive}, {"1us", "99%", slo.ExitFailed}} {
 		dir := filepath.Join(base, fmt.Sprint("out-", i))
 		code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "1s",
 			"--max-tokens", "4", "--slo", write(fmt.Sprint("slo-", i, ".yaml"), c.ttft, c.target), "--out", dir)
@@ -192,18 +192,18 @@ func TestRunRefusesToOverwrite(t *testing.T) {
 	srv := fastSim(t)
 	dir := t.TempDir()
 	args := []string{"--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "500ms", "--max-tokens", "2", "--out", dir}
-	if code, _, stderr := runCmd(t, args...); code != exitOK {
+	if code, _, stderr := runCmd(t, args...); code != slo.ExitOK {
 		t.Fatalf("first run: %d %s", code, stderr)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, results.RecordsFile))
 	code, _, stderr := runCmd(t, args...)
-	if code != exitUsage || !strings.Contains(stderr, "already holds results (--force to replace them)") {
+	if code != slo.ExitUsage || !strings.Contains(stderr, "already holds results (--force to replace them)") {
 		t.Fatalf("second run: %d %s", code, stderr)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, results.RecordsFile)); !bytes.Equal(before, after) {
 		t.Error("the refused run changed requests.jsonl")
 	}
-	if code, _, stderr := runCmd(t, append(args, "--force")...); code != exitOK {
+	if code, _, stderr := runCmd(t, append(args, "--force")...); code != slo.ExitOK {
 		t.Fatalf("--force: %d %s", code, stderr)
 	}
 }
@@ -214,7 +214,7 @@ func TestCheckRejudgesRunDirectory(t *testing.T) {
 	srv := fastSim(t)
 	dir := t.TempDir()
 	if code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "1500ms",
-		"--max-tokens", "2", "--telemetry-interval", "200ms", "--out", dir); code != exitOK {
+		"--max-tokens", "2", "--telemetry-interval", "200ms", "--out", dir); code != slo.ExitOK {
 		t.Fatalf("run: %d %s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.QueueDelayFile)); err != nil {
@@ -242,7 +242,7 @@ func TestCheckCutShortAndTornLine(t *testing.T) {
 	s, _, dir := writeRun(t, recs)
 	os.Remove(filepath.Join(dir, results.SummaryFile))
 	code, stdout, stderr := tgCmd("check", "--slo", s, dir)
-	if code != exitInvalid || !strings.Contains(stderr, "the run was cut short") || !strings.Contains(stdout, "incomplete") {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "the run was cut short") || !strings.Contains(stdout, "incomplete") {
 		t.Errorf("cut short: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// Tear the last line in half.
@@ -250,14 +250,14 @@ func TestCheckCutShortAndTornLine(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, b[:len(b)-20], 0o644)
 	code, _, stderr = tgCmd("check", "--slo", s, dir)
-	if code != exitInvalid || !strings.Contains(stderr, "is torn") || !strings.Contains(stderr, "judged the 799 records before it") {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "is torn") || !strings.Contains(stderr, "judged the 799 records before it") {
 		t.Errorf("torn: exit %d\n%s", code, stderr)
 	}
 	// A bad line in the middle is still an error naming file and line.
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	lines[3] = []byte("{not json\n")
 	os.WriteFile(p, bytes.Join(lines, nil), 0o644)
-	if code, _, stderr := tgCmd("check", "--slo", s, dir); code != exitUsage || !strings.Contains(stderr, results.RecordsFile+":4:") {
+	if code, _, stderr := tgCmd("check", "--slo", s, dir); code != slo.ExitUsage || !strings.Contains(stderr, results.RecordsFile+":4:") {
 		t.Errorf("bad middle line: exit %d %s", code, stderr)
 	}
 }
@@ -269,7 +269,7 @@ func TestSignRefusesEmptyDirectory(t *testing.T) {
 	tgCmd("sign", "--keygen", "--key", key)
 	empty := t.TempDir()
 	code, _, stderr := tgCmd("sign", "--key", key, empty)
-	if code != exitUsage || !strings.Contains(stderr, "holds no results") {
+	if code != slo.ExitUsage || !strings.Contains(stderr, "holds no results") {
 		t.Errorf("exit %d %s", code, stderr)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
@@ -293,7 +293,7 @@ func TestRunDiskFull(t *testing.T) {
 	dir := filepath.Join(mnt, "run")
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "200", "--arrival", "constant",
 		"--duration", "3s", "--max-tokens", "16", "--metrics-url", "off", "--out", dir)
-	if code != exitInvalid {
+	if code != slo.ExitInvalid {
 		t.Fatalf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "requests sent") {
@@ -317,7 +317,7 @@ func TestRunDiskFull(t *testing.T) {
 	}
 	// check reads what is there, torn tail included.
 	code, _, stderr = tgCmd("check", "--slo", "../../testdata/slo/chat.yaml", dir)
-	if code == exitUsage {
+	if code == slo.ExitUsage {
 		t.Errorf("check refused the file: %s", stderr)
 	}
 }
@@ -336,7 +336,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	vdir := filepath.Join(base, "validate")
 	code, vout, verr := tgCmd("validate", "--plan", plan, "--target", target, "--out", vdir, "--header", "Authorization: Bearer SECRET",
 		"--dcgm-url", srv.URL+"/metrics?token=SECRET", "--max-error-rate", "1")
-	if code == exitUsage {
+	if code == slo.ExitUsage {
 		t.Fatalf("validate: %d\n%s", code, verr)
 	}
 	rdir := filepath.Join(base, "run")
@@ -385,7 +385,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 func TestSummaryContract(t *testing.T) {
 	srv := simtest.Start(t, sim.DefaultConfig())
 	dir := t.TempDir()
-	if code, _, stderr := runCmd(t, "--target", srv.URL, "--rate", "20", "--duration", "1s", "--max-tokens", "4", "--out", dir); code != exitOK {
+	if code, _, stderr := runCmd(t, "--target", srv.URL, "--rate", "20", "--duration", "1s", "--max-tokens", "4", "--out", dir); code != slo.ExitOK {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
@@ -491,10 +491,10 @@ func TestSelfCheckFails(t *testing.T) {
 	args := []string{"--target", srv.URL, "--model", "sim-llama-8b", "--rate", "200", "--arrival", "constant", "--duration", "1s",
 		"--max-inflight", "1", "--max-tokens", "2", "--metrics-url", "off", "--grace", "0"}
 	code, _, stderr := runCmd(t, append(args, "--self-check", "fail")...)
-	if code != exitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
 		t.Errorf("exit %d %s", code, stderr)
 	}
-	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1", "--max-cut-at-end", "1")...); code != exitOK {
+	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1", "--max-cut-at-end", "1")...); code != slo.ExitOK {
 		t.Errorf("--self-check warn: exit %d %s", code, stderr)
 	}
 }
@@ -506,7 +506,7 @@ func TestServerIgnoringStreamAndHTML(t *testing.T) {
 	srv := fastSim(t, sim.FaultRule{Kind: sim.FaultIgnoreStream, Every: 1})
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "20", "--duration", "500ms", "--max-tokens", "8", "--out", dir)
-	if code != exitOK || !strings.Contains(stdout, `the server ignored "stream"`) {
+	if code != slo.ExitOK || !strings.Contains(stdout, `the server ignored "stream"`) {
 		t.Errorf("ignore_stream: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)

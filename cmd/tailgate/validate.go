@@ -49,8 +49,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(fs.Output(), "Usage: tailgate validate --plan plan.yaml --out DIR [flags]\n"+
 			"       tailgate validate --plan plan.yaml --out DIR --record STAGE=pass|fail --by NAME\n\n"+
 			"Checks the target and model, runs the plan's stages in order, judges every objective on each,\n"+
-			"prints the verdicts and writes DIR: verdict.json, junit.xml, requests.jsonl, per-stage summaries\n"+
-			"and histograms, the input files, environment.json and manifest.json (sign it with tailgate sign).\n"+
+			"prints the verdicts and writes DIR: "+results.VerdictFile+", "+results.JUnitFile+", "+results.RecordsFile+", per-stage summaries\n"+
+			"and histograms, the input files, "+results.EnvironmentFile+" and "+results.ManifestFile+" (sign it with tailgate sign).\n"+
 			"Open-loop stages use Poisson arrivals unless the plan says otherwise (as run does).\n"+
 			"Exit 0 all pass or waived, 1 an objective failed or a manual stage is pending, 2 usage, 3 run invalid.\n\n%s", fs.FlagUsages())
 	}

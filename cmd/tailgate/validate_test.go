@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // vSLO's targets are ones a few seconds of load decide at 95% confidence
@@ -55,7 +56,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	plan := writePlan(t, srv.URL, "1s", true)
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--self-check", "warn")
-	if code != exitFailed || !strings.Contains(stdout, "PENDING") {
+	if code != slo.ExitFailed || !strings.Contains(stdout, "PENDING") {
 		t.Fatalf("pending manual stage: %d\n%s\n%s", code, stdout, stderr)
 	}
 	for _, f := range []string{"verdict.json", "junit.xml", "manifest.json", "environment.json",
@@ -69,50 +70,50 @@ func TestValidateEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "requests.jsonl")); !os.IsNotExist(err) {
 		t.Errorf("a plan-wide requests.jsonl beside the stages' (%v)", err)
 	}
-	if code, _, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--record", "failover=pass"); code != exitUsage || !strings.Contains(stderr, "--by") {
+	if code, _, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--record", "failover=pass"); code != slo.ExitUsage || !strings.Contains(stderr, "--by") {
 		t.Fatalf("--record without --by: %d %s", code, stderr)
 	}
 	code, stdout, stderr = tgCmd("validate", "--plan", plan, "--out", out, "--record", "failover=pass", "--by", "carol")
-	if code != exitOK || !strings.Contains(stdout, "recorded by carol") {
+	if code != slo.ExitOK || !strings.Contains(stdout, "recorded by carol") {
 		t.Fatalf("recorded: %d\n%s\n%s", code, stdout, stderr)
 	}
 	// check on the saved results gives the same verdict.
 	sloFile := filepath.Join(filepath.Dir(plan), "slo.yaml")
-	if code, stdout, _ := tgCmd("check", "--slo", sloFile, out); code != exitOK {
+	if code, stdout, _ := tgCmd("check", "--slo", sloFile, out); code != slo.ExitOK {
 		t.Fatalf("check: %d\n%s", code, stdout)
 	}
 	// Sign, verify, tamper.
 	key := filepath.Join(t.TempDir(), "k.pem")
 	tgCmd("sign", "--keygen", "--key", key)
-	if code, _, e := tgCmd("sign", "--key", key, out); code != exitOK {
+	if code, _, e := tgCmd("sign", "--key", key, out); code != slo.ExitOK {
 		t.Fatalf("sign: %s", e)
 	}
 	pub := strings.TrimSuffix(key, ".pem") + ".pub"
-	if code, _, e := tgCmd("verify", "--pub", pub, out); code != exitOK {
+	if code, _, e := tgCmd("verify", "--pub", pub, out); code != slo.ExitOK {
 		t.Fatalf("verify: %s", e)
 	}
 	peak := filepath.Join(out, "stages", "peak", "requests.jsonl")
 	b, _ := os.ReadFile(peak)
 	b[len(b)/2] ^= 1
 	os.WriteFile(peak, b, 0o644)
-	if code, _, e := tgCmd("verify", "--pub", pub, out); code != exitFailed || !strings.Contains(e, "stages/peak/requests.jsonl: modified") {
+	if code, _, e := tgCmd("verify", "--pub", pub, out); code != slo.ExitFailed || !strings.Contains(e, "stages/peak/requests.jsonl: modified") {
 		t.Fatalf("tampered: %d %s", code, e)
 	}
 
 	// A strict ITL objective fails: exit 1; results already there: exit 2.
 	strict := writePlan(t, srv.URL, "1us", false)
-	if code, stdout, _ := tgCmd("validate", "--plan", strict, "--out", out, "--self-check", "warn"); code != exitUsage {
+	if code, stdout, _ := tgCmd("validate", "--plan", strict, "--out", out, "--self-check", "warn"); code != slo.ExitUsage {
 		t.Fatalf("existing results: %d %s", code, stdout)
 	}
 	code, stdout, _ = tgCmd("validate", "--plan", strict, "--out", out, "--force", "--self-check", "warn")
-	if code != exitFailed || !strings.Contains(stdout, "FAIL (exit 1)") {
+	if code != slo.ExitFailed || !strings.Contains(stdout, "FAIL (exit 1)") {
 		t.Fatalf("strict: %d\n%s", code, stdout)
 	}
 
 	// Nothing listening: exit 3 from the preflight, before any stage.
 	down := writePlan(t, "http://127.0.0.1:1", "1s", false)
 	t0 := time.Now()
-	if code, _, e := tgCmd("validate", "--plan", down, "--out", filepath.Join(t.TempDir(), "o")); code != exitInvalid || !strings.Contains(e, "does not answer") || strings.Contains(e, "stage ") {
+	if code, _, e := tgCmd("validate", "--plan", down, "--out", filepath.Join(t.TempDir(), "o")); code != slo.ExitInvalid || !strings.Contains(e, "does not answer") || strings.Contains(e, "stage ") {
 		t.Fatalf("unreachable: %d\n%s", code, e)
 	}
 	if el := time.Since(t0); el > 10*time.Second {
@@ -121,7 +122,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	// A broken plan: exit 2 with file and line.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("kind: Plan\nname: x\nstages: [{name: a, rate: 5, duration: 3 minutes}]\n"), 0o644)
-	if code, _, e := tgCmd("validate", "--plan", bad, "--out", t.TempDir()); code != exitUsage || !strings.Contains(e, "bad.yaml:3: stages[0].duration") {
+	if code, _, e := tgCmd("validate", "--plan", bad, "--out", t.TempDir()); code != slo.ExitUsage || !strings.Contains(e, "bad.yaml:3: stages[0].duration") {
 		t.Fatalf("bad plan: %d %s", code, e)
 	}
 }

@@ -1,0 +1,202 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry"
+)
+
+// SweepSchema names sweep.json's contract: keys may be added, never
+// renamed.
+const SweepSchema = "tailgate.sweep/v1"
+
+// Sweep is sweep.json, a capacity sweep's result (package capacity
+// runs it; report, compare and the periodic review read it).
+type Sweep struct {
+	Schema  string       `json:"schema"`
+	Tool    loadgen.Tool `json:"tool"`
+	Started time.Time    `json:"started"`
+	Ended   time.Time    `json:"ended"`
+	Target  string       `json:"target"`
+	Model   string       `json:"model"`
+	// Mode is "open" (rates) or "closed" (concurrencies).
+	Mode    string `json:"mode"`
+	Arrival string `json:"arrival,omitempty"`
+	SLO     string `json:"slo"`
+	SLOFile string `json:"slo_file,omitempty"`
+	// Plan is the range (bottom, top) or the list asked for.
+	Plan        []string          `json:"plan"`
+	Precision   float64           `json:"precision"`
+	MinRequests int               `json:"min_requests"`
+	Rules       map[string]string `json:"rules"`
+	// Changes are the change-record ids given (--change).
+	Changes []string `json:"changes,omitempty"`
+	// Levels are in the order they ran.
+	Levels      []SweepLevel   `json:"levels"`
+	SLOMax      *SweepPoint    `json:"slo_max"`
+	Knee        *SweepPoint    `json:"knee"`
+	Headroom    *SweepHeadroom `json:"headroom,omitempty"`
+	Interrupted bool           `json:"interrupted"`
+	Warnings    []string       `json:"warnings"`
+}
+
+// SweepLevel is one level of sweep.json.
+type SweepLevel struct {
+	Name        string  `json:"name"`
+	RatePerS    float64 `json:"rate_per_s,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	// Order is when the level ran (1 = first); Dir its results directory,
+	// relative to sweep.json.
+	Order int    `json:"order"`
+	Dir   string `json:"dir,omitempty"`
+	// Attempt is 2 for the rerun that confirms the failure above the
+	// SLO-max (its name then ends in "-2").
+	Attempt int `json:"attempt"`
+	// OfferedPerS is what the schedule made due (open loop; 0 in closed
+	// loop, which offers what it achieves); AchievedPerS the completion
+	// rate; GoodputPerS completions meeting the goodput constraints.
+	OfferedPerS      float64                 `json:"offered_per_s"`
+	AchievedPerS     float64                 `json:"achieved_per_s"`
+	GoodputPerS      float64                 `json:"goodput_per_s"`
+	OutputTokensPerS float64                 `json:"output_tokens_per_s"`
+	Requests         loadgen.Counts          `json:"requests"`
+	MinRequests      int                     `json:"min_requests"`
+	Short            bool                    `json:"short"`
+	LatencyMs        map[string]loadgen.Hist `json:"latency_ms"`
+	// Status is the SLO report's: PASS, FAIL or INVALID; Pass adds
+	// validity, saturation and length.
+	Status   string        `json:"status"`
+	Pass     bool          `json:"pass"`
+	Score    float64       `json:"score"`
+	Verdicts []slo.Verdict `json:"verdicts"`
+	Problems []slo.Problem `json:"problems,omitempty"`
+	Valid    bool          `json:"valid"`
+	// InvalidReasons are the run's validity reasons.
+	InvalidReasons []string `json:"invalid_reasons,omitempty"`
+	Saturated      bool     `json:"saturated"`
+	Saturation     string   `json:"saturation,omitempty"`
+	// TTFT medians of the first and last quarter of measured requests.
+	TTFTFirstQuarterP50Ms float64 `json:"ttft_first_quarter_p50_ms"`
+	TTFTLastQuarterP50Ms  float64 `json:"ttft_last_quarter_p50_ms"`
+	// Telemetry: GPU utilisation (0–1), the server's queue-delay
+	// histogram gained over the level, and its queue depth and batch.
+	GPUUtilization *telemetry.Stats            `json:"gpu_utilization,omitempty"`
+	QueueDelay     *telemetry.HistogramSummary `json:"queue_delay,omitempty"`
+	ServerWaiting  *telemetry.Stats            `json:"server_waiting,omitempty"`
+	ServerRunning  *telemetry.Stats            `json:"server_running,omitempty"`
+	// Energy is the GPUs' energy over the level's measured window beside
+	// its work in that window: joules per output token and per request,
+	// and the cost per million output tokens at --gpu-hour-cost (absent
+	// without an energy source; EnergyUnavailable then says why).
+	Energy            *Energy  `json:"energy,omitempty"`
+	EnergyUnavailable string   `json:"energy_unavailable,omitempty"`
+	Warnings          []string `json:"warnings,omitempty"`
+}
+
+// Value is the level's own load: its concurrency (closed loop) or rate.
+func (l *SweepLevel) Value() float64 {
+	if l.Concurrency > 0 {
+		return float64(l.Concurrency)
+	}
+	return l.RatePerS
+}
+
+// Load is the level's load on a common axis: the offered rate in open
+// loop, the achieved rate in closed loop.
+func (l *SweepLevel) Load() float64 {
+	if l.Concurrency > 0 {
+		return l.AchievedPerS
+	}
+	return l.RatePerS
+}
+
+// SweepPoint is a level of note: the SLO-max or the knee.
+type SweepPoint struct {
+	Level        string  `json:"level"`
+	RatePerS     float64 `json:"rate_per_s,omitempty"`
+	Concurrency  int     `json:"concurrency,omitempty"`
+	AchievedPerS float64 `json:"achieved_per_s"`
+	Note         string  `json:"note,omitempty"`
+	// Elasticity is the knee's: Δln(E2E p50)/Δln(throughput) above it.
+	Elasticity float64 `json:"elasticity,omitempty"`
+	// Energy is the level's (the SLO-max's: energy and cost per token at
+	// the highest load that meets the SLO).
+	Energy *Energy `json:"energy,omitempty"`
+}
+
+// Value is the point's own load: its concurrency (closed loop) or rate.
+func (p *SweepPoint) Value() float64 {
+	if p.Concurrency > 0 {
+		return float64(p.Concurrency)
+	}
+	return p.RatePerS
+}
+
+// Rate is the point's rate: the level's in open loop, achieved in closed.
+func (p *SweepPoint) Rate() float64 {
+	if p.Concurrency > 0 {
+		return p.AchievedPerS
+	}
+	return p.RatePerS
+}
+
+// SweepHeadroom is sweep.json's headroom block.
+type SweepHeadroom struct {
+	CurrentRatePerS float64 `json:"current_rate_per_s"`
+	SLOMaxRatePerS  float64 `json:"slo_max_rate_per_s"`
+	// HeadroomPct is how much more demand the SLO-max allows, in percent
+	// of the current (negative: already past it).
+	HeadroomPct    float64 `json:"headroom_pct"`
+	Growth         string  `json:"growth,omitempty"`
+	GrowthPerMonth float64 `json:"growth_per_month,omitempty"`
+	// MonthsToSLOMax and ReachesAt say when demand growing at Growth
+	// reaches the SLO-max.
+	MonthsToSLOMax *float64   `json:"months_to_slo_max,omitempty"`
+	ReachesAt      *time.Time `json:"reaches_slo_max_at,omitempty"`
+	Note           string     `json:"note"`
+}
+
+// WriteSweep writes sweep.json into d atomically.
+func (d Dir) WriteSweep(s *Sweep) error { return WriteJSON(d.Path(SweepFile), s) }
+
+// ReadSweep reads d's sweep.json.
+func (d Dir) ReadSweep() (*Sweep, error) {
+	p := d.Path(SweepFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var r Sweep
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", p, err)
+	}
+	if r.Schema != SweepSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", p, r.Schema, SweepSchema)
+	}
+	return &r, nil
+}
+
+// SweepExit is a sweep's exit, by Exit's one rule: invalid (3) when it
+// was interrupted, failed (1) when no level met the SLO or demand is
+// already past the SLO-max, else 0. A failure's why is empty: the table
+// has said it.
+func SweepExit(s *Sweep) (code int, why string) {
+	v := &Validity{Valid: !s.Interrupted}
+	if s.Interrupted {
+		v.Reasons = []string{"interrupted; the levels run so far are in " + SweepFile}
+	}
+	var rep *slo.Report
+	if s.SLOMax == nil || s.Headroom != nil && s.Headroom.HeadroomPct < 0 {
+		rep = &slo.Report{Status: slo.ReportFail, ExitCode: slo.ExitFailed}
+	}
+	code, why = Exit(v, rep)
+	if code == slo.ExitFailed {
+		why = ""
+	}
+	return code, why
+}

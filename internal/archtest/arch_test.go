@@ -1,0 +1,188 @@
+// Package archtest holds the tree's layering rules as tests, read from
+// `go list` and the parsed source, so a change that breaks one fails CI
+// instead of waiting for the next review.
+package archtest
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tailgate-llm/tailgate/"
+
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+}
+
+// packages lists every package of the module (non-test files).
+func packages(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, module)] = p
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages: run from the module", len(pkgs))
+	}
+	return pkgs
+}
+
+func within(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
+
+func imports(p pkg) []string {
+	var own []string
+	for _, imp := range p.Imports {
+		if strings.HasPrefix(imp, module) {
+			own = append(own, strings.TrimPrefix(imp, module))
+		}
+	}
+	return own
+}
+
+// A protocol client imports no other protocol's package: what two share
+// (transport, SSE) lives beside them; loadgen/protocol is the one seam
+// that knows them all.
+func TestNoProtocolImportsAnother(t *testing.T) {
+	protocols := []string{"loadgen/openai", "loadgen/kserve", "loadgen/tgi", "loadgen/ollama"}
+	pkgs := packages(t)
+	for path, p := range pkgs {
+		for _, proto := range protocols {
+			if !within(path, proto) {
+				continue
+			}
+			for _, imp := range imports(p) {
+				for _, other := range protocols {
+					if other != proto && within(imp, other) {
+						t.Errorf("%s imports %s: protocols share code through loadgen/transport or loadgen/sse", path, imp)
+					}
+				}
+			}
+		}
+	}
+	for _, proto := range protocols {
+		if _, ok := pkgs[proto]; !ok {
+			t.Errorf("protocol package %s not found: update this list", proto)
+		}
+	}
+}
+
+// Use cases (the commands' libraries) meet only through results; the
+// output packages (report, evidence) are used by use cases and use none.
+func TestUseCasesMeetThroughResults(t *testing.T) {
+	useCases := []string{"acceptance", "canary", "capacity", "comparison", "merge", "readiness"}
+	outputs := []string{"report", "evidence"}
+	pkgs := packages(t)
+	for path, p := range pkgs {
+		var root string
+		for _, r := range slices.Concat(useCases, outputs) {
+			if within(path, r) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for _, imp := range imports(p) {
+			for _, uc := range useCases {
+				if within(imp, uc) && uc != root {
+					t.Errorf("%s imports use case %s: share what they need through results", path, imp)
+				}
+			}
+		}
+	}
+	for _, r := range slices.Concat(useCases, outputs) {
+		if _, ok := pkgs[r]; !ok {
+			t.Errorf("package %s not found: update this list", r)
+		}
+	}
+}
+
+// Every results file name is a constant of package results: a string
+// literal equal to one of them anywhere else is a second definition.
+func TestResultsFileNamesOnlyInResults(t *testing.T) {
+	pkgs := packages(t)
+	res, ok := pkgs["results"]
+	if !ok {
+		t.Fatal("package results not found")
+	}
+	names := map[string]bool{}
+	for _, f := range res.GoFiles {
+		file := parse(t, filepath.Join(res.Dir, f))
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					if s, ok := stringLit(v); ok && strings.Contains(s, ".") && !strings.ContainsAny(s, "/ ") {
+						names[s] = true
+					}
+				}
+			}
+		}
+	}
+	for _, want := range []string{"summary.json", "requests.jsonl", "sweep.json", "report.html"} {
+		if !names[want] {
+			t.Fatalf("results defines no constant %q: the rule would check nothing", want)
+		}
+	}
+	for path, p := range pkgs {
+		// The simulator and the benchmarks are not tailgate's results.
+		if path == "results" || within(path, "sim") || within(path, "bench") {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			name := filepath.Join(p.Dir, f)
+			ast.Inspect(parse(t, name), func(n ast.Node) bool {
+				if s, ok := stringLit(n); ok && names[s] {
+					t.Errorf("%s: literal %q: use the results constant", strings.TrimPrefix(name, filepath.Dir(filepath.Dir(res.Dir))+"/"), s)
+				}
+				return true
+			})
+		}
+	}
+}
+
+func parse(t *testing.T, name string) *ast.File {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func stringLit(n ast.Node) (string, bool) {
+	lit, ok := n.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}

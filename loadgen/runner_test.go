@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -692,4 +693,38 @@ func TestRateAboveOneGeneratorIsRefused(t *testing.T) {
 	if err := (Options{Stages: []Stage{{Rate: MaxRatePerS, Duration: time.Second}}}).Validate(); err != nil {
 		t.Errorf("the bound itself: %v", err)
 	}
+}
+
+// traceSource replays prompts at fixed offsets, then ends.
+type traceSource struct{ at []time.Duration }
+
+func (s *traceSource) Next() (*prompts.Prompt, error) {
+	if len(s.at) == 0 {
+		return nil, io.EOF
+	}
+	p := &prompts.Prompt{ID: "t", At: s.at[0]}
+	s.at = s.at[1:]
+	return p, nil
+}
+
+// Trace replay sends each prompt at its own At, exactly, and ends at the
+// first one past the stages' end.
+func TestTraceReplaySendsAtEachPromptsOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeClient{ttft: time.Millisecond, tokens: 1}
+		at := []time.Duration{0, 3 * time.Millisecond, 3 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond, 450 * time.Millisecond}
+		recs, info := collect(t, context.Background(), c, &traceSource{at: at}, Options{Trace: true,
+			Stages: []Stage{{Name: "t", Duration: 300 * time.Millisecond}}})
+		if len(recs) != 4 || info.Sent != 4 {
+			t.Fatalf("%d records, %d sent; want the 4 due before 300ms", len(recs), info.Sent)
+		}
+		for i, r := range recs {
+			if r.Intended != at[i] || r.ScheduleLag() != 0 {
+				t.Errorf("record %d: intended %v (want %v), lag %v", i, r.Intended, at[i], r.ScheduleLag())
+			}
+		}
+		if info.Scheduled.To != 300*time.Millisecond {
+			t.Errorf("scheduled window %+v, want to the stages' end", info.Scheduled)
+		}
+	})
 }

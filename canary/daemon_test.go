@@ -60,11 +60,11 @@ const downTarget = `  - name: down
 
 // startCanary runs a daemon on a canary file written for srvURL and stops
 // it when the test ends, failing the test if it does not stop in time.
-func startCanary(t *testing.T, body string) (*Daemon, string, *syncbuf.Buffer) {
+func startCanary(t *testing.T, body string) (*Daemon, string, *eventLog) {
 	t.Helper()
 	dir := writeFiles(t, map[string]string{"canary.yaml": body, "slo.yaml": sloFile})
 	path := filepath.Join(dir, "canary.yaml")
-	logs := &syncbuf.Buffer{}
+	logs := newEventLog()
 	d, err := New(path, Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +181,37 @@ func window(o ObjectiveStatus, label string) WindowStatus {
 	return WindowStatus{}
 }
 
-// waitFor polls cond every 50ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// eventLog is a daemon's log that says when a line was written: every
+// evaluation interval writes one, so a test re-checks its condition on
+// the daemon's own progress instead of polling on a timer.
+type eventLog struct {
+	syncbuf.Buffer
+	lines chan struct{}
+}
+
+func newEventLog() *eventLog { return &eventLog{lines: make(chan struct{}, 1)} }
+
+func (l *eventLog) Write(p []byte) (int, error) {
+	n, err := l.Buffer.Write(p)
+	select {
+	case l.lines <- struct{}{}:
+	default: // one pending wake-up is enough: the condition is re-read whole
+	}
+	return n, err
+}
+
+// waitFor checks cond now and again after each line the daemon logs,
+// until it holds; it fails the test if d passes first.
+func waitFor(t *testing.T, logs *eventLog, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-logs.lines:
+		case <-deadline.C:
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -211,7 +233,7 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 	get(t, "http://"+d.Addr()+"/readyz")
 
 	simT := map[string]string{"target": "sim"}
-	waitFor(t, 5*time.Second, "20 probes of sim", func() bool {
+	waitFor(t, logs, 5*time.Second, "20 probes of sim", func() bool {
 		fams, _ := scrape(t, d)
 		return total(fams, prom.RequestsTotal, simT) >= 20
 	})
@@ -281,7 +303,7 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 	if err := srv.SetFaults([]sim.FaultRule{{Kind: sim.FaultHTTP503, Rate: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "bad events of the faulted simulator in /status", func() bool {
+	waitFor(t, logs, 5*time.Second, "bad events of the faulted simulator in /status", func() bool {
 		w := window(objective(t, status(t, d), "sim", "errors"), "5m")
 		return w.Bad >= 10
 	})
@@ -312,9 +334,9 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 func TestMetricsPassPromtool(t *testing.T) {
 	path := promtest.Promtool(t)
 	srv := simtest.Start(t, fastSim())
-	d, _, _ := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget))
+	d, _, logs := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget))
 	var body []byte
-	waitFor(t, 5*time.Second, "probes of both targets", func() bool {
+	waitFor(t, logs, 5*time.Second, "probes of both targets", func() bool {
 		var fams map[string]*dto.MetricFamily
 		fams, body = scrape(t, d)
 		return total(fams, prom.RequestsTotal, map[string]string{"outcome": "ok"}) > 0 &&
@@ -341,7 +363,8 @@ func TestCanarySlowTargetAndShutdown(t *testing.T) {
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHang, Rate: 1}}
 	srv := simtest.Start(t, cfg)
 	dir := writeFiles(t, map[string]string{"canary.yaml": fmt.Sprintf(canaryFile, srv.URL, "300ms", 10, ""), "slo.yaml": sloFile})
-	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard, StopTimeout: 3 * time.Second})
+	logs := newEventLog()
+	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: logs, StopTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +373,7 @@ func TestCanarySlowTargetAndShutdown(t *testing.T) {
 	if err := d.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "timed-out probes", func() bool {
+	waitFor(t, logs, 5*time.Second, "timed-out probes", func() bool {
 		w := window(objective(t, status(t, d), "sim", "ttft"), "5m")
 		return w.Bad >= 3
 	})
@@ -385,7 +408,7 @@ func TestCanarySlowTargetAndShutdown(t *testing.T) {
 func TestCanaryReload(t *testing.T) {
 	srv := simtest.Start(t, fastSim())
 	d, path, logs := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, ""))
-	waitFor(t, 5*time.Second, "probes", func() bool {
+	waitFor(t, logs, 5*time.Second, "probes", func() bool {
 		return window(objective(t, status(t, d), "sim", "errors"), "5m").Good >= 5
 	})
 	gauge := func() float64 {
@@ -413,7 +436,7 @@ func TestCanaryReload(t *testing.T) {
 		t.Errorf("failed reload not logged:\n%s", logs.String())
 	}
 	n := s.Targets[0].Probes.OK
-	waitFor(t, 5*time.Second, "probes after the failed reload", func() bool {
+	waitFor(t, logs, 5*time.Second, "probes after the failed reload", func() bool {
 		return status(t, d).Targets[0].Probes.OK > n+3
 	})
 

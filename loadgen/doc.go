@@ -48,6 +48,14 @@
 // Info.Stopped) ends sending at once and cancels requests in flight
 // (ErrCancelled).
 //
+// # Time
+//
+// The runner reads the clock only through package time (time.Now, timers)
+// and the schedule is offsets from the epoch, so tests run it under
+// testing/synctest's fake clock, where every send is exactly on time.
+// The dispatcher's waiter yields before a due time only after its timer
+// woke late, which a fake clock never does, so it never spins there.
+//
 // # Who owns which Record field
 //
 // The runner sets Seq, ID, Class, Stage, Session, Turn, Warmup,

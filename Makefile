@@ -9,7 +9,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: all build image test unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
+.PHONY: all build image test test-timing unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
 all: build
 
@@ -26,8 +26,7 @@ image:
 # The README's test command: formatting, vet, every test with the race
 # detector, then the end-to-end timing-accuracy tests, the tests against a
 # real Ollama (e2e/ollama: skipped without `make ollama`, required in CI)
-# and the tests held against the simulator's capacity alone without it
-# (the detector slows client and simulator 5-10x, which they would measure).
+# and the timing tests (test-timing).
 # Packages run one at a time (-p 1): many tests time real streams, and two
 # packages' simulators fighting over two cores made them flaky.
 test: fmt-check vet
@@ -35,8 +34,19 @@ test: fmt-check vet
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
-	$(GO) test -count=1 -timeout 10m -p 1 -run 'SLOMax|MetricTheater|CompareSeed|SweepCommand' ./capacity/ ./theater/ ./cmd/tailgate/
-	$(GO) test -count=1 -timeout 5m -run 'FixedDelays|FixedJitter' ./sim/
+	$(MAKE) test-timing
+
+# Tests held against the simulator's model or its clock, in files tagged
+# `//go:build timing && !race`: without the race detector, which slows
+# client and simulator 5-10x and which they would measure. Each package
+# runs only the tests of its tagged files (the rest ran in the race pass).
+test-timing:
+	@rc=0; for pkg in $$(grep -rl --include='*_test.go' '^//go:build timing' . | xargs -n1 dirname | sort -u); do \
+		tests=$$(grep -l '^//go:build timing' $$pkg/*_test.go | xargs sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | paste -sd'|'); \
+		echo "test-timing $$pkg: $$tests"; \
+		$(GO) vet -tags timing $$pkg && \
+		$(GO) test -tags timing -count=1 -timeout 15m -run "^($$tests)$$" $$pkg || rc=1; \
+	done; exit $$rc
 
 # Ollama from the Go module proxy, for e2e/ollama (cached: once per
 # machine; see scripts/ollama.sh).

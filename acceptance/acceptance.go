@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	// so check (which judges at verdict.json's evaluated_at) agrees.
 	judgedAt := env.Started
 	reports := map[string]*slo.Report{}
-	queue := map[string]*slo.QueueTelemetry{}
+	queue := map[string]*telemetry.Histogram{}
 	var problems []slo.Problem
 	var writeErr error
 	var offset int64
@@ -244,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			problems = append(problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
 		}
 		reports[st.Name] = res.Report
-		if q := results.QueueTelemetry(res.QueueDelay[st.Name]); q != nil {
+		if q := results.QueueDelay(res.QueueDelay[st.Name]); q != nil {
 			queue[st.Name] = q
 		}
 		for _, w := range res.Summary.Warnings {

@@ -40,7 +40,7 @@ func drive(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options) re
 	if hc == "" {
 		hc = transport.HTTPClientAuto
 	}
-	c, err := openai.New(openai.Config{BaseURL: url, Model: "sim", MaxTokens: maxTokens, Transport: transport.Config{HTTPClient: hc}})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: url, Transport: transport.Config{HTTPClient: hc}}, Model: "sim", MaxTokens: maxTokens})
 	if err != nil {
 		b.Fatal(err)
 	}

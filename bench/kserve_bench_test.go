@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -24,7 +25,7 @@ func driveGRPC(b *testing.B, cfg sim.Config, maxTokens int, opts loadgen.Options
 		srv := simtest.StartGRPC(b, cfg)
 		addr, model = srv.GRPCAddr, srv.Config().Model
 	}
-	c, err := kserve.New(kserve.Config{Target: addr, Model: model, MaxTokens: maxTokens, Connections: 4})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: addr}, Model: model, MaxTokens: maxTokens, Connections: 4})
 	if err != nil {
 		b.Fatal(err)
 	}

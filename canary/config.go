@@ -59,7 +59,7 @@ type Target struct {
 	MaxTokens             int
 	Stream                bool
 	Headers               []string // "Name: value"
-	APIKeyFile            string   // "" = $OPENAI_API_KEY
+	APIKeyFile            string   // "" = $TAILGATE_API_KEY, else $OPENAI_API_KEY
 	Insecure              bool
 	CAFile                string
 	// Timeout bounds each probe: a target slower than it fails the probe

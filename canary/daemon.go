@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/pipeline"
@@ -44,11 +44,18 @@ type Options struct {
 	// reload that changed its target) may take to hand back its cancelled
 	// probes; 0 means 10s.
 	StopTimeout time.Duration
+	// PrepareRetry is how often a target that could not be prepared at
+	// start (a KServe model's tensors: protocol.Preparer) is asked again,
+	// while it is probed, until it answers; 0 means 10s.
+	PrepareRetry time.Duration
 }
 
 // forever is the length of a canary's one load stage: a pipeline that
 // never ends (a century; the runner's timers take it).
 const forever = 100 * 365 * 24 * time.Hour
+
+// defaultPrepareRetry is Options.PrepareRetry's default.
+const defaultPrepareRetry = 10 * time.Second
 
 // restartDelay is the pause before a probe loop that ended on its own
 // (its prompt source failed) starts again.
@@ -393,19 +400,17 @@ func (d *Daemon) stopRuns(runs map[string]*targetRun) {
 // If the pipeline ever ends on its own it starts again.
 func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 	defer close(done)
-	client, err := newClient(t, func(msg string) { d.log.Printf("canary: target %s: warning: %s", t.Name, msg) })
-	if err != nil {
-		d.log.Printf("canary: target %s: %v; not probing it until a reload fixes it", t.Name, err)
-		d.noteError(t.Name, time.Now(), err.Error())
+	client, prepare := d.open(ctx, t)
+	if client == nil {
 		return
 	}
-	// The preflight, once, said in the server's words: a canary probes a
-	// target that is down (that is what it measures), so it goes on
-	// either way, but a model the server does not serve is a
-	// configuration error worth its log line.
-	if _, perr := protocol.Check(ctx, client, t.Model); perr != nil && ctx.Err() == nil {
-		d.log.Printf("canary: target %s: preflight: %v; probing anyway", t.Name, perr)
-		d.noteError(t.Name, time.Now(), "preflight: "+perr.Error())
+	if prepare != nil {
+		prepared := make(chan struct{})
+		go func() {
+			defer close(prepared)
+			d.prepareLater(ctx, t.Name, prepare)
+		}()
+		defer func() { <-prepared }()
 	}
 	classes := []string{"default"}
 	if t.Mix != nil {
@@ -445,13 +450,53 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 	}
 }
 
-func newClient(t Target, warn func(string)) (protocol.Client, error) {
-	key, err := openai.APIKeyFromEnvOrFile(t.APIKeyFile)
-	if err != nil {
-		return nil, err
+// open builds t's client as every command does (protocol.Open: the API
+// key, the client, the preflight and Prepare), or returns nil, logged,
+// when t cannot be built (not probed until a reload fixes it). A failed
+// preflight is logged in the server's words and the target probed anyway:
+// a down target is what a canary measures. When the client still has to
+// learn what its requests must carry (a KServe model's tensors), open
+// returns it as prepare, to be asked again while probing.
+func (d *Daemon) open(ctx context.Context, t Target) (client protocol.Client, prepare protocol.Preparer) {
+	pt := protocol.Target{
+		Endpoint: transport.Endpoint{URL: t.URL,
+			Transport: transport.Config{Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile},
+			Warn:      func(msg string) { d.log.Printf("canary: target %s: warning: %s", t.Name, msg) }},
+		API: t.API, Model: t.Model, Stream: t.Stream, MaxTokens: t.MaxTokens, APIKeyFile: t.APIKeyFile}
+	client, _, err := protocol.Open(ctx, pt)
+	var ce *protocol.ConfigError
+	if errors.As(err, &ce) {
+		d.log.Printf("canary: target %s: %v; not probing it until a reload fixes it", t.Name, ce.Err)
+		d.noteError(t.Name, time.Now(), ce.Err.Error())
+		return nil, nil
 	}
-	return protocol.New(protocol.Target{URL: t.URL, API: t.API, Model: t.Model, Stream: t.Stream, MaxTokens: t.MaxTokens,
-		Warn: warn, Transport: transport.Config{APIKey: key, Headers: t.Headers, Insecure: t.Insecure, CAFile: t.CAFile}})
+	if err != nil && ctx.Err() == nil {
+		d.log.Printf("canary: target %s: preflight: %v; probing anyway", t.Name, err)
+		d.noteError(t.Name, time.Now(), "preflight: "+err.Error())
+		prepare, _ = client.(protocol.Preparer)
+	}
+	return client, prepare
+}
+
+// prepareLater asks p to prepare every PrepareRetry until it has, or ctx
+// ends: until then its probes carry the protocol's defaults (the vLLM
+// backend's tensors), which another backend refuses. Failures are not
+// logged again: open logged the first, and the probes show the rest.
+func (d *Daemon) prepareLater(ctx context.Context, name string, p protocol.Preparer) {
+	every := cmp.Or(d.opts.PrepareRetry, defaultPrepareRetry)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for tries := 1; ; tries++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := p.Prepare(ctx); err == nil {
+			d.log.Printf("canary: target %s: prepared at try %d after the failed preflight; probes now carry what the model expects", name, tries+1)
+			return
+		}
+	}
 }
 
 func (d *Daemon) noteRecord(target string, r *loadgen.Record) {

@@ -62,10 +62,18 @@ const downTarget = `  - name: down
 // it when the test ends, failing the test if it does not stop in time.
 func startCanary(t *testing.T, body string) (*Daemon, string, *eventLog) {
 	t.Helper()
+	return startCanaryWith(t, body, Options{})
+}
+
+// startCanaryWith is startCanary with opts; Version, Log and StopTimeout
+// are the test's.
+func startCanaryWith(t *testing.T, body string, opts Options) (*Daemon, string, *eventLog) {
+	t.Helper()
 	dir := writeFiles(t, map[string]string{"canary.yaml": body, "slo.yaml": sloFile})
 	path := filepath.Join(dir, "canary.yaml")
 	logs := newEventLog()
-	d, err := New(path, Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second})
+	opts.Version, opts.Log, opts.StopTimeout = "test", logs, 3*time.Second
+	d, err := New(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package canary
 import (
 	"time"
 
+	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -17,19 +18,27 @@ import (
 
 // Ring geometry.
 const (
-	minuteWidth   = time.Minute
-	hourWidth     = time.Hour
-	longestWindow = 72 * time.Hour
+	minuteWidth = time.Minute
+	hourWidth   = time.Hour
 )
 
-// burnWindows are the burn-rate windows, by their label.
-var burnWindows = []struct {
+// longestWindow is the longest burn-rate window: the minute ring's span.
+var longestWindow = slo.BurnRateWindows[len(slo.BurnRateWindows)-1]
+
+// burnWindow is one burn-rate window with its label (prom.BurnRateWindows).
+type burnWindow struct {
 	label string
 	d     time.Duration
-}{
-	{"5m", 5 * time.Minute}, {"30m", 30 * time.Minute}, {"1h", time.Hour}, {"2h", 2 * time.Hour},
-	{"6h", 6 * time.Hour}, {"1d", 24 * time.Hour}, {"3d", 72 * time.Hour},
 }
+
+// burnWindows are slo.BurnRateWindows, by their label.
+var burnWindows = func() []burnWindow {
+	out := make([]burnWindow, len(slo.BurnRateWindows))
+	for i, d := range slo.BurnRateWindows {
+		out[i] = burnWindow{prom.WindowLabel(d), d}
+	}
+	return out
+}()
 
 // ring counts events in len(slots) consecutive buckets of width, the
 // newest being bucket number head (time since the Unix epoch / width).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -28,7 +29,7 @@ func invalidConfig(t *testing.T) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 4})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

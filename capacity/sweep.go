@@ -426,11 +426,12 @@ type trend struct {
 }
 
 func (t *trend) add(r *loadgen.Record) {
-	if r.Warmup || !r.OK() || !r.HasToken() {
+	ttft, ok := r.TTFT()
+	if r.Warmup || !r.OK() || !ok {
 		return
 	}
 	t.at = append(t.at, r.Intended)
-	t.ttft = append(t.ttft, r.FirstToken()-r.Intended)
+	t.ttft = append(t.ttft, ttft)
 }
 
 // quarters is the median TTFT (ms) of the first and last quarter of the

@@ -103,7 +103,7 @@ targets:
 	// canary again; the stored value lies between the two readings.
 	events := `sum by (outcome) (tailgate_slo_events_total{slo="chat",objective="errors",target="sim"})`
 	before := canaryEvents(t, d.Addr(), "errors")
-	time.Sleep(2500 * time.Millisecond)
+	p.WaitScrapeAfter(t, p.Job, time.Now(), 30*time.Second)
 	stored := byOutcome(p.Query(t, events))
 	after := canaryEvents(t, d.Addr(), "errors")
 	if stored["good"] == 0 {

@@ -111,7 +111,8 @@ targets:
 		if err := prom.Push(ctx, "http://"+pg, "sim", m.Registry(), nil); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		// Each run's counts are scraped before the next replaces them.
+		p.WaitScrapeAfter(t, "pushgateway", time.Now(), 30*time.Second)
 	}
 	pushed := p.Query(t, `tailgate_slo_events_total{job="tailgate",target="sim",objective="errors",outcome="bad"}`)
 	// The last run: 21 requests, every third failed (j = 0, 3, …, 18).

@@ -2,12 +2,14 @@ package exporters
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 func TestWriteVerdictTable(t *testing.T) {
@@ -58,9 +60,9 @@ objectives:
 			Chunks: []loadgen.Chunk{{At: start + 200*time.Millisecond, Tokens: 1}}})
 	}
 	recs = append(recs, loadgen.Record{Seq: 10, Intended: 0, Sent: 0, End: 2 * time.Second, ErrorKind: loadgen.ErrCutAtEnd})
-	q := &slo.QueueTelemetry{Source: "vllm:request_queue_time_seconds",
-		Buckets: []slo.Bucket{{Le: 300 * time.Millisecond, Count: 10}, {Le: slo.BucketBound(0.5), Count: 10}, {Le: slo.InfBound, Count: 10}}}
-	r := slo.Assess(nil, spec, slo.Input{Records: recs, Now: now, QueueDelay: map[string]*slo.QueueTelemetry{"": q}})
+	q := &promhist.Histogram{Source: "vllm:request_queue_time_seconds", Count: 10,
+		Buckets: []promhist.Bucket{{LeSeconds: 0.3, Count: 10}, {LeSeconds: 0.5, Count: 10}, {LeSeconds: math.Inf(1), Count: 10}}}
+	r := slo.Assess(nil, spec, slo.Input{Records: recs, Now: now, QueueDelay: map[string]*promhist.Histogram{"": q}})
 	var buf bytes.Buffer
 	if err := WriteVerdictTable(&buf, r); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,7 @@
 package loadgen
 
+import "time"
+
 // RunDefinitions define the runner's figures in summary.json: the three
 // request rates and their windows, cut_at_end and the self-check. The
 // summary writes them beside Definitions.
@@ -13,6 +15,10 @@ var RunDefinitions = map[string]string{
 	"self_check":       "whether the load generator may have distorted the figures: schedule lag moved a reported TTFT, TTFAT or E2E quantile (p50, p90, p99, each judged when at least 10 events lie beyond it) by more than the stated share (max_shift, default 10%), more than 1 ms, and past the 95% sampling interval of the same figure less each request's lag (on-time sends could not plausibly have given it); or its own CPU was above 90% of its cores while sending. The cause of late sends is named: the generator's own CPU, the machine's run queue (other processes: /proc/stat, /proc/pressure/cpu), the in-flight cap, or unknown",
 	"stopped":          "the run was stopped early by the tool itself (e.g. results could no longer be written), not by the user; requests in flight then are cancelled",
 }
+
+// PerSecond is n over the window w: the one rate computation of
+// throughput and goodput, for summary.json and the SLO judge's floors alike.
+func PerSecond[N int64 | uint64](n N, w time.Duration) float64 { return float64(n) / w.Seconds() }
 
 // rates fills t's offered and sent rates over a scheduled window of
 // sched seconds, and the window lengths.

@@ -20,6 +20,9 @@ type Window struct{ From, To time.Duration }
 // Seconds is the window's length (0 when empty).
 func (w Window) Seconds() float64 { return max(0, (w.To - w.From).Seconds()) }
 
+// Duration is To − From (negative or 0 when empty).
+func (w Window) Duration() time.Duration { return w.To - w.From }
+
 // Info describes a finished run.
 type Info struct {
 	Started time.Time     // wall clock at the run's epoch

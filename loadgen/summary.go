@@ -198,9 +198,9 @@ func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, T
 	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries, ErrorsByKind: g.ErrorsByKind,
 		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)], Cancelled: g.ErrorsByKind[string(ErrCancelled)]}
 	var t Throughput
-	if w := (g.last - g.first).Seconds(); w > 0 {
-		t = Throughput{RequestsPerS: float64(g.OK) / w, OutputTokensPerS: float64(g.OutputTokens) / w,
-			InputTokensPerS: float64(g.InputTokens) / w, GoodputPerS: float64(g.Good) / w}
+	if w := g.last - g.first; w > 0 {
+		t = Throughput{RequestsPerS: PerSecond(g.OK, w), OutputTokensPerS: PerSecond(g.OutputTokens, w),
+			InputTokensPerS: PerSecond(g.InputTokens, w), GoodputPerS: PerSecond(g.Good, w)}
 	}
 	g.rates(&t, sched)
 	lat := make(map[string]Hist, len(g.Hist))

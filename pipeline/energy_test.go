@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -28,7 +29,7 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.GPUIdleWatts, cfg.GPUMaxWatts = 0, 300
 	srv := simtest.Start(t, cfg)
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: cfg.Model, MaxTokens: 16})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: cfg.Model, MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

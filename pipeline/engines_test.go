@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -31,7 +32,7 @@ func TestTwoEnginesOneRestartedSummaryTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	client, err := openai.New(openai.Config{BaseURL: srv.URL, Model: cfg.Model, MaxTokens: 6})
+	client, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: cfg.Model, MaxTokens: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +46,15 @@ func TestTwoEnginesOneRestartedSummaryTelemetry(t *testing.T) {
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 100 * time.Millisecond},
 	}
 	ctx := context.Background()
-	// Engine 1 restarts 1 s into the load: it has about 20 requests behind
-	// it, more than it can take in the 0.5 s left, so its fall shows at
-	// whichever scrape comes next.
+	// Engine 1 restarts 1 s into the load (once the server has seen 40
+	// requests, however slow the run was to start): it has about 20
+	// requests behind it, more than it can take in the 0.5 s left, so its
+	// fall shows at whichever scrape comes next.
 	restarted := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(1300 * time.Millisecond)
+		for deadline := time.Now().Add(20 * time.Second); len(srv.Truth()) < 40 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if err := srv.RestartEngine(ctx, 1); err != nil {
 			t.Errorf("restart: %v", err)
 		}

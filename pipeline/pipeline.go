@@ -305,7 +305,7 @@ loop:
 	}
 
 	if spec.Out != "" {
-		if q := results.QueueTelemetryByStage(res.QueueDelay); len(q) > 0 {
+		if q := results.QueueDelayByStage(res.QueueDelay); len(q) > 0 {
 			if err := spec.Out.WriteQueueDelay(q); err != nil {
 				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
 			}
@@ -367,8 +367,8 @@ func (p *pipe) add(rec *loadgen.Record) error {
 	if !rec.OK() {
 		p.failed++
 	}
-	if p.theater != nil && rec.OK() && !rec.Warmup && rec.HasToken() {
-		p.theater.Request(rec.Class, rec.Intended, rec.FirstToken()-rec.Intended)
+	if ttft, ok := rec.TTFT(); ok && p.theater != nil && rec.OK() && !rec.Warmup {
+		p.theater.Request(rec.Class, rec.Intended, ttft)
 	}
 	if rec.OK() && rec.Unstreamed && !rec.Warmup {
 		p.unstreamed++

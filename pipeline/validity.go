@@ -62,7 +62,7 @@ func judgeRun(judge *slo.Judge, spec Spec, res *Result, runErr error) *slo.Repor
 	if spec.SLO != nil && !spec.SLO.Now.IsZero() {
 		now = spec.SLO.Now
 	}
-	rep := judge.Assess(slo.Input{Now: now, QueueDelay: results.QueueTelemetryByStage(res.QueueDelay),
+	rep := judge.Assess(slo.Input{Now: now, QueueDelay: results.QueueDelayByStage(res.QueueDelay),
 		ClientCPU: cpu, Facts: map[string]slo.Facts{key: f}})
 	rep.Tool = slo.Tool{Name: "tailgate", Version: spec.Meta.Version}
 	return rep

@@ -124,10 +124,10 @@ func Wait(ctx context.Context, cfg Config) (*Result, error) {
 			at := end.UTC()
 			ttr := end.Sub(start).Seconds()
 			res.Ready, res.ReadyAt, res.TimeToReadyS = true, &at, &ttr
-			if rec.HasToken() {
-				res.FirstTTFTMs = new(float64(rec.FirstToken()-rec.Intended) / 1e6)
+			if ttft, ok := rec.TTFT(); ok {
+				res.FirstTTFTMs = new(float64(ttft) / 1e6)
 			}
-			res.FirstE2EMs = new(float64(rec.End-rec.Intended) / 1e6)
+			res.FirstE2EMs = new(float64(rec.E2E()) / 1e6)
 			return res, nil
 		}
 		if ctx.Err() != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -21,7 +22,7 @@ func TestWaitThroughARestart(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	c, err := openai.New(openai.Config{BaseURL: "http://" + addr, Model: "m", MaxTokens: 4})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: "http://" + addr}, Model: "m", MaxTokens: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +31,8 @@ func TestWaitThroughARestart(t *testing.T) {
 		r, _ := Wait(context.Background(), Config{Client: c, Interval: 100 * time.Millisecond, AttemptTimeout: 2 * time.Second, Timeout: 20 * time.Second})
 		done <- r
 	}()
+	// The outage's phases are what is timed: 600 ms with nothing
+	// listening, then 600 ms of 503s (the sleeps are the behaviour).
 	time.Sleep(600 * time.Millisecond)
 	cfg := sim.DefaultConfig()
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Rate: 1}}
@@ -38,7 +41,7 @@ func TestWaitThroughARestart(t *testing.T) {
 		t.Fatalf("start the simulator on %s: %v", addr, err)
 	}
 	defer srv.Close()
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // the 503 phase
 	if err := srv.SetFaults(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func TestWaitThroughARestart(t *testing.T) {
 
 // Never ready: a result at the timeout, Ready false, no error.
 func TestWaitTimesOut(t *testing.T) {
-	c, _ := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m"})
+	c, _ := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1"}, Model: "m"})
 	t0 := time.Now()
 	r, err := Wait(context.Background(), Config{Client: c, Interval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond})
 	if err != nil || r.Ready || r.Attempts < 2 || r.Note == "" {

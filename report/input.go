@@ -174,18 +174,18 @@ func readPart(d results.Dir, name string) (*Part, error) {
 	default:
 		return nil, err
 	}
-	itl := loadgen.FindLatencyMetric(loadgen.MetricITL)
+	itl, tpotMetric := loadgen.FindLatencyMetric(loadgen.MetricITL), loadgen.FindLatencyMetric(loadgen.MetricTPOT)
 	if _, err := results.ReadRecords(d.Path(results.RecordsFile), func(r *loadgen.Record) error {
 		p.Span = max(p.Span, r.End)
 		if r.Warmup || r.ErrorKind == loadgen.ErrDropped {
 			return nil
 		}
 		q := req{class: r.Class, stage: r.Stage, intended: r.Intended, end: r.End, ok: r.OK(), tokens: r.OutputTokens}
-		if q.ok && r.HasToken() {
-			q.ttft = ms(r.FirstToken() - r.Intended)
-			q.e2e = ms(r.End - r.Intended)
-			if r.OutputTokens >= 2 && !r.Unstreamed {
-				q.tpt = (q.e2e - q.ttft) / float64(r.OutputTokens-1)
+		if ttft, ok := r.TTFT(); q.ok && ok {
+			q.ttft = ms(ttft)
+			q.e2e = ms(r.E2E())
+			if tpot, ok := tpotMetric.Of(r); ok {
+				q.tpt = ms(tpot)
 			}
 			for s := itl.Samples(r); s.Next(); {
 				for range s.Weight() {

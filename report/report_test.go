@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/report/reporttest"
@@ -34,7 +35,7 @@ func simConfig() sim.Config {
 }
 
 func client(t *testing.T, srv *simtest.Server) loadgen.Client {
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 16})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

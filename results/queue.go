@@ -6,81 +6,45 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
-// QueueTelemetry converts a server queue-delay histogram (its increase over
-// a stage) into the SLO judge's input: nil without telemetry, and no
-// buckets but the reason when the server exposes none (llama.cpp, Triton's
-// mean-only counters), so queue_delay objectives are NO_DATA with it.
-func QueueTelemetry(h *telemetry.Histogram) *slo.QueueTelemetry {
-	if h == nil {
+// QueueDelay is a stage's server queue-delay histogram (its increase over
+// the stage) as the SLO judge and queue_delay.json take it: nil when there
+// is nothing to judge and no reason to give; a mean-only or empty one is
+// kept when it says why it has no buckets (llama.cpp, Triton's mean-only
+// counters), so queue_delay objectives are NO_DATA with that reason.
+func QueueDelay(h *telemetry.Histogram) *telemetry.Histogram {
+	if h == nil || h.MeanOnly() && h.Missing == "" {
 		return nil
 	}
-	if len(h.Buckets) == 0 || h.MeanOnly() {
-		if h.Missing == "" {
-			return nil
-		}
-		return &slo.QueueTelemetry{Source: h.Source, Missing: h.Missing}
-	}
-	q := &slo.QueueTelemetry{Source: h.Source}
-	for _, b := range h.Buckets {
-		q.Buckets = append(q.Buckets, slo.Bucket{Le: slo.BucketBound(b.LeSeconds), Count: b.Count})
-	}
-	return q
+	return h
 }
 
-// QueueTelemetryByStage converts each stage's histogram; stages without
-// buckets are left out.
-func QueueTelemetryByStage(h map[string]*telemetry.Histogram) map[string]*slo.QueueTelemetry {
-	out := map[string]*slo.QueueTelemetry{}
+// QueueDelayByStage keeps each stage's histogram that QueueDelay keeps.
+func QueueDelayByStage(h map[string]*telemetry.Histogram) map[string]*telemetry.Histogram {
+	out := map[string]*telemetry.Histogram{}
 	for st, hist := range h {
-		if q := QueueTelemetry(hist); q != nil {
+		if q := QueueDelay(hist); q != nil {
 			out[st] = q
 		}
 	}
 	return out
 }
 
-// queueFileJSON is queue_delay.json: per stage, the server histogram that
-// queue_delay objectives are judged on, so check judges them again.
-type queueFileJSON map[string]queueJSON
-
-type queueJSON struct {
-	Source  string            `json:"source"`
-	Buckets []queueBucketJSON `json:"buckets"`
-	Missing string            `json:"missing,omitempty"` // why there are no buckets
-}
-
-type queueBucketJSON struct {
-	LeSeconds *float64 `json:"le_s"` // null: +Inf
-	Count     uint64   `json:"count"`
-}
-
-// WriteQueueDelay writes queue_delay.json into d.
-func (d Dir) WriteQueueDelay(byStage map[string]*slo.QueueTelemetry) error {
-	out := queueFileJSON{}
-	for st, q := range byStage {
-		j := queueJSON{Source: q.Source, Missing: q.Missing, Buckets: []queueBucketJSON{}}
-		for _, b := range q.Buckets {
-			var le *float64
-			if b.Le != slo.InfBound {
-				v := b.Le.Seconds()
-				le = &v
-			}
-			j.Buckets = append(j.Buckets, queueBucketJSON{LeSeconds: le, Count: b.Count})
-		}
-		out[st] = j
-	}
-	return WriteJSON(d.Path(QueueDelayFile), out)
+// WriteQueueDelay writes queue_delay.json into d: per stage, the server
+// histogram that queue_delay objectives are judged on, so check judges
+// them again. Each is a telemetry.Histogram in its one JSON form.
+func (d Dir) WriteQueueDelay(byStage map[string]*telemetry.Histogram) error {
+	return WriteJSON(d.Path(QueueDelayFile), byStage)
 }
 
 // ReadQueueDelay reads the per-stage queue-delay histograms of d (none:
-// nil). A run directory written before queue_delay.json existed still has
-// the whole run's histogram in summary.json: it is used for the run's one
-// stage when stages names exactly one.
-func (d Dir) ReadQueueDelay(stages []string) (map[string]*slo.QueueTelemetry, error) {
+// nil). A queue_delay.json of an earlier version ({"le_s": bound} buckets,
+// no count) still reads. A run directory written before queue_delay.json
+// existed still has the whole run's histogram in summary.json: it is used
+// for the run's one stage when stages names exactly one.
+func (d Dir) ReadQueueDelay(stages []string) (map[string]*telemetry.Histogram, error) {
 	p := d.Path(QueueDelayFile)
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -89,26 +53,24 @@ func (d Dir) ReadQueueDelay(stages []string) (map[string]*slo.QueueTelemetry, er
 	if err != nil {
 		return nil, err
 	}
-	var in queueFileJSON
+	var in map[string]*telemetry.Histogram
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("%s: %v", p, err)
 	}
-	out := map[string]*slo.QueueTelemetry{}
-	for st, j := range in {
-		q := &slo.QueueTelemetry{Source: j.Source, Missing: j.Missing}
-		for _, b := range j.Buckets {
-			le := slo.InfBound
-			if b.LeSeconds != nil {
-				le = slo.BucketBound(*b.LeSeconds)
-			}
-			q.Buckets = append(q.Buckets, slo.Bucket{Le: le, Count: b.Count})
+	out := map[string]*telemetry.Histogram{}
+	for st, h := range in {
+		if h == nil {
+			continue
 		}
-		out[st] = q
+		if n := len(h.Buckets); n > 0 && h.Count == 0 {
+			h.Count = h.Buckets[n-1].Count // the earlier form kept no count
+		}
+		out[st] = h
 	}
 	return out, nil
 }
 
-func (d Dir) queueFromSummary(stages []string) map[string]*slo.QueueTelemetry {
+func (d Dir) queueFromSummary(stages []string) map[string]*telemetry.Histogram {
 	if len(stages) != 1 {
 		return nil
 	}
@@ -117,9 +79,8 @@ func (d Dir) queueFromSummary(stages []string) map[string]*slo.QueueTelemetry {
 		return nil
 	}
 	qd := s.Telemetry.QueueDelay
-	h := &telemetry.Histogram{Source: qd.Source, Count: qd.Count, Buckets: qd.Buckets}
-	if q := QueueTelemetry(h); q != nil {
-		return map[string]*slo.QueueTelemetry{stages[0]: q}
+	if q := QueueDelay(&telemetry.Histogram{Source: qd.Source, Count: qd.Count, Buckets: qd.Buckets}); q != nil {
+		return map[string]*telemetry.Histogram{stages[0]: q}
 	}
 	return nil
 }

@@ -208,8 +208,9 @@
 // Truth returns, for every completion request, its arrival, headers,
 // admission, every content chunk's flush instant and token count, and its
 // end, as monotonic time.Time values, keyed by X-Request-Id. A chunk's
-// instant is when its Flush returned, i.e. when its bytes were handed to
-// the kernel, microseconds before a loopback client can read them.
+// At is when its Flush returned; its Began, just before its write, is the
+// one no client can precede (the handler may wait on a busy run queue
+// after the write while the client reads).
 //
 // # Lifecycle
 //

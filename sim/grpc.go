@@ -678,6 +678,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 			q.first = now // one response, at the end
 			return true
 		}
+		began := time.Now()
 		if err := sink.chunk(text, n, final); err != nil {
 			return false
 		}
@@ -690,7 +691,7 @@ func (g *grpcService) serve(ctx context.Context, q *grpcRequest, sink *grpcSink)
 			s.metrics.engine(q.engine).itl.Observe(now.Sub(last).Seconds() / float64(n))
 		}
 		last = now
-		rec.chunk(now, n)
+		rec.chunk(began, now, n)
 		return true
 	}
 	ok := g.produce(ctx, q, emit)

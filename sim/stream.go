@@ -379,6 +379,7 @@ func (rs *responder) chunk(n int) bool {
 	}
 	b = append(b, eventEnd...)
 	rs.buf = b
+	began := time.Now()
 	if _, err := rs.w.Write(b); err != nil {
 		return false
 	}
@@ -392,7 +393,7 @@ func (rs *responder) chunk(n int) bool {
 	} else {
 		m.itl.Observe(now.Sub(rs.last).Seconds() / float64(n))
 	}
-	rs.rec.chunk(now, n)
+	rs.rec.chunk(began, now, n)
 	if rs.sent == 0 {
 		rs.firstAt = now
 	}

@@ -51,8 +51,12 @@ type Truth struct {
 
 // TruthChunk is one content chunk as flushed by the server.
 type TruthChunk struct {
-	At     time.Time
+	At     time.Time // its flush (or gRPC Send) returned
 	Tokens int
+	// Began is just before the server wrote it: no client can have read
+	// it earlier, which At does not promise (a server goroutine may wait
+	// on a busy run queue after its write, while the client reads).
+	Began time.Time
 }
 
 // TTFT is arrival → first content chunk; ok is false without one.
@@ -86,12 +90,12 @@ type truthRec struct {
 	t  Truth
 }
 
-func (r *truthRec) chunk(at time.Time, tokens int) {
+func (r *truthRec) chunk(began, at time.Time, tokens int) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.t.Chunks = append(r.t.Chunks, TruthChunk{at, tokens})
+	r.t.Chunks = append(r.t.Chunks, TruthChunk{At: at, Tokens: tokens, Began: began})
 	r.t.OutputTokens += tokens
 	r.mu.Unlock()
 }

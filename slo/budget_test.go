@@ -2,6 +2,7 @@ package slo
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,7 +17,6 @@ func TestBurnFactors(t *testing.T) {
 		tiers  []BurnRateTier
 		want   []float64
 	}{
-		{30 * day, WorkbookTiers, []float64{14.4, 6, 1}},
 		{30 * day, SlothTiers, []float64{14.4, 6, 3, 1}},
 		{28 * day, SlothTiers, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
 	} {
@@ -55,7 +55,7 @@ func TestBudgetMath(t *testing.T) {
 	if !math.IsInf(BurnRate(0.1, 0), 1) || BurnRate(0, 0) != 0 {
 		t.Fatal("zero budget")
 	}
-	page := Alerts(30*24*time.Hour, 0.001, WorkbookTiers)[0]
+	page := Alerts(30*24*time.Hour, 0.001, SlothTiers)[0]
 	// Both windows must exceed 14.4 × 0.001.
 	if page.Firing(0.1, 0.0083) || !page.Firing(0.1, 0.0150) || page.Firing(0.0140, 0.1) {
 		t.Fatal("Firing")
@@ -66,5 +66,19 @@ func TestBudgetMath(t *testing.T) {
 	}
 	if _, ok := spec.Objectives[1].ErrorBudget(); ok {
 		t.Fatal("a floor has no error budget")
+	}
+}
+
+// TestBurnRateWindows: every window of the tier table, once, shortest
+// first; what the canary and the exported labels derive from.
+func TestBurnRateWindows(t *testing.T) {
+	h := time.Hour
+	want := []time.Duration{5 * time.Minute, 30 * time.Minute, h, 2 * h, 6 * h, 24 * h, 72 * h}
+	if !slices.Equal(BurnRateWindows, want) {
+		t.Errorf("BurnRateWindows %v, want %v", BurnRateWindows, want)
+	}
+	page := SlothTiers[:2]
+	if got := TierWindows(page); !slices.Equal(got, []time.Duration{5 * time.Minute, 30 * time.Minute, h, 6 * h}) {
+		t.Errorf("page windows %v", got)
 	}
 }

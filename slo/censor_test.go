@@ -37,7 +37,7 @@ objectives:
 		}
 	}
 	recs = append(recs, cut(loadgen.ErrCutAtEnd, 3*time.Second))
-	vs := Evaluate(spec, "s", recs, Options{})
+	vs := judgeStage(spec, "s", recs, Input{})
 	ttft, e2e, itl := vs[0], vs[1], vs[2]
 	if ttft.Status != Fail || ttft.Total != 100 || ttft.Good != 90 || ttft.CensoredMisses != 10 || ttft.Censored != 0 ||
 		!strings.Contains(ttft.Note, "10 requests cut at the end, timed out or cancelled after 1s counted as misses") {
@@ -61,7 +61,7 @@ objectives:
 	// A cut request whose first token came before the cut has a known TTFT.
 	seen := cut(loadgen.ErrCutAtEnd, 3*time.Second)
 	seen.Chunks = []loadgen.Chunk{{At: 200 * ms1, Tokens: 1}}
-	v := Evaluate(spec, "s", []loadgen.Record{seen}, Options{})[0]
+	v := judgeStage(spec, "s", []loadgen.Record{seen}, Input{})[0]
 	if v.Total != 1 || v.Good != 1 || v.CensoredMisses != 0 {
 		t.Errorf("seen ttft: %+v", v)
 	}
@@ -95,7 +95,7 @@ objectives:
 		r.Unstreamed, r.OutputTokens = true, 40
 		recs = append(recs, r)
 	}
-	v := Evaluate(spec, "s", recs, Options{})[0]
+	v := judgeStage(spec, "s", recs, Input{})[0]
 	if v.Status != NoData || !strings.Contains(v.Note, "tpot ≤ 50ms") || !strings.Contains(v.Note, "20 successful answers came as one body") {
 		t.Errorf("unstreamed goodput: %+v", v)
 	}
@@ -104,7 +104,7 @@ objectives:
 	for i := range 20 {
 		streamed = append(streamed, okRec("s", time.Duration(i)*100*ms1, 100*ms1, 300*ms1, 5))
 	}
-	if v := Evaluate(spec, "s", streamed, Options{})[0]; v.Status != Pass || v.Good != 20 {
+	if v := judgeStage(spec, "s", streamed, Input{})[0]; v.Status != Pass || v.Good != 20 {
 		t.Errorf("streamed goodput: %+v", v)
 	}
 }

@@ -58,7 +58,7 @@ func TestLatencyBoundaries(t *testing.T) {
 				continue // a quotient of instants: not on the µs grid
 			}
 			r := build(c.v)
-			v := one(t, Evaluate(spec, "s", []loadgen.Record{r}, Options{Only: []string{"o"}}))
+			v := one(t, judgeStage(spec, "s", []loadgen.Record{r}, Input{}, "o"))
 			if v.Status != c.want {
 				t.Errorf("%s %s (%v): %s, want %s (%+v)", metric, c.name, c.v, v.Status, c.want, v)
 			}
@@ -72,12 +72,12 @@ func TestITLPerToken(t *testing.T) {
 	r.Chunks = append(r.Chunks, loadgen.Chunk{At: 10*ms1 + 300*ms1, Tokens: 3}) // 3 tokens at 100ms each
 	r.Chunks = append(r.Chunks, loadgen.Chunk{At: 10*ms1 + 300*ms1 + 200*ms1, Tokens: 1})
 	r.OutputTokens = 5
-	v := one(t, Evaluate(latencySpec(t, "itl", "100ms", "75%"), "s", []loadgen.Record{r}, Options{Only: []string{"o"}}))
+	v := one(t, judgeStage(latencySpec(t, "itl", "100ms", "75%"), "s", []loadgen.Record{r}, Input{}, "o"))
 	if v.Good != 3 || v.Total != 4 || v.Status != Inconclusive || *v.QuantileMs != 100 { // 4 events decide nothing
 		t.Fatalf("itl: %+v", v)
 	}
 	// icl counts chunk gaps, not tokens: 300ms and 200ms.
-	v = one(t, Evaluate(latencySpec(t, "icl", "250ms", "50%"), "s", []loadgen.Record{r}, Options{Only: []string{"o"}}))
+	v = one(t, judgeStage(latencySpec(t, "icl", "250ms", "50%"), "s", []loadgen.Record{r}, Input{}, "o"))
 	if v.Good != 1 || v.Total != 2 || v.Status != Inconclusive {
 		t.Fatalf("icl: %+v", v)
 	}
@@ -107,7 +107,7 @@ func TestTargetFailsByOneRequest(t *testing.T) {
 			}
 			recs = append(recs, okRec("normal", time.Duration(i)*ms1, v, time.Second, 5))
 		}
-		got := one(t, Evaluate(latencySpec(t, "ttft", "500ms", c.target), "normal", recs, Options{Only: []string{"o"}}))
+		got := one(t, judgeStage(latencySpec(t, "ttft", "500ms", c.target), "normal", recs, Input{}, "o"))
 		if got.Status != Inconclusive || got.Good != uint64(c.good) || got.Total != uint64(c.n) {
 			t.Errorf("%s %d/%d: %s, want %s", c.target, c.good, c.n, got.Status, Inconclusive)
 		}
@@ -136,17 +136,17 @@ func TestLatencyPopulation(t *testing.T) {
 		okRec("s", 0, 0, time.Second, 0),   // no token: no TTFT
 		warm, other,                        // warm-up, another stage
 	}
-	v := one(t, Evaluate(spec, "s", recs, Options{Only: []string{"o"}}))
+	v := one(t, judgeStage(spec, "s", recs, Input{}, "o"))
 	if v.Status != Pass || v.Total != 1 {
 		t.Fatalf("%+v", v)
 	}
-	v = one(t, Evaluate(spec, "empty", recs, Options{Only: []string{"o"}}))
+	v = one(t, judgeStage(spec, "empty", recs, Input{}, "o"))
 	if v.Status != NoData {
 		t.Fatalf("empty stage: %+v", v)
 	}
 	// TPOT needs two tokens.
 	tp := latencySpec(t, "tpot", "1ms", "1")
-	v = one(t, Evaluate(tp, "s", []loadgen.Record{okRec("s", 0, 100*ms1, 5*time.Second, 1)}, Options{Only: []string{"o"}}))
+	v = one(t, judgeStage(tp, "s", []loadgen.Record{okRec("s", 0, 100*ms1, 5*time.Second, 1)}, Input{}, "o"))
 	if v.Status != NoData {
 		t.Fatalf("tpot with one token: %+v", v)
 	}
@@ -166,7 +166,7 @@ objectives:
 	a.Class, b.Class = "chat", "batch"
 	c := errRec("s", 0, loadgen.ErrTimeout)
 	c.Class = "batch"
-	vs := Evaluate(spec, "s", []loadgen.Record{a, b, c}, Options{})
+	vs := judgeStage(spec, "s", []loadgen.Record{a, b, c}, Input{})
 	if vs[0].Status != Pass || vs[0].Class != "chat" || vs[0].Total != 1 || vs[1].Status != Fail || vs[2].Status != Pass {
 		t.Fatalf("%+v", vs)
 	}
@@ -200,18 +200,18 @@ func TestErrorRateBoundaries(t *testing.T) {
 		{"under", 4, loadgen.ErrServer, Pass}, {"at", 10, loadgen.ErrServer, Inconclusive}, {"over", 17, loadgen.ErrServer, Fail},
 		{"none", 0, "", Pass},
 	} {
-		v := one(t, Evaluate(spec, "s", build(c.bad, c.kind), Options{}))
+		v := one(t, judgeStage(spec, "s", build(c.bad, c.kind), Input{}))
 		if v.Status != c.want || v.Total != 1000 || v.Good != uint64(1000-c.bad) || v.Measured != float64(c.bad)/1000 || v.LeftOut != 0 {
 			t.Errorf("%s: %+v", c.name, v)
 		}
 	}
 	// Cancelled by the run itself (Ctrl-C): never a failure of the server.
-	if v := one(t, Evaluate(spec, "s", build(2, loadgen.ErrCancelled), Options{})); v.Status != Pass || v.Total != 998 || v.LeftOut != 2 || !strings.Contains(v.Note, "2 cancelled") {
+	if v := one(t, judgeStage(spec, "s", build(2, loadgen.ErrCancelled), Input{})); v.Status != Pass || v.Total != 998 || v.LeftOut != 2 || !strings.Contains(v.Note, "2 cancelled") {
 		t.Errorf("cancelled: %+v", v)
 	}
 	for _, kind := range []loadgen.ErrorKind{loadgen.ErrDropped, loadgen.ErrCutAtEnd} {
 		recs := append(build(4, loadgen.ErrServer), errRec("s", 0, kind), errRec("s", 0, kind), errRec("s", 0, kind))
-		v := one(t, Evaluate(spec, "s", recs, Options{}))
+		v := one(t, judgeStage(spec, "s", recs, Input{}))
 		if v.Status != Pass || v.Total != 1000 || v.Good != 996 || v.LeftOut != 3 || !strings.Contains(v.Note, "left out: 3 "+string(kind)) {
 			t.Errorf("%s left out: %+v", kind, v)
 		}
@@ -220,16 +220,16 @@ func TestErrorRateBoundaries(t *testing.T) {
 		for range 17 {
 			recs = append(recs, errRec("s", 0, kind))
 		}
-		if v := one(t, Evaluate(named, "s", recs, Options{})); v.Status != Fail || v.Total != 1020 || v.Good != 1000 || v.LeftOut != 0 {
+		if v := one(t, judgeStage(named, "s", recs, Input{})); v.Status != Fail || v.Total != 1020 || v.Good != 1000 || v.LeftOut != 0 {
 			t.Errorf("%s named: %+v", kind, v)
 		}
 	}
 	// error_kinds narrows what counts.
 	k := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: e, metric: error_rate, threshold: 1%, error_kinds: [http_5xx]}\n")
-	if v := one(t, Evaluate(k, "s", build(5, loadgen.ErrRateLimited), Options{})); v.Status != Pass {
+	if v := one(t, judgeStage(k, "s", build(5, loadgen.ErrRateLimited), Input{})); v.Status != Pass {
 		t.Errorf("429s counted against a 5xx-only objective: %+v", v)
 	}
-	if v := one(t, Evaluate(spec, "none", nil, Options{})); v.Status != NoData {
+	if v := one(t, judgeStage(spec, "none", nil, Input{})); v.Status != NoData {
 		t.Errorf("no requests: %+v", v)
 	}
 }
@@ -273,19 +273,14 @@ objectives:
 		{99, 0, [4]Status{Fail, Fail, Pass, Fail}},  // 9.9/s
 		{101, 3, [4]Status{Pass, Pass, Fail, Pass}}, // 98 good: 9.8/s
 	} {
-		vs := Evaluate(spec, "s", build(c.n, c.slow), Options{})
+		vs := judgeStage(spec, "s", build(c.n, c.slow), Input{})
 		for i, v := range vs {
 			if v.Status != c.want[i] || v.WindowS != 10 {
 				t.Errorf("n=%d slow=%d %s: %s (%.2f/s over %.1fs), want %s", c.n, c.slow, v.Objective, v.Status, v.Measured, v.WindowS, c.want[i])
 			}
 		}
 	}
-	// A caller's window overrides the measured one.
-	vs := Evaluate(spec, "s", build(100, 0), Options{Window: Window{0, 20 * time.Second}, Only: []string{"rps"}})
-	if one(t, vs).Status != Fail || vs[0].WindowS != 20 {
-		t.Errorf("caller window: %+v", vs)
-	}
-	if v := one(t, Evaluate(spec, "s", []loadgen.Record{errRec("s", 0, loadgen.ErrDropped)}, Options{Only: []string{"rps"}})); v.Status != NoData {
+	if v := one(t, judgeStage(spec, "s", []loadgen.Record{errRec("s", 0, loadgen.ErrDropped)}, Input{}, "rps")); v.Status != NoData {
 		t.Errorf("no window: %+v", v)
 	}
 }
@@ -314,39 +309,31 @@ func TestGoodputConstraints(t *testing.T) {
 func TestQueueDelay(t *testing.T) {
 	spec := latencySpec(t, "queue_delay", "100ms", "90%")
 	only := []string{"o"}
-	if v := one(t, Evaluate(spec, "s", nil, Options{Only: only})); v.Status != NoData || !strings.Contains(v.Note, "telemetry") {
+	if v := one(t, judgeStage(spec, "s", nil, Input{}, only...)); v.Status != NoData || !strings.Contains(v.Note, "telemetry") {
 		t.Fatalf("no telemetry: %+v", v)
 	}
-	samples := make([]time.Duration, 10)
-	for i := range samples {
-		samples[i] = 10 * ms1
-	}
-	samples[9] = 100 * ms1 // at the threshold
-	v := one(t, Evaluate(spec, "s", nil, Options{Only: only, QueueDelay: &QueueTelemetry{Source: "test", Samples: samples}}))
-	if v.Status != Inconclusive || v.Good != 10 || v.Source != "test" { // 0.9¹⁰ = 0.35: 10 samples decide nothing
-		t.Fatalf("samples: %+v", v)
-	}
 	// Buckets 50ms: 85, 100ms: 90, +Inf: 100 → 90% ≤ 100ms, exactly the target.
-	b := []Bucket{{50 * ms1, 85}, {100 * ms1, 90}, {InfBound, 100}}
-	v = one(t, Evaluate(spec, "s", nil, Options{Only: only, QueueDelay: &QueueTelemetry{Buckets: b}}))
-	if v.Status != Inconclusive || v.NeedRequests != 0 || v.Good != 90 || v.Total != 100 || !strings.HasPrefix(v.Note, "INCONCLUSIVE") || *v.QuantileMs != 100 {
+	q := queueHist(qb(0.05, 85), qb(0.1, 90), qb(inf, 100))
+	q.Source = "test"
+	v := one(t, judgeStage(spec, "s", nil, queueIn(q), only...))
+	if v.Status != Inconclusive || v.Source != "test" || v.NeedRequests != 0 || v.Good != 90 || v.Total != 100 || !strings.HasPrefix(v.Note, "INCONCLUSIVE") || *v.QuantileMs != 100 {
 		t.Fatalf("buckets at a bound: %+v", v)
 	}
 	// Threshold between bounds, where the bounds disagree (85 < 90 ≤ 90):
 	// interpolated, 85 + 5·25/50 = 87, and the note says it is an estimate.
 	s2 := latencySpec(t, "queue_delay", "75ms", "90%")
-	v = one(t, Evaluate(s2, "s", nil, Options{Only: only, QueueDelay: &QueueTelemetry{Buckets: b}}))
+	v = one(t, judgeStage(s2, "s", nil, queueIn(q), only...))
 	if v.Status != Inconclusive || v.Good != 87 || !strings.Contains(v.Note, "interpolated linearly") || !strings.Contains(v.Note, "estimate") {
 		t.Fatalf("buckets between bounds: %+v", v)
 	}
 	// Where both bounds agree the verdict is exact: 85% target is met
 	// counting none of the (50ms, 100ms] bucket.
 	s3 := latencySpec(t, "queue_delay", "75ms", "85%")
-	v = one(t, Evaluate(s3, "s", nil, Options{Only: only, QueueDelay: &QueueTelemetry{Buckets: b}}))
+	v = one(t, judgeStage(s3, "s", nil, queueIn(q), only...))
 	if v.Status != Inconclusive || v.Good != 85 || strings.Contains(v.Note, "estimate") || !strings.Contains(v.Note, "same at either end") {
 		t.Fatalf("buckets that decide: %+v", v)
 	}
-	v = one(t, Evaluate(spec, "s", nil, Options{Only: only, QueueDelay: &QueueTelemetry{Buckets: b[:2]}}))
+	v = one(t, judgeStage(spec, "s", nil, queueIn(queueHist(q.Buckets[:2]...)), only...))
 	if v.Status != NoData {
 		t.Fatalf("no +Inf bucket: %+v", v)
 	}
@@ -379,7 +366,7 @@ waivers:
 		{time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC), Fail},
 		{time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Waived},
 	} {
-		v := Evaluate(spec, "peak", recs, Options{Now: c.now})[0]
+		v := judgeStage(spec, "peak", recs, Input{Now: c.now})[0]
 		if v.Status != c.want || v.Result != Fail || v.Waiver == nil || v.Waiver.Owner != "alice" {
 			t.Errorf("now %v: %+v, want %s", c.now, v, c.want)
 		}
@@ -391,7 +378,7 @@ waivers:
 		}
 	}
 	// The waiver names stage peak: normal is not waived.
-	if v := Evaluate(spec, "normal", recs, Options{Now: t0})[0]; v.Status != Fail || v.Waiver != nil {
+	if v := judgeStage(spec, "normal", recs, Input{Now: t0})[0]; v.Status != Fail || v.Waiver != nil {
 		t.Errorf("other stage: %+v", v)
 	}
 	// An RFC 3339 time expires at that instant.
@@ -402,12 +389,13 @@ waivers:
 	}
 	// A waiver on a passing objective is noted, not applied.
 	pass := []loadgen.Record{okRec("peak", 0, 50*ms1, time.Second, 2)}
-	if v := Evaluate(spec, "peak", pass, Options{Now: t0})[0]; v.Status != Pass || !strings.Contains(v.Note, "not needed") {
+	if v := judgeStage(spec, "peak", pass, Input{Now: t0})[0]; v.Status != Pass || !strings.Contains(v.Note, "not needed") {
 		t.Errorf("passing: %+v", v)
 	}
 	// Class narrowing.
 	cw := Waiver{Objective: "lat", Class: "batch", Owner: "a", Reason: "r", Expires: t0.Add(time.Hour)}
-	if v := Evaluate(spec, "normal", recs, Options{Now: t0, Waivers: []Waiver{cw}})[0]; v.Status != Fail {
+	plan := &Plan{Stages: []Stage{{Name: "normal"}}, Waivers: []Waiver{cw}, Validity: DefaultValidity}
+	if v := Assess(plan, spec, Input{Records: recs, Now: t0}).Verdicts[0]; v.Status != Fail {
 		t.Errorf("class waiver on an all-class objective: %+v", v)
 	}
 }
@@ -453,8 +441,8 @@ func TestSavedRecordsSameVerdict(t *testing.T) {
 		saved = append(saved, r)
 	}
 	for _, stage := range []string{"normal", "peak"} {
-		a := Evaluate(spec, stage, live, Options{Now: t0})
-		b := Evaluate(spec, stage, saved, Options{Now: t0})
+		a := judgeStage(spec, stage, live, Input{Now: t0})
+		b := judgeStage(spec, stage, saved, Input{Now: t0})
 		if !reflect.DeepEqual(a, b) {
 			for i := range a {
 				if !reflect.DeepEqual(a[i], b[i]) {

@@ -179,11 +179,17 @@ func (o *Objective) censor(r *loadgen.Record) (censorClass, time.Duration) {
 	default:
 		return notCensored, 0
 	}
-	switch {
-	case o.Metric == TTFT && len(r.Chunks) > 0:
-		return censoredSeen, loadgen.TruncMicros(r.Chunks[0].At) - loadgen.TruncMicros(r.Intended)
-	case o.Metric == TTFAT && r.FirstAnswer > 0:
-		return censoredSeen, loadgen.TruncMicros(r.FirstAnswer) - loadgen.TruncMicros(r.Intended)
+	// The record's own accessors: the metric table's values, which (unlike
+	// its samples) a failed record has too.
+	if o.Metric == TTFT {
+		if d, ok := r.TTFT(); ok {
+			return censoredSeen, d
+		}
+	}
+	if o.Metric == TTFAT {
+		if d, ok := r.TTFAT(); ok {
+			return censoredSeen, d
+		}
 	}
 	if v := censoredElapsed(r); v > o.Threshold {
 		return censoredMiss, v
@@ -193,6 +199,4 @@ func (o *Objective) censor(r *loadgen.Record) (censorClass, time.Duration) {
 
 // censoredElapsed is how long a censored request had run, from its
 // intended start to when it was cut.
-func censoredElapsed(r *loadgen.Record) time.Duration {
-	return loadgen.TruncMicros(r.End) - loadgen.TruncMicros(r.Intended)
-}
+func censoredElapsed(r *loadgen.Record) time.Duration { return r.E2E() }

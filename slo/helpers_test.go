@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 const ms1 = time.Millisecond
@@ -54,3 +55,25 @@ func one(t *testing.T, vs []Verdict) Verdict {
 }
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// judgeStage judges spec on stage's records through Assess, the public
+// path: a plan of that one stage, judging only the objectives named (all
+// when none), with in's other inputs.
+func judgeStage(spec *Spec, stage string, recs []loadgen.Record, in Input, only ...string) []Verdict {
+	p := &Plan{Stages: []Stage{{Name: stage, Objectives: only}}, Validity: DefaultValidity}
+	in.Records = recs
+	return Assess(p, spec, in).Verdicts
+}
+
+// queueIn is an Input with stage "s"'s server queue-delay histogram.
+func queueIn(h *promhist.Histogram) Input {
+	return Input{QueueDelay: map[string]*promhist.Histogram{"s": h}}
+}
+
+// qb is a cumulative bucket: n events ≤ le seconds.
+func qb(le float64, n uint64) promhist.Bucket { return promhist.Bucket{LeSeconds: le, Count: n} }
+
+// queueHist is a server histogram of the buckets, its count the last's.
+func queueHist(bs ...promhist.Bucket) *promhist.Histogram {
+	return &promhist.Histogram{Buckets: bs, Count: bs[len(bs)-1].Count}
+}

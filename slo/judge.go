@@ -6,6 +6,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 // Judge judges a run's objectives from running counts as records arrive,
@@ -55,7 +56,7 @@ type stageJudge struct {
 	name     string
 	firstSeq int64 // lowest Seq seen, warm-up included: stage order without a plan
 	counts   StageCounts
-	win      Window
+	win      loadgen.Window
 	seen     bool // win holds a sent request
 	// Schedule lag of sent requests: how many were within the validity
 	// bound, exactly, and a histogram for the reported p99.
@@ -114,11 +115,11 @@ func (j *Judge) Add(r *loadgen.Record) {
 	}
 	if r.ErrorKind != loadgen.ErrDropped {
 		start, end := trunc(r.Intended), trunc(r.End)
-		if !s.seen || start < s.win.Start {
-			s.win.Start = start
+		if !s.seen || start < s.win.From {
+			s.win.From = start
 		}
-		if !s.seen || end > s.win.End {
-			s.win.End = end
+		if !s.seen || end > s.win.To {
+			s.win.To = end
 		}
 		s.seen = true
 		lag := scheduleLag(r)
@@ -256,9 +257,10 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		case InputTokensPerS:
 			oj.work += uint64(max(r.InputTokens, 0))
 		case GoodputPerS:
-			if oj.cons.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2 {
+			switch good, judged := oj.cons.judge(r); {
+			case !judged:
 				oj.unjudged++ // no TPOT without a stream: not a miss either
-			} else if oj.cons.Met(r) {
+			case good:
 				oj.work++
 			}
 		}
@@ -299,7 +301,7 @@ func (j *Judge) Assess(in Input) *Report {
 			s = j.newStage(st.Name, st)
 		}
 		sr.Counts = s.counts
-		vs := j.evaluate(s, Options{Now: in.Now, Waivers: extra, Window: in.Windows[st.Name], QueueDelay: in.QueueDelay[st.Name]})
+		vs := j.evaluate(s, in.Now, in.QueueDelay[st.Name], extra)
 		for _, v := range vs {
 			if v.Kind == KindFloor && v.WindowS > 0 {
 				sr.WindowS = v.WindowS
@@ -362,25 +364,14 @@ func (j *Judge) stageOrder() []string {
 	return names
 }
 
-// evaluate gives the verdicts of the stage's objectives (opt.Only of them,
-// when set), waivers applied.
-func (j *Judge) evaluate(s *stageJudge, opt Options) []Verdict {
-	win := s.win
-	if opt.Window != (Window{}) {
-		win = Window{trunc(opt.Window.Start), trunc(opt.Window.End)}
-	}
-	only := map[string]bool{}
-	for _, n := range opt.Only {
-		only[n] = true
-	}
-	waivers := append(append([]Waiver(nil), j.spec.Waivers...), opt.Waivers...)
-	var out []Verdict
+// evaluate gives the verdicts of the stage's objectives, the spec's
+// waivers and extra applied at now; qd is the stage's server queue delay.
+func (j *Judge) evaluate(s *stageJudge, now time.Time, qd *promhist.Histogram, extra []Waiver) []Verdict {
+	waivers := append(append([]Waiver(nil), j.spec.Waivers...), extra...)
+	out := make([]Verdict, 0, len(s.objs))
 	for _, oj := range s.objs {
-		if opt.Only != nil && !only[oj.o.Name] {
-			continue
-		}
-		v := oj.verdict(s.name, win, opt.QueueDelay)
-		applyWaivers(&v, waivers, opt.Now)
+		v := oj.verdict(s.name, s.win, qd)
+		applyWaivers(&v, waivers, now)
 		out = append(out, v)
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 // TestMetricTable: every row of loadgen's metric table is an objective
@@ -31,7 +32,7 @@ func TestMetricTable(t *testing.T) {
 			t.Errorf("%s missing from the known metrics: %v", m.Name, err)
 		}
 		spec := latencySpec(t, m.Name, "1s", "100%")
-		v := one(t, Evaluate(spec, "s", []loadgen.Record{r}, Options{Only: []string{"o"}}))
+		v := one(t, judgeStage(spec, "s", []loadgen.Record{r}, Input{}, "o"))
 		if v.Metric != Metric(m.Name) || v.Total == 0 || v.Status != Pass {
 			t.Errorf("%s not judged: %+v", m.Name, v)
 		}
@@ -63,7 +64,7 @@ func TestUnstreamedNoStreamMetrics(t *testing.T) {
 		metric string
 		want   Status
 	}{{"ttft", Pass}, {"e2e", Pass}, {"tpot", NoData}, {"itl", NoData}, {"icl", NoData}} {
-		v := one(t, Evaluate(latencySpec(t, c.metric, "100ms", "90%"), "s", recs, Options{Only: []string{"o"}}))
+		v := one(t, judgeStage(latencySpec(t, c.metric, "100ms", "90%"), "s", recs, Input{}, "o"))
 		if c.want == Pass {
 			c.want = Fail // 300 ms > 100 ms: judged, and failed
 		}
@@ -77,7 +78,7 @@ func TestUnstreamedNoStreamMetrics(t *testing.T) {
 	// One streamed response among them: judged on it alone, and the note
 	// says how many gave nothing.
 	recs = append(recs, okRec("s", 0, 50*ms1, 50*ms1+9*10*ms1, 10))
-	v := one(t, Evaluate(latencySpec(t, "tpot", "10ms", "100%"), "s", recs, Options{Only: []string{"o"}}))
+	v := one(t, judgeStage(latencySpec(t, "tpot", "10ms", "100%"), "s", recs, Input{}, "o"))
 	if v.Status != Pass || v.Total != 1 || !strings.Contains(v.Note, "10 of 11 successful responses came unstreamed") {
 		t.Errorf("mixed: %+v", v)
 	}
@@ -88,13 +89,13 @@ func TestUnstreamedNoStreamMetrics(t *testing.T) {
 // is exact where the bucket decides and interpolated (and said to be)
 // where it does not; missing telemetry gives NO_DATA with its reason.
 func TestQueueDelayVLLMBuckets(t *testing.T) {
-	b := []Bucket{{300 * ms1, 990}, {500 * ms1, 1000}, {800 * ms1, 1000}, {InfBound, 1000}}
-	q := &QueueTelemetry{Source: "vllm:request_queue_time_seconds", Buckets: b}
-	v := one(t, Evaluate(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	q := queueHist(qb(0.3, 990), qb(0.5, 1000), qb(0.8, 1000), qb(inf, 1000))
+	q.Source = "vllm:request_queue_time_seconds"
+	v := one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, queueIn(q), "o"))
 	if v.Status != Inconclusive || v.Good != 990 || v.MeasuredText() != "99% (p99 ≤ 300ms, first bucket)" { // at the target: undecided
 		t.Errorf("first bucket: %q %+v", v.MeasuredText(), v)
 	}
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "300ms", "99.5%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99.5%"), "s", nil, queueIn(q), "o"))
 	if v.Status != Fail || v.MeasuredText() != "99% (p99.5 in 300ms–500ms bucket)" {
 		t.Errorf("second bucket: %q %+v", v.MeasuredText(), v)
 	}
@@ -102,34 +103,41 @@ func TestQueueDelayVLLMBuckets(t *testing.T) {
 	// decided by neither end, and inside the first bucket the buckets say
 	// nothing (with no queueing every event is there): no verdict, and
 	// the note says why.
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "100ms", "50%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "100ms", "50%"), "s", nil, queueIn(q), "o"))
 	if v.Status != NoData || !strings.Contains(v.Note, "cannot judge below the first bucket") || !strings.Contains(v.Note, "first bound 300ms") {
 		t.Errorf("below the first bucket: %+v", v)
 	}
 	// 400 ms inside (300ms, 500ms]: 990 to 1000 met it; 99.5% is decided
 	// by neither end: interpolated, 990 + 10·100/200 = 995.
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "400ms", "99.5%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "400ms", "99.5%"), "s", nil, queueIn(q), "o"))
 	if v.Status != Inconclusive || v.Good != 995 || !strings.Contains(v.Note, "estimated") || !strings.Contains(v.Note, "(300ms, 500ms]") {
 		t.Errorf("interpolated: %+v", v)
 	}
 	// 99.5% is missed even if the whole bucket met it: an exact FAIL.
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "100ms", "99.5%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: q}))
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "100ms", "99.5%"), "s", nil, queueIn(q), "o"))
 	if v.Status != Fail || strings.Contains(v.Note, "estimate") {
 		t.Errorf("decided: %+v", v)
 	}
 	// Every event in the +Inf bucket.
-	inf := &QueueTelemetry{Buckets: []Bucket{{300 * ms1, 0}, {InfBound, 10}}}
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: inf}))
+	allInf := queueHist(qb(0.3, 0), qb(inf, 10))
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, queueIn(allInf), "o"))
 	if v.Status != Fail || v.MeasuredText() != "0% (p99 > 300ms, +Inf bucket)" {
 		t.Errorf("+Inf: %q %+v", v.MeasuredText(), v)
 	}
-	missing := &QueueTelemetry{Source: "llama.cpp", Missing: "llama.cpp exposes no queue-time histogram"}
-	v = one(t, Evaluate(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, Options{Only: []string{"o"}, QueueDelay: missing}))
+	missing := &promhist.Histogram{Source: "llama.cpp", Missing: "llama.cpp exposes no queue-time histogram"}
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, queueIn(missing), "o"))
 	if v.Status != NoData || !strings.Contains(v.Note, "llama.cpp exposes no queue-time histogram") {
 		t.Errorf("missing: %+v", v)
 	}
-	if BucketBound(0.3) != 300*ms1 || !(Bucket{Le: BucketBound(posInf)}).IsInf() {
-		t.Error("BucketBound")
+	// Triton's mean-only counter: no buckets to judge on.
+	meanOnly := &promhist.Histogram{Source: "nv_inference_queue_duration_us", Buckets: []promhist.Bucket{qb(inf, 4)}, Sum: 2, Count: 4,
+		Missing: "mean only"}
+	v = one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, queueIn(meanOnly), "o"))
+	if v.Status != NoData || !strings.HasSuffix(v.Note, ": mean only") {
+		t.Errorf("mean only: %+v", v)
+	}
+	if bucketBound(0.3) != 300*ms1 || bucketBound(posInf) != infBound {
+		t.Error("bucketBound")
 	}
 }
 

@@ -19,9 +19,9 @@ import (
 // nearest-rank quantile. Its counts and verdicts stand; the Judge must
 // agree with them exactly, and with its quantile to within the HDR
 // histogram's 3 significant digits.
-func referenceEvaluate(spec *Spec, stage string, records []loadgen.Record, opt Options) []Verdict {
+func referenceEvaluate(spec *Spec, stage string, records []loadgen.Record, now time.Time) []Verdict {
 	var recs []*loadgen.Record
-	win, seen := Window{}, false
+	win, seen := loadgen.Window{}, false
 	for i := range records {
 		r := &records[i]
 		if r.Warmup || r.Stage != stage {
@@ -32,18 +32,15 @@ func referenceEvaluate(spec *Spec, stage string, records []loadgen.Record, opt O
 			continue
 		}
 		s, e := trunc(r.Intended), trunc(r.End)
-		if !seen || s < win.Start {
-			win.Start = s
+		if !seen || s < win.From {
+			win.From = s
 		}
-		if !seen || e > win.End {
-			win.End = e
+		if !seen || e > win.To {
+			win.To = e
 		}
 		seen = true
 	}
-	if opt.Window != (Window{}) {
-		win = Window{trunc(opt.Window.Start), trunc(opt.Window.End)}
-	}
-	waivers := append(append([]Waiver(nil), spec.Waivers...), opt.Waivers...)
+	waivers := append([]Waiver(nil), spec.Waivers...)
 	var out []Verdict
 	for i := range spec.Objectives {
 		o := &spec.Objectives[i]
@@ -54,7 +51,7 @@ func referenceEvaluate(spec *Spec, stage string, records []loadgen.Record, opt O
 			}
 		}
 		v := referenceJudge(o, spec, stage, sel, win)
-		applyWaivers(&v, waivers, opt.Now)
+		applyWaivers(&v, waivers, now)
 		out = append(out, v)
 	}
 	return out
@@ -65,7 +62,7 @@ type refSample struct {
 	n uint64
 }
 
-func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Record, win Window) Verdict {
+func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Record, win loadgen.Window) Verdict {
 	v := newVerdict(o, stage)
 	switch o.Kind() {
 	case KindLatency:
@@ -331,12 +328,12 @@ func TestJudgeMatchesReference(t *testing.T) {
 			j.Add(&c.recs[i])
 		}
 		for _, stage := range stages {
-			want := referenceEvaluate(spec, stage, c.recs, Options{Now: t0})
+			want := referenceEvaluate(spec, stage, c.recs, t0)
 			s := j.stages[stage]
 			if s == nil {
 				s = j.newStage(stage, nil)
 			}
-			got := j.evaluate(s, Options{Now: t0})
+			got := j.evaluate(s, t0, nil, nil)
 			if len(got) != len(want) {
 				t.Fatalf("%s/%s: %d verdicts, want %d", c.name, stage, len(got), len(want))
 			}

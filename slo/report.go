@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 // ReportSchema is verdict.json's schema name.
@@ -92,13 +93,12 @@ type Input struct {
 	// Manual holds recorded results of manual stages (the last per stage
 	// counts).
 	Manual []ManualRecord
-	// QueueDelay is server queue-delay telemetry by stage.
-	QueueDelay map[string]*QueueTelemetry
+	// QueueDelay is the server's queue-delay histogram by stage: its
+	// increase over the stage (queuedelay.go).
+	QueueDelay map[string]*promhist.Histogram
 	// ClientCPU is the load generator's CPU use by stage, 0–1 (absent:
 	// unknown).
 	ClientCPU map[string]float64
-	// Windows overrides measured windows by stage.
-	Windows map[string]Window
 	// Facts are what validity is judged on beyond the records, by stage
 	// ("" for the whole run).
 	Facts map[string]Facts
@@ -137,24 +137,6 @@ func (r *Report) finish() {
 	default:
 		r.Status, r.ExitCode = ReportPass, ExitOK
 	}
-}
-
-// StagesOf lists the stage names in records, ordered by each stage's first
-// request (lowest Seq).
-func StagesOf(records []loadgen.Record) []string {
-	first := map[string]int64{}
-	for i := range records {
-		r := &records[i]
-		if s, ok := first[r.Stage]; !ok || r.Seq < s {
-			first[r.Stage] = r.Seq
-		}
-	}
-	names := make([]string, 0, len(first))
-	for n := range first {
-		names = append(names, n)
-	}
-	sortStages(names, func(n string) int64 { return first[n] })
-	return names
 }
 
 // sortStages orders stage names by their first Seq, then by name.

@@ -117,10 +117,10 @@ func TestCheckValidity(t *testing.T) {
 	// The opt-in bounds a plan may set.
 	v.MaxErrorRate, v.MaxScheduleLag, v.MaxClientCPU = MustDecimal("50%"), 50*ms1, MustDecimal("90%")
 	ok := stageRecs("s", 100, 10*ms1)
-	if p := CheckValidity("s", ok, v, 0.2); len(p) != 0 {
+	if p := checkValidity("s", ok, v, 0.2); len(p) != 0 {
 		t.Fatalf("healthy: %v", p)
 	}
-	if p := CheckValidity("none", ok, v, -1); len(p) != 1 || p[0].Check != "no_requests" {
+	if p := checkValidity("none", ok, v, -1); len(p) != 1 || p[0].Check != "no_requests" {
 		t.Fatalf("empty: %v", p)
 	}
 	// Dropped: 1 of 100 is at the 1% bound; 2 of 100 is over.
@@ -131,10 +131,10 @@ func TestCheckValidity(t *testing.T) {
 		}
 		return r
 	}
-	if p := CheckValidity("s", withDrops(1), v, -1); len(p) != 0 {
+	if p := checkValidity("s", withDrops(1), v, -1); len(p) != 0 {
 		t.Fatalf("1%% dropped: %v", p)
 	}
-	if p := CheckValidity("s", withDrops(2), v, -1); len(p) != 1 || p[0].Check != "dropped" {
+	if p := checkValidity("s", withDrops(2), v, -1); len(p) != 1 || p[0].Check != "dropped" {
 		t.Fatalf("2%% dropped: %v", p)
 	}
 	// Errors: half of the sent requests is at the 50% bound; more is over.
@@ -142,10 +142,10 @@ func TestCheckValidity(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		half = append(half, errRec("s", 0, loadgen.ErrServer))
 	}
-	if p := CheckValidity("s", half, v, -1); len(p) != 0 {
+	if p := checkValidity("s", half, v, -1); len(p) != 0 {
 		t.Fatalf("50%% errors: %v", p)
 	}
-	if p := CheckValidity("s", append(half, errRec("s", 0, loadgen.ErrTimeout)), v, -1); len(p) != 1 || p[0].Check != "errors" {
+	if p := checkValidity("s", append(half, errRec("s", 0, loadgen.ErrTimeout)), v, -1); len(p) != 1 || p[0].Check != "errors" {
 		t.Fatalf("51%% errors: %v", p)
 	}
 	// Late sends.
@@ -153,13 +153,24 @@ func TestCheckValidity(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		late[i].Sent = late[i].Intended + 51*ms1
 	}
-	if p := CheckValidity("s", late, v, -1); len(p) != 1 || !strings.Contains(p[0].Detail, "schedule lag") {
+	if p := checkValidity("s", late, v, -1); len(p) != 1 || !strings.Contains(p[0].Detail, "schedule lag") {
 		t.Fatalf("late: %v", p)
 	}
-	if p := CheckValidity("s", ok, v, 0.95); len(p) != 1 || !strings.Contains(p[0].Detail, "CPU") {
+	if p := checkValidity("s", ok, v, 0.95); len(p) != 1 || !strings.Contains(p[0].Detail, "CPU") {
 		t.Fatalf("cpu: %v", p)
 	}
-	if p := CheckValidity("s", ok, v, 0.90); len(p) != 0 {
+	if p := checkValidity("s", ok, v, 0.90); len(p) != 0 {
 		t.Fatalf("cpu at bound: %v", p)
 	}
+}
+
+// checkValidity is the problems Assess finds with stage's records under
+// bounds v (no objectives), the generator's CPU use cpu (negative:
+// unknown).
+func checkValidity(stage string, recs []loadgen.Record, v Validity, cpu float64) []Problem {
+	in := Input{Records: recs}
+	if cpu >= 0 {
+		in.ClientCPU = map[string]float64{stage: cpu}
+	}
+	return Assess(&Plan{Stages: []Stage{{Name: stage}}, Validity: v}, &Spec{}, in).Problems
 }

@@ -160,33 +160,41 @@ func (c Constraints) IsZero() bool { return c == Constraints{} }
 // Met reports whether r completed and met every bound (values from the
 // metric table).
 func (c Constraints) Met(r *loadgen.Record) bool {
+	good, _ := c.judge(r)
+	return good
+}
+
+// judge is Met, and whether r could be judged at all: an answer of two or
+// more tokens that came as one body has no TPOT to hold against a TPOT
+// bound (not good, and the goodput verdict counts it apart).
+func (c Constraints) judge(r *loadgen.Record) (good, judged bool) {
 	if !r.OK() {
-		return false
+		return false, true
+	}
+	if c.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2 {
+		return false, false
 	}
 	if c.TTFT > 0 {
 		if v, ok := ttftMetric.Of(r); !ok || v > c.TTFT {
-			return false
+			return false, true
 		}
 	}
 	if c.TTFAT > 0 {
 		if v, ok := ttfatMetric.Of(r); !ok || v > c.TTFAT {
-			return false
+			return false, true
 		}
 	}
 	if c.TPOT > 0 {
-		if r.Unstreamed && r.OutputTokens >= 2 {
-			return false
-		}
 		if v, ok := tpotMetric.Of(r); ok && v > c.TPOT {
-			return false
+			return false, true
 		}
 	}
 	if c.E2E > 0 {
 		if v, _ := e2eMetric.Of(r); v > c.E2E {
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, true
 }
 
 // String lists the bounds: "ttft ≤ 500ms, tpot ≤ 50ms".

@@ -199,17 +199,6 @@ func CountsOf(q loadgen.Counts) StageCounts {
 		Connect: u(q.ErrorsByKind[string(loadgen.ErrConnect)]), Warmup: u(q.Warmup)}
 }
 
-// CountStage counts the records of stage.
-func CountStage(stage string, records []loadgen.Record) StageCounts {
-	var c StageCounts
-	for i := range records {
-		if records[i].Stage == stage {
-			c.add(&records[i])
-		}
-	}
-	return c
-}
-
 // Facts are what a run's validity is judged on beyond its request counts;
 // the pipeline knows them as it runs and saves them (summary.json), so
 // check judges a saved run by the same facts.
@@ -281,25 +270,6 @@ func (v Validity) factProblems(stage string, f Facts) []Problem {
 		add("results_incomplete", "results could not be written: %s", f.Incomplete)
 	}
 	return out
-}
-
-// CheckValidity looks for what makes a stage's run invalid from its
-// records: the counts and facts by the bounds (Validity.Problems), and the
-// opt-in schedule-lag and client-CPU bounds (clientCPU is the generator's
-// CPU use 0–1, negative when unknown).
-func CheckValidity(stage string, records []loadgen.Record, v Validity, clientCPU float64) []Problem {
-	j := NewJudge(nil, &Spec{})
-	j.validity = v
-	for i := range records {
-		if records[i].Stage == stage {
-			j.Add(&records[i])
-		}
-	}
-	s := j.stages[stage]
-	if s == nil {
-		s = j.newStage(stage, nil)
-	}
-	return s.problems(v, clientCPU, Facts{})
 }
 
 // problems checks the stage's running counts against the validity bounds.

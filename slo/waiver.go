@@ -103,3 +103,41 @@ func (r reader) waivers(f yamlwalk.Map) []Waiver {
 	}
 	return out
 }
+
+// applyWaivers sets Status from Result and the first matching unexpired
+// waiver; an expired one that matches is reported and does not waive.
+func applyWaivers(v *Verdict, waivers []Waiver, now time.Time) {
+	v.Status = v.Result
+	var expired *Waiver
+	for i := range waivers {
+		w := &waivers[i]
+		if !w.Matches(v.Objective, v.Stage, v.Class) {
+			continue
+		}
+		if w.Expired(now) {
+			if expired == nil {
+				expired = w
+			}
+			continue
+		}
+		wc := *w
+		v.Waiver, v.WaiverExpired = &wc, false
+		switch v.Result {
+		case Fail, NoData, Pending, Inconclusive:
+			v.Status = Waived
+			addNote(v, wc.Describe())
+		case Pass:
+			addNote(v, "waiver by "+wc.Owner+" not needed: passed")
+		}
+		return
+	}
+	if expired != nil {
+		wc := *expired
+		v.Waiver, v.WaiverExpired = &wc, true
+		if v.Result != Pass {
+			addNote(v, fmt.Sprintf("waiver by %s expired %s (%s): no longer waives", wc.Owner, wc.ExpiresText, wc.Reason))
+		} else {
+			addNote(v, fmt.Sprintf("waiver by %s expired %s", wc.Owner, wc.ExpiresText))
+		}
+	}
+}

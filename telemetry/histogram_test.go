@@ -15,7 +15,7 @@ func hist(sum float64, bs ...Bucket) Histogram {
 
 func TestQuantileHandComputed(t *testing.T) {
 	// 50 observations: 10 ≤ 0.1, 20 in (0.1, 0.5], 10 in (0.5, 1], 10 above.
-	h := hist(30, Bucket{0.1, 10}, Bucket{0.5, 30}, Bucket{1, 40}, Bucket{inf, 50})
+	h := hist(30, Bucket{LeSeconds: 0.1, Count: 10}, Bucket{LeSeconds: 0.5, Count: 30}, Bucket{LeSeconds: 1, Count: 40}, Bucket{LeSeconds: inf, Count: 50})
 	for _, c := range []struct {
 		q, want, lo, hi float64
 	}{
@@ -44,14 +44,14 @@ func TestQuantileHandComputed(t *testing.T) {
 	if m, ok := h.Mean(); !ok || m != 0.6 {
 		t.Errorf("mean %v", m)
 	}
-	empty := hist(0, Bucket{0.1, 0}, Bucket{inf, 0})
+	empty := hist(0, Bucket{LeSeconds: 0.1, Count: 0}, Bucket{LeSeconds: inf, Count: 0})
 	if _, ok := empty.Quantile(0.5); ok {
 		t.Error("quantile of an empty histogram")
 	}
 	if _, ok := empty.Mean(); ok {
 		t.Error("mean of an empty histogram")
 	}
-	noInf := Histogram{Buckets: []Bucket{{0.1, 1}, {1, 2}}, Count: 2}
+	noInf := Histogram{Buckets: []Bucket{{LeSeconds: 0.1, Count: 1}, {LeSeconds: 1, Count: 2}}, Count: 2}
 	if _, ok := noInf.Quantile(0.5); ok {
 		t.Error("quantile without a +Inf bucket")
 	}
@@ -60,8 +60,8 @@ func TestQuantileHandComputed(t *testing.T) {
 func TestQuantilePrometheusCases(t *testing.T) {
 	// The testhistogram_bucket series of Prometheus's own
 	// histogram_quantile tests, with the values Prometheus expects.
-	pos := hist(0, Bucket{0.1, 50}, Bucket{0.2, 70}, Bucket{1, 110}, Bucket{inf, 120})
-	neg := hist(0, Bucket{-0.2, 10}, Bucket{-0.1, 20}, Bucket{0.3, 20}, Bucket{inf, 30})
+	pos := hist(0, Bucket{LeSeconds: 0.1, Count: 50}, Bucket{LeSeconds: 0.2, Count: 70}, Bucket{LeSeconds: 1, Count: 110}, Bucket{LeSeconds: inf, Count: 120})
+	neg := hist(0, Bucket{LeSeconds: -0.2, Count: 10}, Bucket{LeSeconds: -0.1, Count: 20}, Bucket{LeSeconds: 0.3, Count: 20}, Bucket{LeSeconds: inf, Count: 30})
 	for _, c := range []struct{ q, pos, neg float64 }{
 		{1, 1, 0.3}, {0.2, 0.048, -0.2}, {0.5, 0.15, -0.15}, {0.8, 0.72, 0.3},
 	} {
@@ -71,10 +71,10 @@ func TestQuantilePrometheusCases(t *testing.T) {
 }
 
 func TestSubAndDelta(t *testing.T) {
-	a := hist(1, Bucket{0.1, 2}, Bucket{1, 5}, Bucket{inf, 6})
-	b := hist(4, Bucket{0.1, 3}, Bucket{1, 9}, Bucket{inf, 12})
+	a := hist(1, Bucket{LeSeconds: 0.1, Count: 2}, Bucket{LeSeconds: 1, Count: 5}, Bucket{LeSeconds: inf, Count: 6})
+	b := hist(4, Bucket{LeSeconds: 0.1, Count: 3}, Bucket{LeSeconds: 1, Count: 9}, Bucket{LeSeconds: inf, Count: 12})
 	d, reset := b.Sub(a)
-	want := Histogram{Source: "test", Buckets: []Bucket{{0.1, 1}, {1, 4}, {inf, 6}}, Sum: 3, Count: 6}
+	want := Histogram{Source: "test", Buckets: []Bucket{{LeSeconds: 0.1, Count: 1}, {LeSeconds: 1, Count: 4}, {LeSeconds: inf, Count: 6}}, Sum: 3, Count: 6}
 	if reset || !equalHist(d, want) {
 		t.Fatalf("b−a = %+v (reset %v), want %+v", d, reset, want)
 	}
@@ -90,20 +90,20 @@ func TestSubAndDelta(t *testing.T) {
 	}
 
 	// A restart: counts fall. The later reading is all that is known.
-	c := hist(0.5, Bucket{0.1, 1}, Bucket{1, 2}, Bucket{inf, 2})
+	c := hist(0.5, Bucket{LeSeconds: 0.1, Count: 1}, Bucket{LeSeconds: 1, Count: 2}, Bucket{LeSeconds: inf, Count: 2})
 	if d, reset := c.Sub(b); !reset || !equalHist(d, c) {
 		t.Errorf("reset: %+v %v", d, reset)
 	}
 	// One bucket falling while the total rises is a reset too.
-	e := hist(5, Bucket{0.1, 1}, Bucket{1, 12}, Bucket{inf, 13})
+	e := hist(5, Bucket{LeSeconds: 0.1, Count: 1}, Bucket{LeSeconds: 1, Count: 12}, Bucket{LeSeconds: inf, Count: 13})
 	if _, reset := e.Sub(b); !reset {
 		t.Error("falling bucket not taken for a reset")
 	}
 
 	// Layout change: only shared bounds survive.
-	f := hist(6, Bucket{0.5, 10}, Bucket{1, 11}, Bucket{inf, 14})
+	f := hist(6, Bucket{LeSeconds: 0.5, Count: 10}, Bucket{LeSeconds: 1, Count: 11}, Bucket{LeSeconds: inf, Count: 14})
 	d, reset = f.Sub(b)
-	if reset || len(d.Buckets) != 2 || d.Buckets[0] != (Bucket{1, 2}) || d.Buckets[1] != (Bucket{inf, 2}) {
+	if reset || len(d.Buckets) != 2 || d.Buckets[0] != (Bucket{LeSeconds: 1, Count: 2}) || d.Buckets[1] != (Bucket{LeSeconds: inf, Count: 2}) {
 		t.Errorf("layout change: %+v %v", d, reset)
 	}
 }
@@ -123,15 +123,15 @@ func equalHist(a, b Histogram) bool {
 func TestAccumulatorCorrectsResets(t *testing.T) {
 	var acc histAcc
 	readings := []Histogram{
-		hist(10, Bucket{1, 10}, Bucket{inf, 10}), // baseline: server history, not counted
-		hist(12, Bucket{1, 13}, Bucket{inf, 14}), // +4
-		hist(1, Bucket{1, 1}, Bucket{inf, 2}),    // restart: +2
-		hist(3, Bucket{1, 4}, Bucket{inf, 5}),    // +3
+		hist(10, Bucket{LeSeconds: 1, Count: 10}, Bucket{LeSeconds: inf, Count: 10}), // baseline: server history, not counted
+		hist(12, Bucket{LeSeconds: 1, Count: 13}, Bucket{LeSeconds: inf, Count: 14}), // +4
+		hist(1, Bucket{LeSeconds: 1, Count: 1}, Bucket{LeSeconds: inf, Count: 2}),    // restart: +2
+		hist(3, Bucket{LeSeconds: 1, Count: 4}, Bucket{LeSeconds: inf, Count: 5}),    // +3
 	}
 	for i := range readings {
 		acc.observe(map[string]Histogram{"q{}": readings[i]})
 	}
-	want := Histogram{Source: "test", Buckets: []Bucket{{1, 7}, {inf, 9}}, Sum: 2 + 1 + 2, Count: 9}
+	want := Histogram{Source: "test", Buckets: []Bucket{{LeSeconds: 1, Count: 7}, {LeSeconds: inf, Count: 9}}, Sum: 2 + 1 + 2, Count: 9}
 	if !equalHist(*acc.total, want) || acc.resets != 1 {
 		t.Errorf("total %+v resets %d, want %+v", *acc.total, acc.resets, want)
 	}
@@ -145,7 +145,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 }
 
 func TestBucketJSON(t *testing.T) {
-	in := []Bucket{{0.25, 3}, {inf, 7}}
+	in := []Bucket{{LeSeconds: 0.25, Count: 3}, {LeSeconds: inf, Count: 7}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestBucketJSON(t *testing.T) {
 }
 
 func TestSummariseHistogram(t *testing.T) {
-	h := hist(30, Bucket{0.1, 10}, Bucket{0.5, 30}, Bucket{1, 40}, Bucket{inf, 50})
+	h := hist(30, Bucket{LeSeconds: 0.1, Count: 10}, Bucket{LeSeconds: 0.5, Count: 30}, Bucket{LeSeconds: 1, Count: 40}, Bucket{LeSeconds: inf, Count: 50})
 	s := SummariseHistogram(&h)
 	if s.Count != 50 || *s.MeanMs != 600 || !near(*s.P50Ms, 400) || *s.P99Ms != 1000 || s.Method != MethodBuckets {
 		t.Fatalf("%+v", s)
@@ -180,7 +180,7 @@ func TestSummariseHistogram(t *testing.T) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}
 	}
-	m := Histogram{Source: "nv_inference_queue_duration_us", Buckets: []Bucket{{inf, 4}}, Sum: 2, Count: 4}
+	m := Histogram{Source: "nv_inference_queue_duration_us", Buckets: []Bucket{{LeSeconds: inf, Count: 4}}, Sum: 2, Count: 4}
 	if s := SummariseHistogram(&m); s.Method != MethodMeanOnly || *s.MeanMs != 500 || s.P50Ms != nil || s.Buckets != nil {
 		t.Errorf("mean only: %+v", s)
 	}
@@ -193,7 +193,7 @@ func TestSummariseHistogram(t *testing.T) {
 // (0.3 s): the quantiles are interpolated from 0 (p50 150 ms, p99 297 ms)
 // and the summary says they are not measured; the mean is exact.
 func TestSummaryBelowTheFirstBucket(t *testing.T) {
-	h := hist(0.08, Bucket{0.3, 100}, Bucket{0.5, 100}, Bucket{inf, 100})
+	h := hist(0.08, Bucket{LeSeconds: 0.3, Count: 100}, Bucket{LeSeconds: 0.5, Count: 100}, Bucket{LeSeconds: inf, Count: 100})
 	s := SummariseHistogram(&h)
 	if !near(*s.MeanMs, 0.8) || !near(*s.P50Ms, 150) || *s.P99Bkt[0] != 0 || *s.P99Bkt[1] != 300 {
 		t.Fatalf("%+v", s)
@@ -201,7 +201,7 @@ func TestSummaryBelowTheFirstBucket(t *testing.T) {
 	if !strings.Contains(s.Note, "p50, p90, p99 in the first bucket (≤ 300 ms)") || !strings.Contains(s.Note, "the mean is exact") {
 		t.Errorf("note %q", s.Note)
 	}
-	h = hist(30, Bucket{0.1, 10}, Bucket{0.5, 30}, Bucket{1, 40}, Bucket{inf, 50})
+	h = hist(30, Bucket{LeSeconds: 0.1, Count: 10}, Bucket{LeSeconds: 0.5, Count: 30}, Bucket{LeSeconds: 1, Count: 40}, Bucket{LeSeconds: inf, Count: 50})
 	if s := SummariseHistogram(&h); s.Note != "" {
 		t.Errorf("note without a quantile in the first bucket: %q", s.Note)
 	}

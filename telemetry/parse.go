@@ -655,13 +655,13 @@ func (rd *reader) histogram(name string, scale float64) (*Histogram, map[string]
 			continue
 		}
 		if prev, dup := per[keys[i]]; dup { // one label set twice: summed, as before
-			*h = prev.plus(*h)
+			*h = prev.Plus(*h)
 		}
-		per[keys[i]] = h.clone()
+		per[keys[i]] = h.Clone()
 		if out == nil {
 			out = h
 		} else {
-			*out = out.plus(*h)
+			*out = out.Plus(*h)
 		}
 	}
 	return out, per
@@ -736,7 +736,7 @@ func (rd *reader) tritonMean(name string) (*Histogram, map[string]Histogram) {
 		if !good {
 			continue
 		}
-		per[seriesKey(name, sig)] = h.clone()
+		per[seriesKey(name, sig)] = h.Clone()
 		out = addHist(out, h)
 	}
 	return out, per

@@ -76,7 +76,7 @@ func TestParseVLLM(t *testing.T) {
 	if len(q.Buckets) != 22 || !math.IsInf(q.Buckets[21].LeSeconds, 1) || q.Buckets[21].Count != 150 {
 		t.Fatalf("queue buckets %+v", q.Buckets)
 	}
-	for _, b := range []Bucket{{0.3, 120}, {0.5, 135}, {0.8, 143}, {1, 148}, {1.5, 150}} {
+	for _, b := range []Bucket{{LeSeconds: 0.3, Count: 120}, {LeSeconds: 0.5, Count: 135}, {LeSeconds: 0.8, Count: 143}, {LeSeconds: 1, Count: 148}, {LeSeconds: 1.5, Count: 150}} {
 		if !containsBucket(q.Buckets, b) {
 			t.Errorf("queue buckets lack %+v: %+v", b, q.Buckets)
 		}
@@ -294,7 +294,7 @@ sglang:num_queue_reqs{dp_rank="1"} 4
 		t.Fatal(err)
 	}
 	q := s.QueueDelay
-	if q == nil || len(q.Buckets) != 2 || q.Buckets[0] != (Bucket{0.5, 8}) || q.Count != 10 || q.Sum != 3 {
+	if q == nil || len(q.Buckets) != 2 || q.Buckets[0] != (Bucket{LeSeconds: 0.5, Count: 8}) || q.Count != 10 || q.Sum != 3 {
 		t.Fatalf("queue %+v", q)
 	}
 	wantVal(t, "waiting (NaN series skipped)", s.Waiting, 4)

@@ -640,9 +640,9 @@ func addHist(a, b *Histogram) *Histogram {
 	case b == nil:
 		return a
 	case a == nil:
-		return new(b.clone())
+		return new(b.Clone())
 	}
-	return new(a.plus(*b))
+	return new(a.Plus(*b))
 }
 
 func addCounter(a *float64, c *counterAcc) *float64 {
@@ -678,9 +678,9 @@ func (a *histAcc) observe(cur map[string]Histogram) {
 		var inc Histogram
 		switch {
 		case first:
-			inc = h.zero() // baseline: the server's history, not counted
+			inc = h.Zero() // baseline: the server's history, not counted
 		case !seen:
-			inc = h.clone()
+			inc = h.Clone()
 		default:
 			var reset bool
 			if inc, reset = h.Sub(prev); reset {
@@ -688,7 +688,7 @@ func (a *histAcc) observe(cur map[string]Histogram) {
 			}
 		}
 		a.total = addHist(a.total, &inc)
-		a.last[key] = h.clone()
+		a.last[key] = h.Clone()
 	}
 }
 

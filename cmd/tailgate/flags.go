@@ -18,7 +18,6 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -47,7 +46,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.model, "model", "", "model name (default: the first one the server lists at /v1/models)")
 	fs.IntVar(&t.maxTokens, "max-tokens", 128, "max output tokens when the prompt does not set them")
 	fs.BoolVar(&t.stream, "stream", true, "stream responses (SSE); --stream=false for single responses")
-	fs.StringVar(&t.apiKeyFile, "api-key-file", "", "file holding the API key (default: $OPENAI_API_KEY)")
+	fs.StringVar(&t.apiKeyFile, "api-key-file", "", "file holding the API key (default: $TAILGATE_API_KEY, else $OPENAI_API_KEY)")
 	fs.StringArrayVar(&t.headers, "header", nil, "extra request header \"Name: value\" (repeatable)")
 	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification")
 	fs.StringVar(&t.caFile, "ca-file", "", "PEM CA bundle to verify the server with")
@@ -121,15 +120,18 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	if t.connections < 1 {
 		return protocol.Target{}, fmt.Errorf("--connections %d: want at least 1", t.connections)
 	}
-	key, err := openai.APIKeyFromEnvOrFile(t.apiKeyFile)
-	if err != nil {
+	pt := protocol.Target{
+		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}},
+		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
+		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
+	// Read here, not only in protocol.New: the server's /metrics is
+	// scraped with the same key (auth).
+	if err := pt.ReadAPIKey(); err != nil {
 		return protocol.Target{}, err
 	}
-	t.apiKey = key
-	return protocol.Target{URL: t.target, API: t.api, Model: t.model, Stream: t.stream,
-		MaxTokens: t.maxTokens, Warn: warn, Connections: t.connections, Keepalive: t.keepalive,
-		Transport: transport.Config{APIKey: key, Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}}, nil
+	t.apiKey = pt.Transport.APIKey
+	return pt, nil
 }
 
 // open builds the client and checks the target (protocol.Open: the server
@@ -352,18 +354,30 @@ func (t *telemetryFlags) register(fs *pflag.FlagSet) {
 		"(needs the GPUs' energy or power: NVML, --dcgm-url or the server's GPU gauges)")
 }
 
+// check validates what the flags alone decide, so that a bad value is a
+// usage error before any connection is made.
+func (t *telemetryFlags) check() error {
+	if t.gpuHourCost < 0 || math.IsNaN(t.gpuHourCost) || math.IsInf(t.gpuHourCost, 0) {
+		return usageErr("--gpu-hour-cost %v: want a price in USD, 0 or more", t.gpuHourCost)
+	}
+	if t.interval <= 0 {
+		return usageErr("--telemetry-interval %v: must be positive", t.interval)
+	}
+	if t.nvml != "auto" && t.nvml != "on" && t.nvml != "off" {
+		return usageErr("--nvml %q: want auto, on or off", t.nvml)
+	}
+	return nil
+}
+
 // config builds the sampler configuration. The target's credentials go to
 // a metrics endpoint on the same host only. model is the run's --model,
 // the server model unless --server-model names another. A missing NVML is
 // fine in auto mode; warnings go to warn.
 func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.Writer) (*telemetry.Config, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
 	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model)}
-	if t.gpuHourCost < 0 || math.IsNaN(t.gpuHourCost) || math.IsInf(t.gpuHourCost, 0) {
-		return nil, fmt.Errorf("--gpu-hour-cost %v: want a price in USD, 0 or more", t.gpuHourCost)
-	}
-	if t.interval <= 0 {
-		return nil, fmt.Errorf("--telemetry-interval %v: must be positive", t.interval)
-	}
 	switch mu := strings.TrimSpace(t.metricsURL); mu {
 	case "off", "none":
 	default:
@@ -396,8 +410,6 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 		case !errors.Is(err, telemetry.ErrNoNVML):
 			fmt.Fprintf(warn, "warning: NVML: %v; local GPUs are not sampled\n", err)
 		}
-	default:
-		return nil, fmt.Errorf("--nvml %q: want auto, on or off", t.nvml)
 	}
 	if len(cfg.Scrapes) == 0 && cfg.GPU == nil {
 		return nil, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -129,7 +130,7 @@ func TestSimServesGRPC(t *testing.T) {
 		<-done
 		t.Fatalf("no gRPC address announced:\n%s\n%s", out.String(), errb.String())
 	}
-	c, err := kserve.New(kserve.Config{Target: addr, Model: "sim-llama-8b", MaxTokens: 3})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: addr}, Model: "sim-llama-8b", MaxTokens: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
+	if err := tel.check(); err != nil {
+		return err
+	}
 	var spec *slo.Spec
 	if *sloPath != "" {
 		s, err := slo.LoadSpec(*sloPath)

@@ -195,7 +195,14 @@ func TestRunInterruptKeepsResults(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Interrupt once the server holds 30 requests (each streams for 2 s,
+	// so all are in flight): the run has records to keep and to cancel.
+	for deadline := time.Now().Add(20 * time.Second); len(srv.Truth()) < 30; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the server saw %d requests in 20 s\n%s", len(srv.Truth()), stderr.String())
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

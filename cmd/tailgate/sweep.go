@@ -68,6 +68,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
+	if err := tel.check(); err != nil {
+		return err
+	}
 	if *sloPath == "" || *outDir == "" {
 		return usageErr("--slo and --out are required\nRun 'tailgate help sweep' for the flags.")
 	}

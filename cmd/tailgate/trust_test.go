@@ -130,7 +130,17 @@ func TestRunMostlyFailingIsInvalid(t *testing.T) {
 func TestRunServerKilledMidRunIsInvalid(t *testing.T) {
 	srv := fastSim(t)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		// Down once it has answered a few: mid-run, however slow the
+		// process was to start.
+		deadline := time.Now().Add(20 * time.Second)
+		for answered := 0; answered < 5 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			answered = 0
+			for _, tr := range srv.Truth() {
+				if tr.Outcome == "ok" {
+					answered++
+				}
+			}
+		}
 		srv.Close()
 	}()
 	dir := t.TempDir()

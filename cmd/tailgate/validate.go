@@ -61,6 +61,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *planPath == "" || *outDir == "" {
 		return usageErr("--plan and --out are required\nRun 'tailgate help validate' for the flags.")
 	}
+	if err := tel.check(); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}

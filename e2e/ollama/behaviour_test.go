@@ -11,6 +11,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/ollamatest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -66,7 +67,7 @@ func TestOllamaRunnerKilled(t *testing.T) {
 	s := start(t, ollamatest.Options{NumParallel: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, _, err := protocol.Open(ctx, protocol.Target{URL: s.URL, API: "ollama-chat", Model: ollamatest.Tiny, Stream: true, MaxTokens: 48})
+	c, _, err := protocol.Open(ctx, protocol.Target{Endpoint: transport.Endpoint{URL: s.URL}, API: "ollama-chat", Model: ollamatest.Tiny, Stream: true, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/ollamatest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -41,7 +42,7 @@ func load(t *testing.T, s *ollamatest.Server, api, model string, stream bool, ma
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, m, err := protocol.Open(ctx, protocol.Target{URL: url, API: api, Model: model, Stream: stream, MaxTokens: maxTokens})
+	c, m, err := protocol.Open(ctx, protocol.Target{Endpoint: transport.Endpoint{URL: url}, API: api, Model: model, Stream: stream, MaxTokens: maxTokens})
 	if err != nil {
 		t.Fatalf("open %s: %v", api, err)
 	}

@@ -1,5 +1,12 @@
 package prom
 
+import (
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
 // The metric contract (fixed): names and labels that dashboards, the rules
 // `tailgate slo rules` generates, and users' queries rely on. Add, never
 // rename. A test compares Names with what a registry actually exports.
@@ -77,8 +84,19 @@ const (
 )
 
 // BurnRateWindows are the values of SLOBurnRate's window label: the short
-// and long windows of the multiwindow, multi-burn-rate alerts.
-var BurnRateWindows = []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}
+// and long windows of the multiwindow, multi-burn-rate alerts
+// (slo.BurnRateWindows): 5m, 30m, 1h, 2h, 6h, 1d, 3d.
+var BurnRateWindows = func() []string {
+	out := make([]string, len(slo.BurnRateWindows))
+	for i, d := range slo.BurnRateWindows {
+		out[i] = WindowLabel(d)
+	}
+	return out
+}()
+
+// WindowLabel is a window as Prometheus writes a duration ("5m", "1d"), as
+// the window label and the generated rules' range selectors spell it.
+func WindowLabel(d time.Duration) string { return model.Duration(d).String() }
 
 // Names lists every metric name of the contract, in the order above.
 var Names = []string{

@@ -235,6 +235,21 @@ func (s *Server) WaitScrapes(t testing.TB, n int, timeout time.Duration) {
 	})
 }
 
+// WaitScrapeAfter waits until Prometheus holds a sample of job (s.Job,
+// or "pushgateway") from a scrape that began after instant (a sample
+// carries its scrape's start), so what it stores was read after instant.
+func (s *Server) WaitScrapeAfter(t testing.TB, job string, instant time.Time, timeout time.Duration) {
+	t.Helper()
+	// timestamp() of a bare selector: of an expression (up == 1) it
+	// would be the query's own time.
+	q := fmt.Sprintf(`timestamp(up{job=%q})`, job)
+	after := float64(instant.UnixMilli()) / 1e3
+	WaitFor(t, timeout, fmt.Sprintf("a scrape of %s after %s", job, instant.Format(time.RFC3339Nano)), func() bool {
+		v := s.Query(t, q)
+		return len(v) == 1 && v[0].Value > after
+	})
+}
+
 // Sample is one element of an instant-vector result.
 type Sample struct {
 	Metric map[string]string

@@ -20,8 +20,8 @@ import (
 
 func newClient(t *testing.T, srv *simtest.GRPCServer, stream bool, headers ...string) *kserve.Client {
 	t.Helper()
-	c, err := kserve.New(kserve.Config{Target: "grpc://" + srv.GRPCAddr, Model: srv.Config().Model,
-		Stream: kserve.Bool(stream), MaxTokens: 8, Connections: 2, Transport: transport.Config{Headers: headers}})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: "grpc://" + srv.GRPCAddr, Transport: transport.Config{Headers: headers}}, Model: srv.Config().Model,
+		Stream: kserve.Bool(stream), MaxTokens: 8, Connections: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestConnectFailure(t *testing.T) {
-	c, err := kserve.New(kserve.Config{Target: "127.0.0.1:1", Model: "m", Transport: transport.Config{DialTimeout: time.Second}})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: "127.0.0.1:1", Transport: transport.Config{DialTimeout: time.Second}}, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestConnectFailure(t *testing.T) {
 // A missing model fails the preflight, naming it, before any request.
 func TestPreflightMissingModel(t *testing.T) {
 	srv := simtest.StartGRPC(t, fixed())
-	c, err := kserve.New(kserve.Config{Target: srv.GRPCAddr, Model: "llama-70b", Transport: transport.Config{APIKey: "sk-SECRET-1"}})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: srv.GRPCAddr, Transport: transport.Config{APIKey: "sk-SECRET-1"}}, Model: "llama-70b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestParseTarget(t *testing.T) {
 		"127.0.0.1:9": "grpc://127.0.0.1:9", "grpc://h": "grpc://h:8001", "grpcs://h": "grpcs://h:443",
 		"http://h:5": "grpc://h:5", "https://h:6": "grpcs://h:6", "h": "grpc://h:8001",
 	} {
-		c, err := kserve.New(kserve.Config{Target: in, Model: "m"})
+		c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: in}, Model: "m"})
 		if err != nil || c.Target() != want {
 			t.Errorf("%q: %v %v, want %s", in, c, err, want)
 			continue
@@ -245,11 +245,11 @@ func TestParseTarget(t *testing.T) {
 		c.Close()
 	}
 	for _, bad := range []string{"", "ftp://h", "grpc://u:SECRET@h:1", "grpc://h:1/v2"} {
-		if _, err := kserve.New(kserve.Config{Target: bad}); err == nil || strings.Contains(err.Error(), "SECRET") {
+		if _, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: bad}}); err == nil || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
-	if _, err := kserve.New(kserve.Config{Target: "h:1", Transport: transport.Config{CAFile: "ca.pem"}}); err == nil {
+	if _, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: "h:1", Transport: transport.Config{CAFile: "ca.pem"}}}); err == nil {
 		t.Error("TLS files with a plaintext target accepted")
 	}
 }
@@ -269,8 +269,7 @@ func TestConnectionLostMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kserve.New(kserve.Config{Target: g.Addr, Model: cfg.Model, MaxTokens: 8,
-		Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall_mid"}}})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: g.Addr, Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall_mid"}}}, Model: cfg.Model, MaxTokens: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,9 +318,10 @@ func TestSimulatorTritonMetrics(t *testing.T) {
 func TestDecoupledModelUnstreamed(t *testing.T) {
 	srv := simtest.StartGRPC(t, fixed())
 	var warned []string
-	c, err := kserve.New(kserve.Config{Target: srv.GRPCAddr, Model: srv.Config().Model, Stream: kserve.Bool(false), MaxTokens: 8,
-		Transport: transport.Config{Headers: []string{sim.GRPCDecoupledHeader + ": true"}},
-		Warn:      func(m string) { warned = append(warned, m) }})
+	c, err := kserve.New(kserve.Config{
+		Endpoint: transport.Endpoint{URL: srv.GRPCAddr, Transport: transport.Config{Headers: []string{sim.GRPCDecoupledHeader + ": true"}},
+			Warn: func(m string) { warned = append(warned, m) }},
+		Model: srv.Config().Model, Stream: kserve.Bool(false), MaxTokens: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,8 +354,8 @@ func TestTensorRTLLMEnsemble(t *testing.T) {
 		t.Fatalf("%s %q, %d chunks, %d tokens from %s", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.OutputTokens, rec.TokenSource)
 	}
 	// The vLLM convention forced on it misses max_tokens: the server says so.
-	v, err := kserve.New(kserve.Config{Target: srv.GRPCAddr, Model: srv.Config().Model, MaxTokens: 8, Tensors: kserve.TensorsVLLM,
-		Transport: transport.Config{Headers: []string{sim.GRPCTensorsHeader + ": trtllm"}}})
+	v, err := kserve.New(kserve.Config{Model: srv.Config().Model, MaxTokens: 8, Tensors: kserve.TensorsVLLM,
+		Endpoint: transport.Endpoint{URL: srv.GRPCAddr, Transport: transport.Config{Headers: []string{sim.GRPCTensorsHeader + ": trtllm"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,16 @@ const maxMessageBytes = 64 << 20
 
 // Config describes one KServe v2 gRPC target.
 type Config struct {
-	// Target is host:port, or a URL: grpc:// or http:// for plain
+	// Endpoint's URL is host:port, or a URL: grpc:// or http:// for plain
 	// HTTP/2, grpcs:// or https:// for TLS. The port defaults to 8001
-	// (Triton's); a URL path is not allowed (gRPC has none).
-	Target string
+	// (Triton's); a URL path is not allowed (gRPC has none). Its
+	// Transport is TLS (CA, Insecure, client certificate for mTLS), the
+	// API key (sent as "authorization: Bearer …" metadata, never printed)
+	// and extra headers, sent as metadata; a "Host" line sets the
+	// :authority. Proxies, MaxConnsPerHost and RoundTripper do not apply.
+	// Its Warn gets once-only notices: a decoupled model that refuses
+	// ModelInfer (GenerateClient: a server that closes every connection).
+	transport.Endpoint
 	// Model is the model name (required: the protocol has no model list in
 	// the RPCs the client uses); Version is its version, empty for the
 	// server's choice.
@@ -61,15 +67,6 @@ type Config struct {
 	// pings more often than they allow (Triton: 5 minutes by default)
 	// with GOAWAY, so leave it 0 unless the server is set to accept it.
 	Keepalive time.Duration
-	// Transport is TLS (CA, Insecure, client certificate for mTLS), the
-	// API key (sent as "authorization: Bearer …" metadata, never printed)
-	// and extra headers, sent as metadata; a "Host" line sets the
-	// :authority. Proxies, MaxConnsPerHost and RoundTripper do not apply.
-	Transport transport.Config
-	// Warn, if not nil, gets once-only notices for the user: a decoupled
-	// model that refuses ModelInfer (GenerateClient: a server that closes
-	// every connection).
-	Warn func(msg string)
 }
 
 // Bool returns a pointer to v, for Config.Stream.
@@ -109,7 +106,7 @@ var (
 // New checks cfg and returns a client for it. Connections are made on the
 // first request; Close closes them.
 func New(cfg Config) (*Client, error) {
-	addr, useTLS, err := parseTarget(cfg.Target)
+	addr, useTLS, err := parseTarget(cfg.URL)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -48,12 +48,11 @@ var (
 	_ loadgen.ServerDescriber = (*GenerateClient)(nil)
 )
 
-// NewGenerate returns a generate-extension client for cfg; cfg.Target is
+// NewGenerate returns a generate-extension client for cfg; cfg.URL is
 // the server's HTTP root (http://triton:8000). Connections, Keepalive and
 // the gRPC-only settings do not apply.
 func NewGenerate(cfg Config) (*GenerateClient, error) {
-	root, err := transport.RootConfig{BaseURL: cfg.Target, Stream: cfg.Stream, MaxTokens: cfg.MaxTokens,
-		Transport: cfg.Transport, Warn: cfg.Warn}.Open("generate target")
+	root, err := transport.RootConfig{Endpoint: cfg.Endpoint, Stream: cfg.Stream, MaxTokens: cfg.MaxTokens}.Open("generate target")
 	if err != nil {
 		return nil, fmt.Errorf("kserve: %v", err)
 	}
@@ -252,7 +251,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		s.feedWhole(&s.ev)
 		return
 	}
-	sc := openai.NewScanner(resp.Body)
+	sc := sse.NewScanner(resp.Body)
 	for sc.Next() {
 		data := bytes.TrimSpace(sc.Data())
 		if len(data) == 0 {

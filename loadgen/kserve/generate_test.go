@@ -19,8 +19,7 @@ import (
 
 func newGenerate(t *testing.T, target, model string, stream bool, headers ...string) *kserve.GenerateClient {
 	t.Helper()
-	c, err := kserve.NewGenerate(kserve.Config{Target: target, Model: model, Stream: kserve.Bool(stream), MaxTokens: 8,
-		Transport: transport.Config{Headers: headers}})
+	c, err := kserve.NewGenerate(kserve.Config{Endpoint: transport.Endpoint{URL: target, Transport: transport.Config{Headers: headers}}, Model: model, Stream: kserve.Bool(stream), MaxTokens: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

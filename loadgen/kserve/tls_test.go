@@ -115,7 +115,7 @@ func TestMutualTLSAndMetadata(t *testing.T) {
 	defer gs.Stop()
 	target := "grpcs://" + ln.Addr().String()
 	mk := func(tc transport.Config) *kserve.Client {
-		c, err := kserve.New(kserve.Config{Target: target, Model: s.Config().Model, MaxTokens: 4, Transport: tc})
+		c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: target, Transport: tc}, Model: s.Config().Model, MaxTokens: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestMutualTLSAndMetadata(t *testing.T) {
 	if rec.ErrorKind != loadgen.ErrConnect || !strings.Contains(rec.Error, "certificate") {
 		t.Errorf("unverified server: %s %q", rec.ErrorKind, rec.Error)
 	}
-	if _, err := kserve.New(kserve.Config{Target: target, Transport: transport.Config{CertFile: cliCert}}); err == nil {
+	if _, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: target, Transport: transport.Config{CertFile: cliCert}}}); err == nil {
 		t.Error("a certificate without its key accepted")
 	}
 }
@@ -175,7 +175,7 @@ func TestConnectionsSpread(t *testing.T) {
 	}
 	go gs.Serve(ln)
 	defer gs.Stop()
-	c, err := kserve.New(kserve.Config{Target: ln.Addr().String(), Model: s.Config().Model, MaxTokens: 2, Connections: 3})
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: ln.Addr().String()}, Model: s.Config().Model, MaxTokens: 2, Connections: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

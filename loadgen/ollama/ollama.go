@@ -43,7 +43,7 @@ const (
 	sideTimeout  = 10 * time.Second
 )
 
-// Config describes one Ollama target: BaseURL is the server root
+// Config describes one Ollama target: URL is the server root
 // (http://127.0.0.1:11434), Stream asks for NDJSON, MaxTokens is sent as
 // options.num_predict when a prompt sets none.
 type Config = transport.RootConfig

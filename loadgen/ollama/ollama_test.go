@@ -33,7 +33,7 @@ func serve(t *testing.T, body string, status int) *httptest.Server {
 
 func do(t *testing.T, url string) *loadgen.Record {
 	t.Helper()
-	c, err := ollama.New(ollama.Config{BaseURL: url, Model: "llama3.2", MaxTokens: 16})
+	c, err := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: url}, Model: "llama3.2", MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +136,12 @@ func TestErrorsAndPreflight(t *testing.T) {
 	}
 	url := serve(t, "", 200).URL
 	for model, ok := range map[string]bool{"llama3.2": true, "gemma4:4b": true, "gemma4": false, "qwen3": false} {
-		c, _ := ollama.New(ollama.Config{BaseURL: url, Model: model})
+		c, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: url}, Model: model})
 		if err := c.Preflight(context.Background()); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "pull it first") {
 			t.Errorf("%s: %v", model, err)
 		}
 	}
-	c, _ := ollama.New(ollama.Config{BaseURL: url})
+	c, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: url}})
 	if m, err := c.DiscoverModel(context.Background()); err != nil || m != "gemma4:4b" {
 		t.Errorf("discover %q %v", m, err)
 	}
@@ -156,8 +156,7 @@ func TestAgainstSimulator(t *testing.T) {
 	for fault, want := range map[string]loadgen.ErrorKind{"none": loadgen.ErrNone, "http_429": loadgen.ErrRateLimited,
 		"http_503": loadgen.ErrServer, "error_in_stream": loadgen.ErrStreamError, "truncate": loadgen.ErrStreamTruncated,
 		"malformed": loadgen.ErrProtocol} {
-		c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
-			Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}})
+		c, err := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}}, Model: srv.Config().Model, MaxTokens: 6})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +170,7 @@ func TestAgainstSimulator(t *testing.T) {
 			t.Errorf("%s: %s %q, %d chunks, %d/%d tokens", fault, rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.OutputTokens)
 		}
 	}
-	c, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: "qwen3"})
+	c, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "qwen3"})
 	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), `"qwen3"`) {
 		t.Errorf("unknown model: %v", err)
 	}
@@ -190,7 +189,7 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	// admitted on a loaded CI machine, so two were never in flight.
 	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, time.Minute
 	srv := simtest.Start(t, cfg)
-	c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6})
+	c, err := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: srv.Config().Model, MaxTokens: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +217,7 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	// its client has read the answer: until then it counts against the
 	// queue.
 	waitFor(t, "the first request's handler to return", func() bool { return srv.Pending() == 0 })
-	slow, _ := ollama.New(ollama.Config{BaseURL: srv.URL, Model: srv.Config().Model, MaxTokens: 6,
-		Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall"}}})
+	slow, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall"}}}, Model: srv.Config().Model, MaxTokens: 6})
 	holdCtx, release := context.WithCancel(context.Background())
 	defer release()
 	held := make(chan *loadgen.Record, 2)

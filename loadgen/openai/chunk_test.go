@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 )
 
 func TestDecodeEvent(t *testing.T) {
@@ -160,7 +162,7 @@ func TestAppendUnquotedMatchesEncodingJSON(t *testing.T) {
 // whatever it rejects as malformed, encoding/json must reject.
 func FuzzDecodeChunk(f *testing.F) {
 	for _, stream := range seedStreams(f) {
-		s := NewScanner(bytes.NewReader(stream))
+		s := sse.NewScanner(bytes.NewReader(stream))
 		for s.Next() {
 			f.Add(bytes.Clone(s.Data()))
 		}
@@ -204,7 +206,7 @@ func checkDecoders(t *testing.T, in []byte) {
 
 func TestDecodeSeedStreams(t *testing.T) {
 	for _, stream := range seedStreams(t) {
-		s := NewScanner(bytes.NewReader(stream))
+		s := sse.NewScanner(bytes.NewReader(stream))
 		for s.Next() {
 			checkDecoders(t, s.Data())
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -28,27 +29,26 @@ const (
 	// readerBufferBytes is the scanner's buffer, held by every in-flight
 	// stream: token events are ~200 bytes and arrive a few at a time, so
 	// 16 KiB cost 12 KiB per stream (×2 with GC headroom) for reads that
-	// seldom filled it; longer lines are assembled apart (Scanner.line).
+	// seldom filled it; longer lines are assembled apart.
 	readerBufferBytes   = 4 << 10
 	maxPooledEventBytes = 1 << 20
 )
 
 var scannerPool = sync.Pool{New: func() any {
-	return newScannerSize(nil, readerBufferBytes)
+	return sse.NewScannerSize(nil, readerBufferBytes)
 }}
 
-func getScanner(r io.Reader) *Scanner {
-	s := scannerPool.Get().(*Scanner)
-	s.r.Reset(r)
-	s.Reset(s.r)
+func getScanner(r io.Reader) *sse.Scanner {
+	s := scannerPool.Get().(*sse.Scanner)
+	s.Reset(r)
 	return s
 }
 
-func putScanner(s *Scanner) {
-	if cap(s.data) > maxPooledEventBytes || cap(s.line) > maxPooledEventBytes {
+func putScanner(s *sse.Scanner) {
+	if s.RetainedBytes() > maxPooledEventBytes {
 		return // let one huge event's buffers go
 	}
-	s.r.Reset(nil)
+	s.Reset(nil)
 	scannerPool.Put(s)
 }
 
@@ -173,7 +173,7 @@ type stream struct {
 
 // run feeds every event of sc to the record until [DONE], an error event,
 // or the end of input.
-func (s *stream) run(sc *Scanner) {
+func (s *stream) run(sc *sse.Scanner) {
 	for sc.Next() {
 		if !s.feed(sc) {
 			return
@@ -182,7 +182,7 @@ func (s *stream) run(sc *Scanner) {
 }
 
 // feed handles one event and reports whether to read on.
-func (s *stream) feed(sc *Scanner) bool {
+func (s *stream) feed(sc *sse.Scanner) bool {
 	if e := sc.ErrorData(); len(e) > 0 {
 		s.streamError(e) // old llama.cpp "error:" field line
 		return false
@@ -307,7 +307,7 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	case s.doneSeen:
 	case sc.Err() != nil:
 		err := sc.Err()
-		if errors.Is(err, ErrEventTooLarge) {
+		if errors.Is(err, sse.ErrEventTooLarge) {
 			c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("after %d events: %v", s.events, err))
 			return
 		}
@@ -328,10 +328,10 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 }
 
 // drain reads the rest of the body, briefly, so the connection is reused.
-func drain(sc *Scanner, cancel context.CancelFunc) {
+func drain(sc *sse.Scanner, cancel context.CancelFunc) {
 	t := time.AfterFunc(drainAfterDone, cancel)
 	defer t.Stop()
-	_, _ = io.CopyN(io.Discard, sc.r, maxDrainBytes)
+	_, _ = io.CopyN(io.Discard, sc.Rest(), maxDrainBytes)
 }
 
 // readWhole reads a non-streamed answer: asked for (--stream=false) or a

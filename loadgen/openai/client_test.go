@@ -180,7 +180,7 @@ func TestVectors(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				body := append(readVector(t, tt.file), tt.suffix...)
 				srv := sseServer(t, body, perEvent)
-				c := newClient(t, Config{BaseURL: srv.URL, API: tt.api, Model: "m"})
+				c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, API: tt.api, Model: "m"})
 				rec := do(t, c, testPrompt)
 
 				if rec.ErrorKind != tt.kind {
@@ -270,8 +270,8 @@ func TestRequest(t *testing.T) {
 	}
 
 	c := newClient(t, Config{
-		BaseURL: srv.URL + "/v1/", Model: "llama", MaxTokens: 64, Transport: transport.Config{APIKey: " sk-test \n",
-			Headers: []string{"X-Tenant: a", "X-Trace: on", "X-Api-Key: secret-value-123"}},
+		Endpoint: transport.Endpoint{URL: srv.URL + "/v1/", Transport: transport.Config{APIKey: " sk-test \n",
+			Headers: []string{"X-Tenant: a", "X-Trace: on", "X-Api-Key: secret-value-123"}}}, Model: "llama", MaxTokens: 64,
 	})
 	rec := do(t, c, &prompts.Prompt{ID: "req-7", Text: "hello <b>&</b>", MaxTokens: 5,
 		Params: map[string]any{"temperature": 0.5, "ignore_eos": true, "stream": false, "messages": "x"}})
@@ -301,7 +301,7 @@ func TestRequest(t *testing.T) {
 	}
 
 	// Completions, no stream options, default max tokens, Seq as the id.
-	c = newClient(t, Config{BaseURL: srv.URL, API: APICompletions, MaxTokens: 64, IncludeUsage: Bool(false)})
+	c = newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, API: APICompletions, MaxTokens: 64, IncludeUsage: Bool(false)})
 	do(t, c, &prompts.Prompt{Messages: []prompts.Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}})
 	s = last()
 	if s.path != "/v1/completions" || s.header.Get("X-Request-Id") != "42" || s.header.Get("Authorization") != "" {
@@ -323,7 +323,7 @@ func TestEndpointURL(t *testing.T) {
 		{"https://h/proxy", APIChat, "https://h/proxy/v1/chat/completions"},
 		{"http://h/v1/chat/completions", APIChat, "http://h/v1/chat/completions"},
 	} {
-		c, err := New(Config{BaseURL: tt.base, API: tt.api})
+		c, err := New(Config{Endpoint: transport.Endpoint{URL: tt.base}, API: tt.api})
 		if err != nil {
 			t.Errorf("%s: %v", tt.base, err)
 			continue
@@ -340,13 +340,13 @@ func TestNewErrors(t *testing.T) {
 		want string
 	}{
 		{Config{}, "base URL is empty"},
-		{Config{BaseURL: "ftp://h"}, "scheme must be http or https"},
-		{Config{BaseURL: "http://user:hunter2@/x"}, "no host"},
-		{Config{BaseURL: "http://h", API: "kserve"}, `api "kserve"`},
-		{Config{BaseURL: "http://h", MaxTokens: -1}, "must not be negative"},
-		{Config{BaseURL: "http://h", Transport: transport.Config{Headers: []string{"X-Ok: 1", "Authorization Bearer hunter2"}}}, "header line 2"},
-		{Config{BaseURL: "http://h", Transport: transport.Config{Headers: []string{"Bad Name: v"}}}, "not a valid header name"},
-		{Config{BaseURL: "http://h", Transport: transport.Config{CAFile: "/nonexistent/ca.pem"}}, "/nonexistent/ca.pem"},
+		{Config{Endpoint: transport.Endpoint{URL: "ftp://h"}}, "scheme must be http or https"},
+		{Config{Endpoint: transport.Endpoint{URL: "http://user:hunter2@/x"}}, "no host"},
+		{Config{Endpoint: transport.Endpoint{URL: "http://h"}, API: "kserve"}, `api "kserve"`},
+		{Config{Endpoint: transport.Endpoint{URL: "http://h"}, MaxTokens: -1}, "must not be negative"},
+		{Config{Endpoint: transport.Endpoint{URL: "http://h", Transport: transport.Config{Headers: []string{"X-Ok: 1", "Authorization Bearer hunter2"}}}}, "header line 2"},
+		{Config{Endpoint: transport.Endpoint{URL: "http://h", Transport: transport.Config{Headers: []string{"Bad Name: v"}}}}, "not a valid header name"},
+		{Config{Endpoint: transport.Endpoint{URL: "http://h", Transport: transport.Config{CAFile: "/nonexistent/ca.pem"}}}, "/nonexistent/ca.pem"},
 	} {
 		_, err := New(tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -355,35 +355,6 @@ func TestNewErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error %q shows a credential", err)
 		}
-	}
-}
-
-func TestAPIKeyFromEnvOrFile(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "key")
-	if err := os.WriteFile(file, []byte("  sk-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("OPENAI_API_KEY", " sk-env ")
-	if k, err := APIKeyFromEnvOrFile(file); k != "sk-file" || err != nil {
-		t.Errorf("file: %q, %v", k, err)
-	}
-	if k, err := APIKeyFromEnvOrFile(""); k != "sk-env" || err != nil {
-		t.Errorf("env: %q, %v", k, err)
-	}
-	missing := filepath.Join(dir, "missing")
-	if _, err := APIKeyFromEnvOrFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("missing file: %v", err)
-	}
-	empty := filepath.Join(dir, "empty")
-	_ = os.WriteFile(empty, []byte("\n \n"), 0o600)
-	if _, err := APIKeyFromEnvOrFile(empty); err == nil || !strings.Contains(err.Error(), empty) {
-		t.Errorf("empty file: %v", err)
-	}
-	two := filepath.Join(dir, "two")
-	_ = os.WriteFile(two, []byte("sk-one\nsk-two\n"), 0o600)
-	if _, err := APIKeyFromEnvOrFile(two); err == nil || strings.Contains(err.Error(), "sk-") {
-		t.Errorf("two-line file: %v", err)
 	}
 }
 
@@ -399,7 +370,7 @@ func TestTimestamps(t *testing.T) {
 		_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"role":"assistant","content":""}}]}`+"\n\n")
 		f.Flush()
 		for i, g := range gaps {
-			time.Sleep(g)
+			time.Sleep(g) // the server's gaps: what the client must record
 			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
 			f.Flush()
 			mu.Lock()
@@ -409,7 +380,7 @@ func TestTimestamps(t *testing.T) {
 		_, _ = io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}`+"\n\n"+done)
 	}))
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}})
 	rec := do(t, c, testPrompt)
 	if !rec.OK() || len(rec.Chunks) != len(gaps) {
 		t.Fatalf("%s %s, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
@@ -458,7 +429,7 @@ func TestHTTPErrors(t *testing.T) {
 				_, _ = io.WriteString(w, tt.body)
 			}))
 			defer srv.Close()
-			rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+			rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 			if rec.ErrorKind != tt.kind || rec.Status != tt.status {
 				t.Fatalf("kind %q status %d, want %q %d", rec.ErrorKind, rec.Status, tt.kind, tt.status)
 			}
@@ -489,7 +460,7 @@ func TestAPIKeyNeverInError(t *testing.T) {
 			key, r.Header.Get("Authorization"))
 	}))
 	defer srv.Close()
-	rec := do(t, newClient(t, Config{BaseURL: srv.URL, Transport: transport.Config{APIKey: key}}), testPrompt)
+	rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{APIKey: key}}}), testPrompt)
 	if !sawKey.Load() {
 		t.Fatal("server did not receive the key as a bearer token")
 	}
@@ -504,7 +475,7 @@ func TestAPIKeyNeverInError(t *testing.T) {
 	}
 	// In-stream errors are scrubbed the same way.
 	srv2 := sseServer(t, []byte(`data: {"error":{"message":"bad key `+key+`"}}`+"\n\n"), false)
-	rec = do(t, newClient(t, Config{BaseURL: srv2.URL, Transport: transport.Config{APIKey: key}}), testPrompt)
+	rec = do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv2.URL, Transport: transport.Config{APIKey: key}}}), testPrompt)
 	if rec.ErrorKind != loadgen.ErrStreamError || strings.Contains(rec.Error, key) {
 		t.Fatalf("kind %q, Error %q", rec.ErrorKind, rec.Error)
 	}
@@ -532,7 +503,7 @@ func TestContextErrors(t *testing.T) {
 	srv := httptest.NewServer(hang(stop))
 	defer srv.Close()
 	defer close(stop)
-	c := newClient(t, Config{BaseURL: srv.URL})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}})
 
 	t.Run("timeout mid-stream", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
@@ -570,7 +541,7 @@ func TestContextErrors(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		rec := loadgen.NewRecord(time.Now())
-		newClient(t, Config{BaseURL: slow.URL}).Do(ctx, testPrompt, rec)
+		newClient(t, Config{Endpoint: transport.Endpoint{URL: slow.URL}}).Do(ctx, testPrompt, rec)
 		if rec.ErrorKind != loadgen.ErrTimeout || rec.Status != 0 || !strings.Contains(rec.Error, "before the response") {
 			t.Fatalf("kind %q status %d (%s)", rec.ErrorKind, rec.Status, rec.Error)
 		}
@@ -594,7 +565,7 @@ func TestConnectErrors(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		rec := do(t, newClient(t, Config{BaseURL: "http://" + addr}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: "http://" + addr}}), testPrompt)
 		if rec.ErrorKind != loadgen.ErrConnect || !strings.Contains(rec.Error, "refused") {
 			t.Fatalf("kind %q (%s)", rec.ErrorKind, rec.Error)
 		}
@@ -610,7 +581,7 @@ func TestConnectErrors(t *testing.T) {
 			}
 		}))
 		defer srv.Close()
-		rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 		if rec.ErrorKind != loadgen.ErrConnect || rec.Status != 0 {
 			t.Fatalf("kind %q status %d (%s)", rec.ErrorKind, rec.Status, rec.Error)
 		}
@@ -630,35 +601,35 @@ func TestStreamFailures(t *testing.T) {
 			_ = buf.Flush() // and close without the last chunk
 		}))
 		defer srv.Close()
-		rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 		if rec.ErrorKind != loadgen.ErrStreamTruncated || len(rec.Chunks) != 1 {
 			t.Fatalf("kind %q (%s), %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
 		}
 	})
 	t.Run("unparsable chunk", func(t *testing.T) {
 		srv := sseServer(t, []byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {not json}\n\n"+done), false)
-		rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 		if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, "event 2") || len(rec.Chunks) != 1 {
 			t.Fatalf("kind %q (%s), %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
 		}
 	})
 	t.Run("event: error", func(t *testing.T) {
 		srv := sseServer(t, []byte("event: error\ndata: overloaded\n\n"), false)
-		rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 		if rec.ErrorKind != loadgen.ErrStreamError || !strings.Contains(rec.Error, "overloaded") {
 			t.Fatalf("kind %q (%s)", rec.ErrorKind, rec.Error)
 		}
 	})
 	t.Run("finish without [DONE] is complete", func(t *testing.T) {
 		srv := sseServer(t, []byte(`data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}`+"\n\n"), false)
-		rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+		rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 		if !rec.OK() || rec.FinishReason != "stop" {
 			t.Fatalf("kind %q (%s) finish %q", rec.ErrorKind, rec.Error, rec.FinishReason)
 		}
 	})
 	t.Run("[DONE] without blank line", func(t *testing.T) {
 		srv := sseServer(t, []byte(`data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\ndata: [DONE]\n"), false)
-		if rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt); !rec.OK() {
+		if rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt); !rec.OK() {
 			t.Fatalf("kind %q (%s)", rec.ErrorKind, rec.Error)
 		}
 	})
@@ -681,7 +652,7 @@ func TestServerHoldsStreamAfterDone(t *testing.T) {
 	defer srv.Close()
 	defer close(stop)
 	start := time.Now()
-	rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+	rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 	if !rec.OK() {
 		t.Fatalf("kind %q (%s)", rec.ErrorKind, rec.Error)
 	}
@@ -708,7 +679,7 @@ func TestConnectionReuse(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}})
 	for i := 0; i < 5; i++ {
 		if rec := do(t, c, testPrompt); !rec.OK() {
 			t.Fatalf("request %d: %s %s", i, rec.ErrorKind, rec.Error)
@@ -726,11 +697,11 @@ func TestNonStreaming(t *testing.T) {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		gotStream.Store(body["stream"])
 		w.Header().Set("Content-Type", "application/json")
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // an answer that takes time: its one chunk is at its end
 		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello\nthere","reasoning_content":"hm"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":12,"total_tokens":19}}`)
 	}))
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL, Stream: Bool(false)})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Stream: Bool(false)})
 	rec := do(t, c, sessionPrompt)
 	if !rec.OK() {
 		t.Fatalf("%s %s", rec.ErrorKind, rec.Error)
@@ -753,7 +724,7 @@ func TestNonStreaming(t *testing.T) {
 
 	// A server that ignores "stream": true and answers in JSON: a
 	// complete answer, but not a stream, and the record says so.
-	c = newClient(t, Config{BaseURL: srv.URL})
+	c = newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}})
 	rec = do(t, c, testPrompt)
 	if !rec.OK() || len(rec.Chunks) != 1 || rec.OutputTokens != 12 || !rec.Unstreamed {
 		t.Errorf("JSON answer to a stream request: %s %s, %d chunks, unstreamed %v", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.Unstreamed)
@@ -766,11 +737,11 @@ func TestNonStreaming(t *testing.T) {
 	}
 	// And one that streams although "stream": false was sent.
 	sse := sseServer(t, readVector(t, "trtllm_r1.txt"), true)
-	c = newClient(t, Config{BaseURL: sse.URL, Stream: Bool(false)})
+	c = newClient(t, Config{Endpoint: transport.Endpoint{URL: sse.URL}, Stream: Bool(false)})
 	if rec := do(t, c, testPrompt); !rec.OK() || len(rec.Chunks) != 2 || rec.OutputTokens != 2 || rec.Unstreamed {
 		t.Errorf("SSE answer to a non-stream request: %s %s, %d chunks, unstreamed %v", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.Unstreamed)
 	}
-	rec = do(t, newClient(t, Config{BaseURL: sse.URL}), testPrompt)
+	rec = do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: sse.URL}}), testPrompt)
 	if rec.Unstreamed {
 		t.Error("a stream marked Unstreamed")
 	}
@@ -795,7 +766,7 @@ func TestWrongContentType(t *testing.T) {
 				_, _ = io.WriteString(w, "<html><body>Sign in</body></html>\n")
 			}))
 			defer srv.Close()
-			rec := do(t, newClient(t, Config{BaseURL: srv.URL, Stream: Bool(tt.stream)}), testPrompt)
+			rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Stream: Bool(tt.stream)}), testPrompt)
 			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, tt.want) || rec.Status != 200 {
 				t.Fatalf("kind %q status %d Error %q, want %q", rec.ErrorKind, rec.Status, rec.Error, tt.want)
 			}
@@ -808,7 +779,7 @@ func TestWrongContentType(t *testing.T) {
 		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`)
 	}))
 	defer srv.Close()
-	if rec := do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt); !rec.OK() || !rec.Unstreamed {
+	if rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt); !rec.OK() || !rec.Unstreamed {
 		t.Errorf("+json answer: %s %s, unstreamed %v", rec.ErrorKind, rec.Error, rec.Unstreamed)
 	}
 }
@@ -817,16 +788,16 @@ func TestWrongContentType(t *testing.T) {
 // turn from it.
 func TestKeepText(t *testing.T) {
 	srv := sseServer(t, readVector(t, "vllm_v5_reasoning.txt"), true)
-	rec := do(t, newClient(t, Config{BaseURL: srv.URL}), sessionPrompt)
+	rec := do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), sessionPrompt)
 	if rec.Text != " done." { // the answer, not the reasoning
 		t.Errorf("Text %q", rec.Text)
 	}
 	srv = sseServer(t, append(readVector(t, "vllm_v2.txt"), done...), false)
-	rec = do(t, newClient(t, Config{BaseURL: srv.URL}), sessionPrompt)
+	rec = do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), sessionPrompt)
 	if rec.Text != "我是阿里云开发的一款" {
 		t.Errorf("Text %q", rec.Text)
 	}
-	rec = do(t, newClient(t, Config{BaseURL: srv.URL}), testPrompt)
+	rec = do(t, newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}}), testPrompt)
 	if rec.Text != "" {
 		t.Errorf("Text kept for a prompt without FollowUp: %q", rec.Text)
 	}
@@ -848,9 +819,9 @@ func TestTLS(t *testing.T) {
 		cfg  Config
 		kind loadgen.ErrorKind
 	}{
-		{"CA file", Config{BaseURL: srv.URL, Transport: transport.Config{CAFile: caFile}}, loadgen.ErrNone},
-		{"insecure", Config{BaseURL: srv.URL, Transport: transport.Config{Insecure: true}}, loadgen.ErrNone},
-		{"untrusted", Config{BaseURL: srv.URL}, loadgen.ErrConnect},
+		{"CA file", Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{CAFile: caFile}}}, loadgen.ErrNone},
+		{"insecure", Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Insecure: true}}}, loadgen.ErrNone},
+		{"untrusted", Config{Endpoint: transport.Endpoint{URL: srv.URL}}, loadgen.ErrConnect},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := do(t, newClient(t, tt.cfg), testPrompt)
@@ -864,7 +835,7 @@ func TestTLS(t *testing.T) {
 	}
 	notPEM := filepath.Join(t.TempDir(), "x.pem")
 	_ = os.WriteFile(notPEM, []byte("not a certificate"), 0o600)
-	if _, err := New(Config{BaseURL: srv.URL, Transport: transport.Config{CAFile: notPEM}}); err == nil || !strings.Contains(err.Error(), "no PEM") {
+	if _, err := New(Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{CAFile: notPEM}}}); err == nil || !strings.Contains(err.Error(), "no PEM") {
 		t.Errorf("New with a non-PEM CA file: %v", err)
 	}
 }
@@ -873,7 +844,7 @@ func TestTLS(t *testing.T) {
 // pooled readers, and every record must be complete and its own.
 func TestConcurrentStreams(t *testing.T) {
 	srv := sseServer(t, readVector(t, "sglang_s3.txt"), true)
-	c := newClient(t, Config{BaseURL: srv.URL})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}})
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for i := 0; i < 64; i++ {

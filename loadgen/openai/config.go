@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
@@ -20,11 +19,13 @@ const (
 
 // Config describes one OpenAI-compatible target.
 type Config struct {
-	// BaseURL is the server root, with or without /v1
+	// Endpoint's URL is the server root, with or without /v1
 	// (http://127.0.0.1:8000, https://host/v1). A URL that already ends in
 	// the endpoint path is used as it is. Its user info is sent as basic
-	// auth and its query string kept; neither is ever printed.
-	BaseURL string
+	// auth and its query string kept; neither is ever printed. Its Warn
+	// gets the notice that the server closes every connection, so none is
+	// reused.
+	transport.Endpoint
 	// API is APIChat (default) or APICompletions.
 	API   string
 	Model string // sent as "model"; omitted when empty
@@ -35,12 +36,6 @@ type Config struct {
 	// IncludeUsage sends stream_options.include_usage when streaming, so
 	// the server reports exact token counts; nil means true.
 	IncludeUsage *bool
-	// Transport is TLS, CA, headers, the API key (sent as a bearer token,
-	// never printed), proxies and the connection pool.
-	Transport transport.Config
-	// Warn, if not nil, is called once with a notice for the user (the
-	// server closes every connection, so none is reused).
-	Warn func(msg string)
 }
 
 // Bool returns a pointer to v, for Config.Stream and Config.IncludeUsage.
@@ -91,7 +86,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("openai: max tokens %d: must not be negative", cfg.MaxTokens)
 	}
-	u, err := endpointURL(cfg.BaseURL, endpoint)
+	u, err := endpointURL(cfg.URL, endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -135,27 +130,6 @@ func endpointURL(base, endpoint string) (*url.URL, error) {
 	}
 	u.Path, u.RawPath = p, ""
 	return u, nil
-}
-
-// APIKeyFromEnvOrFile returns the API key from file when file is set,
-// otherwise from $OPENAI_API_KEY (empty if unset), with surrounding white
-// space trimmed. Errors name the file, never its contents.
-func APIKeyFromEnvOrFile(file string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(os.Getenv("OPENAI_API_KEY")), nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("API key file: %w", err) // *PathError names the file
-	}
-	key := strings.TrimSpace(string(b))
-	if key == "" {
-		return "", fmt.Errorf("API key file %s: empty", file)
-	}
-	if strings.ContainsAny(key, "\r\n") {
-		return "", fmt.Errorf("API key file %s: more than one line", file)
-	}
-	return key, nil
 }
 
 // URL is the endpoint the client posts to, redacted: fit to print.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -25,7 +26,7 @@ func ExampleClient_Do() {
 	}))
 	defer srv.Close()
 
-	c, err := openai.New(openai.Config{BaseURL: srv.URL, Model: "m", MaxTokens: 16})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 16})
 	if err != nil {
 		fmt.Println(err)
 		return

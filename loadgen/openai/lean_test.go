@@ -135,7 +135,7 @@ func rawServer(t testing.TB, serve func(net.Conn)) string {
 func checkAgree(t testing.TB, body []byte) {
 	for _, f := range framings {
 		url := rawServer(t, func(c net.Conn) { f.serve(c, body) })
-		ref, lean := pairOf(t, Config{BaseURL: url})
+		ref, lean := pairOf(t, Config{Endpoint: transport.Endpoint{URL: url}})
 		agree(t, ref, lean, sessionPrompt, testTimeout, f.name)
 	}
 }
@@ -192,7 +192,7 @@ func TestLeanAgreesOnSimFaults(t *testing.T) {
 		{"hang", loadgen.ErrTimeout, 200 * time.Millisecond},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			ref, lean := pairOf(t, Config{BaseURL: hs.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + tc.fault}}})
+			ref, lean := pairOf(t, Config{Endpoint: transport.Endpoint{URL: hs.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + tc.fault}}}})
 			rec := agree(t, ref, lean, p, tc.timeout, tc.fault)
 			if rec.ErrorKind != tc.kind {
 				t.Errorf("%s: kind %q (%s), want %q", tc.fault, rec.ErrorKind, rec.Error, tc.kind)
@@ -203,7 +203,7 @@ func TestLeanAgreesOnSimFaults(t *testing.T) {
 
 // An unknown --http-client is refused when the client is built.
 func TestHTTPClientUnknown(t *testing.T) {
-	if _, err := New(Config{BaseURL: "http://127.0.0.1:1", Transport: transport.Config{HTTPClient: "fast"}}); err == nil {
+	if _, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1", Transport: transport.Config{HTTPClient: "fast"}}}); err == nil {
 		t.Error("HTTPClient \"fast\" accepted")
 	}
 }

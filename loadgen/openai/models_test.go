@@ -59,7 +59,7 @@ func TestDescribeServer(t *testing.T) {
 	tc := modelAuth
 	tc.CAFile = caFile
 	base := strings.Replace(srv.URL, "https://", "https://user:SECRET@", 1) + "/v1?api_key=SECRET"
-	c := newClient(t, Config{BaseURL: base, Transport: tc})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: base, Transport: tc}})
 	info := c.DescribeServer(context.Background())
 	if info.Error != "" || !reflect.DeepEqual(info.Models, []string{"sim-llama", "sim-qwen"}) ||
 		info.Headers["server"] != "sim/0.1" || info.Headers["x-vllm-version"] != "0.9.0" || len(info.Headers) != 2 {
@@ -70,7 +70,7 @@ func TestDescribeServer(t *testing.T) {
 	}
 
 	// Without the credentials: the failure is recorded, not returned.
-	info = newClient(t, Config{BaseURL: srv.URL, Transport: transport.Config{CAFile: caFile}}).DescribeServer(context.Background())
+	info = newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{CAFile: caFile}}}).DescribeServer(context.Background())
 	if !strings.Contains(info.Error, "HTTP 401: no such key") {
 		t.Errorf("Error %q", info.Error)
 	}
@@ -89,7 +89,7 @@ func TestPreflight(t *testing.T) {
 		{"credentials refused", "sim-qwen", transport.Config{}, "refuses the credentials"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClient(t, Config{BaseURL: srv.URL, Model: tt.model, Transport: tt.cfg})
+			c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: tt.cfg}, Model: tt.model})
 			err := c.Preflight(context.Background())
 			switch {
 			case tt.want == "" && err != nil:
@@ -102,13 +102,13 @@ func TestPreflight(t *testing.T) {
 	t.Run("no model list", func(t *testing.T) {
 		bare := httptest.NewServer(http.NotFoundHandler())
 		defer bare.Close()
-		if err := newClient(t, Config{BaseURL: bare.URL, Model: "m"}).Preflight(context.Background()); err != nil {
+		if err := newClient(t, Config{Endpoint: transport.Endpoint{URL: bare.URL}, Model: "m"}).Preflight(context.Background()); err != nil {
 			t.Fatalf("a server without /v1/models: %v", err)
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		start := time.Now()
-		err := newClient(t, Config{BaseURL: "http://" + closedAddr(t), Model: "m"}).Preflight(context.Background())
+		err := newClient(t, Config{Endpoint: transport.Endpoint{URL: "http://" + closedAddr(t)}, Model: "m"}).Preflight(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), "refused") {
 			t.Fatalf("Preflight = %v", err)
 		}
@@ -127,7 +127,7 @@ func TestPreflight(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err = newClient(t, Config{BaseURL: "http://" + ln.Addr().String()}).Preflight(ctx)
+		err = newClient(t, Config{Endpoint: transport.Endpoint{URL: "http://" + ln.Addr().String()}}).Preflight(ctx)
 		if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 			t.Fatalf("Preflight = %v", err)
 		}
@@ -156,7 +156,7 @@ func TestNoCredentialInErrors(t *testing.T) {
 		"http://user:SECRET@" + closedAddr(t) + "/v1?key=SECRET",
 		"http://user:SECRET@" + modelServer(t, false).Listener.Addr().String() + "/v1?key=SECRET", // answers 401
 	} {
-		c := newClient(t, Config{BaseURL: base, Model: "m", Transport: tc})
+		c := newClient(t, Config{Endpoint: transport.Endpoint{URL: base, Transport: tc}, Model: "m"})
 		_, derr := c.DiscoverModel(context.Background())
 		perr := c.Preflight(context.Background())
 		info := c.DescribeServer(context.Background())
@@ -171,7 +171,7 @@ func TestNoCredentialInErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := New(Config{BaseURL: "http://user:SECRET@h:port/", Transport: tc}); err == nil || strings.Contains(err.Error(), "SECRET") {
+	if _, err := New(Config{Endpoint: transport.Endpoint{URL: "http://user:SECRET@h:port/", Transport: tc}}); err == nil || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("New with a bad port: %v", err)
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // Preconnect opens n distinct connections, and n requests at once after it
@@ -17,12 +18,14 @@ import (
 func TestPreconnectOpensThePool(t *testing.T) {
 	var conns atomic.Int32
 	hold := make(chan struct{})
+	arrived := make(chan struct{}, 64)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/models") {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"data":[{"id":"m"}]}`))
 			return
 		}
+		arrived <- struct{}{}
 		<-hold // every request in flight at once
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(readVector(t, "openai_canonical.txt"))
@@ -34,7 +37,7 @@ func TestPreconnectOpensThePool(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := newClient(t, Config{BaseURL: srv.URL, Model: "m"})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m"})
 	const n = 12
 	opened, err := c.Preconnect(context.Background(), n)
 	if err != nil || opened != n || conns.Load() != n {
@@ -51,7 +54,9 @@ func TestPreconnectOpensThePool(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // all n wait in the handler
+	for range n { // all n wait in the handler
+		<-arrived
+	}
 	close(hold)
 	wg.Wait()
 	if failed.Load() > 0 {
@@ -68,7 +73,7 @@ func TestPreconnectUnreachable(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	c := newClient(t, Config{BaseURL: "http://" + addr, Model: "m"})
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: "http://" + addr}, Model: "m"})
 	n, err := c.Preconnect(context.Background(), 3)
 	if err == nil || n != 0 || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Preconnect to a closed port: %d, %v", n, err)

@@ -8,16 +8,40 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
+
+// seedStreams is every stream body in testdata, as fuzz seeds.
+func seedStreams(tb testing.TB) [][]byte {
+	tb.Helper()
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".txt") {
+			continue
+		}
+		b, err := os.ReadFile("testdata/" + e.Name())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
 
 // parseBody runs the stream reader over an in-memory body, as Do does
 // once the response headers are in, keeping the text.
@@ -37,7 +61,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":3}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n" +
 		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"))
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -50,7 +74,7 @@ func checkStream(t *testing.T, c *Client, in []byte) {
 		rec := parseBody(c, bytes.NewReader(in))
 
 		dataEvents := 0
-		s := NewScanner(bytes.NewReader(in))
+		s := sse.NewScanner(bytes.NewReader(in))
 		for s.Next() {
 			if d := bytes.TrimSpace(s.Data()); len(d) > 0 {
 				dataEvents++
@@ -143,7 +167,7 @@ func BenchmarkParseStream(b *testing.B) {
 		b.Run(fmt.Sprintf("keepText=%v", keep), func(b *testing.B) {
 			const tokens = 1000
 			body := vllmStream(tokens)
-			c, err := New(Config{BaseURL: "http://127.0.0.1:1"})
+			c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1"}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -212,7 +236,7 @@ func benchDoHTTP(b *testing.B, client string, tokens int, mode string) {
 				}
 			}))
 			defer srv.Close()
-			c, err := New(Config{BaseURL: srv.URL, Transport: transport.Config{HTTPClient: client}})
+			c, err := New(Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{HTTPClient: client}}})
 			if err != nil {
 				b.Fatal(err)
 			}

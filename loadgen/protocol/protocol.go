@@ -6,7 +6,8 @@
 // piece as it arrives, FirstAnswer, token counts, End, and an ErrorKind
 // from loadgen's protocol-neutral list on failure) and the three side
 // interfaces of Client below. It shares loadgen/transport's Config (TLS,
-// headers, API key) and scrubs credentials from every error.
+// headers, API key) through transport.Endpoint, which every protocol's
+// Config embeds, and scrubs credentials from every error.
 package protocol
 
 import (
@@ -26,20 +27,23 @@ import (
 
 // Target is one endpoint, whatever its protocol.
 type Target struct {
-	URL, API, Model string
+	// Endpoint is the URL, TLS, headers, the API key (see APIKeyFile) and
+	// where once-only notices go (a server that closes every connection).
+	transport.Endpoint
+	API, Model string
 	// MaxTokens is sent when a prompt sets none; 0 sends none.
 	MaxTokens int
 	// Stream asks for a streamed answer.
-	Stream    bool
-	Transport transport.Config
+	Stream bool
+	// APIKeyFile holds the API key when Transport.APIKey is empty: New
+	// reads it, or, when it is "" too, $TAILGATE_API_KEY, then
+	// $OPENAI_API_KEY (transport.APIKeyFromEnvOrFile).
+	APIKeyFile string
 	// Connections is how many connections a multiplexing protocol (gRPC)
 	// spreads its streams over; 0 means 1. HTTP/1.1 protocols ignore it.
 	Connections int
 	// Keepalive, when positive, pings idle gRPC connections this often.
 	Keepalive time.Duration
-	// Warn, if not nil, gets once-only notices for the user (a server that
-	// closes every connection). It may be called from any goroutine.
-	Warn func(msg string)
 }
 
 // Client is what every protocol client offers besides sending requests:
@@ -56,7 +60,9 @@ type Client interface {
 // (the KServe client reads the model's readiness and tensors). Open calls
 // Prepare once, after the model is known and before the schedule starts,
 // in place of Preflight (Prepare checks what Preflight would); an error
-// stops the run.
+// stops the run. Prepare must be safe to call while Do runs: the canary
+// probes a target that was down at start and asks it to prepare again
+// until it has.
 type Preparer interface {
 	Prepare(ctx context.Context) error
 }
@@ -72,38 +78,51 @@ var constructors = map[string]func(Target) (Client, error){
 }
 
 func newTGI(t Target) (Client, error) {
-	return tgi.New(tgi.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
-		Transport: t.Transport, Warn: t.Warn})
+	return tgi.New(tgi.Config{Endpoint: t.Endpoint, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens})
 }
 
 func newOllama(t Target) (Client, error) {
-	return ollama.New(ollama.Config{BaseURL: t.URL, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens,
-		Transport: t.Transport, Warn: t.Warn})
+	return ollama.New(ollama.Config{Endpoint: t.Endpoint, Model: t.Model, Stream: &t.Stream, MaxTokens: t.MaxTokens})
 }
 
 func newGenerate(t Target) (Client, error) {
-	return kserve.NewGenerate(kserve.Config{Target: t.URL, Model: t.Model, Stream: kserve.Bool(t.Stream),
-		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
+	return kserve.NewGenerate(kserve.Config{Endpoint: t.Endpoint, Model: t.Model, Stream: kserve.Bool(t.Stream),
+		MaxTokens: t.MaxTokens})
 }
 
 func newKServe(t Target) (Client, error) {
-	return kserve.New(kserve.Config{Target: t.URL, Model: t.Model, Stream: kserve.Bool(t.Stream),
-		MaxTokens: t.MaxTokens, Connections: t.Connections, Keepalive: t.Keepalive,
-		Transport: t.Transport, Warn: t.Warn})
+	return kserve.New(kserve.Config{Endpoint: t.Endpoint, Model: t.Model, Stream: kserve.Bool(t.Stream),
+		MaxTokens: t.MaxTokens, Connections: t.Connections, Keepalive: t.Keepalive})
 }
 
 func newOpenAI(t Target) (Client, error) {
-	return openai.New(openai.Config{BaseURL: t.URL, API: t.API, Model: t.Model, Stream: openai.Bool(t.Stream),
-		MaxTokens: t.MaxTokens, Transport: t.Transport, Warn: t.Warn})
+	return openai.New(openai.Config{Endpoint: t.Endpoint, API: t.API, Model: t.Model, Stream: openai.Bool(t.Stream),
+		MaxTokens: t.MaxTokens})
 }
 
-// New builds the client for t.API.
+// New builds the client for t.API, with t's API key (ReadAPIKey).
 func New(t Target) (Client, error) {
 	mk, ok := constructors[t.API]
 	if !ok {
 		return nil, fmt.Errorf("--api %q: want one of %s", t.API, strings.Join(Names(), ", "))
 	}
+	if err := t.ReadAPIKey(); err != nil {
+		return nil, err
+	}
 	return mk(t)
+}
+
+// ReadAPIKey sets t.Transport.APIKey, when it is empty, from APIKeyFile or
+// the environment. New calls it; a command that sends requests of its own
+// with the key (a server's /metrics) calls it first. Errors name the file,
+// never the key.
+func (t *Target) ReadAPIKey() error {
+	if t.Transport.APIKey != "" {
+		return nil
+	}
+	key, err := transport.APIKeyFromEnvOrFile(t.APIKeyFile)
+	t.Transport.APIKey = key
+	return err
 }
 
 // Names lists the --api names, sorted.

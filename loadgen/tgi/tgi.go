@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/openai"
+	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
@@ -39,7 +39,7 @@ const (
 	sideTimeout = 10 * time.Second
 )
 
-// Config describes one TGI target: BaseURL is the server root
+// Config describes one TGI target: URL is the server root
 // (http://tgi:8080); Model is informational, as TGI serves one model, and
 // when set Preflight checks it against /info's model_id; Stream uses
 // /generate_stream, false /generate; MaxTokens is sent as
@@ -147,7 +147,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		}
 		return
 	}
-	sc := openai.NewScanner(resp.Body)
+	sc := sse.NewScanner(resp.Body)
 	events, pending, final := 0, 0, false
 	for !final && sc.Next() {
 		data := bytes.TrimSpace(sc.Data())

@@ -33,7 +33,7 @@ func serve(t *testing.T, ct, body string, status int) *httptest.Server {
 
 func do(t *testing.T, url string, stream bool) *loadgen.Record {
 	t.Helper()
-	c, err := tgi.New(tgi.Config{BaseURL: url, Stream: &stream, MaxTokens: 16})
+	c, err := tgi.New(tgi.Config{Endpoint: transport.Endpoint{URL: url}, Stream: &stream, MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestUnaryAndErrors(t *testing.T) {
 	if rec.ErrorKind != loadgen.ErrRateLimited || !strings.Contains(rec.Error, "overloaded") {
 		t.Errorf("429: %s %q", rec.ErrorKind, rec.Error)
 	}
-	c, _ := tgi.New(tgi.Config{BaseURL: serve(t, "", "", 200).URL, Model: "other"})
+	c, _ := tgi.New(tgi.Config{Endpoint: transport.Endpoint{URL: serve(t, "", "", 200).URL}, Model: "other"})
 	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), `it serves "meta-llama/Llama-3.1-8B-Instruct"`) {
 		t.Errorf("preflight: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestAgainstSimulator(t *testing.T) {
 	for fault, want := range map[string]loadgen.ErrorKind{"none": loadgen.ErrNone, "http_429": loadgen.ErrRateLimited,
 		"http_503": loadgen.ErrServer, "error_in_stream": loadgen.ErrStreamError, "truncate": loadgen.ErrStreamTruncated,
 		"malformed": loadgen.ErrProtocol} {
-		c, err := tgi.New(tgi.Config{BaseURL: srv.URL, MaxTokens: 6, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}})
+		c, err := tgi.New(tgi.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: " + fault}}}, MaxTokens: 6})
 		if err != nil {
 			t.Fatal(err)
 		}

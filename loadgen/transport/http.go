@@ -228,9 +228,8 @@ func Truncate(s string, n int) string {
 // paths to the server's root URL (TGI's and Ollama's native APIs,
 // Triton's generate extension).
 type RootConfig struct {
-	// BaseURL is the server root (http://host:port[/prefix]). Its user
-	// info is sent as basic auth and never printed.
-	BaseURL string
+	// Endpoint's URL is the server root (http://host:port[/prefix]).
+	Endpoint
 	// Model is the model requests name, or the one Preflight checks for
 	// on a server that serves one.
 	Model string
@@ -239,10 +238,6 @@ type RootConfig struct {
 	// MaxTokens is the protocol's output cap when a prompt sets none; 0
 	// sends none.
 	MaxTokens int
-	// Transport is TLS, headers, the API key, proxies and the pool.
-	Transport Config
-	// Warn, if not nil, is called once with a notice for the user.
-	Warn func(msg string)
 }
 
 // Root is a checked RootConfig: what its protocol client sends with.
@@ -258,7 +253,7 @@ type Root struct {
 // notices prefixed with the redacted root. what names the URL in errors
 // ("base URL").
 func (c RootConfig) Open(what string) (Root, error) {
-	u, err := ParseRoot(c.BaseURL, what)
+	u, err := ParseRoot(c.URL, what)
 	if err != nil {
 		return Root{}, err
 	}

@@ -31,6 +31,25 @@ const (
 	DefaultMaxIdleConnsPerHost = 16384
 )
 
+// Endpoint is one target, whatever its protocol: where it is, how to
+// reach it (TLS, headers, the API key) and where its notices go. Every
+// protocol's Config embeds it.
+type Endpoint struct {
+	// URL is the target. HTTP protocols take the server root
+	// (http://host:port[/prefix]); package openai also takes the root
+	// with /v1 or the endpoint's whole URL, kserve-grpc host:port or a
+	// grpc://, grpcs://, http:// or https:// URL. User info in an HTTP
+	// URL is sent as basic auth; it is never printed.
+	URL string
+	// Transport is TLS, CA, headers, the API key (sent as a bearer token,
+	// never printed), proxies and the connection pool.
+	Transport Config
+	// Warn, if not nil, gets once-only notices for the user (a server that
+	// closes every connection, a model that refuses ModelInfer). It may
+	// be called from any goroutine.
+	Warn func(msg string)
+}
+
 // Config is how to reach a target, whatever its protocol. The zero value
 // is a plain-HTTP client with proxies from the environment.
 type Config struct {

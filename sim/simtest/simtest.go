@@ -3,7 +3,7 @@
 // closed when the test ends.
 //
 //	srv := simtest.Start(t, cfg)
-//	c, _ := openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
+//	c, _ := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m"})
 //	... srv.Truth(), srv.StallAll(d), srv.WaitIdle(ctx) ...
 //
 // Package sim's own tests cannot import it (an import cycle) and keep their

@@ -144,10 +144,8 @@ var Tiers = slo.SlothTiers
 // counts as good/bad events. It fails when none does, or when the SLO
 // window is not longer than the longest alert window.
 func Generate(spec *slo.Spec, opts Options) (*Result, error) {
-	longest := time.Duration(0)
-	for _, t := range Tiers {
-		longest = max(longest, t.Long)
-	}
+	ws := slo.TierWindows(Tiers)
+	longest := ws[len(ws)-1]
 	if spec.Window <= longest {
 		return nil, fmt.Errorf("%s: window %s: burn-rate alerts need an SLO window longer than their longest window (%s)",
 			spec.File, PromDuration(spec.Window), PromDuration(longest))
@@ -321,18 +319,11 @@ func (s SLO) ErrorQuery(window string) string {
 
 // windows are the alert windows, shortest first, without repeats.
 func (s SLO) windows() []time.Duration {
-	seen := map[time.Duration]bool{}
-	var ws []time.Duration
-	for _, a := range s.Alerts {
-		for _, w := range []time.Duration{a.Short, a.Long} {
-			if !seen[w] {
-				seen[w] = true
-				ws = append(ws, w)
-			}
-		}
+	tiers := make([]slo.BurnRateTier, len(s.Alerts))
+	for i, a := range s.Alerts {
+		tiers[i] = a.BurnRateTier
 	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
-	return ws
+	return slo.TierWindows(tiers)
 }
 
 // shortest is the page tier's short window (Sloth's PageQuick.ShortWindow):

@@ -1,6 +1,7 @@
-package openai
+package sse
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -136,14 +137,14 @@ func readers(in string) []namedReader {
 func TestScannerLongLines(t *testing.T) {
 	long := strings.Repeat("x", 1000)
 	in := "data: " + long + "\r\n\r\n: " + long + "\n\ndata: b\n\n"
-	s := newScannerSize(iotest.OneByteReader(strings.NewReader(in)), 16)
+	s := NewScannerSize(iotest.OneByteReader(strings.NewReader(in)), 16)
 	got := scanAll(s)
 	want := []sseEvent{{Data: long}, {Data: "b"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %d events, want %d", len(got), len(want))
 	}
 
-	s = newScannerSize(strings.NewReader(in), 16)
+	s = NewScannerSize(strings.NewReader(in), 16)
 	s.SetMaxEventBytes(500)
 	if s.Next() || !errors.Is(s.Err(), ErrEventTooLarge) {
 		t.Fatalf("over-long line: Next=true or Err=%v, want ErrEventTooLarge", s.Err())
@@ -180,6 +181,38 @@ func TestScannerReset(t *testing.T) {
 	}
 }
 
+// A scanner with its own buffer keeps it across Reset, even for an input
+// that is a *bufio.Reader (a pooled scanner must not adopt the caller's),
+// and Rest hands back what follows the last event, buffered bytes first.
+func TestScannerOwnBuffer(t *testing.T) {
+	s := NewScannerSize(nil, 16)
+	own := s.r
+	caller := bufio.NewReader(strings.NewReader("data: a\n\ntail"))
+	s.Reset(caller)
+	if s.r != own {
+		t.Fatal("Reset adopted the caller's *bufio.Reader")
+	}
+	if !s.Next() || string(s.Data()) != "a" {
+		t.Fatalf("Next = %q, want a", s.Data())
+	}
+	rest, err := io.ReadAll(s.Rest())
+	if err != nil || string(rest) != "tail" {
+		t.Fatalf("Rest = %q, %v; want tail", rest, err)
+	}
+
+	// Without a buffer of its own, a *bufio.Reader is used as it is.
+	if s := NewScanner(caller); s.r != caller {
+		t.Fatal("NewScanner wrapped a *bufio.Reader")
+	}
+
+	// RetainedBytes grows with the events read, so a pool can drop a
+	// scanner one huge event grew.
+	s.Reset(strings.NewReader("data: " + strings.Repeat("x", 4096) + "\n\n"))
+	if !s.Next() || s.RetainedBytes() < 4096 {
+		t.Fatalf("after a 4 KiB event RetainedBytes = %d", s.RetainedBytes())
+	}
+}
+
 // The TGI native vector has no-space "data:" and bare ":" keep-alives.
 func TestScannerTGINative(t *testing.T) {
 	b, err := os.ReadFile("testdata/tgi_t2_native.txt")
@@ -208,7 +241,7 @@ func FuzzSSE(f *testing.F) {
 			{"whole", bytes.NewReader(in)},
 			{"one byte", iotest.OneByteReader(bytes.NewReader(in))},
 		} {
-			s := newScannerSize(r.r, 16)
+			s := NewScannerSize(r.r, 16)
 			got := scanAll(s)
 			if s.Err() != nil {
 				t.Fatalf("%s: Err = %v", r.name, s.Err())
@@ -245,4 +278,25 @@ func seedStreams(tb testing.TB) [][]byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+// BenchmarkScanner reads the seed streams, one event per token: the
+// framing's own cost per event, apart from any protocol's decoding.
+func BenchmarkScanner(b *testing.B) {
+	var all []byte
+	for _, s := range seedStreams(b) {
+		all = append(all, s...)
+	}
+	events := len(scanAll(NewScanner(bytes.NewReader(all))))
+	r := bytes.NewReader(all)
+	s := NewScannerSize(r, 4<<10)
+	b.SetBytes(int64(len(all)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(all)
+		s.Reset(r)
+		for s.Next() {
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }

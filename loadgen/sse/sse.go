@@ -1,4 +1,8 @@
-package openai
+// Package sse reads Server-Sent Events: the framing every streaming HTTP
+// protocol of tailgate shares (OpenAI-compatible servers, TGI's native
+// API, Triton's generate extension). It knows nothing of what an event's
+// data means; each protocol decodes its own.
+package sse
 
 import (
 	"bufio"
@@ -14,6 +18,9 @@ const DefaultMaxEventBytes = 8 << 20
 // ErrEventTooLarge is reported by Scanner.Err when a line or an event's
 // data exceeds the scanner's limit.
 var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
+
+// DefaultBufferBytes is the read buffer of a Scanner that makes its own.
+const DefaultBufferBytes = 16 << 10
 
 var bom = []byte("\xef\xbb\xbf")
 
@@ -33,6 +40,7 @@ var bom = []byte("\xef\xbb\xbf")
 // call to Next. A Scanner is not safe for concurrent use.
 type Scanner struct {
 	r             *bufio.Reader
+	own           bool // r is the scanner's: Reset reuses its buffer
 	maxEventBytes int
 
 	data    []byte
@@ -54,27 +62,40 @@ func NewScanner(r io.Reader) *Scanner {
 	return s
 }
 
-// newScannerSize returns a Scanner with its own reader buffer of size
-// bytes (bufio's minimum is 16); tests use small buffers to reach the
-// long-line path.
-func newScannerSize(r io.Reader, size int) *Scanner {
-	s := &Scanner{maxEventBytes: DefaultMaxEventBytes}
+// NewScannerSize returns a Scanner with its own read buffer of size bytes
+// (bufio's minimum is 16), kept across Reset: a pool of scanners holds one
+// buffer per in-flight stream, so its size is a memory cost per stream.
+func NewScannerSize(r io.Reader, size int) *Scanner {
+	s := &Scanner{maxEventBytes: DefaultMaxEventBytes, own: true}
 	s.r = bufio.NewReaderSize(r, size)
 	return s
 }
 
-// Reset makes s read r from the start, keeping its buffers.
+// Reset makes s read r from the start, keeping its buffers: a scanner
+// with its own read buffer reads r through it, even an r that is a
+// *bufio.Reader. Reset(nil) lets go of the last input (before pooling s).
 func (s *Scanner) Reset(r io.Reader) {
-	if br, ok := r.(*bufio.Reader); ok {
-		s.r = br
-	} else if s.r == nil {
-		s.r = bufio.NewReaderSize(r, 16<<10)
-	} else {
+	switch br, ok := r.(*bufio.Reader); {
+	case s.own:
 		s.r.Reset(r)
+	case ok:
+		s.r = br
+	default:
+		s.r, s.own = bufio.NewReaderSize(r, DefaultBufferBytes), true
 	}
 	s.data, s.typ, s.errData, s.line = s.data[:0], s.typ[:0], s.errData[:0], s.line[:0]
 	s.hasData, s.started, s.partial, s.err = false, false, false, nil
 }
+
+// RetainedBytes is the capacity of the event buffers s keeps for reuse: a
+// pool drops a scanner that one huge event grew.
+func (s *Scanner) RetainedBytes() int {
+	return cap(s.data) + cap(s.line) + cap(s.typ) + cap(s.errData)
+}
+
+// Rest is what is left of the input after the last event read, its
+// buffered bytes first: a client drains it so the connection is reused.
+func (s *Scanner) Rest() io.Reader { return s.r }
 
 // SetMaxEventBytes changes the limit on one line or one event's data.
 func (s *Scanner) SetMaxEventBytes(n int) { s.maxEventBytes = n }

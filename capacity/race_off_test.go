@@ -1,5 +1,0 @@
-//go:build !race
-
-package capacity
-
-const raceEnabled = false

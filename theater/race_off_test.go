@@ -1,5 +1,0 @@
-//go:build !race
-
-package theater_test
-
-const raceEnabled = false

@@ -191,7 +191,7 @@ func TestPreconnectBeforeTheEpoch(t *testing.T) {
 		o := Options{Stages: []Stage{{Name: "s", Rate: 50, Duration: 100 * time.Millisecond}}, Arrival: ArrivalConstant,
 			Preconnect: func(context.Context) (int, error) {
 				calledAt = time.Now()
-				time.Sleep(150 * time.Millisecond)
+				time.Sleep(150 * time.Millisecond) // the fake clock: a 150 ms preconnect
 				return 3, nil
 			}}
 		got, info := runShard(t, o)

@@ -426,7 +426,7 @@ func TestCanaryShutdownWithProbesInFlight(t *testing.T) {
 		t.Errorf("shutdown took %s with probes in flight (stop timeout 3s)", el)
 	}
 	if p := d.Status().Targets[0].Probes; p.Failed != 0 || p.OK != 0 {
-		t.Errorf("probes after shutdown %+v: the cancelled ones were counted", p)
+		t.Errorf("probes after shutdown %+v: the cancelled ones were counted (last: %q)", p, d.Status().Targets[0].LastErrorText)
 	}
 	if _, err := http.Get("http://" + d.Addr() + "/healthz"); err == nil {
 		t.Error("still serving after Wait")

@@ -279,7 +279,10 @@ func (r *Runner) endSending(rn *run, at time.Duration) {
 		rn.sentEnd = min(at, rn.end)
 		rn.host = hostLoad(rn.host0, readHost(), numCPU())
 		close(rn.ended)
-		if at < rn.end {
+		// Not after an interrupt or Stop: their own cause cancels the
+		// requests, on another goroutine, and a cut armed for now (no
+		// grace) could reach them first and record them ErrCutAtEnd.
+		if at < rn.end && rn.send.Err() == nil {
 			rn.cutTimer.Reset(time.Until(rn.epoch.Add(at + r.grace)))
 		}
 	})

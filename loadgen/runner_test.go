@@ -728,3 +728,45 @@ func TestTraceReplaySendsAtEachPromptsOffset(t *testing.T) {
 		}
 	})
 }
+
+// An interrupt with no grace (the canary's shutdown) cancels the requests
+// in flight: they are ErrCancelled, never cut at the end.
+func TestInterruptWithoutGraceCancelsNotCuts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &fakeClient{ttft: time.Hour, tokens: 1}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(35*time.Millisecond, cancel)
+		recs, info := collect(t, ctx, c, src(), Options{Grace: -1, Timeout: 2 * time.Hour,
+			Stages: []Stage{{Rate: 100, Duration: time.Hour}}})
+		if k := kinds(recs); k[ErrCancelled] != 4 || len(recs) != 4 || info.CutAtEnd != 0 || !info.Interrupted {
+			t.Fatalf("kinds %v, cut %d, interrupted %v; want 4 cancelled", k, info.CutAtEnd, info.Interrupted)
+		}
+	})
+}
+
+// Sending that ended on an interrupt or Stop does not arm the cut: the
+// interrupt's own cancellation reaches the requests, a moment later on
+// another goroutine, and a cut timer re-armed for "now" used to beat it
+// (the canary counted the probes it cancelled at shutdown as cut_at_end
+// failures). A fake clock cannot show that race (its timers fire only
+// once every goroutine waits), so this checks the timer itself.
+func TestEndSendingOnInterruptDoesNotCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := NewRunner(&fakeClient{}, src(), Options{Grace: -1, Stages: []Stage{{Rate: 1, Duration: time.Hour}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		send, interrupt := context.WithCancel(context.Background())
+		interrupt()
+		rn := &run{epoch: time.Now(), end: time.Hour, ended: make(chan struct{}), send: send}
+		rn.req, rn.cancelReqs = context.WithCancelCause(context.Background())
+		defer rn.cancelReqs(nil)
+		rn.cutTimer = time.AfterFunc(rn.end+r.grace, func() { rn.cancelReqs(errCutAtEnd) })
+		defer rn.cutTimer.Stop()
+		r.endSending(rn, time.Millisecond)
+		time.Sleep(time.Second)
+		if cause := context.Cause(rn.req); cause != nil {
+			t.Errorf("requests ended by %v after an interrupt, before the interrupt's own cancellation", cause)
+		}
+	})
+}

@@ -63,9 +63,7 @@ type Config struct {
 	// Progress, if set, makes a progress display for each stage.
 	Progress func(label string) *pipeline.Progress
 	// Shard runs one shard of every stage (see loadgen.Shard); tailgate
-	// merge combines the shards' evidence into one verdict. Records'
-	// plan-wide Seq is then stage index << 48 + the stage's global Seq, the
-	// same in every shard.
+	// merge combines the shards' evidence into one verdict.
 	Shard loadgen.Shard
 	// StartAt, if set, is when the first stage starts; stage k starts at
 	// StartAt + the durations and graces of the stages before it, plus
@@ -159,10 +157,9 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		env.GPUs = cfg.GPUs
 	}
 
-	all, err := results.CreateRecords(out.Path(results.RecordsFile))
-	if err != nil {
-		return nil, err
-	}
+	// Each stage's pipeline writes its records into its own directory,
+	// the only copy: readers of the whole plan read the stages in turn
+	// (results.Dir.ReadRunRecords).
 	bounds := plan.Validity
 	if cfg.Validity != nil {
 		bounds = *cfg.Validity
@@ -174,7 +171,6 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	queue := map[string]*telemetry.Histogram{}
 	var problems []slo.Problem
 	var writeErr error
-	var offset int64
 	stages := 0
 	for _, st := range plan.Stages {
 		if !st.Manual {
@@ -214,17 +210,6 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if opts.Arrival == "" && !opts.Closed {
 			opts.Arrival = loadgen.ArrivalPoisson
 		}
-		stageOffset := offset
-		if cfg.Shard.Active() {
-			// A shard cannot know how many requests the other shards sent:
-			// every stage gets its own range, alike in every shard.
-			stageOffset = int64(i) << 48
-		}
-		var maxSeq int64 = -1
-		planSink := &planRecords{w: all, edit: func(r *loadgen.Record) {
-			maxSeq = max(maxSeq, r.Seq)
-			r.Seq += stageOffset
-		}}
 		stage := st
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Telemetry: cfg.Telemetry, Validity: &bounds,
@@ -234,12 +219,10 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}
-		res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{planSink}, cfg.Sinks...)...)
+		res, err := pipeline.Run(ctx, spec, cfg.Sinks...)
 		if res == nil {
-			all.Close()
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
-		offset += maxSeq + 1
 		if err != nil {
 			problems = append(problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
 		}
@@ -257,9 +240,6 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		if res.Info.Interrupted {
 			break
 		}
-	}
-	if err := all.Close(); err != nil && writeErr == nil {
-		writeErr = err
 	}
 	if len(queue) > 0 {
 		if err := out.WriteQueueDelay(queue); err != nil && writeErr == nil {
@@ -292,22 +272,6 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	}
 	return rep, nil
 }
-
-// planRecords appends every stage's records to the plan-wide
-// requests.jsonl, renumbered so Seq runs on across stages. It does not close
-// the file: Run does after the last stage.
-type planRecords struct {
-	w    *results.RecordsWriter
-	edit func(*loadgen.Record)
-}
-
-func (p *planRecords) Name() string { return p.w.Path() }
-func (p *planRecords) Add(r *loadgen.Record) error {
-	c := *r
-	p.edit(&c)
-	return p.w.Write(&c)
-}
-func (p *planRecords) Close() error { return nil }
 
 func loadText(st slo.Stage) string {
 	if st.Concurrency > 0 {

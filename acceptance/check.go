@@ -121,11 +121,12 @@ func summaryFacts(s *results.Summary) slo.Facts {
 	return f
 }
 
-// readSaved streams dir's records to add and says what it found.
+// readSaved streams dir's records to add (a run's, or every stage's of a
+// validate) and says what it found.
 func readSaved(dir results.Dir, add func(*loadgen.Record)) (*Saved, error) {
 	sv := &Saved{}
 	seen := map[string]bool{}
-	st, err := results.ReadRecords(dir.Path(results.RecordsFile), func(r *loadgen.Record) error {
+	st, err := dir.ReadRunRecords(func(r *loadgen.Record) error {
 		if !seen[r.Stage] {
 			seen[r.Stage] = true
 			sv.Stages = append(sv.Stages, r.Stage)
@@ -144,7 +145,7 @@ func readSaved(dir results.Dir, add func(*loadgen.Record)) (*Saved, error) {
 	}
 	if st.TornTail {
 		sv.Notes = append(sv.Notes, fmt.Sprintf("%s: line %d is torn (the run was killed or the disk filled while writing it); judged the %d records before it",
-			dir.Path(results.RecordsFile), st.TornLine, st.Records))
+			st.TornPath, st.TornLine, st.Records))
 	}
 	if prev, err := dir.ReadReport(); err == nil {
 		sv.Previous = prev

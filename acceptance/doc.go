@@ -4,6 +4,7 @@
 // environment, verdicts, manifest) that a reviewer can sign and re-check.
 //
 // It also re-judges saved results (Check) and records manual stages
-// (RecordManual), both reading requests.jsonl as a stream, so memory stays
-// flat however long the run was.
+// (RecordManual), both reading the stages' requests.jsonl as one stream,
+// so memory stays flat however long the run was. Each stage's pipeline
+// writes its records once, into its own directory.
 package acceptance

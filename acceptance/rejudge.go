@@ -8,9 +8,10 @@ import (
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// Rejudge judges the records saved in dir (requests.jsonl, any form)
-// under plan, exactly as Run judges its own at the end, and writes the
-// verdicts, env and a new manifest (Finish). cpu is each stage's client
+// Rejudge judges the records saved in dir (its stages' requests.jsonl, any
+// form; see results.Dir.ReadRunRecords) under plan, exactly as Run judges
+// its own at the end, and writes the verdicts, env and a new manifest
+// (Finish). cpu is each stage's client
 // CPU use, 0–1. It is how a directory assembled from the shards of a
 // sharded validate gets its one verdict.
 func Rejudge(dir results.Dir, plan *slo.Plan, cpu map[string]float64, env *evidence.Environment, version string, now time.Time) (*slo.Report, error) {

@@ -56,8 +56,8 @@ const MaxRequests = 20000
 func Read(dir string) (*Side, error) {
 	d := results.Dir(dir)
 	s := &Side{Dir: dir, Stages: map[string][]loadgen.Record{}, Seen: map[string]int{}, Load: map[string]Load{}, Classes: map[string]map[string]int{}}
-	path := d.Path(results.RecordsFile)
-	if _, err := results.ReadRecords(path, func(r *loadgen.Record) error {
+	// A validate's records are its stages'; ReadRunRecords reads them in turn.
+	if _, err := d.ReadRunRecords(func(r *loadgen.Record) error {
 		if r.Warmup {
 			return nil
 		}
@@ -93,7 +93,7 @@ func Read(dir string) (*Side, error) {
 		return nil, err
 	}
 	if len(s.Order) == 0 {
-		return nil, fmt.Errorf("%s: no measured requests", path)
+		return nil, fmt.Errorf("%s: no measured requests", dir)
 	}
 	changes := map[string]bool{}
 	addSummary := func(sum *results.Summary, stage string) {

@@ -47,3 +47,32 @@ func TestReadSamplesALongRun(t *testing.T) {
 		t.Errorf("the sample's median record is at %.3f of the run: not uniform", med)
 	}
 }
+
+// A validate's directory keeps its records per stage only: compare reads
+// every stage of it.
+func TestReadValidateStages(t *testing.T) {
+	d := results.Dir(t.TempDir())
+	for i, st := range []string{"normal", "peak"} {
+		sd := d.Stage(st)
+		if err := sd.Create(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := results.CreateRecords(sd.Path(results.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 + i {
+			w.Write(&loadgen.Record{Seq: int64(j), Stage: st, Class: "chat", End: time.Millisecond, OutputTokens: 1})
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Read(string(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Order) != 2 || s.Seen["normal"] != 3 || s.Seen["peak"] != 4 {
+		t.Errorf("stages %v, seen %v", s.Order, s.Seen)
+	}
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/evidence"
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -37,11 +36,13 @@ type PlanResult struct {
 }
 
 // MergePlan merges the evidence directories of the shards of one sharded
-// validate (validate --shard I/N): every stage as Merge does, the
-// plan-wide requests.jsonl, the inputs (which must be byte for byte the
-// same in every shard), and every shard's environment.json under shards/;
-// then it judges the merged records under the plan exactly as a single
-// validate does and writes one verdict, junit.xml and manifest.
+// validate (validate --shard I/N): every stage as Merge does (its records
+// with it: a validate keeps them per stage only), the inputs (which must
+// be byte for byte the same in every shard), and every shard's
+// environment.json under shards/; then it judges the merged records under
+// the plan exactly as a single validate does and writes one verdict,
+// junit.xml and manifest. A shard written when validate also kept a
+// plan-wide requests.jsonl merges alike: that copy is not read.
 func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error) {
 	envs := make([]*evidence.Environment, len(dirs))
 	var problems []string
@@ -111,12 +112,6 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 	}
 	res := &PlanResult{Stages: map[string]*Result{}}
 	cpu := map[string]float64{}
-	// Each stage's epoch, by shard, to move the plan-wide records onto the
-	// merged stage epochs (the same instant with --start-at).
-	shift := make([]map[string]time.Duration, len(dirs))
-	for i := range shift {
-		shift[i] = map[string]time.Duration{}
-	}
 	for _, name := range stageNames {
 		sr, err := Merge(stageDirsOf(dirs, name), out.Stage(name), opts)
 		if err != nil {
@@ -124,30 +119,6 @@ func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, 
 		}
 		res.Stages[name] = sr
 		cpu[name] = sr.Summary.Run.CPUUtilization
-		base, _ := time.Parse(time.RFC3339Nano, sr.Summary.Run.Started)
-		for i, d := range dirs {
-			for _, s := range stageShards[name] {
-				if s.dir == d.Stage(name) {
-					shift[i][name] = s.info.Started.Sub(base)
-				}
-			}
-		}
-	}
-
-	// The plan-wide records: every shard's, as one validate writes them.
-	var paths []string
-	var shifts []func(*loadgen.Record) time.Duration
-	for i, d := range dirs {
-		m := shift[i]
-		paths = append(paths, d.RecordsPath())
-		shifts = append(shifts, func(r *loadgen.Record) time.Duration { return m[r.Stage] })
-	}
-	form, comp := results.RecordsFull, results.CompressionOf(dirs[0].RecordsPath())
-	if opts.Compression != nil {
-		comp = *opts.Compression
-	}
-	if _, err := mergeRecordFiles(paths, shifts, out.Path(results.RecordsFileName(comp)), form, comp); err != nil {
-		return nil, err
 	}
 	if err := copyTree(filepath.Join(string(dirs[0]), evidence.InputsDir), filepath.Join(string(out), evidence.InputsDir)); err != nil {
 		return nil, err

@@ -13,6 +13,9 @@
 // and an acceptance (validate) directory adds verdict.json, junit.xml,
 // manual.json, stages/NAME/ (a run directory per stage) and the evidence
 // files that package evidence names (environment.json, inputs/, manifest).
+// Its records are in the stages' run directories only (Dir.ReadRunRecords
+// reads them as one stream); packs written before kept a plan-wide
+// requests.jsonl too, which is read instead where present.
 //
 // Writers report failures as *WriteError, so a command can tell "results
 // could not be written" (exit 3) from a bad input (exit 2). Readers read a

@@ -18,7 +18,8 @@ type ReadStats struct {
 	// valid JSON): what a killed run or a full disk leaves. The rest was
 	// read; the torn line is not a record.
 	TornTail bool
-	TornLine int64 // its line number
+	TornLine int64  // its line number
+	TornPath string // its file
 }
 
 // ReadRecords streams path's records to fn, one at a time, in file order,
@@ -51,7 +52,7 @@ func ReadRecords(path string, fn func(*loadgen.Record) error) (ReadStats, error)
 			if len(b) > 0 {
 				if err := json.Unmarshal(b, &rec); err != nil {
 					if !complete && (errors.Is(rerr, io.EOF) || cut) {
-						st.TornTail, st.TornLine = true, line
+						st.TornTail, st.TornLine, st.TornPath = true, line, path
 						return st, nil
 					}
 					return st, fmt.Errorf("%s:%d: %v", path, line, err)
@@ -67,7 +68,7 @@ func ReadRecords(path string, fn func(*loadgen.Record) error) (ReadStats, error)
 			case errors.Is(rerr, io.EOF):
 				return st, nil
 			case cut:
-				st.TornTail, st.TornLine = true, line+1
+				st.TornTail, st.TornLine, st.TornPath = true, line+1, path
 				return st, nil
 			}
 			return st, fmt.Errorf("%s: line %d: %w", path, line+1, rerr)

@@ -18,10 +18,13 @@ const Version = "0.1.0"
 type Mode string
 
 const (
-	// ModeBatch runs the continuous-batching engine model (see doc.go).
+	// ModeBatch runs the continuous-batching engine model (see engine).
 	ModeBatch Mode = "batch"
-	// ModeFixed gives every request exactly FixedTTFT to its first content
-	// chunk and FixedITL between chunks, whatever the load. With both zero
+	// ModeFixed bypasses the engine: each request, on its own handler
+	// goroutine and timer, gets its first content chunk FixedTTFT after
+	// arrival and each next one FixedITL after the previous (each drawn
+	// from [d−Jitter, d+Jitter] with Jitter), whatever the load. Deadlines
+	// are absolute, so timer lateness does not accumulate. With both zero
 	// the server streams as fast as it can (the load generator's benchmark).
 	ModeFixed Mode = "fixed"
 )
@@ -50,9 +53,11 @@ const (
 	// CloseNever keeps connections alive (HTTP/1.1 keep-alive), as vLLM does.
 	CloseNever CloseMode = ""
 	// CloseAfterStream closes the TCP connection once a streamed response's
-	// last byte is out, without a Connection: close header, as llama.cpp's
-	// llama-server does: a client that reuses the idle connection fails on
-	// its next request.
+	// last byte (the chunked terminator included) is out, without a
+	// Connection: close header and with Keep-Alive: timeout=5, max=100, as
+	// llama.cpp's llama-server does: a client that reuses the idle
+	// connection gets EOF or a reset on its next request. Truth.ClosedConn
+	// records the close.
 	CloseAfterStream CloseMode = "stream"
 	// CloseAfterAll does the same after every completion response, streamed
 	// or not.
@@ -67,8 +72,14 @@ const (
 	// the simulated GPU's DCGM_FI_DEV_* series.
 	MetricsVLLM MetricsFlavor = "vllm"
 	// MetricsLlamaCpp serves exactly the twelve unlabelled llamacpp:* series
-	// of llama-server --metrics (names, types and help text as captured):
-	// no histogram, so no server-side queue delay, and no GPU series.
+	// of llama-server --metrics, byte for byte in form
+	// (testdata/llamacpp-metrics.txt): prompt and predicted token and
+	// seconds counters, n_decode_total, n_busy_slots_per_decode, throughput
+	// gauges reset by every scrape, kv_cache_usage_ratio, kv_cache_tokens,
+	// requests_processing (running) and requests_deferred (waiting), values
+	// printed to 6 significant digits as C++ prints a double. No histogram,
+	// so no server-side queue delay, and no GPU series. In ModeFixed each
+	// produced chunk counts as one decode.
 	MetricsLlamaCpp MetricsFlavor = "llamacpp"
 	// MetricsNone serves no /metrics (404), as Ollama.
 	MetricsNone MetricsFlavor = "none"
@@ -78,10 +89,11 @@ const (
 type Dialect string
 
 const (
-	// DialectVLLM streams vLLM's chunks (see doc.go): a role-only first
+	// DialectVLLM streams vLLM's chunks (see responder): a role-only first
 	// chunk, "id" first, usage only with stream_options.include_usage.
 	DialectVLLM Dialect = "vllm"
-	// DialectLlamaCpp streams llama-server's: no role chunk, "choices"
+	// DialectLlamaCpp streams llama-server's, key for key as in
+	// testdata/llamacpp-chat-stream.txt: no role chunk, "choices"
 	// first and "system_fingerprint", a finish chunk with an empty delta
 	// that carries usage and a timings object even without stream_options
 	// (with include_usage they come in a "choices":[] chunk instead).
@@ -95,7 +107,8 @@ const (
 // stream dialect.
 const ProfileLlamaCpp = "llamacpp"
 
-// ProfileOllama behaves like Ollama where it differs from vLLM: no
+// ProfileOllama behaves like Ollama (v0.17.4, as e2e/ollama captured it)
+// where it differs from vLLM: no
 // /metrics (MetricsNone) and "Ollama is running" at the root, an
 // end-of-sequence token counted in eval_count (and /v1 completion_tokens)
 // but never streamed, and, with MaxQueue, its busy 503.
@@ -149,7 +162,10 @@ type Config struct {
 	// generated and counted but never sent, as llama.cpp does: the last of
 	// the max_tokens tokens is the EOS, so max_tokens−1 are streamed,
 	// finish_reason is "stop" and usage completion_tokens is one more than
-	// the tokens streamed.
+	// the tokens streamed. The finish chunk is its own, even with
+	// FinishWithLastChunk. Truth.CompletionTokens and Truth.FinishReason
+	// record it. On Ollama's /api/chat: done_reason "stop", eval_count one
+	// more than the tokens streamed.
 	EOSNotStreamed bool
 
 	// Profile, when set, turns on a real server's behaviours at once
@@ -203,6 +219,9 @@ type Config struct {
 	// of prompts.Encodings(), or TokenizerBytes4 for one token per 4 bytes);
 	// empty means prompts.DefaultEncoding, the one mixes size prompts with
 	// by default, so a mix asking for N input tokens gets prompt_tokens N.
+	// Each chat message's content is counted on its own and summed, as
+	// package prompts sizes a system prefix and a body apart; token-id
+	// prompts are counted exactly.
 	Tokenizer string
 	// TokenCounter, when set, counts prompt tokens instead of Tokenizer.
 	TokenCounter TokenCounter

@@ -43,8 +43,30 @@ func (q *seq) signal() {
 	}
 }
 
-// engine is the continuous-batching model: one scheduler goroutine, steps
-// timed by real sleeps. See doc.go.
+// engine is the continuous-batching model (ModeBatch): one scheduler
+// goroutine runs steps back to back, timed with real sleeps.
+//
+// Requests wait in a FIFO queue. Before each step the scheduler admits
+// requests from the head of the queue while a slot is free (Config.Slots,
+// vLLM's max_num_seqs), the KV cache has room for the request's prompt +
+// max_tokens tokens (Config.KVTokens, reserved whole at admission and freed
+// when the request finishes or is cancelled), and the step's prefill budget
+// (Config.MaxBatchTokens prompt tokens; one request is always admitted)
+// lasts. A head that does not fit blocks the queue (first come, first
+// served). A request that could never fit (prompt + max_tokens > KVTokens)
+// is rejected with 400 before it gets here, as vLLM rejects requests
+// longer than max_model_len. A step lasts
+//
+//	DecodeBase + DecodePerSeq × running
+//	  + (PrefillBase + PrefillPerToken × prompt tokens admitted), if any were admitted
+//
+// and at its end every running sequence, the newly admitted included (its
+// prefill produced its first token), emits TokensPerChunk tokens. So a
+// prefill holds up the whole batch's next token, as in a non-chunked or
+// step-level prefill; MaxBatchTokens bounds how long. TTFT below capacity
+// is about one step with prefill; above capacity the queue grows, and
+// queue time and TTFT grow with it. Back-to-back steps are scheduled from
+// the previous step's end, so timer lateness does not slow the engine.
 type engine struct {
 	index   int // its engine label on /metrics
 	cfg     Config
@@ -54,6 +76,7 @@ type engine struct {
 	metrics *metrics
 	quit    <-chan struct{}
 	done    chan struct{}
+	watch   *stateWatch
 	// emitted are the sequences the step fed, told after its accounting.
 	emitted []*seq
 
@@ -90,6 +113,7 @@ func (e *engine) submit(q *seq) {
 	e.inbox = append(e.inbox, q)
 	e.nWaiting.Add(1) // counted at once; the scheduler republishes exact values
 	e.mu.Unlock()
+	e.watch.changed()
 	e.poke()
 }
 
@@ -166,6 +190,7 @@ func (e *engine) publish() {
 	e.mu.Unlock()
 	e.nWaiting.Store(int64(len(e.waiting) + pending))
 	e.nKV.Store(int64(e.kvUsed))
+	e.watch.changed()
 }
 
 // admit moves sequences from the head of the queue into the batch while a
@@ -272,9 +297,10 @@ func (e *engine) run() {
 		generated := e.emit(end)
 		e.metrics.llama.add(prefill, prefillDur, generated, decode, 1, active)
 		// Handlers are told only now, so a scrape after a response holds
-		// the step that ended it (tokens, decodes) in every series.
-		e.signalEmitted()
+		// the step that ended it (tokens, decodes, the gauges) in every
+		// series.
 		e.publish()
+		e.signalEmitted()
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // pick deals a request to the next engine that is not draining, round
-// robin, and counts it as that engine's until runBatch ends.
+// robin, and counts it as that engine's until runOnEngine ends.
 func (s *Server) pick() int {
 	n := len(s.engines)
 	start := int(s.rr.Add(1)-1) % n
@@ -124,9 +124,9 @@ type engineJob struct {
 	seqNo       int64 // seeds the jitter of ModeFixed
 }
 
-// runOnEngine feeds one request through a batching engine, for the HTTP
-// and the gRPC paths alike: the stall fault first, then the engine pick
-// deals it to (told to onEngine before it is submitted), admitted once at
+// runOnEngine feeds one request through a batching engine, for every
+// protocol alike (exchange.produce): the stall fault first, then the engine
+// pick deals it to (told to onEngine before it is submitted), admitted once at
 // its first token, and produced each time the engine has made more:
 // produced(avail) sends what it may of the avail tokens made so far and
 // reports false to stop. runOnEngine reports true when the engine has
@@ -176,8 +176,8 @@ func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i i
 	}
 }
 
-// runOnTimer times one request on its own (ModeFixed), for the HTTP and
-// the gRPC paths alike: admitted at once, FixedTTFT to the first chunk
+// runOnTimer times one request on its own (ModeFixed), for every protocol
+// alike (exchange.produce): admitted at once, FixedTTFT to the first chunk
 // (plus a stall fault's time) and FixedITL between chunks, each ± Jitter,
 // a mid-stream stall after j.mid chunks. produced(n, at) sends the next
 // chunk of n tokens, made at at, and reports false to stop. runOnTimer

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -20,19 +20,22 @@ func TestFaults(t *testing.T) {
 	modes := map[Mode]Config{ModeBatch: fastBatch(), ModeFixed: fixedCfg(2*time.Millisecond, 2*time.Millisecond)}
 	for mode, cfg := range modes {
 		cfg.StallFor = stallFor
-		r := startSim(t, cfg)
-		c := testClient(t)
-		run := func(t *testing.T, kind string, stream bool, timeout time.Duration) (result, Truth) {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			id := fmt.Sprintf("%s-%s-%v", mode, kind, stream)
-			res := do(ctx, c, r.URL, "/v1/chat/completions", chatBody("hello", maxTokens, stream, true),
-				map[string]string{"X-Sim-Fault": kind, "X-Request-Id": id})
-			waitIdle(t, r.Server)
-			tr := truthByID(t, r.Server, id)
-			if k, _, _ := strings.Cut(kind, "="); tr.Fault != FaultKind(k) {
-				t.Errorf("truth fault %q", tr.Fault)
-			}
+		// Each request on a server of its own on synctest's fake clock
+		// (over in-memory connections): its timing is exact.
+		run := func(t *testing.T, kind string, stream bool, timeout time.Duration) (res result, tr Truth) {
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				id := fmt.Sprintf("%s-%s-%v", mode, kind, stream)
+				res = do(ctx, c, url, "/v1/chat/completions", chatBody("hello", maxTokens, stream, true),
+					map[string]string{"X-Sim-Fault": kind, "X-Request-Id": id})
+				waitIdle(t, s)
+				tr = truthByID(t, s, id)
+				if k, _, _ := strings.Cut(kind, "="); tr.Fault != FaultKind(k) {
+					t.Errorf("truth fault %q", tr.Fault)
+				}
+			})
 			return res, tr
 		}
 		done := func(res result) bool {
@@ -49,7 +52,7 @@ func TestFaults(t *testing.T) {
 					t.Errorf("TTFT %v, want ≥ %v", d, stallFor)
 				}
 				// The role chunk is not held back.
-				if d := res.events[0].at.Sub(res.sent); d > 50*time.Millisecond {
+				if d := res.events[0].at.Sub(res.sent); d != 0 {
 					t.Errorf("role chunk after %v", d)
 				}
 				if tr.Outcome != "ok" {
@@ -160,13 +163,12 @@ func TestFaults(t *testing.T) {
 				}
 			})
 			t.Run("hang", func(t *testing.T) {
-				start := time.Now()
 				res, tr := run(t, "hang", true, 200*time.Millisecond)
 				if !errors.Is(res.err, context.DeadlineExceeded) {
 					t.Errorf("err %v, want the client's deadline", res.err)
 				}
-				if el := time.Since(start); el > 2*time.Second {
-					t.Errorf("hang handler took %v to notice the client left", el)
+				if el := tr.End.Sub(tr.Arrived); el != 200*time.Millisecond {
+					t.Errorf("hang handler took %v to notice the client left at 200ms", el)
 				}
 				if tr.Status != 0 || tr.End.IsZero() || !tr.Headers.IsZero() {
 					t.Errorf("truth %+v", tr)
@@ -176,7 +178,9 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// StallAll holds every stream, running and new, for the duration.
+// StallAll holds every stream, running and new, for the duration. Server
+// and clients run on synctest's fake clock (over in-memory connections), so
+// every instant is exact.
 func TestStallAll(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	modes := map[Mode]Config{ModeFixed: fixedCfg(5*time.Millisecond, 10*time.Millisecond), ModeBatch: fastBatch()}
@@ -185,58 +189,60 @@ func TestStallAll(t *testing.T) {
 			if mode == ModeBatch {
 				cfg.DecodeBase = 10 * time.Millisecond
 			}
-			r := startSim(t, cfg)
-			c := testClient(t)
-			var wg sync.WaitGroup
-			results := make([]result, 5)
-			start := time.Now()
-			for i := 0; i < 4; i++ {
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				var wg sync.WaitGroup
+				results := make([]result, 5)
+				start := time.Now()
+				for i := 0; i < 4; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results[i] = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
+					}()
+				}
+				// Mid-stream: 4 or 5 of the 50 chunks out.
+				time.Sleep(52 * time.Millisecond)
+				stallAt := time.Now()
+				s.StallAll(stall)
+				if !s.Stalled() {
+					t.Error("Stalled() false during a stall")
+				}
+				time.Sleep(100 * time.Millisecond) // the late request arrives 100 ms into the stall
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					results[i] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 50, true, false), nil)
+					results[4] = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 5, true, false), nil)
 				}()
-			}
-			time.Sleep(150 * time.Millisecond)
-			stallAt := time.Now()
-			r.StallAll(stall)
-			if !r.Stalled() {
-				t.Error("Stalled() false during a stall")
-			}
-			time.Sleep(100 * time.Millisecond)
-			wg.Add(1)
-			go func() { // arrives during the stall
-				defer wg.Done()
-				results[4] = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 5, true, false), nil)
-			}()
-			wg.Wait()
-			waitIdle(t, r.Server)
-			stallEnd := stallAt.Add(stall)
-			for i, res := range results[:4] {
-				ce := contentEvents(t, res.events)
-				if len(ce) != 50 {
-					t.Fatalf("stream %d: %d chunks", i, len(ce))
-				}
-				maxGap := time.Duration(0)
-				for k := 1; k < len(ce); k++ {
-					maxGap = max(maxGap, ce[k].at.Sub(ce[k-1].at))
-					if ce[k].at.After(stallAt.Add(5*time.Millisecond)) && ce[k].at.Before(stallEnd.Add(-5*time.Millisecond)) {
-						t.Errorf("stream %d: chunk %d at +%v, inside the stall [+%v, +%v]", i, k,
-							ce[k].at.Sub(start), stallAt.Sub(start), stallEnd.Sub(start))
+				wg.Wait()
+				stallEnd := stallAt.Add(stall)
+				for i, res := range results[:4] {
+					ce := contentEvents(t, res.events)
+					if len(ce) != 50 {
+						t.Fatalf("stream %d: %d chunks", i, len(ce))
+					}
+					maxGap := time.Duration(0)
+					for k := 1; k < len(ce); k++ {
+						maxGap = max(maxGap, ce[k].at.Sub(ce[k-1].at))
+						if ce[k].at.After(stallAt) && ce[k].at.Before(stallEnd) {
+							t.Errorf("stream %d: chunk %d at +%v, inside the stall [+%v, +%v]", i, k,
+								ce[k].at.Sub(start), stallAt.Sub(start), stallEnd.Sub(start))
+						}
+					}
+					// The chunk due next comes the stall's length late.
+					if maxGap < stall || maxGap > stall+cfg.FixedITL+cfg.DecodeBase+cfg.PrefillBase {
+						t.Errorf("stream %d: largest gap %v, want the stall %v and at most a step more", i, maxGap, stall)
 					}
 				}
-				if maxGap < stall-20*time.Millisecond {
-					t.Errorf("stream %d: largest gap %v, want ≈ %v", i, maxGap, stall)
+				late := results[4]
+				if len(late.events) == 0 {
+					t.Fatal("late request got nothing")
 				}
-			}
-			late := results[4]
-			if len(late.events) == 0 {
-				t.Fatal("late request got nothing")
-			}
-			if late.events[0].at.Before(stallEnd.Add(-5 * time.Millisecond)) {
-				t.Errorf("request arriving during the stall got its first event %v before the stall ended",
-					stallEnd.Sub(late.events[0].at))
-			}
+				if late.events[0].at.Before(stallEnd) {
+					t.Errorf("request arriving during the stall got its first event %v before the stall ended",
+						stallEnd.Sub(late.events[0].at))
+				}
+			})
 		})
 	}
 }
@@ -246,59 +252,64 @@ func TestStallAt(t *testing.T) {
 	cfg := fixedCfg(0, 10*time.Millisecond)
 	cfg.StallAt = 100 * time.Millisecond
 	cfg.StallFor = 200 * time.Millisecond
-	r := startSim(t, cfg)
-	c := testClient(t)
-	res := do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
-	ce := contentEvents(t, res.events)
-	var maxGap time.Duration
-	var at time.Duration
-	for k := 1; k < len(ce); k++ {
-		if g := ce[k].at.Sub(ce[k-1].at); g > maxGap {
-			maxGap, at = g, ce[k-1].at.Sub(res.sent)
+	synctest.Test(t, func(t *testing.T) { // a fake clock: the instants are exact
+		_, c, url := startPipeSim(t, cfg)
+		res := do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+		ce := contentEvents(t, res.events)
+		var maxGap time.Duration
+		var at time.Duration
+		for k := 1; k < len(ce); k++ {
+			if g := ce[k].at.Sub(ce[k-1].at); g > maxGap {
+				maxGap, at = g, ce[k-1].at.Sub(res.sent)
+			}
 		}
-	}
-	if maxGap < 190*time.Millisecond || at < 80*time.Millisecond || at > 130*time.Millisecond {
-		t.Errorf("largest gap %v starting at +%v, want ≈ 200ms at +100ms", maxGap, at)
-	}
-	// Only once.
-	res = do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
-	if el := res.events[len(res.events)-1].at.Sub(res.sent); el > 600*time.Millisecond {
-		t.Errorf("second request took %v: stalled again?", el)
-	}
+		// The chunk due at +100 ms or the one after it comes 200 ms late.
+		if maxGap < 200*time.Millisecond || maxGap > 210*time.Millisecond || at < 90*time.Millisecond || at > 100*time.Millisecond {
+			t.Errorf("largest gap %v starting at +%v, want 200–210ms at +90–100ms", maxGap, at)
+		}
+		// Only once.
+		res = do(context.Background(), c, url, "/v1/chat/completions", chatBody("x", 40, true, false), nil)
+		if el := res.events[len(res.events)-1].at.Sub(res.sent); el != 390*time.Millisecond {
+			t.Errorf("second request took %v, want 39 × 10 ms: stalled again?", el)
+		}
+	})
 }
 
 func TestGateShift(t *testing.T) {
-	g := newGate(time.Now())
-	// No stall: returns at due.
-	due := time.Now().Add(20 * time.Millisecond)
-	eff, ok := g.sleepUntil(due, nil, nil, nil)
-	if !ok || !eff.Equal(due) || time.Now().Before(due) {
-		t.Errorf("plain sleep: eff %v due %v", eff, due)
-	}
-	// A stall opening during the wait pushes the deadline by its length.
-	start := time.Now()
-	due = start.Add(50 * time.Millisecond)
-	time.AfterFunc(10*time.Millisecond, func() { g.stall(100 * time.Millisecond) })
-	eff, ok = g.sleepUntil(due, nil, nil, nil)
-	if el := time.Since(start); !ok || el < 145*time.Millisecond || el > 250*time.Millisecond {
-		t.Errorf("shifted sleep took %v, want ≈ 150ms", el)
-	}
-	if d := eff.Sub(due); d < 95*time.Millisecond || d > 105*time.Millisecond {
-		t.Errorf("effective due shifted by %v, want 100ms", d)
-	}
-	// A past due inside an open stall waits for the stall's end.
-	g.stall(50 * time.Millisecond)
-	start = time.Now()
-	g.sleepUntil(start.Add(-time.Second), nil, nil, nil)
-	if el := time.Since(start); el < 45*time.Millisecond {
-		t.Errorf("past due during a stall returned after %v", el)
-	}
-	// stop ends the wait.
-	stop := make(chan struct{})
-	close(stop)
-	if _, ok := g.sleepUntil(time.Now().Add(time.Hour), stop, nil, nil); ok {
-		t.Error("stop did not end the wait")
-	}
+	// The gate is timer logic alone: a fake clock makes every instant exact.
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(time.Now())
+		// No stall: returns at due.
+		due := time.Now().Add(20 * time.Millisecond)
+		eff, ok := g.sleepUntil(due, nil, nil, nil)
+		if !ok || !eff.Equal(due) || !time.Now().Equal(due) {
+			t.Errorf("plain sleep: eff %v due %v, now %v", eff, due, time.Now())
+		}
+		// A stall opening during the wait pushes the deadline by its length.
+		start := time.Now()
+		due = start.Add(50 * time.Millisecond)
+		time.AfterFunc(10*time.Millisecond, func() { g.stall(100 * time.Millisecond) })
+		eff, ok = g.sleepUntil(due, nil, nil, nil)
+		if el := time.Since(start); !ok || el != 150*time.Millisecond {
+			t.Errorf("shifted sleep took %v, want 150ms", el)
+		}
+		if d := eff.Sub(due); d != 100*time.Millisecond {
+			t.Errorf("effective due shifted by %v, want 100ms", d)
+		}
+		// A past due inside an open stall waits for the stall's end.
+		g.stall(50 * time.Millisecond)
+		start = time.Now()
+		g.sleepUntil(start.Add(-time.Second), nil, nil, nil)
+		if el := time.Since(start); el != 50*time.Millisecond {
+			t.Errorf("past due during a stall returned after %v, want 50ms", el)
+		}
+		// stop ends the wait.
+		stop := make(chan struct{})
+		close(stop)
+		if _, ok := g.sleepUntil(time.Now().Add(time.Hour), stop, nil, nil); ok {
+			t.Error("stop did not end the wait")
+		}
+	})
 }
 
 func TestMetrics(t *testing.T) {
@@ -306,12 +317,16 @@ func TestMetrics(t *testing.T) {
 	cfg.Model = "metric-model"
 	cfg.Tokenizer = TokenizerBytes4 // 40 bytes: 10 tokens
 	r := startSim(t, cfg)
+	// Utilization over every interval between scrapes, however short, so
+	// that no scrape waits out minUtilWindow (TestUtilizationWindow has it).
+	r.busy.mu.Lock()
+	r.busy.window = time.Nanosecond
+	r.busy.mu.Unlock()
 	c := testClient(t)
 	m := scrape(t, c, r.URL)
 	if v, ok := metricValue(t, m, "DCGM_FI_DEV_FB_USED", ""); !ok || v != cfg.WeightsMiB {
 		t.Errorf("idle FB_USED %v, want weights %v", v, cfg.WeightsMiB)
 	}
-	time.Sleep(110 * time.Millisecond)
 	if v, _ := metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_GPU_UTIL", ""); v != 0 {
 		t.Errorf("idle GPU util %v", v)
 	}
@@ -320,9 +335,14 @@ func TestMetrics(t *testing.T) {
 	stop := make(chan struct{})
 	var busyFB float64
 	wg.Add(1)
-	go func() { // scrape mid-run
+	go func() { // scrape mid-run: 100 steps of 2 ms left for it
 		defer wg.Done()
-		time.Sleep(30 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Await(ctx, func() bool { return r.running() == 5 }); err != nil {
+			t.Errorf("waiting for 5 running: %v", err)
+			return
+		}
 		busyFB, _ = metricValue(t, scrape(t, c, r.URL), "DCGM_FI_DEV_FB_USED", "")
 		<-stop
 	}()
@@ -331,15 +351,14 @@ func TestMetrics(t *testing.T) {
 		inner.Add(1)
 		go func() {
 			defer inner.Done()
-			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), 30, true, false), nil)
+			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), 100, true, false), nil)
 		}()
 	}
 	inner.Wait()
 	close(stop)
 	wg.Wait()
 	waitIdle(t, r.Server)
-	time.Sleep(minUtilWindow) // utilization is over ≥ 100 ms since the last scrape
-	if want := cfg.WeightsMiB + 5*40*float64(cfg.KVBytesPerToken)/(1<<20); busyFB != want {
+	if want := cfg.WeightsMiB + 5*110*float64(cfg.KVBytesPerToken)/(1<<20); busyFB != want {
 		t.Errorf("FB_USED mid-run %v, want %v", busyFB, want)
 	}
 
@@ -364,11 +383,11 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	check("vllm:prompt_tokens_total", "", 5*10)
-	check("vllm:generation_tokens_total", "", 5*30)
+	check("vllm:generation_tokens_total", "", 5*100)
 	check("vllm:request_success_total", `finished_reason="length"`, 5)
 	check("vllm:time_to_first_token_seconds_count", "", 5)
 	check("vllm:e2e_request_latency_seconds_count", "", 5)
-	check("vllm:inter_token_latency_seconds_count", "", 5*29)
+	check("vllm:inter_token_latency_seconds_count", "", 5*99)
 	check("vllm:num_requests_running", "", 0)
 	check("vllm:kv_cache_usage_perc", "", 0)
 	if v, _ := metricValue(t, m, "DCGM_FI_DEV_GPU_UTIL", ""); v <= 0 || v > 100 {
@@ -376,6 +395,32 @@ func TestMetrics(t *testing.T) {
 	}
 	if !strings.Contains(m, "# TYPE vllm:time_to_first_token_seconds histogram") {
 		t.Error("TTFT is not a histogram")
+	}
+}
+
+// Utilization is the busy share of the time since the previous reading,
+// over at least minUtilWindow: a reading sooner repeats the last value.
+func TestUtilizationWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := newBusyMeter(t0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if u := b.utilization(at(50 * time.Millisecond)); u != 0 {
+		t.Errorf("before the first window: %v, want the initial 0", u)
+	}
+	b.add(30 * time.Millisecond) // an engine step
+	if u := b.utilization(at(100 * time.Millisecond)); u != 0.3 {
+		t.Errorf("first window: %v, want 0.3", u)
+	}
+	b.begin(at(150 * time.Millisecond)) // a fixed-mode request, still running
+	if u := b.utilization(at(180 * time.Millisecond)); u != 0.3 {
+		t.Errorf("80 ms after the last reading: %v, want the last value 0.3", u)
+	}
+	if u := b.utilization(at(200 * time.Millisecond)); u != 0.5 {
+		t.Errorf("second window: %v, want 0.5", u)
+	}
+	b.end(at(250 * time.Millisecond))
+	if u := b.utilization(at(400 * time.Millisecond)); u != 0.25 {
+		t.Errorf("third window: %v, want 0.25", u)
 	}
 }
 
@@ -403,8 +448,20 @@ func TestCloseNoLeak(t *testing.T) {
 						map[string]string{"X-Sim-Fault": f})
 				}()
 			}
-			waitFor(t, "3 in flight", func() bool { return r.InFlight() == 3 })
-			time.Sleep(20 * time.Millisecond)
+			// Close comes once each is where it would hang on: hanging,
+			// stalled after its headers, streaming.
+			waitFor(t, r.Server, "3 under way", func() bool {
+				n := 0
+				for _, tr := range r.Truth() {
+					switch {
+					case tr.Fault == FaultHang && tr.Outcome == "fault",
+						tr.Fault == FaultStall && !tr.Headers.IsZero(),
+						tr.Fault == FaultNone && len(tr.Chunks) > 0:
+						n++
+					}
+				}
+				return n == 3
+			})
 			closed := make(chan error, 1)
 			go func() { closed <- r.Close() }()
 			select {
@@ -423,6 +480,8 @@ func TestCloseNoLeak(t *testing.T) {
 					buf := make([]byte, 1<<16)
 					t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 				}
+				// A goroutine's exit has no event to wait on (goleak
+				// polls the same way).
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
@@ -430,31 +489,33 @@ func TestCloseNoLeak(t *testing.T) {
 }
 
 // A client that stops reading leaves its handler blocked in Write; Close
-// must still return promptly.
+// must still return at once. On synctest's fake clock, over an unbuffered
+// in-memory connection: the handler blocks in its first Write.
 func TestCloseWithStuckClient(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Mode = ModeFixed // zero delay: fills the socket buffers at once
-	r, err := Start(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", r.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
-	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	waitFor(t, "request in flight", func() bool { return r.InFlight() == 1 })
-	time.Sleep(100 * time.Millisecond) // let the buffers fill
-	start := time.Now()
-	if err := r.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("Close took %v", el)
-	}
-	if err := r.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Mode = ModeFixed // zero delay: writes at once
+		r, ln := startPipe(t, cfg)
+		conn, err := ln.dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10000000,"stream":true}`
+		go fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		synctest.Wait() // every goroutine blocked: the handler in Write, the client not reading
+		if r.InFlight() != 1 {
+			t.Fatalf("%d requests in flight, want the stuck one", r.InFlight())
+		}
+		start := time.Now()
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("Close took %v", el)
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	})
 }

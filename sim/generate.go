@@ -39,7 +39,7 @@ import (
 // the connection after half the chunks; malformed sends an event that is
 // not JSON.
 func (s *Server) generateRoutes(mux *http.ServeMux) {
-	g := &grpcService{s: s} // Triton's series appear with the first request
+	g := s.kserve // Triton's series appear with the first request
 	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
 	mux.HandleFunc("GET /v2/health/live", ok)
 	mux.HandleFunc("GET /v2/health/ready", ok)
@@ -51,7 +51,7 @@ func (s *Server) generateRoutes(mux *http.ServeMux) {
 	})
 	meta := func(w http.ResponseWriter, r *http.Request) {
 		if !g.known(r.PathValue("model"), r.PathValue("version")) {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": status.Convert(g.unknownModel(r.PathValue("model"))).Message()})
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": status.Convert(unknownModel(r.PathValue("model"))).Message()})
 			return
 		}
 		tensors := func(ts []*pb.ModelMetadataResponse_TensorMetadata) []map[string]any {
@@ -66,7 +66,7 @@ func (s *Server) generateRoutes(mux *http.ServeMux) {
 	}
 	ready := func(w http.ResponseWriter, r *http.Request) {
 		if !g.known(r.PathValue("model"), r.PathValue("version")) {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": status.Convert(g.unknownModel(r.PathValue("model"))).Message()})
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": status.Convert(unknownModel(r.PathValue("model"))).Message()})
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -110,7 +110,7 @@ func httpStatusOf(c codes.Code) int {
 // generateRequest turns a generate body into the inference request it
 // stands for: each key an input tensor, parameters merged into
 // sampling_parameters.
-func (g *grpcService) generateRequest(model, id string, body []byte) (*pb.ModelInferRequest, error) {
+func (k *kserve) generateRequest(model, id string, body []byte) (*pb.ModelInferRequest, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "failed to parse the request JSON buffer: %v", err)
@@ -183,9 +183,9 @@ func (g *grpcService) generateRequest(model, id string, body []byte) (*pb.ModelI
 	return req, nil
 }
 
-func (g *grpcService) serveGenerate(w http.ResponseWriter, r *http.Request, stream bool) {
+func (k *kserve) serveGenerate(w http.ResponseWriter, r *http.Request, stream bool) {
 	arrived := time.Now()
-	s := g.s
+	s := k.s
 	h := w.Header()
 	id := r.Header.Get("X-Request-Id")
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
@@ -200,13 +200,13 @@ func (g *grpcService) serveGenerate(w http.ResponseWriter, r *http.Request, stre
 		fail(status.Error(codes.InvalidArgument, "request body too large"))
 		return
 	}
-	req, err := g.generateRequest(r.PathValue("model"), id, body)
+	req, err := k.generateRequest(r.PathValue("model"), id, body)
 	if err == nil {
 		req.ModelVersion = r.PathValue("version")
 	}
-	var q *grpcRequest
+	var q *kserveRequest
 	if err == nil {
-		q, err = g.beginWith(r.Header.Get, r.URL.Path, req, arrived)
+		q, err = k.begin(r.Context(), r.Header.Get, r.URL.Path, req, arrived)
 	}
 	if err != nil {
 		fail(err)
@@ -245,7 +245,7 @@ func (g *grpcService) serveGenerate(w http.ResponseWriter, r *http.Request, stre
 		b = appendJSONString(b, string(text))
 		if q.wantIn {
 			b = append(b, `,"num_input_tokens":`...)
-			b = strconv.AppendInt(b, int64(q.promptTokens), 10)
+			b = strconv.AppendInt(b, int64(q.prompt), 10)
 		}
 		if q.wantOut {
 			b = append(b, `,"num_output_tokens":`...)
@@ -253,10 +253,10 @@ func (g *grpcService) serveGenerate(w http.ResponseWriter, r *http.Request, stre
 		}
 		return append(b, '}')
 	}
-	var sink *grpcSink
-	if stream {
-		sink = &grpcSink{
-			chunk: func(text []byte, tokens int, final bool) error {
+	a := &kserveAnswer{}
+	if stream && q.stream {
+		a = &kserveAnswer{
+			respond: func(text []byte, tokens int, final bool) error {
 				buf = append(append(buf[:0], "data: "...), event(nil, text, tokens)...)
 				return write(append(buf, "\n\n"...))
 			},
@@ -267,27 +267,17 @@ func (g *grpcService) serveGenerate(w http.ResponseWriter, r *http.Request, stre
 			// No terminating chunk: the client sees the body cut.
 			truncate: func() { write(nil); panic(http.ErrAbortHandler) },
 		}
-		if !q.stream {
-			// A model asked not to stream answers once, at the end.
-			sink = nil
-		}
 	}
-	if sink == nil {
-		sink = &grpcSink{}
-	}
-	err = g.serve(r.Context(), q, sink)
+	// A model asked not to stream answers once, at the end.
+	err = k.serve(q, a)
 	switch {
 	case err != nil && !started:
 		fail(err)
 	case err != nil:
-	case sink.chunk == nil && stream:
-		write(append(append([]byte("data: "), event(nil, sink.text, q.sent)...), "\n\n"...))
-	case sink.chunk == nil:
-		text := sink.text
-		if !q.exclude {
-			text = append([]byte(q.prompt), text...)
-		}
-		b := event(nil, text, q.sent)
+	case a.respond == nil && stream:
+		write(append(append([]byte("data: "), event(nil, answerText(q.sent), q.sent)...), "\n\n"...))
+	case a.respond == nil:
+		b := event(nil, q.prompted(answerText(q.sent)), q.sent)
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(http.StatusOK)

@@ -67,7 +67,7 @@ func appendTensorHeader(b []byte, name, datatype string) []byte {
 
 // responseHead is the part of every streamed ModelInferResponse of q that
 // does not change: model, version, id and the output tensors' headers.
-func (q *grpcRequest) responseHead(model string) []byte {
+func (q *kserveRequest) responseHead(model string) []byte {
 	var b []byte
 	b = protowire.AppendTag(b, fRespModelName, protowire.BytesType)
 	b = protowire.AppendString(b, model)
@@ -105,7 +105,7 @@ var finalParameter = func() []byte {
 // appendStreamResponse appends the ModelStreamInferResponse carrying text
 // (and the counts q asked for) to dst, reusing scratch for the inner
 // message; it returns both grown.
-func (q *grpcRequest) appendStreamResponse(dst, scratch, head []byte, promptTokens int, text []byte, tokens int, final bool) (out, inner []byte) {
+func (q *kserveRequest) appendStreamResponse(dst, scratch, head []byte, promptTokens int, text []byte, tokens int, final bool) (out, inner []byte) {
 	r := append(scratch[:0], head...)
 	if final {
 		r = append(r, finalParameter...)

@@ -11,10 +11,10 @@ import (
 // The pre-encoded responses decode to the messages textResponse builds.
 func TestEncodedResponseMatchesProto(t *testing.T) {
 	s := &Server{cfg: Config{Model: "m"}}
-	for _, q := range []*grpcRequest{{id: "r1", promptTokens: 7, wantIn: true, wantOut: true}, {id: ""}, {id: "x", wantOut: true}} {
+	for _, q := range []*kserveRequest{{exchange: &exchange{id: "r1", prompt: 7}, wantIn: true, wantOut: true}, {exchange: &exchange{}}, {exchange: &exchange{id: "x"}, wantOut: true}} {
 		for _, final := range []bool{false, true} {
 			for _, text := range []string{"", " the of", string(make([]byte, 300))} {
-				b, _ := q.appendStreamResponse(nil, nil, q.responseHead("m"), q.promptTokens, []byte(text), 3, final)
+				b, _ := q.appendStreamResponse(nil, nil, q.responseHead("m"), q.prompt, []byte(text), 3, final)
 				var got pb.ModelStreamInferResponse
 				if err := proto.Unmarshal(b, &got); err != nil {
 					t.Fatal(err)

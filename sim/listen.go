@@ -39,6 +39,11 @@ func Start(cfg Config, addr string) (*Running, error) {
 		s.Close()
 		return nil, err
 	}
+	return serve(s, ln), nil
+}
+
+// serve serves s on ln (tests serve it on in-memory connections).
+func serve(s *Server, ln net.Listener) *Running {
 	r := &Running{Server: s, Addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(),
 		hs:   &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second},
 		done: make(chan error, 1)}
@@ -49,7 +54,7 @@ func Start(cfg Config, addr string) (*Running, error) {
 		}
 		r.done <- err
 	}()
-	return r, nil
+	return r
 }
 
 // Close stops serving: it ends every request in flight (a hanging one

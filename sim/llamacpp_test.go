@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -114,12 +115,17 @@ func TestCloseAfterStreamGoClient(t *testing.T) {
 	cfg.CloseAfter = CloseAfterStream
 	r := startSim(t, cfg)
 	var conns sync.Map
+	// The transport closes a pooled connection once its read loop has seen
+	// the server's FIN (and marked it broken first), so a request after
+	// that Close never takes it.
+	closed := make(chan struct{}, 16)
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			conns.Store(c.LocalAddr().String(), true)
+		if err != nil {
+			return nil, err
 		}
-		return c, err
+		conns.Store(c.LocalAddr().String(), true)
+		return &closeSignal{Conn: c, closed: closed}, nil
 	}}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -129,7 +135,11 @@ func TestCloseAfterStreamGoClient(t *testing.T) {
 		if res.err != nil || res.readErr != nil || res.status != 200 {
 			t.Fatalf("request %d: %v %v %d", i, res.err, res.readErr, res.status)
 		}
-		time.Sleep(100 * time.Millisecond) // time for the transport to read the FIN, even on a loaded machine
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d: the transport never closed its connection after the server's close", i)
+		}
 	}
 	dialled := 0
 	conns.Range(func(_, _ any) bool { dialled++; return true })
@@ -183,7 +193,7 @@ func TestLlamaCppMetricsState(t *testing.T) {
 			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody(strings.Repeat("z", 40), maxTokens, true, false), nil)
 		}()
 	}
-	waitFor(t, "two running, three deferred", func() bool { return r.running() == 2 && r.waiting() == 3 })
+	waitFor(t, r.Server, "two running, three deferred", func() bool { return r.running() == 2 && r.waiting() == 3 })
 	mid := scrape(t, c, r.URL)
 	wg.Wait()
 	waitIdle(t, r.Server)
@@ -252,32 +262,33 @@ func TestMetricsFromLoop(t *testing.T) {
 			cfg.DecodeBase = 200 * time.Millisecond
 			cfg.MetricsFromLoop = fromLoop
 			cfg.Metrics = MetricsLlamaCpp
-			r := startSim(t, cfg)
-			c := testClient(t)
-			first := make(chan struct{})
-			done := make(chan result, 1)
-			go func() { done <- doSignal(context.Background(), c, r.URL, "loop", 3, first) }()
-			<-first
-			start := time.Now()
-			scrape(t, c, r.URL)
-			took := time.Since(start)
-			<-done
-			waitIdle(t, r.Server)
-			tr := truthByID(t, r.Server, "loop")
-			if len(tr.Chunks) != 3 {
-				t.Fatalf("%d chunks", len(tr.Chunks))
-			}
-			t.Logf("scrape took %v", took)
-			if fromLoop {
-				// Answered at the next step boundary: the second chunk.
-				end := start.Add(took)
-				if took < 100*time.Millisecond || absDur(end.Sub(tr.Chunks[1].At)) > 50*time.Millisecond {
-					t.Errorf("scrape took %v, ended %v from the next step's end: want it held to the step's end",
-						took, end.Sub(tr.Chunks[1].At))
+			// On synctest's fake clock (server and client over in-memory
+			// connections) the step boundaries are exact.
+			synctest.Test(t, func(t *testing.T) {
+				s, c, url := startPipeSim(t, cfg)
+				first := make(chan struct{})
+				done := make(chan result, 1)
+				go func() { done <- doSignal(context.Background(), c, url, "loop", 3, first) }()
+				<-first
+				start := time.Now()
+				scrape(t, c, url)
+				took := time.Since(start)
+				<-done
+				waitIdle(t, s)
+				tr := truthByID(t, s, "loop")
+				if len(tr.Chunks) != 3 {
+					t.Fatalf("%d chunks", len(tr.Chunks))
 				}
-			} else if took > 100*time.Millisecond {
-				t.Errorf("scrape took %v without the mode, want it at once", took)
-			}
+				if fromLoop {
+					// Answered at the next step boundary: the second chunk's.
+					if end := start.Add(took); took != cfg.DecodeBase || !end.Equal(tr.Chunks[1].At) {
+						t.Errorf("scrape took %v, ended %v from the next step's end: want it held to the step's end",
+							took, end.Sub(tr.Chunks[1].At))
+					}
+				} else if took != 0 {
+					t.Errorf("scrape took %v without the mode, want it at once", took)
+				}
+			})
 		})
 	}
 }
@@ -287,36 +298,39 @@ func TestMetricsFromLoop(t *testing.T) {
 func TestHTTPThreads(t *testing.T) {
 	cfg := fixedCfg(0, 50*time.Millisecond)
 	cfg.HTTPThreads = 2
-	r := startSim(t, cfg)
-	c := testClient(t)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < 2; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			do(context.Background(), c, r.URL, "/v1/chat/completions", chatBody("hi", 5, true, false), nil) // ≥ 200 ms
-		}()
-	}
-	waitFor(t, "two streams in flight", func() bool { return r.InFlight() == 2 })
-	scrape(t, c, r.URL)
-	took := time.Since(start)
-	wg.Wait()
-	waitIdle(t, r.Server)
-	firstEnd := time.Time{}
-	for _, tr := range r.Truth() {
-		if firstEnd.IsZero() || tr.End.Before(firstEnd) {
-			firstEnd = tr.End
+	// On synctest's fake clock (server and client over in-memory
+	// connections): a scrape's wait is exact.
+	synctest.Test(t, func(t *testing.T) {
+		s, c, url := startPipeSim(t, cfg)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				do(context.Background(), c, url, "/v1/chat/completions", chatBody("hi", 5, true, false), nil) // 200 ms
+			}()
 		}
-	}
-	if end := start.Add(took); end.Before(firstEnd) {
-		t.Errorf("scrape answered %v before the first stream ended, with every thread busy", firstEnd.Sub(end))
-	}
-	t0 := time.Now()
-	scrape(t, c, r.URL)
-	if d := time.Since(t0); d > 50*time.Millisecond {
-		t.Errorf("idle scrape took %v", d)
-	}
+		waitFor(t, s, "two streams in flight", func() bool { return s.InFlight() == 2 })
+		scrape(t, c, url)
+		took := time.Since(start)
+		wg.Wait()
+		waitIdle(t, s)
+		firstEnd := time.Time{}
+		for _, tr := range s.Truth() {
+			if firstEnd.IsZero() || tr.End.Before(firstEnd) {
+				firstEnd = tr.End
+			}
+		}
+		if end := start.Add(took); end.Before(firstEnd) {
+			t.Errorf("scrape answered %v before the first stream ended, with every thread busy", firstEnd.Sub(end))
+		}
+		t0 := time.Now()
+		scrape(t, c, url)
+		if d := time.Since(t0); d != 0 {
+			t.Errorf("idle scrape took %v", d)
+		}
+	})
 }
 
 // TestEOSNotStreamed: the answer ends at an EOS token that is counted in
@@ -649,4 +663,16 @@ func TestLlamaCppDialect(t *testing.T) {
 	if len(u.Choices) != 0 || u.Usage == nil || u.Usage.CompletionTokens != 4 || !strings.Contains(res.events[5].data, `"timings":{"prompt_n":2,`) {
 		t.Errorf("usage chunk %s", res.events[5].data)
 	}
+}
+
+// closeSignal is a connection that tells closed when it is first closed.
+type closeSignal struct {
+	net.Conn
+	once   sync.Once
+	closed chan<- struct{}
+}
+
+func (c *closeSignal) Close() error {
+	c.once.Do(func() { c.closed <- struct{}{} })
+	return c.Conn.Close()
 }

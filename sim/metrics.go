@@ -21,7 +21,23 @@ var (
 )
 
 // metrics holds the server's own registry, in vLLM and dcgm-exporter names.
-// Each engine (Config.Engines) has its own series, labelled engine="i".
+// Each engine (Config.Engines) has its own series, labelled model_name and
+// engine="i" as vLLM labels them: vllm:num_requests_running,
+// vllm:num_requests_waiting and vllm:kv_cache_usage_perc (reserved KV /
+// KVTokens, 0–1) as gauges; vllm:request_queue_time_seconds (arrival →
+// admission), vllm:time_to_first_token_seconds and
+// vllm:e2e_request_latency_seconds (arrival → first content chunk / end,
+// as flushed), and vllm:inter_token_latency_seconds (chunk gap / tokens)
+// as histograms with vLLM's buckets; vllm:prompt_tokens_total,
+// vllm:generation_tokens_total and
+// vllm:request_success_total{finished_reason="length"|"abort"} as
+// counters. The simulated GPU (labels gpu, UUID, device, modelName,
+// Hostname) has DCGM_FI_DEV_GPU_UTIL, the percentage of time the engine
+// spent in steps since the previous scrape (at least 100 ms), and
+// DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE in MiB: Config.WeightsMiB plus
+// reserved KV tokens × KVBytesPerToken. In ModeFixed the gauges report
+// requests in flight as running and their prompt + max_tokens as KV use,
+// and GPU utilization is the time with at least one request in flight.
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -157,6 +173,7 @@ func (m *metrics) reset(i int) {
 type busyMeter struct {
 	start  time.Time
 	mu     sync.Mutex
+	window time.Duration // minUtilWindow; tests shorten it
 	active int           // overlapping busy spans (ModeFixed: requests in flight)
 	since  time.Time     // start of the current busy span
 	total  time.Duration // closed busy time
@@ -168,7 +185,9 @@ type busyMeter struct {
 
 const minUtilWindow = 100 * time.Millisecond
 
-func newBusyMeter(start time.Time) *busyMeter { return &busyMeter{start: start, lastAt: start} }
+func newBusyMeter(start time.Time) *busyMeter {
+	return &busyMeter{start: start, lastAt: start, window: minUtilWindow}
+}
 
 // busyTotal is the busy time since the meter started.
 func (b *busyMeter) busyTotal(now time.Time) time.Duration {
@@ -221,7 +240,7 @@ func (b *busyMeter) utilization(now time.Time) float64 {
 		tot += now.Sub(b.since)
 	}
 	dt := now.Sub(b.lastAt)
-	if dt < minUtilWindow {
+	if dt < b.window {
 		return b.lastUtil
 	}
 	u := float64(tot-b.lastTotal) / float64(dt)

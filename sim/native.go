@@ -31,7 +31,7 @@ import (
 // stream; truncate aborts the connection; malformed sends a line that is
 // not JSON.
 func (s *Server) nativeRoutes(mux *http.ServeMux) {
-	g := &grpcService{s: s}
+	g := s.kserve
 	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"model_id": s.cfg.Model, "version": "tailgate-sim-" + Version})
 	})
@@ -44,9 +44,9 @@ func (s *Server) nativeRoutes(mux *http.ServeMux) {
 }
 
 // nativeRequest is the inference request a native body stands for.
-func (g *grpcService) nativeRequest(id, prompt string, stream bool, maxTokens *int) *pb.ModelInferRequest {
+func (k *kserve) nativeRequest(id, prompt string, stream bool, maxTokens *int) *pb.ModelInferRequest {
 	bytesOf := func(s string) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(s))), s...) }
-	req := &pb.ModelInferRequest{ModelName: g.s.cfg.Model, Id: id}
+	req := &pb.ModelInferRequest{ModelName: k.s.cfg.Model, Id: id}
 	add := func(name, dt string, raw []byte) {
 		req.Inputs = append(req.Inputs, &pb.ModelInferRequest_InferInputTensor{Name: name, Datatype: dt, Shape: []int64{1}})
 		req.RawInputContents = append(req.RawInputContents, raw)
@@ -65,11 +65,11 @@ func (g *grpcService) nativeRequest(id, prompt string, stream bool, maxTokens *i
 	return req
 }
 
-// nativeStream runs q, writing what sink makes of it, and answers a
+// nativeStream runs q, writing what a makes of it, and answers a
 // failure before the stream with errBody's JSON and its HTTP status.
-func (g *grpcService) nativeStream(w http.ResponseWriter, r *http.Request, q *grpcRequest, sink *grpcSink,
+func (k *kserve) nativeStream(w http.ResponseWriter, q *kserveRequest, a *kserveAnswer,
 	started *bool, errBody func(msg string) map[string]string) {
-	err := g.serve(r.Context(), q, sink)
+	err := k.serve(q, a)
 	if err != nil && !*started {
 		st := status.Convert(err)
 		writeJSON(w, httpStatusOf(st.Code()), errBody(st.Message()))
@@ -95,7 +95,7 @@ func (sw *streamWriter) write(b []byte) error {
 	return http.NewResponseController(sw.w).Flush()
 }
 
-func (g *grpcService) serveTGI(w http.ResponseWriter, r *http.Request, stream bool) {
+func (k *kserve) serveTGI(w http.ResponseWriter, r *http.Request, stream bool) {
 	arrived := time.Now()
 	var body struct {
 		Inputs     string `json:"inputs"`
@@ -110,7 +110,7 @@ func (g *grpcService) serveTGI(w http.ResponseWriter, r *http.Request, stream bo
 		writeJSON(w, http.StatusUnprocessableEntity, tgiErr("Failed to deserialize the JSON body: "+err.Error()))
 		return
 	}
-	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), body.Inputs, stream, body.Parameters.MaxNewTokens), arrived)
+	q, err := k.begin(r.Context(), r.Header.Get, r.URL.Path, k.nativeRequest(r.Header.Get("X-Request-Id"), body.Inputs, stream, body.Parameters.MaxNewTokens), arrived)
 	if err != nil {
 		st := status.Convert(err)
 		writeJSON(w, httpStatusOf(st.Code()), tgiErr(st.Message()))
@@ -123,17 +123,16 @@ func (g *grpcService) serveTGI(w http.ResponseWriter, r *http.Request, stream bo
 		b = append(b, `{"finish_reason":"length","generated_tokens":`...)
 		b = strconv.AppendInt(b, int64(q.sent), 10)
 		b = append(b, `,"seed":null,"input_length":`...)
-		b = strconv.AppendInt(b, int64(q.promptTokens), 10)
+		b = strconv.AppendInt(b, int64(q.prompt), 10)
 		return append(b, '}')
 	}
 	if !stream {
-		sink := &grpcSink{}
-		if err := g.serve(r.Context(), q, sink); err != nil {
+		if err := k.serve(q, &kserveAnswer{}); err != nil {
 			st := status.Convert(err)
 			writeJSON(w, httpStatusOf(st.Code()), map[string]string{"error": st.Message(), "error_type": "generation"})
 			return
 		}
-		b := appendJSONString([]byte(`{"generated_text":`), string(sink.text))
+		b := appendJSONString([]byte(`{"generated_text":`), string(answerText(q.sent)))
 		b = append(details(append(b, `,"details":`...)), '}')
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
@@ -142,8 +141,8 @@ func (g *grpcService) serveTGI(w http.ResponseWriter, r *http.Request, stream bo
 	sw := &streamWriter{w: w, ct: "text/event-stream"}
 	var full []byte
 	index := 0
-	sink := &grpcSink{
-		chunk: func(text []byte, tokens int, final bool) error {
+	a := &kserveAnswer{
+		respond: func(text []byte, tokens int, final bool) error {
 			// One event per token: the chunk's words (each with its
 			// leading space), one at a time.
 			words := strings.Split(string(text), " ")[1:]
@@ -176,10 +175,10 @@ func (g *grpcService) serveTGI(w http.ResponseWriter, r *http.Request, stream bo
 		malformed: func() error { return sw.write([]byte("data:{\"index\":\n\n")) },
 		truncate:  func() { sw.write(nil); panic(http.ErrAbortHandler) },
 	}
-	g.nativeStream(w, r, q, sink, &sw.started, tgiErr)
+	k.nativeStream(w, q, a, &sw.started, tgiErr)
 }
 
-func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
+func (k *kserve) serveOllama(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	var body struct {
 		Model    string `json:"model"`
@@ -197,7 +196,7 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, olErr(err.Error()))
 		return
 	}
-	s := g.s
+	s := k.s
 	if body.Model != s.cfg.Model && body.Model != s.cfg.Model+":latest" {
 		writeJSON(w, http.StatusNotFound, olErr(`model "`+body.Model+`" not found, try pulling it first`))
 		return
@@ -225,7 +224,7 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		n--
 		predict = &n
 	}
-	q, err := g.beginWith(r.Header.Get, r.URL.Path, g.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, predict), arrived)
+	q, err := k.begin(r.Context(), r.Header.Get, r.URL.Path, k.nativeRequest(r.Header.Get("X-Request-Id"), strings.Join(prompt, "\n"), stream, predict), arrived)
 	if err != nil {
 		st := status.Convert(err)
 		writeJSON(w, httpStatusOf(st.Code()), olErr(st.Message()))
@@ -263,7 +262,7 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		b = append(b, `,"load_duration":`...)
 		b = strconv.AppendInt(b, int64(load), 10)
 		b = append(b, `,"prompt_eval_count":`...)
-		b = strconv.AppendInt(b, int64(q.promptTokens), 10)
+		b = strconv.AppendInt(b, int64(q.prompt), 10)
 		b = append(b, `,"prompt_eval_duration":`...)
 		b = strconv.AppendInt(b, int64(max(first.Sub(admitted), time.Microsecond)), 10)
 		b = append(b, `,"eval_count":`...)
@@ -273,19 +272,18 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		return append(b, "}\n"...)
 	}
 	if !stream {
-		sink := &grpcSink{}
-		if err := g.serve(r.Context(), q, sink); err != nil {
+		if err := k.serve(q, &kserveAnswer{}); err != nil {
 			st := status.Convert(err)
 			writeJSON(w, httpStatusOf(st.Code()), olErr(st.Message()))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Write(last(nil, sink.text))
+		w.Write(last(nil, answerText(q.sent)))
 		return
 	}
 	sw := &streamWriter{w: w, ct: "application/x-ndjson"}
-	sink := &grpcSink{
-		chunk: func(text []byte, tokens int, final bool) error {
+	a := &kserveAnswer{
+		respond: func(text []byte, tokens int, final bool) error {
 			b := appendJSONString(head(nil), string(text))
 			b = append(b, "},\"done\":false}\n"...)
 			if final {
@@ -297,7 +295,7 @@ func (g *grpcService) serveOllama(w http.ResponseWriter, r *http.Request) {
 		malformed:    func() error { return sw.write([]byte("{\"model\":\n")) },
 		truncate:     func() { sw.write(nil); panic(http.ErrAbortHandler) },
 	}
-	g.nativeStream(w, r, q, sink, &sw.started, olErr)
+	k.nativeStream(w, q, a, &sw.started, olErr)
 }
 
 // ollamaEmpty answers as Ollama does when the model's first token is its

@@ -2,12 +2,9 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +34,9 @@ type Server struct {
 	rr        atomic.Uint64  // round-robin over the engines
 	busy503   atomic.Int64   // requests counted against MaxQueue (Pending)
 	scrapes   scrapeWatch
+	watch     *stateWatch // Await's
 	handler   http.Handler
+	kserve    *kserve // the KServe-shaped protocols' shared part
 	text      *textTable
 	modelJSON []byte
 
@@ -71,18 +70,21 @@ func New(cfg Config) (*Server, error) {
 		cfg.TokenCounter, cfg.Tokenizer = count, name
 	}
 	now := time.Now()
+	watch := &stateWatch{}
 	s := &Server{
 		cfg:       cfg,
 		epoch:     now,
 		quit:      make(chan struct{}),
 		gate:      newGate(now),
 		busy:      newBusyMeter(now),
-		truth:     newTruthStore(cfg.TruthLimit),
+		watch:     watch,
+		truth:     newTruthStore(cfg.TruthLimit, watch),
 		text:      newTextTable(cfg.TokensPerChunk),
 		modelJSON: appendJSONString(nil, cfg.Model),
 		idle:      make(chan struct{}),
 	}
 	close(s.idle)
+	s.kserve = &kserve{s: s}
 	rules := append([]FaultRule(nil), cfg.Faults...)
 	s.faults.Store(&rules)
 	states := []state{s}
@@ -90,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 		states = nil
 		for i := range max(cfg.Engines, 1) {
 			e := newEngine(cfg, now, s.gate, s.busy, s.quit)
-			e.index = i
+			e.index, e.watch = i, watch
 			s.engines = append(s.engines, e)
 			states = append(states, engineGauges{e})
 		}
@@ -128,10 +130,15 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // StallAll freezes the whole server for d from now: no request is admitted,
-// no token is produced or sent, and work in progress finishes d later, like
-// a GC pause or a failover. /health, /metrics and /v1/models keep
+// no token is produced or sent, and work in progress (an engine step, a
+// fixed-mode delay) finishes d later, like a GC pause or a failover.
+// Requests arriving meanwhile are accepted by the kernel but get nothing,
+// not even headers, until it ends. /health, /metrics and /v1/models keep
 // answering. A call during a stall extends it if it ends later.
-func (s *Server) StallAll(d time.Duration) { s.gate.stall(d) }
+func (s *Server) StallAll(d time.Duration) {
+	s.gate.stall(d)
+	s.watch.changed()
+}
 
 // Stalled reports whether a global stall is in effect now.
 func (s *Server) Stalled() bool { return s.gate.stalled() }
@@ -242,6 +249,7 @@ func (s *Server) enter() bool {
 		s.idle = make(chan struct{})
 	}
 	s.active++
+	s.watch.changed()
 	if s.cfg.StallAt > 0 && !s.stallArmed {
 		s.stallArmed = true
 		d := s.cfg.StallFor
@@ -257,6 +265,7 @@ func (s *Server) leave() {
 		close(s.idle)
 	}
 	s.mu.Unlock()
+	s.watch.changed()
 }
 
 // state, for the gauges.
@@ -384,6 +393,7 @@ func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
 		}
 		if inFlight.Add(1) > limit {
 			inFlight.Add(-1)
+			s.watch.changed()
 			if r.URL.Path == "/api/chat" {
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": busyMessage})
 			} else {
@@ -391,311 +401,11 @@ func (s *Server) refuseWhenBusy(next http.Handler) http.Handler {
 			}
 			return
 		}
+		defer s.watch.changed()
 		defer inFlight.Add(-1)
+		s.watch.changed()
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID          string  `json:"id"`
-		Object      string  `json:"object"`
-		Created     int64   `json:"created"`
-		OwnedBy     string  `json:"owned_by"`
-		Root        string  `json:"root"`
-		Parent      *string `json:"parent"`
-		MaxModelLen int     `json:"max_model_len"`
-	}
-	body, _ := json.Marshal(struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{"list", []model{{ID: s.cfg.Model, Object: "model", Created: s.epoch.Unix(),
-		OwnedBy: "tailgate-sim", Root: s.cfg.Model, MaxModelLen: s.cfg.KVTokens}}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(body)
-}
-
-// writeError sends an OpenAI/vLLM-style error body.
-func (s *Server) writeError(w http.ResponseWriter, rec *truthRec, status int, typ, msg string) {
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": msg, "type": typ, "param": nil, "code": status}})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
-	}
-	w.WriteHeader(status)
-	w.Write(body)
-	now := time.Now()
-	rec.update(func(t *Truth) {
-		t.Status = status
-		t.Headers = now
-		if t.Outcome == "" {
-			t.Outcome = "error"
-		}
-	})
-}
-
-// apiRequest is the part of an OpenAI request body the simulator reads.
-type apiRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Prompt              json.RawMessage `json:"prompt"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	N                   *int            `json:"n"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage         bool `json:"include_usage"`
-		ContinuousUsageStats bool `json:"continuous_usage_stats"`
-	} `json:"stream_options"`
-}
-
-// parsedRequest is a validated completion request.
-type parsedRequest struct {
-	chat, stream, includeUsage, contUsage bool
-	promptTokens, maxTokens               int
-	fault                                 FaultKind
-	faultFor                              time.Duration
-	arrived                               time.Time
-}
-
-// requestError is a 4xx answer to a bad request.
-type requestError struct {
-	status int
-	typ    string
-	msg    string
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-func badRequest(format string, a ...any) error {
-	return &requestError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, a...)}
-}
-
-// contentText reads a chat message content: a string, an array of parts
-// (their "text" fields), or null.
-func contentText(raw json.RawMessage) (string, error) {
-	raw = json.RawMessage(strings.TrimSpace(string(raw)))
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content: want a string or an array of parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
-func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
-	var req apiRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("request body: %v", err)
-	}
-	if s.cfg.StrictModel && req.Model != "" && req.Model != s.cfg.Model {
-		return nil, &requestError{http.StatusNotFound, "NotFoundError",
-			fmt.Sprintf("The model `%s` does not exist.", req.Model)}
-	}
-	p := &parsedRequest{chat: chat, stream: req.Stream}
-	if req.StreamOptions != nil && req.Stream {
-		p.includeUsage = req.StreamOptions.IncludeUsage
-		p.contUsage = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
-	}
-	if req.N != nil && *req.N != 1 {
-		return nil, badRequest("n=%d: the simulator generates one choice (n=1)", *req.N)
-	}
-	if chat {
-		if len(req.Messages) == 0 {
-			return nil, badRequest("messages: at least one message is required")
-		}
-		// Each message on its own, as prompts sizes a system prefix and a
-		// body apart; the template's markers are PromptOverheadTokens.
-		n := 0
-		for i, m := range req.Messages {
-			text, err := contentText(m.Content)
-			if err != nil {
-				return nil, badRequest("messages[%d]: %v", i, err)
-			}
-			n += s.cfg.TokenCounter(text)
-		}
-		p.promptTokens = n + s.cfg.PromptOverheadTokens
-	} else {
-		n, err := s.promptTokens(req.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		p.promptTokens = n
-	}
-	p.maxTokens = s.cfg.DefaultMaxTokens
-	switch {
-	case req.MaxCompletionTokens != nil:
-		p.maxTokens = *req.MaxCompletionTokens
-	case req.MaxTokens != nil:
-		p.maxTokens = *req.MaxTokens
-	}
-	if p.maxTokens < 1 {
-		return nil, badRequest("max_tokens must be at least 1, got %d.", p.maxTokens)
-	}
-	if len(s.engines) > 0 && p.promptTokens+p.maxTokens > s.cfg.KVTokens {
-		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.KVTokens, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
-	}
-	return p, nil
-}
-
-// promptTokens counts a completions prompt: a string or a one-element array
-// of strings (plus PromptOverheadTokens), or token ids (counted exactly, as
-// given).
-func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
-	raw = json.RawMessage(strings.TrimSpace(string(raw)))
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, badRequest("prompt: required")
-	}
-	var str string
-	if json.Unmarshal(raw, &str) == nil {
-		return s.cfg.TokenCounter(str) + s.cfg.PromptOverheadTokens, nil
-	}
-	var strs []string
-	if json.Unmarshal(raw, &strs) == nil {
-		if len(strs) != 1 {
-			return 0, badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
-		}
-		return s.cfg.TokenCounter(strs[0]) + s.cfg.PromptOverheadTokens, nil
-	}
-	var ids []int
-	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
-		return len(ids), nil
-	}
-	return 0, badRequest("prompt: want a string, one string in an array, or token ids")
-}
-
-func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
-	arrived := time.Now()
-	if !s.enter() {
-		s.writeError(w, nil, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulator is shutting down")
-		return
-	}
-	defer s.leave()
-	seqNo := s.seq.Add(1)
-	id := r.Header.Get("X-Request-Id")
-	if id == "" {
-		id = "sim-" + strconv.FormatInt(seqNo, 10)
-	}
-	w.Header().Set("X-Request-Id", id)
-	if s.cfg.CloseAfter != CloseNever {
-		// What llama-server says before it closes the connection anyway.
-		w.Header().Set("Keep-Alive", "timeout=5, max=100")
-	}
-	rec := s.truth.begin(Truth{ID: id, Seq: seqNo, Path: r.URL.Path, Arrived: arrived}, 0)
-	defer func() { s.truth.finish(rec, time.Now()) }()
-	ctx := r.Context()
-
-	fault := FaultNone
-	var faultFor time.Duration
-	if v := r.Header.Get("X-Sim-Fault"); v != "" {
-		k, d, err := parseFaultHeader(v)
-		if err != nil {
-			io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
-			s.writeError(w, rec, http.StatusBadRequest, "BadRequestError", err.Error())
-			return
-		}
-		fault, faultFor = k, d
-	} else {
-		fault = pickFault(*s.faults.Load(), s.cfg.Seed, seqNo)
-	}
-	if faultFor == 0 {
-		faultFor = s.cfg.StallFor
-	}
-
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	if err != nil {
-		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
-		return
-	}
-	if len(body) > maxBodyBytes {
-		s.writeError(w, rec, http.StatusRequestEntityTooLarge, "BadRequestError", "request body too large")
-		return
-	}
-	req, err := s.parse(body, chat)
-	if err != nil {
-		var re *requestError
-		errors.As(err, &re)
-		s.writeError(w, rec, re.status, re.typ, re.msg)
-		return
-	}
-	req.fault, req.faultFor, req.arrived = fault, faultFor, arrived
-	if fault == FaultIgnoreStream {
-		req.stream, req.includeUsage, req.contUsage = false, false, false
-	}
-	nchunks := (req.maxTokens + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
-	if !req.stream {
-		nchunks = 0
-	}
-	rec.update(func(t *Truth) {
-		t.Stream, t.Fault = req.stream, fault
-		t.PromptTokens, t.MaxTokens = req.promptTokens, req.maxTokens
-		if nchunks > 0 {
-			t.Chunks = make([]TruthChunk, 0, nchunks)
-		}
-	})
-
-	// A frozen server does nothing with new requests either.
-	if _, ok := s.gate.sleepUntil(arrived, ctx.Done(), s.quit, nil); !ok {
-		rec.update(func(t *Truth) { t.Outcome = "cancelled" })
-		return
-	}
-
-	switch fault {
-	case FaultHTTP429:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		s.writeError(w, rec, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http_429)")
-		return
-	case FaultHTTP503:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		s.writeError(w, rec, http.StatusServiceUnavailable, "ServiceUnavailableError", "simulated overload (fault http_503)")
-		return
-	case FaultHTML200:
-		rec.update(func(t *Truth) { t.Outcome = "fault"; t.Status = http.StatusOK; t.Headers = time.Now() })
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Length", strconv.Itoa(len(htmlPage)))
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, htmlPage)
-		return
-	case FaultHang:
-		rec.update(func(t *Truth) { t.Outcome = "fault" })
-		select {
-		case <-ctx.Done():
-		case <-s.quit:
-		}
-		return
-	}
-
-	rs := s.newResponder(w, r, rec, req, seqNo, id)
-	if !rs.start() {
-		rs.cancelled()
-		return
-	}
-	if len(s.engines) > 0 {
-		s.runBatch(rs)
-	} else {
-		s.runFixed(rs, seqNo)
-	}
-	if rs.ended && (s.cfg.CloseAfter == CloseAfterAll || s.cfg.CloseAfter == CloseAfterStream && rs.stream) {
-		rs.closeConn()
-	}
 }
 
 // fromLoop delays h until the inference loop is free (MetricsFromLoop): in
@@ -715,50 +425,4 @@ func (s *Server) fromLoop(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// htmlPage is what a login-wall proxy answers in place of the API.
-const htmlPage = `<!DOCTYPE html>
-<html><head><title>Sign in</title></head>
-<body><h1>Sign in to continue</h1><form method="post" action="/login"><input name="user"><input name="password" type="password"></form></body></html>
-`
-
-// runBatch feeds the request through the engine and streams what it emits.
-func (s *Server) runBatch(rs *responder) {
-	tpc := s.cfg.TokensPerChunk
-	rs.settle(s.runOnEngine(rs.ctx, rs.job(0), func(i int) { rs.engine = i }, rs.admit, func(avail int) bool {
-		limit := min(avail, rs.content) // an EOS token is produced, not sent
-		for rs.sent < limit {
-			if !rs.sendChunk(min(tpc, limit-rs.sent)) {
-				return false
-			}
-		}
-		return true
-	}))
-}
-
-// runFixed times the request on its own (runOnTimer) and streams it.
-func (s *Server) runFixed(rs *responder, seqNo int64) {
-	produced, prev := 0, time.Time{}
-	admitted := func(at time.Time) {
-		rs.admit(at)
-		prev = at
-	}
-	rs.settle(s.runOnTimer(rs.ctx, rs.job(seqNo), admitted, func(n int, at time.Time) bool {
-		produced += n
-		if send := min(n, rs.content-rs.sent); send > 0 && !rs.sendChunk(send) { // an EOS token is not sent
-			return false
-		}
-		// One "decode" per produced chunk: the first carries the prompt's
-		// time, as a prefill would.
-		took := at.Sub(prev)
-		if produced == n {
-			s.metrics.llama.add(rs.prompt, took, 0, 0, 0, 0)
-			s.metrics.llama.add(0, 0, n, 0, 1, int(s.fixedRunning.Load()))
-		} else {
-			s.metrics.llama.add(0, 0, n, took, 1, int(s.fixedRunning.Load()))
-		}
-		prev = at
-		return true
-	}))
 }

@@ -411,7 +411,7 @@ func TestTextTable(t *testing.T) {
 		for sent := 0; sent < total; sent += tpc {
 			b.Write(tt.text(sent, min(tpc, total-sent)))
 		}
-		if got, want := b.String(), string(answer(total)); got != want {
+		if got, want := b.String(), string(answerText(total)); got != want {
 			t.Errorf("tpc %d: chunks join to %q, want %q", tpc, got, want)
 		}
 	}

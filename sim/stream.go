@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,8 +40,8 @@ func (t *textTable) text(start, n int) []byte {
 	return t.full[i][:t.cut[i][n]]
 }
 
-// answer returns the whole answer of n tokens.
-func answer(n int) []byte {
+// answerText returns the whole answer of n tokens: the chunks' text joined.
+func answerText(n int) []byte {
 	b := make([]byte, 0, n*4)
 	for i := 0; i < n; i++ {
 		b = append(b, vocab[i%len(vocab)]...)
@@ -82,53 +82,48 @@ var (
 	complFinishStop = strings.Replace(complFinish, `"length"`, `"stop"`, 1)
 )
 
-// responder writes one request's response and records its truth. It is
-// used by one goroutine, the request's handler.
+// responder is the OpenAI API's answer (see answer): it writes one
+// request's response, SSE or JSON, in vLLM's shape or llama-server's
+// (DialectLlamaCpp). It is used by one goroutine, the request's handler.
+//
+// A stream is shaped like vLLM's: for chat, a role-only first chunk
+// (delta {"role":"assistant","content":""}), sent as soon as the request is
+// accepted and before any queueing, so a client that counts it as the first
+// token measures almost no TTFT; then one content chunk per engine step,
+// each carrying Config.TokensPerChunk tokens (the last may carry fewer);
+// then a finish chunk with an empty delta and finish_reason "length" (or
+// finish_reason on the last content chunk with Config.FinishWithLastChunk,
+// as current vLLM does); then, when stream_options.include_usage is true, a
+// chunk with "choices":[] and the usage; then data: [DONE]. With
+// stream_options.continuous_usage_stats as well, every content chunk
+// carries the cumulative usage. Legacy completions have the same shape
+// without the role chunk. Non-streaming requests get one JSON body with the
+// usage once the whole answer is generated. Chunk bytes are pre-rendered
+// and buffers reused: no JSON is marshalled per token, and each chunk is
+// one Write and one Flush.
 type responder struct {
-	s   *Server
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	ctx context.Context
-	rec *truthRec
+	*exchange
+	w  http.ResponseWriter
+	rc *http.ResponseController
 
-	chat, stream, includeUsage, contUsage bool
-	chunkedOK                             bool // HTTP/1.1: a body without Content-Length is chunked
-	fault                                 FaultKind
-	faultFor                              time.Duration
+	chat, includeUsage, contUsage bool
+	chunkedOK                     bool // HTTP/1.1: a body without Content-Length is chunked
+	eos                           bool // the answer ends at an EOS token (Config.EOSNotStreamed)
 
-	prompt, max int
-	content     int  // tokens to send: max, or max−1 when the last is an unsent EOS
-	eos         bool // the answer ends at an EOS token (Config.EOSNotStreamed)
-	mid         int  // content chunks before mid-stream faults fire
-
-	llama  bool   // DialectLlamaCpp stream
-	tail   []byte // llama: `,"created":…,"id":"…","model":"…","system_fingerprint":"…","object":"…"`
-	base   []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
-	open   []byte // base + chatOpen/complOpen
-	buf    []byte
-	sent   int // content tokens sent
-	chunks int // content chunks sent
-
-	arrived, admitted, last time.Time
-	firstAt                 time.Time // first content chunk flushed
-	midDone                 bool
-	ended                   bool // finish sent or the stream was ended by a fault
-	faulted                 bool // a mid-stream fault ended the response (sendChunk)
-	engine                  int  // the engine serving it (ModeBatch)
+	llama bool   // DialectLlamaCpp stream
+	tail  []byte // llama: `,"created":…,"id":"…","model":"…","system_fingerprint":"…","object":"…"`
+	base  []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
+	open  []byte // base + chatOpen/complOpen
+	buf   []byte
+	ended bool // finish sent or the stream was ended by a fault
 }
 
-func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, rec *truthRec, req *parsedRequest, seqNo int64, id string) *responder {
-	rs := &responder{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(), rec: rec,
+func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, x *exchange, req *parsedRequest) *responder {
+	rs := &responder{exchange: x, w: w, rc: http.NewResponseController(w),
 		chunkedOK: r.ProtoAtLeast(1, 1),
-		chat:      req.chat, stream: req.stream, includeUsage: req.includeUsage, contUsage: req.contUsage,
-		fault: req.fault, faultFor: req.faultFor, prompt: req.promptTokens, max: req.maxTokens,
-		arrived: req.arrived, eos: s.cfg.EOSNotStreamed}
-	rs.content = rs.max
-	if rs.eos {
-		rs.content--
-	}
-	nchunks := (rs.content + s.cfg.TokensPerChunk - 1) / s.cfg.TokensPerChunk
-	rs.mid = nchunks / 2
+		chat:      req.chat, includeUsage: req.includeUsage, contUsage: req.contUsage,
+		eos: s.cfg.EOSNotStreamed}
+	id := x.id
 	object, prefix := "chat.completion.chunk", "chatcmpl-"
 	if !rs.chat {
 		object, prefix = "text_completion", "cmpl-"
@@ -242,16 +237,35 @@ func (rs *responder) start() bool {
 	return true
 }
 
-// beforeChunk fires the mid-stream faults. It returns false when the
-// response has been ended (the handler must stop); truncate does not return.
-func (rs *responder) beforeChunk() bool {
-	if rs.midDone || rs.chunks < rs.mid {
-		return true
+// refuse answers the faults http_429, http_503 and html_200 (a login
+// page, as from a proxy).
+func (rs *responder) refuse(f FaultKind) bool {
+	switch f {
+	case FaultHTTP429:
+		rs.s.writeError(rs.w, rs.rec, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http_429)")
+	case FaultHTTP503:
+		rs.s.writeError(rs.w, rs.rec, http.StatusServiceUnavailable, "ServiceUnavailableError", "simulated overload (fault http_503)")
+	case FaultHTML200:
+		rs.rec.update(func(t *Truth) { t.Status = http.StatusOK; t.Headers = time.Now() })
+		h := rs.w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(htmlPage)))
+		rs.w.WriteHeader(http.StatusOK)
+		io.WriteString(rs.w, htmlPage)
+	default:
+		return false
 	}
-	rs.midDone = true
-	switch rs.fault {
+	return true
+}
+
+// midFault: truncate aborts the connection (a stream without its
+// terminating chunk and [DONE]; a JSON body cut in the content);
+// error_in_stream sends vLLM's error event and [DONE] (not streaming: a
+// 500); malformed sends a chunk that is not JSON and goes on (not
+// streaming: a body cut short).
+func (rs *responder) midFault(f FaultKind) (fired, goOn bool) {
+	switch f {
 	case FaultTruncate:
-		rs.markFault()
 		if rs.stream {
 			rs.flush()
 		} else {
@@ -259,15 +273,13 @@ func (rs *responder) beforeChunk() bool {
 			rs.w.WriteHeader(http.StatusOK)
 			b := append(rs.buf[:0], rs.base...)
 			b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
-			b = append(b, answer(rs.sent)...)
+			b = append(b, answerText(rs.sent)...)
 			rs.w.Write(b)
 			rs.flush()
 			rs.rec.update(func(t *Truth) { t.Status = http.StatusOK })
 		}
-		// Abort the connection: no terminating chunk, no [DONE].
 		panic(http.ErrAbortHandler)
 	case FaultMalformed:
-		rs.markFault()
 		if !rs.stream {
 			rs.w.Header().Set("Content-Type", "application/json")
 			rs.w.WriteHeader(http.StatusOK)
@@ -276,87 +288,37 @@ func (rs *responder) beforeChunk() bool {
 			rs.w.Write(b)
 			rs.rec.update(func(t *Truth) { t.Status = http.StatusOK })
 			rs.ended = true
-			return false
+			return true, false
 		}
 		b := append(rs.buf[:0], rs.base...)
 		b = append(b, `,"choices":[{"index":0,"delta":{"content":"`...)
 		b = append(b, "\n\n"...)
 		rs.buf = b
 		if _, err := rs.w.Write(b); err != nil || !rs.flush() {
-			return false
+			return true, false
 		}
-		return true
+		return true, true
 	case FaultErrorInStream:
-		rs.markFault()
 		rs.ended = true
 		if !rs.stream {
 			rs.s.writeError(rs.w, rs.rec, http.StatusInternalServerError, "InternalServerError",
 				"simulated engine failure (fault error_in_stream)")
-			return false
+			return true, false
 		}
 		rs.w.Write([]byte(errorEvent))
 		rs.w.Write([]byte(doneEvent))
 		rs.flush()
-		return false
+		return true, false
 	}
-	return true
+	return false, true
 }
 
-// sendChunk fires the mid-stream faults and sends n tokens. It returns
-// false when the handler must stop: a fault ended the response (faulted)
-// or the client is gone.
-func (rs *responder) sendChunk(n int) bool {
-	if !rs.beforeChunk() {
-		rs.faulted = true
-		return false
-	}
-	return rs.chunk(n)
-}
-
-// job is the request as runOnEngine and runOnTimer take it.
-func (rs *responder) job(seqNo int64) engineJob {
-	return engineJob{prompt: rs.prompt, max: rs.max, arrived: rs.arrived, fault: rs.fault, faultFor: rs.faultFor, mid: rs.mid, seqNo: seqNo}
-}
-
-// admit records the request's admission (left the queue).
-func (rs *responder) admit(at time.Time) {
-	rs.admitted = at
-	rs.rec.update(func(t *Truth) { t.Admitted = at })
-}
-
-// settle ends the response when runOnEngine or runOnTimer returns: the
-// finish when every token was made (done), else cancelled, unless a
-// fault ended it.
-func (rs *responder) settle(done bool) {
-	switch {
-	case done:
-		rs.finish()
-	case !rs.faulted:
-		rs.cancelled()
-	}
-}
-
-func (rs *responder) markFault() {
-	rs.rec.update(func(t *Truth) { t.Outcome = "fault" })
-}
-
-// chunk sends one content chunk of n tokens (streaming) or just counts them
-// (non-streaming). It returns false if the client is gone.
-func (rs *responder) chunk(n int) bool {
-	if !rs.stream {
-		now := time.Now()
-		if rs.sent == 0 {
-			rs.s.metrics.engine(rs.engine).ttft.Observe(now.Sub(rs.arrived).Seconds())
-		}
-		rs.sent += n
-		rs.chunks++
-		rs.last = now
-		return true
-	}
+// chunk sends one content chunk (streams only).
+func (rs *responder) chunk(text []byte, n int, final bool) bool {
 	// With an unsent EOS the finish comes in its own chunk, a step later.
-	last := rs.sent+n >= rs.max && rs.s.cfg.FinishWithLastChunk && !rs.llama
+	last := final && rs.s.cfg.FinishWithLastChunk && !rs.llama
 	b := append(rs.buf[:0], rs.open...)
-	b = append(b, rs.s.text.text(rs.sent, n)...)
+	b = append(b, text...)
 	switch {
 	case rs.llama && rs.chat:
 		b = append(b, llamaChatClose...)
@@ -375,31 +337,16 @@ func (rs *responder) chunk(n int) bool {
 	}
 	if rs.contUsage && !rs.llama {
 		b = append(b, ',')
-		b = rs.appendUsage(b, rs.sent+n)
+		b = rs.appendUsage(b, rs.sent)
 	}
 	b = append(b, eventEnd...)
 	rs.buf = b
-	began := time.Now()
 	if _, err := rs.w.Write(b); err != nil {
 		return false
 	}
 	if !rs.flush() {
 		return false
 	}
-	now := time.Now()
-	m := rs.s.metrics.engine(rs.engine)
-	if rs.sent == 0 {
-		m.ttft.Observe(now.Sub(rs.arrived).Seconds())
-	} else {
-		m.itl.Observe(now.Sub(rs.last).Seconds() / float64(n))
-	}
-	rs.rec.chunk(began, now, n)
-	if rs.sent == 0 {
-		rs.firstAt = now
-	}
-	rs.sent += n
-	rs.chunks++
-	rs.last = now
 	if last {
 		rs.ended = true
 	}
@@ -427,16 +374,7 @@ func (rs *responder) finishReason() string {
 // finish ends a complete response: finish chunk, usage, [DONE] for streams;
 // the whole JSON body otherwise.
 func (rs *responder) finish() {
-	m := rs.s.metrics.engine(rs.engine)
-	defer func() {
-		m.e2e.Observe(time.Since(rs.arrived).Seconds())
-		m.successLen.Inc()
-	}()
 	completion := rs.completionTokens()
-	rs.rec.update(func(t *Truth) {
-		t.CompletionTokens = completion
-		t.FinishReason = rs.finishReason()
-	})
 	if !rs.stream {
 		rs.finishJSON()
 		return
@@ -513,7 +451,7 @@ func (rs *responder) finishLlama(completion int) {
 // appendTimings appends llama-server's timings object: prompt time from
 // admission to the first token, predicted time from there to now.
 func (rs *responder) appendTimings(b []byte, completion int, now time.Time) []byte {
-	first := rs.firstAt
+	first := rs.first
 	if first.IsZero() {
 		first = now
 	}
@@ -549,7 +487,7 @@ func (rs *responder) appendTimings(b []byte, completion int, now time.Time) []by
 
 func (rs *responder) finishJSON() {
 	b := append(rs.buf[:0], rs.base...)
-	text := answer(rs.sent)
+	text := answerText(rs.sent)
 	if rs.chat {
 		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
 	} else {
@@ -576,7 +514,6 @@ func (rs *responder) finishJSON() {
 	rs.rec.update(func(t *Truth) {
 		t.Status = http.StatusOK
 		t.Headers = now
-		t.OutputTokens = rs.sent
 	})
 	rs.ended = true
 }
@@ -611,18 +548,4 @@ func (rs *responder) closeConn() {
 	conn.Close()
 	now := time.Now()
 	rs.rec.update(func(t *Truth) { t.ClosedConn = now })
-}
-
-// cancelled notes a request that ended because the client went away or the
-// server closed.
-func (rs *responder) cancelled() {
-	if rs.ended {
-		return
-	}
-	rs.rec.update(func(t *Truth) {
-		if t.Outcome == "" {
-			t.Outcome = "cancelled"
-		}
-	})
-	rs.s.metrics.engine(rs.engine).successAbort.Inc()
 }

@@ -49,7 +49,10 @@ type Truth struct {
 	Outcome string
 }
 
-// TruthChunk is one content chunk as flushed by the server.
+// TruthChunk is one content chunk as sent by the server. At is when its
+// Flush returned, i.e. its bytes were handed to the kernel, microseconds
+// before a loopback client can read them (over gRPC: when Send handed the
+// message to grpc-go's writer).
 type TruthChunk struct {
 	At     time.Time // its flush (or gRPC Send) returned
 	Tokens int
@@ -86,8 +89,9 @@ func (t Truth) E2E() time.Duration {
 // truthRec is an in-flight record; its handler owns it, Truth() copies it
 // under mu.
 type truthRec struct {
-	mu sync.Mutex
-	t  Truth
+	mu    sync.Mutex
+	t     Truth
+	watch *stateWatch
 }
 
 func (r *truthRec) chunk(began, at time.Time, tokens int) {
@@ -98,6 +102,7 @@ func (r *truthRec) chunk(began, at time.Time, tokens int) {
 	r.t.Chunks = append(r.t.Chunks, TruthChunk{At: at, Tokens: tokens, Began: began})
 	r.t.OutputTokens += tokens
 	r.mu.Unlock()
+	r.watch.changed()
 }
 
 func (r *truthRec) update(f func(t *Truth)) {
@@ -107,6 +112,7 @@ func (r *truthRec) update(f func(t *Truth)) {
 	r.mu.Lock()
 	f(&r.t)
 	r.mu.Unlock()
+	r.watch.changed()
 }
 
 func (r *truthRec) snapshot() Truth {
@@ -120,14 +126,15 @@ func (r *truthRec) snapshot() Truth {
 // truthStore keeps in-flight records and a ring of the last limit finished.
 type truthStore struct {
 	limit    int // ≤ 0: off
+	watch    *stateWatch
 	mu       sync.Mutex
 	inflight map[*truthRec]struct{}
 	done     []Truth
 	next     int
 }
 
-func newTruthStore(limit int) *truthStore {
-	return &truthStore{limit: limit, inflight: make(map[*truthRec]struct{})}
+func newTruthStore(limit int, watch *stateWatch) *truthStore {
+	return &truthStore{limit: limit, watch: watch, inflight: make(map[*truthRec]struct{})}
 }
 
 // begin registers a new in-flight record; nil when recording is off.
@@ -138,10 +145,11 @@ func (s *truthStore) begin(t Truth, chunksHint int) *truthRec {
 	if chunksHint > 0 {
 		t.Chunks = make([]TruthChunk, 0, chunksHint)
 	}
-	r := &truthRec{t: t}
+	r := &truthRec{t: t, watch: s.watch}
 	s.mu.Lock()
 	s.inflight[r] = struct{}{}
 	s.mu.Unlock()
+	s.watch.changed()
 	return r
 }
 
@@ -166,6 +174,7 @@ func (s *truthStore) finish(r *truthRec, end time.Time) {
 		s.next = (s.next + 1) % s.limit
 	}
 	s.mu.Unlock()
+	s.watch.changed()
 }
 
 func (s *truthStore) all() []Truth {

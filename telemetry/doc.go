@@ -33,7 +33,9 @@
 //     CGO_ENABLED=0. Build with CGO_CFLAGS=-Wno-deprecated-declarations to
 //     quiet nvml.h.
 //
-// Metric mapping (first name found wins, in this order):
+// Metric mapping (first name found wins, in this order). The mapping is one
+// table, dialects in dialect.go, with one row per server: its prefixes,
+// names, fallbacks and series rules. To add a server, add a row.
 //
 //	              vLLM                              SGLang                              TGI                                         Triton
 //	running       vllm:num_requests_running         sglang:num_running_reqs             tgi_batch_current_size                      —

@@ -58,12 +58,16 @@ func TestValidateEndToEnd(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stdout, "PENDING") {
 		t.Fatalf("pending manual stage: %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, f := range []string{"verdict.json", "junit.xml", "requests.jsonl", "manifest.json", "environment.json",
+	for _, f := range []string{"verdict.json", "junit.xml", "manifest.json", "environment.json",
 		"inputs/plan-plan.yaml", "inputs/slo-slo.yaml", "inputs/mix-chat.yaml", "inputs/mix.canonical.json",
-		"stages/normal/summary.json", "stages/peak/latency.hlog"} {
+		"stages/normal/summary.json", "stages/peak/latency.hlog", "stages/normal/requests.jsonl", "stages/peak/requests.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("evidence lacks %s", f)
 		}
+	}
+	// The records are written once, per stage: no plan-wide copy.
+	if _, err := os.Stat(filepath.Join(out, "requests.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("a plan-wide requests.jsonl beside the stages' (%v)", err)
 	}
 	if code, _, stderr := tgCmd("validate", "--plan", plan, "--out", out, "--record", "failover=pass"); code != exitUsage || !strings.Contains(stderr, "--by") {
 		t.Fatalf("--record without --by: %d %s", code, stderr)
@@ -87,10 +91,11 @@ func TestValidateEndToEnd(t *testing.T) {
 	if code, _, e := tgCmd("verify", "--pub", pub, out); code != exitOK {
 		t.Fatalf("verify: %s", e)
 	}
-	b, _ := os.ReadFile(filepath.Join(out, "requests.jsonl"))
+	peak := filepath.Join(out, "stages", "peak", "requests.jsonl")
+	b, _ := os.ReadFile(peak)
 	b[len(b)/2] ^= 1
-	os.WriteFile(filepath.Join(out, "requests.jsonl"), b, 0o644)
-	if code, _, e := tgCmd("verify", "--pub", pub, out); code != exitFailed || !strings.Contains(e, "requests.jsonl: modified") {
+	os.WriteFile(peak, b, 0o644)
+	if code, _, e := tgCmd("verify", "--pub", pub, out); code != exitFailed || !strings.Contains(e, "stages/peak/requests.jsonl: modified") {
 		t.Fatalf("tampered: %d %s", code, e)
 	}
 

@@ -216,7 +216,7 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	// third refused. The first request's handler returns a moment after
 	// its client has read the answer: until then it counts against the
 	// queue.
-	waitFor(t, "the first request's handler to return", func() bool { return srv.Pending() == 0 })
+	waitFor(t, srv, "the first request's handler to return", func() bool { return srv.Pending() == 0 })
 	slow, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Headers: []string{"X-Sim-Fault: stall"}}}, Model: srv.Config().Model, MaxTokens: 6})
 	holdCtx, release := context.WithCancel(context.Background())
 	defer release()
@@ -228,7 +228,7 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 			held <- rec
 		}()
 	}
-	waitFor(t, "two requests held (one running, one queued)", func() bool { return srv.Pending() == 2 })
+	waitFor(t, srv, "two requests held (one running, one queued)", func() bool { return srv.Pending() == 2 })
 	if r := do(); r.ErrorKind != loadgen.ErrRateLimited || r.Status != 503 || !strings.Contains(r.Error, "server busy") {
 		t.Errorf("third request: %s %d %q, want rate_limited 503 server busy", r.ErrorKind, r.Status, r.Error)
 	}
@@ -248,15 +248,13 @@ func TestAgainstSimulatorOllamaProfile(t *testing.T) {
 	}
 }
 
-// waitFor polls the server's own state until cond holds, failing the test
-// after a minute: no fixed sleep stands in for an event.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor blocks until cond holds, woken by the simulator's own events,
+// failing the test after a minute.
+func waitFor(t *testing.T, srv *simtest.Server, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Await(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

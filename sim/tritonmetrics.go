@@ -8,7 +8,8 @@ import (
 )
 
 // tritonMetrics are the nv_inference_* series Triton exports for a model,
-// fed by the gRPC service: Triton with the vLLM backend exports them beside
+// fed by every KServe-shaped request (kserve.serve): Triton with the vLLM
+// backend exports them beside
 // the backend's vllm:* series, as the simulator then does. Durations are
 // cumulative microsecond counters, as Triton's are; the first-response
 // histogram is Triton's for decoupled models, in milliseconds.
@@ -28,8 +29,8 @@ const (
 	tritonBackend  = "BACKEND"
 )
 
-// newTritonMetrics registers the series on reg, or finds them there when
-// an earlier gRPC service of the same server registered them.
+// newTritonMetrics registers the series on reg, or finds them there if
+// they are already registered.
 func newTritonMetrics(reg *prometheus.Registry, model string) *tritonMetrics {
 	labels := []string{"model", "version"}
 	m := &tritonMetrics{model: model, version: "1"}

@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Reading an OpenAI completion request body, as vLLM reads it.
+
+// apiRequest is the part of an OpenAI request body the simulator reads.
+type apiRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+}
+
+// parsedRequest is a validated completion request.
+type parsedRequest struct {
+	chat, stream, includeUsage, contUsage bool
+	promptTokens, maxTokens               int
+}
+
+// requestError is a 4xx answer to a bad request.
+type requestError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &requestError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, a...)}
+}
+
+// contentText reads a chat message content: a string, an array of parts
+// (their "text" fields), or null.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content: want a string or an array of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
+	var req apiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("request body: %v", err)
+	}
+	if s.cfg.StrictModel && req.Model != "" && req.Model != s.cfg.Model {
+		return nil, &requestError{http.StatusNotFound, "NotFoundError",
+			fmt.Sprintf("The model `%s` does not exist.", req.Model)}
+	}
+	p := &parsedRequest{chat: chat, stream: req.Stream}
+	if req.StreamOptions != nil && req.Stream {
+		p.includeUsage = req.StreamOptions.IncludeUsage
+		p.contUsage = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, badRequest("n=%d: the simulator generates one choice (n=1)", *req.N)
+	}
+	if chat {
+		if len(req.Messages) == 0 {
+			return nil, badRequest("messages: at least one message is required")
+		}
+		// Each message on its own, as prompts sizes a system prefix and a
+		// body apart; the template's markers are PromptOverheadTokens.
+		n := 0
+		for i, m := range req.Messages {
+			text, err := contentText(m.Content)
+			if err != nil {
+				return nil, badRequest("messages[%d]: %v", i, err)
+			}
+			n += s.cfg.TokenCounter(text)
+		}
+		p.promptTokens = n + s.cfg.PromptOverheadTokens
+	} else {
+		n, err := s.promptTokens(req.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		p.promptTokens = n
+	}
+	p.maxTokens = s.cfg.DefaultMaxTokens
+	switch {
+	case req.MaxCompletionTokens != nil:
+		p.maxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		p.maxTokens = *req.MaxTokens
+	}
+	if p.maxTokens < 1 {
+		return nil, badRequest("max_tokens must be at least 1, got %d.", p.maxTokens)
+	}
+	if len(s.engines) > 0 && p.promptTokens+p.maxTokens > s.cfg.KVTokens {
+		return nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.KVTokens, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
+	}
+	return p, nil
+}
+
+// promptTokens counts a completions prompt: a string or a one-element array
+// of strings (plus PromptOverheadTokens), or token ids (counted exactly, as
+// given).
+func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, badRequest("prompt: required")
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return s.cfg.TokenCounter(str) + s.cfg.PromptOverheadTokens, nil
+	}
+	var strs []string
+	if json.Unmarshal(raw, &strs) == nil {
+		if len(strs) != 1 {
+			return 0, badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
+		}
+		return s.cfg.TokenCounter(strs[0]) + s.cfg.PromptOverheadTokens, nil
+	}
+	var ids []int
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return len(ids), nil
+	}
+	return 0, badRequest("prompt: want a string, one string in an array, or token ids")
+}

@@ -90,7 +90,7 @@ func TestCanaryPreparesKServeTargets(t *testing.T) {
 		open.Store(true)
 		addr := gatedGRPC(t, srv.Server, &open)
 		d, _, logs := startCanaryWith(t, fmt.Sprintf(kserveTarget, addr), Options{PrepareRetry: 100 * time.Millisecond})
-		waitFor(t, 10*time.Second, "10 probes of the TensorRT-LLM target", func() bool {
+		waitFor(t, logs, 10*time.Second, "10 probes of the TensorRT-LLM target", func() bool {
 			fams, _ := scrape(t, d)
 			return total(fams, prom.RequestsTotal, trt) >= 10
 		})
@@ -108,7 +108,7 @@ func TestCanaryPreparesKServeTargets(t *testing.T) {
 		var open atomic.Bool
 		addr := gatedGRPC(t, srv.Server, &open)
 		d, _, logs := startCanaryWith(t, fmt.Sprintf(kserveTarget, addr), Options{PrepareRetry: 100 * time.Millisecond})
-		waitFor(t, 10*time.Second, "failed probes of the target that is down", func() bool {
+		waitFor(t, logs, 10*time.Second, "failed probes of the target that is down", func() bool {
 			fams, _ := scrape(t, d)
 			return total(fams, prom.RequestErrorsTotal, trt) >= 3
 		})
@@ -116,7 +116,7 @@ func TestCanaryPreparesKServeTargets(t *testing.T) {
 			t.Errorf("no preflight failure logged for a target that was down:\n%s", logs.String())
 		}
 		open.Store(true)
-		waitFor(t, 10*time.Second, "probes succeeding once the target is up", func() bool {
+		waitFor(t, logs, 10*time.Second, "probes succeeding once the target is up", func() bool {
 			fams, _ := scrape(t, d)
 			return total(fams, prom.RequestsTotal, ok) >= 5
 		})

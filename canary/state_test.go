@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
@@ -134,43 +135,41 @@ func objectiveOf(t *testing.T, s *Status, name string) ObjectiveStatus {
 // its schedule and timeout allow, and not before; a loop that ended on
 // its own (logged) is not stuck.
 func TestHealthzFailsWhenProbeLoopIsStuck(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"canary.yaml": stateCanary, "slo.yaml": sloFile})
-	d, err := New(filepath.Join(dir, "canary.yaml"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := d.cfg.Targets[0]
-	limit := stuckAfter(tg)
-	if want := 3*(30*time.Second+tg.Timeout) + time.Minute; limit != want {
-		t.Fatalf("stuckAfter = %s, want %s", limit, want)
-	}
-	run := &targetRun{t: tg, done: make(chan struct{})}
-	d.runs["sim"] = run
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-	health := func() (int, string) {
-		resp, err := http.Get(srv.URL + "/healthz")
+	// The fake clock stands still between setting the idle time and the
+	// check, so the bound is tested to the nanosecond.
+	synctest.Test(t, func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"canary.yaml": stateCanary, "slo.yaml": sloFile})
+		d, err := New(filepath.Join(dir, "canary.yaml"), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b := make([]byte, 512)
-		n, _ := resp.Body.Read(b)
-		return resp.StatusCode, string(b[:n])
-	}
-	for _, c := range []struct {
-		idle time.Duration
-		code int
-	}{{limit - time.Second, 200}, {limit + time.Second, 503}} {
-		d.mu.Lock()
-		d.stats["sim"].lastProgress = time.Now().Add(-c.idle)
-		d.mu.Unlock()
-		if code, body := health(); code != c.code || (code == 503 && !strings.Contains(body, "target sim: no probe finished for")) {
-			t.Errorf("idle %s: /healthz %d %q, want %d", c.idle, code, body, c.code)
+		tg := d.cfg.Targets[0]
+		limit := stuckAfter(tg)
+		if want := 3*(30*time.Second+tg.Timeout) + time.Minute; limit != want {
+			t.Fatalf("stuckAfter = %s, want %s", limit, want)
 		}
-	}
-	close(run.done)
-	if code, body := health(); code != 200 {
-		t.Errorf("a loop that ended on its own: /healthz %d %s", code, body)
-	}
+		run := &targetRun{t: tg, done: make(chan struct{})}
+		d.runs["sim"] = run
+		h := d.Handler()
+		health := func() (int, string) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			return w.Code, w.Body.String()
+		}
+		for _, c := range []struct {
+			idle time.Duration
+			code int
+		}{{limit, 200}, {limit + time.Nanosecond, 503}} {
+			d.mu.Lock()
+			d.stats["sim"].lastProgress = time.Now().Add(-c.idle)
+			d.mu.Unlock()
+			if code, body := health(); code != c.code || (code == 503 && !strings.Contains(body, "target sim: no probe finished for")) {
+				t.Errorf("idle %s: /healthz %d %q, want %d", c.idle, code, body, c.code)
+			}
+		}
+		close(run.done)
+		if code, body := health(); code != 200 {
+			t.Errorf("a loop that ended on its own: /healthz %d %s", code, body)
+		}
+	})
 }

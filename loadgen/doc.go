@@ -11,12 +11,13 @@
 // In turn:
 //   - A Source yields prompts in order (package prompts: mixes, traces,
 //     multi-turn sessions); io.EOF ends a finite one.
-//   - The schedule says when each request is due, its intended start. Open
-//     loop: an arrival process (ArrivalConstant, ArrivalPoisson,
-//     ArrivalGamma) over Stages of rates and ramps, drawn through the
-//     schedule's cumulative intensity (NewOpenLoop). Trace replay: each
-//     prompt's own At. Closed loop: Stage.Concurrency workers, each sending
-//     its next request when its previous one ends.
+//   - The schedule (an Arrivals) says when each request is due, its
+//     intended start. Open loop: an arrival process (ArrivalConstant,
+//     ArrivalPoisson, ArrivalGamma, ArrivalUniform) over Stages of rates
+//     and ramps, drawn through the schedule's cumulative intensity
+//     (NewOpenLoop). Trace replay (Trace): each prompt's own At. Closed
+//     loop: Stage.Concurrency workers, each sending its next request when
+//     its previous one ends, so the intended start is the send.
 //   - The Runner sends each request at its intended start on its own
 //     goroutine, up to Options.MaxInFlight at once.
 //   - A Client (package loadgen/openai, …) turns one prompt into one
@@ -46,6 +47,14 @@
 // Info.Interrupted) or calling Runner.Stop (the caller's own decision,
 // Info.Stopped) ends sending at once and cancels requests in flight
 // (ErrCancelled).
+//
+// # Time
+//
+// The runner reads the clock only through package time (time.Now, timers)
+// and the schedule is offsets from the epoch, so tests run it under
+// testing/synctest's fake clock, where every send is exactly on time.
+// The dispatcher's waiter yields before a due time only after its timer
+// woke late, which a fake clock never does, so it never spins there.
 //
 // # Who owns which Record field
 //

@@ -14,154 +14,6 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
-// Defaults for the zero values of Options.
-const (
-	DefaultMaxInFlight = 10000
-	DefaultTimeout     = 2 * time.Minute
-	DefaultGrace       = 30 * time.Second
-	// MaxRatePerS bounds an open-loop rate. One process sends a few
-	// thousand requests a second per core; far above that every request
-	// would be dropped, one record each (--rate 1e9 wrote 25 GB of them),
-	// so such a rate is a mistake or a job for --shard.
-	MaxRatePerS = 100000
-)
-
-// Options configure a run. The zero value of a field means its default.
-type Options struct {
-	// Stages is the load profile. Open loop uses Stage.Rate, closed loop
-	// Stage.Concurrency.
-	Stages []Stage
-	// Closed selects the closed loop: each of Concurrency workers sends its
-	// next request when the previous one ends, so intended start = send.
-	Closed bool
-	// Arrival is the open-loop process (ArrivalConstant, ArrivalPoisson,
-	// ArrivalGamma, ArrivalUniform), Burstiness the gamma shape and Jitter
-	// the uniform spread (0–1: gaps within ±Jitter of the mean gap).
-	Arrival    string
-	Burstiness float64
-	Jitter     float64
-	Seed       uint64
-	// Trace takes intended starts from Prompt.At instead of an arrival
-	// process (trace replay); the run ends at the last stage's end or when
-	// the source is exhausted.
-	Trace bool
-	// MaxInFlight caps concurrent requests in open loop (default 10000). A
-	// request due while the cap is reached is sent late, its lateness
-	// counted in its latency; one still waiting when the run ends is
-	// recorded as ErrDropped.
-	MaxInFlight int
-	// Requests stops the run after this many requests are sent (0: none).
-	Requests int
-	// WarmupRequests and WarmupDuration mark the first requests (by count
-	// or by intended start) as warm-up: sent, recorded, left out of figures.
-	WarmupRequests int
-	WarmupDuration time.Duration
-	// Timeout bounds each request (default 2m).
-	Timeout time.Duration
-	// Grace is how long requests still in flight when the schedule ends
-	// may take to finish, as k6's gracefulStop: 0 means DefaultGrace (30s),
-	// a negative value none (they are cut the moment the schedule ends).
-	// The schedule ends at the last stage's end, or sooner when Requests
-	// are sent or the source runs out. A request still in flight when the
-	// grace runs out is cancelled and recorded as ErrCutAtEnd: the
-	// generator cut it, the server did not fail it. A request's own
-	// Timeout still applies within the grace; a Grace at least Timeout
-	// lets every request run to its timeout.
-	Grace time.Duration
-	// Shard splits the schedule across processes (see Shard); the zero
-	// value runs all of it.
-	Shard Shard
-	// StartAt, if set, is the wall-clock instant the schedule starts (its
-	// epoch), so shards on several machines start together: Run waits
-	// for it. A run that begins after it keeps it as the epoch — requests
-	// already due go out at once, their lateness counted from their
-	// intended starts — and Info.LateStart says by how much.
-	StartAt time.Time
-	// Preconnect, if set, is called before the epoch (and before waiting
-	// for StartAt) to open the client's connections, saying how many it
-	// opened; the time it takes is reported apart (Info.PreconnectTime),
-	// never in a request's latency.
-	Preconnect func(ctx context.Context) (conns int, err error)
-}
-
-// OptionsError says which option makes a run impossible or pointless and
-// why. It is always the caller's mistake (a usage error), found before
-// anything is sent.
-type OptionsError struct {
-	Option string // "stages", "stage 2 (ramp)", "warm-up", "arrival", …
-	Msg    string
-}
-
-func (e *OptionsError) Error() string { return "loadgen: " + e.Option + ": " + e.Msg }
-
-// Validate reports the first option that makes the run impossible, or
-// one that would measure nothing: no stages, a stage without duration or
-// concurrency, open-loop rates that are all zero (--stages 0@2s), a
-// warm-up as long as the whole schedule or the request count.
-func (o Options) Validate() error {
-	bad := func(opt, format string, a ...any) error {
-		return &OptionsError{Option: opt, Msg: fmt.Sprintf(format, a...)}
-	}
-	if len(o.Stages) == 0 {
-		return bad("stages", "none: give a rate or concurrency and a duration")
-	}
-	for i, s := range o.Stages {
-		name := fmt.Sprintf("stage %d (%s)", i+1, s.Name)
-		if s.Duration <= 0 {
-			return bad(name, "duration %v must be positive", s.Duration)
-		}
-		if o.Closed && s.Concurrency < 1 {
-			return bad(name, "closed loop needs concurrency ≥ 1, not %d", s.Concurrency)
-		}
-	}
-	switch {
-	case o.MaxInFlight < 0:
-		return bad("max in flight", "%d is negative", o.MaxInFlight)
-	case o.Requests < 0:
-		return bad("requests", "%d is negative", o.Requests)
-	case o.WarmupRequests < 0 || o.WarmupDuration < 0:
-		return bad("warm-up", "must not be negative")
-	case o.Timeout < 0:
-		return bad("timeout", "%v is negative", o.Timeout)
-	}
-	if err := o.Shard.Validate(); err != nil {
-		return bad("shard", "%v", err)
-	}
-	total := TotalDuration(o.Stages)
-	if o.WarmupDuration >= total {
-		return bad("warm-up", "%v is not shorter than the %v schedule: nothing would be measured", o.WarmupDuration, total)
-	}
-	if o.Requests > 0 && o.WarmupRequests >= o.Requests {
-		return bad("warm-up", "%d requests of %d: nothing would be measured", o.WarmupRequests, o.Requests)
-	}
-	if o.Closed || o.Trace {
-		return nil
-	}
-	for i, s := range o.Stages {
-		if s.Rate > MaxRatePerS {
-			return bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send: split the load across processes with --shard I/N", s.Rate, MaxRatePerS)
-		}
-	}
-	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {
-		return bad("arrival", "%v", err)
-	}
-	switch {
-	case ExpectedArrivals(o.Stages, 0, total) == 0:
-		return bad("stages", "every stage's rate is 0: nothing would be sent")
-	case ExpectedArrivals(o.Stages, o.WarmupDuration, total) == 0:
-		return bad("stages", "every rate after the %v warm-up is 0: nothing would be measured", o.WarmupDuration)
-	}
-	return nil
-}
-
-// shape is the arrival process's shape parameter for NewOpenLoop.
-func (o Options) shape() float64 {
-	if o.Arrival == ArrivalUniform {
-		return o.Jitter
-	}
-	return o.Burstiness
-}
-
 // Window is a span of run time, as offsets from the run's epoch.
 type Window struct{ From, To time.Duration }
 
@@ -219,18 +71,13 @@ type Info struct {
 // package documentation for the model and for who owns which Record field.
 type Runner struct {
 	client Client
-	src    Source
+	seq    *sequencer
 	opts   Options
 	grace  time.Duration
 
-	srcMu sync.Mutex // guards src, seq and followUps
-	seq   int64
-	// followUps counts a sharded run's session turns after the first
-	// (numbered from FollowUpSeqBase).
-	followUps int64
-	sent      atomic.Int64
-	drop      atomic.Int64
-	cut       atomic.Int64
+	sent atomic.Int64
+	drop atomic.Int64
+	cut  atomic.Int64
 
 	// measuredFrom is the earliest intended start of a measured request
 	// (-1: none yet), for the scheduled window after a warm-up by count.
@@ -269,7 +116,8 @@ func NewRunner(c Client, src Source, opts Options) (*Runner, error) {
 	case grace < 0:
 		grace = 0
 	}
-	return &Runner{client: c, src: src, opts: opts, grace: grace, measuredFrom: -1, stopc: make(chan struct{})}, nil
+	return &Runner{client: c, seq: &sequencer{src: src, shard: opts.Shard}, opts: opts, grace: grace, measuredFrom: -1,
+		stopc: make(chan struct{})}, nil
 }
 
 // Stop ends the run early, for reason: nothing is sent after it, requests
@@ -431,7 +279,10 @@ func (r *Runner) endSending(rn *run, at time.Duration) {
 		rn.sentEnd = min(at, rn.end)
 		rn.host = hostLoad(rn.host0, readHost(), numCPU())
 		close(rn.ended)
-		if at < rn.end {
+		// Not after an interrupt or Stop: their own cause cancels the
+		// requests, on another goroutine, and a cut armed for now (no
+		// grace) could reach them first and record them ErrCutAtEnd.
+		if at < rn.end && rn.send.Err() == nil {
 			rn.cutTimer.Reset(time.Until(rn.epoch.Add(at + r.grace)))
 		}
 	})
@@ -480,22 +331,6 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 		r.measuredMu.Unlock()
 	}
 	return rec
-}
-
-// nextSeq takes the next sequence number (session turns, which do not
-// come from the source).
-func (r *Runner) nextSeq() int64 {
-	r.srcMu.Lock()
-	defer r.srcMu.Unlock()
-	if sh := r.opts.Shard; sh.Active() {
-		// Not from the source's numbering: when a turn is due depends on
-		// an answer, and every shard must number the source alike.
-		k := r.followUps
-		r.followUps++
-		return FollowUpSeqBase + k*int64(sh.Count) + int64(sh.Index)
-	}
-	r.seq++
-	return r.seq - 1
 }
 
 // capReached reports whether the request count (Options.Requests) is
@@ -566,13 +401,9 @@ func (r *Runner) openLoop(rn *run) (err error) {
 		}
 		r.endSending(rn, at)
 	}()
-	var arr Arrivals
-	if !r.opts.Trace {
-		ol, err := NewOpenLoop(r.opts.Stages, r.opts.Arrival, r.opts.shape(), r.opts.Seed)
-		if err != nil {
-			return err
-		}
-		arr = ol
+	arr, err := r.opts.arrivals(rn.epoch)
+	if err != nil {
+		return err
 	}
 	slots := make(chan struct{}, r.opts.MaxInFlight)
 	timer := time.NewTimer(time.Hour)
@@ -581,72 +412,21 @@ func (r *Runner) openLoop(rn *run) (err error) {
 	deadline := rn.epoch.Add(rn.end)
 	release := func(*Record) { <-slots }
 
-	var followUp func(p *prompts.Prompt, rec *Record)
-	followUp = func(prev *prompts.Prompt, rec *Record) {
-		// Sessions: the next turn is due Think after this answer ends,
-		// measured from then; it shares the in-flight cap.
-		<-slots
-		if prev.FollowUp == nil || rn.send.Err() != nil || !rec.OK() {
-			return
-		}
-		next := prev.FollowUp(rec.Text)
-		if next == nil {
-			return
-		}
-		due := rec.End + next.Think
-		if due >= rn.end {
-			return
-		}
-		rn.wg.Add(1)
-		go func() {
-			defer rn.wg.Done()
-			// Not time.AfterFunc: a pending turn must not hold Run past an
-			// interrupt for the rest of its think time.
-			t := time.NewTimer(time.Until(rn.epoch.Add(due)))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-rn.send.Done():
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-			case <-rn.send.Done():
-				return
-			}
-			if rn.req.Err() != nil { // cut: the grace ran out meanwhile
-				<-slots
-				return
-			}
-			nrec := r.newRecord(rn.epoch, next, r.nextSeq(), due)
-			r.send(rn, nrec, next, func(x *Record) { followUp(next, x) })
-		}()
-	}
-
 	for {
-		if r.capReached(r.peekSeq(), false) {
+		if r.capReached(r.seq.peek(), false) {
 			return nil
 		}
-		p, seq, err := r.draw()
+		p, seq, err := r.seq.draw()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("loadgen: prompt source: %w", err)
 		}
-		var at time.Duration
-		if r.opts.Trace {
-			at = p.At
-			if at >= rn.end {
-				natural = true
-				return nil
-			}
-		} else {
-			var ok bool
-			if at, ok = arr.Next(); !ok || at >= rn.end {
-				natural = true
-				return nil
-			}
+		at, ok := arr.Next(p)
+		if !ok || at >= rn.end {
+			natural = true
+			return nil
 		}
 		if !r.opts.Shard.Owns(seq) {
 			continue // another shard's: drawn only to keep the schedule whole
@@ -679,7 +459,7 @@ func (r *Runner) openLoop(rn *run) (err error) {
 		done := release
 		if p.FollowUp != nil {
 			pp := p
-			done = func(x *Record) { followUp(pp, x) }
+			done = func(x *Record) { r.followUp(rn, slots, pp, x) }
 		}
 		r.send(rn, rec, p, done)
 	}
@@ -701,23 +481,15 @@ func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
 		r.drop.Add(1)
 		rn.out <- rec
 		for rec = nil; rec == nil; {
-			if r.capReached(r.peekSeq(), true) {
+			if r.capReached(r.seq.peek(), true) {
 				return
 			}
-			p, seq, err := r.draw()
+			p, seq, err := r.seq.draw()
 			if err != nil {
 				return
 			}
-			var at time.Duration
-			if r.opts.Trace {
-				at = p.At
-			} else {
-				var ok bool
-				if at, ok = arr.Next(); !ok {
-					return
-				}
-			}
-			if at >= rn.end {
+			at, ok := arr.Next(p)
+			if !ok || at >= rn.end {
 				return
 			}
 			if r.opts.Shard.Owns(seq) {
@@ -727,26 +499,11 @@ func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
 	}
 }
 
-// peekSeq is the sequence number the next prompt from the source gets.
-func (r *Runner) peekSeq() int64 {
-	r.srcMu.Lock()
-	defer r.srcMu.Unlock()
-	return r.seq
-}
-
-// draw takes the next prompt from the source and its sequence number.
-func (r *Runner) draw() (*prompts.Prompt, int64, error) {
-	r.srcMu.Lock()
-	defer r.srcMu.Unlock()
-	p, err := r.src.Next()
-	seq := r.seq
-	if err == nil {
-		r.seq++
-	}
-	return p, seq, err
-}
-
 func (r *Runner) closedLoop(rn *run) error {
+	arr, err := r.opts.arrivals(rn.epoch)
+	if err != nil {
+		return err
+	}
 	maxC := 0
 	for _, s := range r.opts.Stages {
 		maxC = max(maxC, s.Concurrency)
@@ -789,53 +546,27 @@ func (r *Runner) closedLoop(rn *run) error {
 				if r.opts.Requests > 0 && budget.Add(-1) < 0 {
 					return
 				}
-				p := pending
-				var seq int64
-				if p == nil {
-					var err error
-					if p, seq, err = r.drawOwned(); err != nil {
-						if err != io.EOF {
-							errOnce.Do(func() { srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
-						}
-						return
+				p, seq, err := r.closedNext(rn, pending)
+				if err != nil {
+					if err != io.EOF {
+						errOnce.Do(func() { srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
 					}
-				} else {
-					seq = r.nextSeq()
-				}
-				if pending != nil && pending.Think > 0 && !sleep(rn.send, pending.Think, nil) {
 					return
 				}
-				rec := r.newRecord(rn.epoch, p, seq, time.Since(rn.epoch))
+				if p == nil {
+					return // interrupted during a think time
+				}
+				at, _ := arr.Next(p)
+				rec := r.newRecord(rn.epoch, p, seq, at)
 				r.sent.Add(1)
 				r.do(rn, p, rec)
-				pending = nil
-				if p.FollowUp != nil && rec.OK() {
-					pending = p.FollowUp(rec.Text)
-				}
+				pending = nextTurn(p, rec)
 				rn.out <- rec
 			}
 		}()
 	}
 	workers.Wait()
 	return srcErr
-}
-
-// drawOwned takes the next prompt this shard owns from the source,
-// passing over the other shards'.
-func (r *Runner) drawOwned() (*prompts.Prompt, int64, error) {
-	r.srcMu.Lock()
-	defer r.srcMu.Unlock()
-	for {
-		p, err := r.src.Next()
-		if err != nil {
-			return nil, 0, err
-		}
-		seq := r.seq
-		r.seq++
-		if r.opts.Shard.Owns(seq) {
-			return p, seq, nil
-		}
-	}
 }
 
 // sleep waits d, false if ctx ends or stop is closed first.

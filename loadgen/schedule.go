@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/prompts"
 )
 
 // Stage is one step of a load profile: hold Rate (requests per second, open
@@ -101,13 +103,6 @@ const (
 	ArrivalGamma    = "gamma"
 	ArrivalUniform  = "uniform"
 )
-
-// Arrivals yields intended start offsets in increasing order.
-type Arrivals interface {
-	// Next returns the next intended start, or ok=false when the schedule
-	// is over.
-	Next() (at time.Duration, ok bool)
-}
 
 // OpenLoop is an open-loop arrival schedule over stages.
 type OpenLoop struct {
@@ -220,8 +215,9 @@ func NewOpenLoop(stages []Stage, process string, shape float64, seed uint64) (*O
 	return o, nil
 }
 
-// Next implements Arrivals.
-func (o *OpenLoop) Next() (time.Duration, bool) {
+// Next implements Arrivals: the next arrival of the process, whatever
+// the prompt.
+func (o *OpenLoop) Next(*prompts.Prompt) (time.Duration, bool) {
 	x := o.draw()
 	if o.first {
 		// The first request goes out at once for steady paces (as vegeta

@@ -14,7 +14,7 @@ func arrivals(t *testing.T, stages []Stage, proc string, k float64) []time.Durat
 	}
 	var out []time.Duration
 	for {
-		at, ok := o.Next()
+		at, ok := o.Next(nil)
 		if !ok {
 			return out
 		}

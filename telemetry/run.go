@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,6 +29,12 @@ type Config struct {
 	// once: Triton with an ensemble, whose composing models count each
 	// request again (see ParseOptions). Empty: the only model loaded.
 	ServerModel string
+
+	// dial, if set, opens the scrapes' connections: tests serve /metrics
+	// over net.Pipe, so that sampling runs in a synctest bubble (a
+	// goroutine blocked on a socket is not durably blocked; the fake clock
+	// would not move).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultInterval is Config.Interval's default.
@@ -85,6 +92,7 @@ type Run struct {
 	start      time.Time
 	sources    []*source
 	gpuBusy    atomic.Bool
+	client     *http.Client // every source's
 
 	stop     chan struct{}
 	now      chan chan struct{}
@@ -150,10 +158,14 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 	def := interval * 9 / 10
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 2
+	if cfg.dial != nil {
+		tr.DialContext = cfg.dial
+	}
 	client := &http.Client{Transport: tr}
 	r := &Run{
 		interval:   interval,
 		gpuTimeout: def,
+		client:     client,
 		sink:       sink,
 		gpu:        cfg.GPU,
 		start:      time.Now(),
@@ -180,6 +192,9 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 
 func (r *Run) loop(ctx context.Context) {
 	defer close(r.done)
+	// Sampling is over: no kept-alive connection is used again. (A late
+	// scrape still running keeps its own until it ends.)
+	defer r.closeIdle()
 	final := func() { r.roundFinal(context.WithoutCancel(ctx), true) }
 	if ctx.Err() != nil {
 		final()
@@ -201,6 +216,13 @@ func (r *Run) loop(ctx context.Context) {
 			r.round(ctx)
 			close(reply)
 		case <-timer.C:
+			// A tick due while Stop (or the end of ctx) waited for a slow
+			// round is not taken: select picks among ready cases at random,
+			// and Stop means one final round, not more.
+			if r.stopping(ctx) {
+				final()
+				return
+			}
 			r.round(ctx)
 			// The next tick on the grid; if the round overran it, run at
 			// once, and skip only ticks that are wholly past.
@@ -215,6 +237,21 @@ func (r *Run) loop(ctx context.Context) {
 		}
 	}
 }
+
+// stopping reports whether Stop was called or ctx ended.
+func (r *Run) stopping(ctx context.Context) bool {
+	select {
+	case <-r.stop:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// closeIdle closes the scrapes' idle kept-alive connections.
+func (r *Run) closeIdle() { r.client.CloseIdleConnections() }
 
 // Snapshot takes a sampling round now (so a stage boundary is not up to an
 // interval stale; the round's Sample goes to the sink as usual) and returns

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -18,38 +19,44 @@ import (
 // Authorization header it saw.
 func serveFile(t *testing.T, name string) (*httptest.Server, *atomic.Value) {
 	t.Helper()
+	h, auth := fileHandler(t, name)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, auth
+}
+
+// fileHandler answers with a testdata fixture and records the
+// Authorization header it saw.
+func fileHandler(t *testing.T, name string) (http.Handler, *atomic.Value) {
+	t.Helper()
 	body, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var auth atomic.Value
 	auth.Store("")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth.Store(r.Header.Get("Authorization"))
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &auth
+	}), &auth
 }
 
-// hangingServer accepts scrapes and never answers.
-func hangingServer(t *testing.T) *httptest.Server {
-	t.Helper()
+// hangingHandler accepts scrapes and never answers them whole: headers
+// and a partial body, then nothing until the client goes away.
+func hangingHandler(t *testing.T) http.Handler {
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	t.Cleanup(func() { close(release) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusOK)
 		w.Write([]byte("# TYPE vllm:num_requests_waiting gauge\n"))
-		w.(http.Flusher).Flush() // headers and a partial body, then nothing
+		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // runs first: Close waits for handlers
-	return srv
+	})
 }
 
 // collector is a sink that keeps every Sample.
@@ -70,67 +77,66 @@ func (c *collector) all() []Sample {
 	return append([]Sample(nil), c.samples...)
 }
 
+// A source that never answers does not stall the others or the cadence.
+// In a synctest bubble (fake clock, scrapes over net.Pipe) the rounds are
+// exactly on their 100 ms grid.
 func TestHangingSourceDoesNotStallSampling(t *testing.T) {
-	good, auth := serveFile(t, "vllm.prom")
-	hang := hangingServer(t)
-	const interval = 100 * time.Millisecond
-	hdr := http.Header{"Authorization": {"Bearer s3cret-token"}}
-	hangURL := strings.Replace(hang.URL, "http://", "http://user:pa55word@", 1) + "/metrics?token=qu3ry-secret"
-	var c collector
-	began := time.Now()
-	r := Start(context.Background(), Config{
-		Scrapes:  []ScrapeConfig{{URL: good.URL + "/metrics", Headers: hdr}, {URL: hangURL, Headers: hdr, Timeout: time.Hour}},
-		Interval: interval,
-	}, c.sink)
-	time.Sleep(650 * time.Millisecond)
-	sum := r.Stop()
-	took := time.Since(began)
+	synctest.Test(t, func(t *testing.T) {
+		goodH, auth := fileHandler(t, "vllm.prom")
+		dial := pipeDialer(map[string]*pipeServer{"good:80": newPipeServer(t, goodH), "hang:80": newPipeServer(t, hangingHandler(t))})
+		const interval = 100 * time.Millisecond
+		hdr := http.Header{"Authorization": {"Bearer s3cret-token"}}
+		hangURL := "http://user:pa55word@hang/metrics?token=qu3ry-secret"
+		var c collector
+		r := Start(context.Background(), Config{
+			Scrapes:  []ScrapeConfig{{URL: "http://good/metrics", Headers: hdr}, {URL: hangURL, Headers: hdr, Timeout: time.Hour}},
+			Interval: interval, dial: dial,
+		}, c.sink)
+		time.Sleep(650 * time.Millisecond) // the fake clock: rounds at 0, 100, …, 600 ms
+		sum := r.Stop()
 
-	samples := c.all()
-	// Rounds at 0, 100, …, 600 ms plus the final one; allow a loaded machine
-	// to miss a few, but a stalled schedule would give one or two.
-	if len(samples) < 5 {
-		t.Fatalf("%d samples in %v", len(samples), took)
-	}
-	for i, s := range samples {
-		if s.Server == nil || s.Server.Waiting == nil || *s.Server.Waiting != 7 {
-			t.Fatalf("sample %d: healthy source missing: %+v", i, s.Server)
+		samples := c.all()
+		if len(samples) != 8 { // and the final one
+			t.Fatalf("%d samples, want 8", len(samples))
 		}
-		// The hung scrape runs on (it could still answer late): every
-		// round says it is waiting, and the last one fails it.
-		last := i == len(samples)-1
-		if !last && (len(s.Errors) != 0 || len(s.Late) != 1 || !strings.Contains(s.Late[0], "no answer within 90ms yet")) {
-			t.Errorf("sample %d errors %q late %q", i, s.Errors, s.Late)
-		}
-		if last && (len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "no answer by the end of sampling")) {
-			t.Errorf("final sample errors %q", s.Errors)
-		}
-		if i > 0 {
-			if gap := s.At.Sub(samples[i-1].At); gap > 3*interval {
-				t.Errorf("sample %d came %v after the previous one", i, gap)
+		for i, s := range samples {
+			if s.Server == nil || s.Server.Waiting == nil || *s.Server.Waiting != 7 {
+				t.Fatalf("sample %d: healthy source missing: %+v", i, s.Server)
+			}
+			// The hung scrape runs on (it could still answer late): every
+			// round says it is waiting, and the last one fails it.
+			last := i == len(samples)-1
+			if !last && (len(s.Errors) != 0 || len(s.Late) != 1 || !strings.Contains(s.Late[0], "no answer within 90ms yet")) {
+				t.Errorf("sample %d errors %q late %q", i, s.Errors, s.Late)
+			}
+			if last && (len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "no answer by the end of sampling")) {
+				t.Errorf("final sample errors %q", s.Errors)
+			}
+			if want := time.Duration(i) * interval; !last && s.Elapsed != want {
+				t.Errorf("sample %d at %v, want %v", i, s.Elapsed, want)
 			}
 		}
-	}
-	if sum.Samples != len(samples) || sum.ScrapeErrors != 1 || sum.Sources[1].Errors != 1 || sum.Sources[0].Errors != 0 || sum.LateScrapes != 0 {
-		t.Errorf("summary counts: %+v", sum)
-	}
-	if got := auth.Load().(string); got != "Bearer s3cret-token" {
-		t.Errorf("server saw Authorization %q", got)
-	}
-	js, _ := json.Marshal(sum)
-	all := string(js)
-	for _, s := range samples {
-		b, _ := json.Marshal(s)
-		all += string(b)
-	}
-	for _, secret := range []string{"s3cret", "pa55word", "qu3ry", "user:"} {
-		if strings.Contains(all, secret) {
-			t.Errorf("%q leaked into samples or summary", secret)
+		if sum.Samples != len(samples) || sum.ScrapeErrors != 1 || sum.Sources[1].Errors != 1 || sum.Sources[0].Errors != 0 || sum.LateScrapes != 0 {
+			t.Errorf("summary counts: %+v", sum)
 		}
-	}
-	if !strings.Contains(sum.Sources[1].Name, hang.Listener.Addr().String()+"/metrics") {
-		t.Errorf("source name %q", sum.Sources[1].Name)
-	}
+		if got := auth.Load().(string); got != "Bearer s3cret-token" {
+			t.Errorf("server saw Authorization %q", got)
+		}
+		js, _ := json.Marshal(sum)
+		all := string(js)
+		for _, s := range samples {
+			b, _ := json.Marshal(s)
+			all += string(b)
+		}
+		for _, secret := range []string{"s3cret", "pa55word", "qu3ry", "user:"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("%q leaked into samples or summary", secret)
+			}
+		}
+		if sum.Sources[1].Name != "http://hang/metrics" {
+			t.Errorf("source name %q", sum.Sources[1].Name)
+		}
+	})
 }
 
 // fakeGPU is a GPUSampler without NVML; block makes Sample hang.
@@ -322,58 +328,74 @@ func equalU(got []uint64, want ...uint64) bool {
 }
 
 func TestHangingGPUSamplerDoesNotStall(t *testing.T) {
-	g := &fakeGPU{block: make(chan struct{})}
-	defer close(g.block)
-	var c collector
-	const interval = 100 * time.Millisecond
-	r := Start(context.Background(), Config{GPU: g, Interval: interval}, c.sink)
-	time.Sleep(450 * time.Millisecond)
-	sum := r.Stop()
-	samples := c.all()
-	if len(samples) < 3 {
-		t.Fatalf("%d samples", len(samples))
-	}
-	// The first read hangs; later rounds do not pile up more calls.
-	if n := g.calls.Load(); n != 1 {
-		t.Errorf("%d Sample calls while the first hung", n)
-	}
-	if !strings.Contains(samples[0].Errors[0], "nvml: no answer within 90ms") ||
-		!strings.Contains(samples[1].Errors[0], "previous sample still running") {
-		t.Errorf("errors %q %q", samples[0].Errors, samples[1].Errors)
-	}
-	if sum.ScrapeErrors != len(samples) || sum.Sources[0].Name != "nvml" || sum.Sources[0].Errors != len(samples) {
-		t.Errorf("summary %+v", sum)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := &fakeGPU{block: make(chan struct{})}
+		defer close(g.block)
+		var c collector
+		const interval = 100 * time.Millisecond
+		r := Start(context.Background(), Config{GPU: g, Interval: interval}, c.sink)
+		time.Sleep(450 * time.Millisecond) // the fake clock: rounds at 0, 100, …, 400 ms
+		sum := r.Stop()
+		samples := c.all()
+		if len(samples) != 6 { // and the final one
+			t.Fatalf("%d samples, want 6", len(samples))
+		}
+		// The first read hangs; later rounds do not pile up more calls.
+		if n := g.calls.Load(); n != 1 {
+			t.Errorf("%d Sample calls while the first hung", n)
+		}
+		if !strings.Contains(samples[0].Errors[0], "nvml: no answer within 90ms") ||
+			!strings.Contains(samples[1].Errors[0], "previous sample still running") {
+			t.Errorf("errors %q %q", samples[0].Errors, samples[1].Errors)
+		}
+		for i, s := range samples[:5] {
+			if want := time.Duration(i) * interval; s.Elapsed != want {
+				t.Errorf("sample %d at %v, want %v: the hung read held the cadence", i, s.Elapsed, want)
+			}
+		}
+		if sum.ScrapeErrors != len(samples) || sum.Sources[0].Name != "nvml" || sum.Sources[0].Errors != len(samples) {
+			t.Errorf("summary %+v", sum)
+		}
+	})
 }
 
 func TestContextCancelEndsSampling(t *testing.T) {
-	srv, _ := serveFile(t, "sglang.prom")
-	ctx, cancel := context.WithCancel(context.Background())
-	var c collector
-	r := Start(ctx, Config{Scrapes: []ScrapeConfig{{URL: srv.URL}}, Interval: 20 * time.Millisecond}, c.sink)
-	// Snapshots from several goroutines while it runs (for the race detector).
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 5 {
-				if s := r.Snapshot(); s.Samples == 0 {
-					t.Error("snapshot before any sample")
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := fileHandler(t, "sglang.prom")
+		srv := newPipeServer(t, h)
+		ctx, cancel := context.WithCancel(context.Background())
+		var c collector
+		const interval = 20 * time.Millisecond
+		r := Start(ctx, Config{Scrapes: []ScrapeConfig{{URL: "http://sglang/metrics"}}, Interval: interval, dial: srv.dial}, c.sink)
+		// Snapshots from several goroutines while it runs (for the race detector).
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 5 {
+					if s := r.Snapshot(); s.Samples == 0 {
+						t.Error("snapshot before any sample")
+					}
 				}
-			}
-		})
-	}
-	wg.Wait()
-	cancel()
-	time.Sleep(50 * time.Millisecond)
-	n := len(c.all())
-	time.Sleep(60 * time.Millisecond)
-	if len(c.all()) != n {
-		t.Error("still sampling after cancel")
-	}
-	sum := r.Stop()
-	if sum.Samples != n || sum.Family != "sglang" || sum.Waiting.Mean != 5 {
-		t.Errorf("summary %+v (samples seen %d)", sum, n)
-	}
+			})
+		}
+		wg.Wait()
+		cancel()
+		synctest.Wait() // the loop has taken its final round and ended
+		n := len(c.all())
+		time.Sleep(10 * interval) // the fake clock: ten ticks that must not come
+		if len(c.all()) != n {
+			t.Error("still sampling after cancel")
+		}
+		sum := r.Stop()
+		if sum.Samples != n || sum.Family != "sglang" || sum.Waiting.Mean != 5 {
+			t.Errorf("summary %+v (samples seen %d)", sum, n)
+		}
+		// The first round, 20 snapshots and the final round, at no cost
+		// in fake time.
+		if n != 22 {
+			t.Errorf("%d samples, want 22", n)
+		}
+	})
 }
 
 func TestUnreachableAndBadSources(t *testing.T) {
@@ -402,25 +424,35 @@ func TestUnreachableAndBadSources(t *testing.T) {
 }
 
 func TestSlowSinkSkipsWholeTicks(t *testing.T) {
-	srv, _ := serveFile(t, "tgi.prom")
-	const interval = 40 * time.Millisecond
-	var c collector
-	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL}}, Interval: interval}, func(s Sample) {
-		c.sink(s)
-		time.Sleep(100 * time.Millisecond) // 2.5 intervals
-	})
-	time.Sleep(450 * time.Millisecond)
-	sum := r.Stop()
-	samples := c.all()
-	if sum.MissedIntervals == 0 || len(samples) < 3 {
-		t.Fatalf("%d samples, %d missed intervals", len(samples), sum.MissedIntervals)
-	}
-	// Rounds stay on the 40 ms grid, started at once after the slow sink.
-	for i := 1; i < len(samples)-1; i++ {
-		if gap := samples[i].At.Sub(samples[i-1].At); gap < 90*time.Millisecond || gap > 250*time.Millisecond {
-			t.Errorf("gap %d: %v", i, gap)
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := fileHandler(t, "tgi.prom")
+		srv := newPipeServer(t, h)
+		const interval = 40 * time.Millisecond
+		var c collector
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://tgi/metrics"}}, Interval: interval, dial: srv.dial},
+			func(s Sample) {
+				c.sink(s)
+				time.Sleep(100 * time.Millisecond) // 2.5 intervals
+			})
+		time.Sleep(450 * time.Millisecond) // the fake clock
+		sum := r.Stop()
+		samples := c.all()
+		// A round every 100 ms (its sink's time), the next started at once:
+		// 0, 100, …, 400 ms, and the final one after the round the stop
+		// came in (no tick taken after the stop).
+		if len(samples) != 6 {
+			t.Fatalf("%d samples, want 6", len(samples))
 		}
-	}
+		for i, s := range samples {
+			if want := time.Duration(i) * 100 * time.Millisecond; s.Elapsed != want {
+				t.Errorf("sample %d at %v, want %v", i, s.Elapsed, want)
+			}
+		}
+		// 2.5 intervals per round: 1, 2, 1, 2, 1 ticks wholly missed.
+		if sum.MissedIntervals != 7 {
+			t.Errorf("%d missed intervals, want 7", sum.MissedIntervals)
+		}
+	})
 }
 
 // TestQueueDelayUnavailableReasons checks that a Run says why there is no
@@ -471,38 +503,41 @@ func TestQueueDelayUnavailableReasons(t *testing.T) {
 // inference loop) keeps the sampling cadence: its answers count as late
 // scrapes, not failures, and their counters still count.
 func TestLateScrapesCountApartFromFailures(t *testing.T) {
-	body, err := os.ReadFile("testdata/llamacpp.prom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(250 * time.Millisecond):
-		case <-r.Context().Done():
-			return
+	synctest.Test(t, func(t *testing.T) {
+		body, err := os.ReadFile("testdata/llamacpp.prom")
+		if err != nil {
+			t.Fatal(err)
 		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		w.Write(body)
-	}))
-	t.Cleanup(slow.Close)
-	const interval = 100 * time.Millisecond
-	var c collector
-	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: slow.URL + "/metrics"}}, Interval: interval}, c.sink)
-	time.Sleep(1200 * time.Millisecond)
-	sum := r.Stop()
-	samples := c.all()
-	if len(samples) < 8 {
-		t.Errorf("%d samples in 1.2 s at 100 ms: the slow source stalled the cadence", len(samples))
-	}
-	if sum.LateScrapes < 2 || sum.Sources[0].Late != sum.LateScrapes {
-		t.Errorf("late scrapes %d (source %d), want several", sum.LateScrapes, sum.Sources[0].Late)
-	}
-	if sum.ScrapeErrors > 1 { // at most the one still running when sampling stopped
-		t.Errorf("%d scrape errors: late answers were counted as failures: %v", sum.ScrapeErrors, sum.Errors)
-	}
-	if sum.PromptTokens == nil || sum.Family != string(FamilyLlamaCPP) {
-		t.Errorf("late answers' series did not count: family %q prompt tokens %v", sum.Family, sum.PromptTokens)
-	}
+		srv := newPipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			w.Write(body)
+		}))
+		const interval = 100 * time.Millisecond
+		var c collector
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://llama/metrics"}}, Interval: interval, dial: srv.dial}, c.sink)
+		time.Sleep(1250 * time.Millisecond) // the fake clock: rounds at 0, 100, …, 1200 ms
+		sum := r.Stop()
+		samples := c.all()
+		if len(samples) != 14 {
+			t.Errorf("%d samples in 1.25 s at 100 ms, want 14: the slow source stalled the cadence", len(samples))
+		}
+		// Scrapes start at 0, 300, 600, 900 and 1200 ms and answer 250 ms
+		// later; the rounds at 300, 600, 900 and 1200 take the answers.
+		if sum.LateScrapes != 4 || sum.Sources[0].Late != 4 {
+			t.Errorf("late scrapes %d (source %d), want 4", sum.LateScrapes, sum.Sources[0].Late)
+		}
+		if sum.ScrapeErrors != 1 { // the one still running when sampling stopped
+			t.Errorf("%d scrape errors, want 1: late answers were counted as failures: %v", sum.ScrapeErrors, sum.Errors)
+		}
+		if sum.PromptTokens == nil || sum.Family != string(FamilyLlamaCPP) {
+			t.Errorf("late answers' series did not count: family %q prompt tokens %v", sum.Family, sum.PromptTokens)
+		}
+	})
 }
 
 // Ollama has no /metrics (404; its root says "Ollama is running"): asked
@@ -510,34 +545,35 @@ func TestLateScrapesCountApartFromFailures(t *testing.T) {
 // counted, and the sink gets no sample (telemetry.jsonl no empty line a
 // second).
 func TestOllamaHasNoMetrics(t *testing.T) {
-	var metricsAsks atomic.Int32
-	mux := http.NewServeMux()
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("Ollama is running")) })
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		metricsAsks.Add(1)
-		http.NotFound(w, r)
+	synctest.Test(t, func(t *testing.T) {
+		var metricsAsks atomic.Int32
+		mux := http.NewServeMux()
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("Ollama is running")) })
+		mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			metricsAsks.Add(1)
+			http.NotFound(w, r)
+		})
+		srv := newPipeServer(t, mux)
+		var sunk atomic.Int32
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://ollama/metrics"}}, Interval: 20 * time.Millisecond,
+			dial: srv.dial}, func(Sample) { sunk.Add(1) })
+		time.Sleep(200 * time.Millisecond) // the fake clock: ten rounds
+		sum := r.Stop()
+		if sum.ScrapeErrors != 0 || len(sum.Errors) != 0 || sum.NoMetrics != "no server metrics (Ollama)" {
+			t.Errorf("errors %d %q, no metrics %q", sum.ScrapeErrors, sum.Errors, sum.NoMetrics)
+		}
+		if n := metricsAsks.Load(); n != 1 {
+			t.Errorf("/metrics asked %d times", n)
+		}
+		src := sum.Sources[0]
+		if src.Scrapes != 1 || src.Errors != 0 || !strings.Contains(src.Absent, "Ollama") {
+			t.Errorf("source %+v", src)
+		}
+		if n := sunk.Load(); n != 0 || sum.Samples != 0 {
+			t.Errorf("%d samples to the sink, %d counted: want none", n, sum.Samples)
+		}
+		if sum.QueueDelayUnavailable != NoQueueNoMetrics {
+			t.Errorf("queue unavailable %q", sum.QueueDelayUnavailable)
+		}
 	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	var sunk atomic.Int32
-	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 20 * time.Millisecond},
-		func(Sample) { sunk.Add(1) })
-	time.Sleep(200 * time.Millisecond)
-	sum := r.Stop()
-	if sum.ScrapeErrors != 0 || len(sum.Errors) != 0 || sum.NoMetrics != "no server metrics (Ollama)" {
-		t.Errorf("errors %d %q, no metrics %q", sum.ScrapeErrors, sum.Errors, sum.NoMetrics)
-	}
-	if n := metricsAsks.Load(); n != 1 {
-		t.Errorf("/metrics asked %d times", n)
-	}
-	src := sum.Sources[0]
-	if src.Scrapes != 1 || src.Errors != 0 || !strings.Contains(src.Absent, "Ollama") {
-		t.Errorf("source %+v", src)
-	}
-	if n := sunk.Load(); n != 0 || sum.Samples != 0 {
-		t.Errorf("%d samples to the sink, %d counted: want none", n, sum.Samples)
-	}
-	if sum.QueueDelayUnavailable != NoQueueNoMetrics {
-		t.Errorf("queue unavailable %q", sum.QueueDelayUnavailable)
-	}
 }

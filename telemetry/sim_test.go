@@ -26,12 +26,43 @@ func TestAgainstSimulatorAboveCapacity(t *testing.T) {
 	srv := simtest.Start(t, cfg)
 
 	var c collector
+	rounds := make(chan struct{}, 1)
 	r := Start(context.Background(), Config{
 		Scrapes: []ScrapeConfig{{URL: srv.URL + "/metrics"}},
-		// Not much shorter: under -race on a loaded 2-core machine a scrape
-		// can exceed a 25 ms interval's timeout (seen in CI).
-		Interval: 100 * time.Millisecond,
-	}, c.sink)
+		// A scrape may answer after its round closed (90% of the
+		// interval; under -race on a loaded 2-core machine one took over
+		// 90 ms): it counts, late, but the waits below want one in time.
+		Interval: 250 * time.Millisecond,
+	}, func(s Sample) {
+		c.sink(s)
+		select {
+		case rounds <- struct{}{}:
+		default:
+		}
+	})
+	// answeredSince waits, round by round, for a scrape started at or
+	// after t0 that answered within its round: the counts then hold
+	// everything the server counted before t0.
+	answeredSince := func(t0 time.Time, what string) {
+		t.Helper()
+		deadline := time.NewTimer(20 * time.Second)
+		defer deadline.Stop()
+		for {
+			for _, s := range c.all() {
+				if !s.At.Before(t0) && s.Server != nil {
+					return
+				}
+			}
+			select {
+			case <-rounds:
+			case <-deadline.C:
+				t.Fatalf("no scrape answered within its round %s", what)
+			}
+		}
+	}
+	// The first answer is the baseline: what the server counted before
+	// it is history, not the run's, so no load before it.
+	answeredSince(time.Time{}, "before the load")
 	before := r.Snapshot()
 
 	const requests = 24
@@ -56,6 +87,7 @@ func TestAgainstSimulatorAboveCapacity(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	answeredSince(time.Now(), "after the load")
 	after := r.Snapshot()
 	sum := r.Stop()
 
@@ -83,7 +115,7 @@ func TestAgainstSimulatorAboveCapacity(t *testing.T) {
 		t.Errorf("summary: family %q queue %+v errors %d %q", sum.Family, sum.QueueDelay, sum.ScrapeErrors, sum.Errors)
 	}
 	if sum.GenerationTokens == nil || *sum.GenerationTokens != 16*requests {
-		t.Errorf("generation tokens %v, want %d", sum.GenerationTokens, 16*requests)
+		t.Errorf("generation tokens %v, want %d", *sum.GenerationTokens, 16*requests)
 	}
 	if sum.QueueDelay.P99Ms == nil || *sum.QueueDelay.P99Ms < *sum.QueueDelay.P50Ms {
 		t.Errorf("queue quantiles %+v", sum.QueueDelay)

@@ -52,9 +52,9 @@ func TestTwoEnginesOneRestartedSummaryTelemetry(t *testing.T) {
 	// fall shows at whichever scrape comes next.
 	restarted := make(chan time.Time, 1)
 	go func() {
-		for deadline := time.Now().Add(20 * time.Second); len(srv.Truth()) < 40 && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
-		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		srv.Await(wctx, func() bool { return len(srv.Truth()) >= 40 })
 		if err := srv.RestartEngine(ctx, 1); err != nil {
 			t.Errorf("restart: %v", err)
 		}

@@ -54,11 +54,10 @@ func TestCanaryCommandReloadsOnSIGHUP(t *testing.T) {
 	go func() { done <- exitCode(cmdCanary(ctx, []string{"--config", path}, &stdout, stderr)) }()
 	wait := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), what); {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", what, stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := stderr.WaitFor(wctx, what); err != nil {
+			t.Fatalf("no %q in the log (%v):\n%s", what, err, stderr.String())
 		}
 	}
 	wait("canary: serving") // the SIGHUP handler is installed before this line

@@ -121,10 +121,11 @@ func TestSimServesGRPC(t *testing.T) {
 		done <- cmdSim(ctx, []string{"--addr", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--fixed-ttft", "1ms"}, &out, &errb)
 	}()
 	var addr string
-	for deadline := time.Now().Add(5 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, after, ok := strings.Cut(out.String(), "KServe v2 gRPC on grpc://"); ok {
-			addr = strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
-		}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if out.WaitFor(wctx, "KServe v2 gRPC on grpc://") == nil {
+		_, after, _ := strings.Cut(out.String(), "KServe v2 gRPC on grpc://")
+		addr = strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
 	}
 	if addr == "" {
 		cancel()

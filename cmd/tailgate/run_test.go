@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -198,11 +199,11 @@ func TestRunInterruptKeepsResults(t *testing.T) {
 	}
 	// Interrupt once the server holds 30 requests (each streams for 2 s,
 	// so all are in flight): the run has records to keep and to cancel.
-	for deadline := time.Now().Add(20 * time.Second); len(srv.Truth()) < 30; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the server saw %d requests in 20 s\n%s", len(srv.Truth()), stderr.String())
-		}
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if err := srv.Await(wctx, func() bool { return len(srv.Truth()) >= 30 }); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("the server saw %d requests in a minute\n%s", len(srv.Truth()), stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)

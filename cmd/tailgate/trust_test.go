@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -132,15 +133,17 @@ func TestRunServerKilledMidRunIsInvalid(t *testing.T) {
 	go func() {
 		// Down once it has answered a few: mid-run, however slow the
 		// process was to start.
-		deadline := time.Now().Add(20 * time.Second)
-		for answered := 0; answered < 5 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			answered = 0
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		srv.Await(ctx, func() bool {
+			answered := 0
 			for _, tr := range srv.Truth() {
 				if tr.Outcome == "ok" {
 					answered++
 				}
 			}
-		}
+			return answered >= 5
+		})
 		srv.Close()
 	}()
 	dir := t.TempDir()

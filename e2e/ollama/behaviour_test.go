@@ -1,7 +1,13 @@
 package ollama
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -67,35 +73,38 @@ func TestOllamaRunnerKilled(t *testing.T) {
 	s := start(t, ollamatest.Options{NumParallel: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, _, err := protocol.Open(ctx, protocol.Target{Endpoint: transport.Endpoint{URL: s.URL}, API: "ollama-chat", Model: ollamatest.Tiny, Stream: true, MaxTokens: 48})
+	var killed atomic.Bool
+	var killedSeq atomic.Int64
+	// Kill the runner at the third chunk of the second request, seen by a
+	// proxy between client and server as it forwards the stream, so the
+	// kill is mid-stream for certain and nothing reads the client's record
+	// while it is written.
+	var chats atomic.Int64
+	upstream, _ := url.Parse(s.URL)
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	proxy.FlushInterval = -1 // every line at once, as Ollama sends it
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path == "/api/chat" && chats.Add(1) == 2 {
+			resp.Body = &killAfterLines{ReadCloser: resp.Body, lines: 3, kill: func() {
+				pid := s.Runner(ollamatest.Tiny)
+				if pid == 0 {
+					t.Errorf("no runner for %s", ollamatest.Tiny)
+					return
+				}
+				syscall.Kill(pid, syscall.SIGKILL)
+				killedSeq.Store(1) // the second request of the closed loop
+				killed.Store(true)
+			}}
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	c, _, err := protocol.Open(ctx, protocol.Target{Endpoint: transport.Endpoint{URL: front.URL}, API: "ollama-chat", Model: ollamatest.Tiny, Stream: true, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var killed atomic.Bool
-	var killedSeq atomic.Int64
-	// Kill the runner at the third chunk of the second request, from the
-	// client's side of the stream, so the kill is mid-stream for certain.
-	client := loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
-		if rec.Seq == 1 && !killed.Load() {
-			go func() {
-				for ctx.Err() == nil {
-					time.Sleep(5 * time.Millisecond)
-					if n := chunksOf(rec); n >= 3 {
-						pid := s.Runner(ollamatest.Tiny)
-						if pid == 0 {
-							t.Errorf("no runner for %s", ollamatest.Tiny)
-							return
-						}
-						syscall.Kill(pid, syscall.SIGKILL)
-						killed.Store(true)
-						killedSeq.Store(rec.Seq)
-						return
-					}
-				}
-			}()
-		}
-		c.Do(ctx, p, rec)
-	})
+	client := loadgen.ClientFunc(c.Do)
 	r, err := loadgen.NewRunner(client, &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: prompt}},
 		loadgen.Options{Stages: []loadgen.Stage{{Name: "c", Concurrency: 1, Duration: time.Minute}}, Closed: true, Requests: 5, Timeout: time.Minute})
 	if err != nil {
@@ -130,10 +139,23 @@ func TestOllamaRunnerKilled(t *testing.T) {
 	}
 }
 
-// chunksOf reads how many chunks rec has so far. The client appends from
-// its own goroutine; this only needs a lower bound, read racily on
-// purpose (the test does not run under -race).
-func chunksOf(rec *loadgen.Record) int { return len(rec.Chunks) }
+// killAfterLines calls kill once the body has passed lines newlines.
+type killAfterLines struct {
+	io.ReadCloser
+	lines int
+	kill  func()
+}
+
+func (k *killAfterLines) Read(p []byte) (int, error) {
+	n, err := k.ReadCloser.Read(p)
+	if k.lines > 0 {
+		k.lines -= bytes.Count(p[:n], []byte("\n"))
+		if k.lines <= 0 {
+			k.kill()
+		}
+	}
+	return n, err
+}
 
 // TestOllamaOverload: with OLLAMA_NUM_PARALLEL=1 and OLLAMA_MAX_QUEUE=1,
 // a burst that arrives while the model loads, beyond the one request the

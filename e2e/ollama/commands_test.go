@@ -132,19 +132,19 @@ func TestOllamaCanaryThroughRestart(t *testing.T) {
 		}
 	}()
 	count := func(name, label string) float64 { return scrapeSum(t, d.Addr(), name, label) }
-	waitFor(t, 20*time.Second, "successful probes", func() bool { return count("tailgate_requests_total", "") >= 4 })
+	waitFor(t, logs, 20*time.Second, "successful probes", func() bool { return count("tailgate_requests_total", "") >= 4 })
 	if strings.Contains(logs.String(), "preflight") {
 		t.Errorf("preflight complained of a healthy server:\n%s", logs.String())
 	}
 	s.Stop()
-	waitFor(t, 20*time.Second, "connect errors while Ollama is down", func() bool {
+	waitFor(t, logs, 20*time.Second, "connect errors while Ollama is down", func() bool {
 		return count("tailgate_request_errors_total", `kind="connect"`) >= 3
 	})
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	okBefore := count("tailgate_requests_total", "") - count("tailgate_request_errors_total", "")
-	waitFor(t, 60*time.Second, "successful probes after the restart", func() bool {
+	waitFor(t, logs, 60*time.Second, "successful probes after the restart", func() bool {
 		return count("tailgate_requests_total", "")-count("tailgate_request_errors_total", "") >= okBefore+4
 	})
 }
@@ -167,14 +167,16 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
+// waitFor re-checks ok at each line the canary logs (one per evaluation,
+// every 500 ms), failing the test after limit.
+func waitFor(t *testing.T, logs *syncbuf.Buffer, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
 	for !ok() {
-		if time.Now().After(deadline) {
+		if logs.Next(ctx) != nil {
 			t.Fatalf("no %s within %v", what, limit)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

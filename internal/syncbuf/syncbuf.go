@@ -1,29 +1,73 @@
-// Package syncbuf is a bytes.Buffer that several goroutines may write and
-// read: a daemon's log, a child process's stdout and stderr.
+// Package syncbuf is a bytes.Buffer safe for concurrent use, for tests that
+// read a command's output while it runs, and wait for a line to appear.
 package syncbuf
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"sync"
 )
 
-// Buffer is a bytes.Buffer guarded by a mutex. The zero value is empty and
+// Buffer is a bytes.Buffer safe for concurrent use. The zero value is
 // ready to use.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed on the next Write; nil until a waiter needs it
 }
 
-// Write appends p.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
 }
 
-// String returns what was written so far.
 func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Next blocks until the next Write or until ctx ends: a test re-checks a
+// condition at each line a running command logs.
+func (b *Buffer) Next(ctx context.Context) error {
+	b.mu.Lock()
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	ch := b.written
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitFor blocks until the buffer holds substr or ctx ends, checking again
+// at each Write: a test waits for a command's line instead of polling.
+func (b *Buffer) WaitFor(ctx context.Context, substr string) error {
+	for {
+		b.mu.Lock()
+		if strings.Contains(b.b.String(), substr) {
+			b.mu.Unlock()
+			return nil
+		}
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		ch := b.written
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

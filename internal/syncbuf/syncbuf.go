@@ -37,17 +37,9 @@ func (b *Buffer) String() string {
 // condition at each line a running command logs.
 func (b *Buffer) Next(ctx context.Context) error {
 	b.mu.Lock()
-	if b.written == nil {
-		b.written = make(chan struct{})
-	}
-	ch := b.written
+	ch := b.nextWrite()
 	b.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait(ctx, ch)
 }
 
 // WaitFor blocks until the buffer holds substr or ctx ends, checking again
@@ -59,15 +51,27 @@ func (b *Buffer) WaitFor(ctx context.Context, substr string) error {
 			b.mu.Unlock()
 			return nil
 		}
-		if b.written == nil {
-			b.written = make(chan struct{})
-		}
-		ch := b.written
+		ch := b.nextWrite()
 		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := wait(ctx, ch); err != nil {
+			return err
 		}
+	}
+}
+
+// nextWrite is closed at the next Write; b.mu is held.
+func (b *Buffer) nextWrite() chan struct{} {
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	return b.written
+}
+
+func wait(ctx context.Context, ch chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -58,7 +58,11 @@ func WriteTable(w io.Writer, r *results.Sweep) {
 		case !l.Pass:
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Name, offered, l.AchievedPerS, l.GoodputPerS,
+		goodput := "-" // not judged
+		if l.GoodputPerS != nil {
+			goodput = fmt.Sprintf("%.1f", *l.GoodputPerS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Name, offered, l.AchievedPerS, goodput,
 			ms(l, loadgen.MetricTTFT), ms(l, loadgen.MetricITL), ms(l, loadgen.MetricTPOT), ms(l, loadgen.MetricE2E), gpu, queue, verdict)
 	}
 	tw.Flush()

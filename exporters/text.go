@@ -45,8 +45,12 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	}
 	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
 	t := s.Throughput
-	fmt.Fprintf(ew, "throughput %.2f req/s completed  %.1f output tok/s  %.1f input tok/s  goodput %.2f req/s  (measured window %.2fs)\n",
-		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, t.GoodputPerS, r.MeasuredWindowS)
+	goodput := "not judged (no TPOT without a stream)"
+	if t.GoodputPerS != nil {
+		goodput = fmt.Sprintf("%.2f req/s", *t.GoodputPerS)
+	}
+	fmt.Fprintf(ew, "throughput %.2f req/s completed  %.1f output tok/s  %.1f input tok/s  goodput %s  (measured window %.2fs)\n",
+		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, goodput, r.MeasuredWindowS)
 	if t.ScheduledWindowS > 0 {
 		fmt.Fprintf(ew, "load     offered %.2f req/s  sent %.2f req/s  (scheduled window %.2fs, warm-up and drain left out)\n",
 			t.OfferedPerS, t.SentPerS, t.ScheduledWindowS)

@@ -30,8 +30,11 @@ type Group struct {
 	InputTokens, OutputTokens int64
 	RequestedInputTokens      int64
 	Good                      int64 // met every goodput constraint
-	TokenSources              map[string]int64
-	ChunkTokenSources         map[string]int64
+	// Unjudged counts OK records the goodput judge could not decide (an
+	// unstreamed answer against a TPOT limit): neither good nor bad.
+	Unjudged          int64
+	TokenSources      map[string]int64
+	ChunkTokenSources map[string]int64
 	// window: first intended start to last end of measured requests.
 	first, last time.Duration
 	seen        bool
@@ -52,6 +55,10 @@ func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
 
 // Metrics aggregates records into HDR histograms, overall and per class. It
 // is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
+// GoodputJudge says whether an OK record met every goodput constraint, and
+// whether it could be judged (judged false: neither good nor bad).
+type GoodputJudge func(*Record) (good, judged bool)
+
 // no locks), fed from the runner's output channel.
 type Metrics struct {
 	All     *Group
@@ -63,8 +70,9 @@ type Metrics struct {
 	TurnTTFT map[int]*hdrhistogram.Histogram
 	interval map[string]*hdrhistogram.Histogram
 	// Goodput, if set, says whether an OK record met every per-request
-	// goodput constraint of the SLO (loadgen knows nothing of SLOs).
-	Goodput func(*Record) bool
+	// goodput constraint of the SLO (loadgen knows nothing of SLOs), and
+	// whether it could be judged at all.
+	Goodput GoodputJudge
 	// LagCorrected holds, for each latency measured from the intended
 	// start (LagMeasured), the whole run's values less each request's
 	// schedule lag: what the figure would be had every request been sent
@@ -135,10 +143,13 @@ func (m *Metrics) Add(r *Record) {
 		sg = newGroup()
 		m.Stages[r.Stage] = sg
 	}
-	good := r.OK() && (m.Goodput == nil || m.Goodput(r))
+	good, judged := r.OK(), true
+	if good && m.Goodput != nil {
+		good, judged = m.Goodput(r)
+	}
 	groups := [3]*Group{m.All, g, sg}
 	for _, grp := range groups {
-		grp.add(r, good)
+		grp.add(r, good, judged)
 	}
 	if r.OK() {
 		m.recordSamples(r, &groups)
@@ -154,7 +165,7 @@ func (m *Metrics) Add(r *Record) {
 	}
 }
 
-func (g *Group) add(r *Record, good bool) {
+func (g *Group) add(r *Record, good, judged bool) {
 	if r.ErrorKind == ErrDropped {
 		g.Dropped++
 		g.ErrorsByKind[string(ErrDropped)]++
@@ -177,7 +188,10 @@ func (g *Group) add(r *Record, good bool) {
 		return
 	}
 	g.OK++
-	if good {
+	switch {
+	case !judged:
+		g.Unjudged++
+	case good:
 		g.Good++
 	}
 	g.InputTokens += int64(r.InputTokens)

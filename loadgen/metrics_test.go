@@ -96,7 +96,7 @@ func TestHistogramsMergeExactly(t *testing.T) {
 
 func TestMetricsSummaryFigures(t *testing.T) {
 	m := NewMetrics()
-	m.Goodput = func(r *Record) bool { d, _ := r.TTFT(); return d <= 50*ms }
+	m.Goodput = func(r *Record) (bool, bool) { d, _ := r.TTFT(); return d <= 50*ms, true }
 	for i := 0; i < 10; i++ {
 		start := time.Duration(i) * 100 * ms
 		r := &Record{Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 10, InputTokens: 5,
@@ -118,7 +118,7 @@ func TestMetricsSummaryFigures(t *testing.T) {
 		t.Errorf("by kind %v", s.Requests.ErrorsByKind)
 	}
 	// Window 0 → 1000 ms: 10 ok/s, 100 output tokens/s, 5 good (TTFT 10..50ms).
-	if s.Throughput.RequestsPerS != 10 || s.Throughput.OutputTokensPerS != 100 || s.Throughput.GoodputPerS != 5 {
+	if s.Throughput.RequestsPerS != 10 || s.Throughput.OutputTokensPerS != 100 || s.Throughput.GoodputPerS == nil || *s.Throughput.GoodputPerS != 5 {
 		t.Errorf("throughput %+v", s.Throughput)
 	}
 	// HDR reports a bucket's highest equivalent value: 3 digits, ≤ 0.1% high.
@@ -164,5 +164,45 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 	quiet.Add(r)
 	if w := quiet.Summary(Info{CPUUtilization: 0.2}, SummaryMeta{}).Warnings; len(w) != 0 {
 		t.Errorf("warnings on a healthy run: %q", w)
+	}
+}
+
+// Goodput no completion could be judged (every answer unstreamed against a
+// TPOT limit) is absent, not 0 per second; once one is judged, it is a
+// rate of the judged good ones. The unjudged count survives the state
+// round trip that merge uses.
+func TestGoodputUnjudgedIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		judged   func(i int) bool
+		wantNil  bool
+		wantRate float64
+	}{
+		{"none judged", func(int) bool { return false }, true, 0},
+		{"half judged, all good", func(i int) bool { return i%2 == 0 }, false, 5},
+	} {
+		m := NewMetrics()
+		m.Goodput = func(r *Record) (bool, bool) { return true, tc.judged(int(r.Seq)) }
+		for i := range 10 {
+			start := time.Duration(i) * 100 * ms
+			m.Add(&Record{Seq: int64(i), Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 3, Unstreamed: true})
+		}
+		st, err := m.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := st.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mm := range []*Metrics{m, back} {
+			got := mm.Summary(Info{Elapsed: time.Second}, SummaryMeta{}).Throughput.GoodputPerS
+			switch {
+			case tc.wantNil && got != nil:
+				t.Errorf("%s: goodput %v, want absent", tc.name, *got)
+			case !tc.wantNil && (got == nil || *got != tc.wantRate):
+				t.Errorf("%s: goodput %v, want %v/s", tc.name, got, tc.wantRate)
+			}
+		}
 	}
 }

@@ -37,6 +37,7 @@ type GroupState struct {
 	OutputTokens         int64             `json:"output_tokens"`
 	RequestedInputTokens int64             `json:"requested_input_tokens"`
 	Good                 int64             `json:"good"`
+	Unjudged             int64             `json:"unjudged,omitempty"`
 	TokenSources         map[string]int64  `json:"token_sources"`
 	ChunkTokenSources    map[string]int64  `json:"chunk_token_sources"`
 	FirstNs              int64             `json:"first_ns"`
@@ -67,7 +68,7 @@ func decodeHist(s string) (*hdrhistogram.Histogram, error) {
 func (g *Group) state() (GroupState, error) {
 	s := GroupState{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries,
 		ErrorsByKind: g.ErrorsByKind, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
-		RequestedInputTokens: g.RequestedInputTokens, Good: g.Good, TokenSources: g.TokenSources,
+		RequestedInputTokens: g.RequestedInputTokens, Good: g.Good, Unjudged: g.Unjudged, TokenSources: g.TokenSources,
 		ChunkTokenSources: g.ChunkTokenSources, FirstNs: int64(g.first), LastNs: int64(g.last), Seen: g.seen,
 		Hist: map[string]string{}}
 	for n, h := range g.Hist {
@@ -83,7 +84,7 @@ func (g *Group) state() (GroupState, error) {
 func (s GroupState) group() (*Group, error) {
 	g := newGroup()
 	g.Sent, g.OK, g.Errors, g.Dropped, g.Retries = s.Sent, s.OK, s.Errors, s.Dropped, s.Retries
-	g.InputTokens, g.OutputTokens, g.RequestedInputTokens, g.Good = s.InputTokens, s.OutputTokens, s.RequestedInputTokens, s.Good
+	g.InputTokens, g.OutputTokens, g.RequestedInputTokens, g.Good, g.Unjudged = s.InputTokens, s.OutputTokens, s.RequestedInputTokens, s.Good, s.Unjudged
 	g.first, g.last, g.seen = time.Duration(s.FirstNs), time.Duration(s.LastNs), s.Seen
 	for k, v := range s.ErrorsByKind {
 		g.ErrorsByKind[k] = v
@@ -227,6 +228,7 @@ func (g *Group) merge(o *Group, shift time.Duration) {
 	g.OutputTokens += o.OutputTokens
 	g.RequestedInputTokens += o.RequestedInputTokens
 	g.Good += o.Good
+	g.Unjudged += o.Unjudged
 	for k, v := range o.ErrorsByKind {
 		g.ErrorsByKind[k] += v
 	}

@@ -81,11 +81,13 @@ type Throughput struct {
 	RequestsPerS     float64 `json:"requests_per_s"` // the completion rate
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
-	GoodputPerS      float64 `json:"goodput_per_s"`
-	OfferedPerS      float64 `json:"offered_per_s,omitempty"`
-	SentPerS         float64 `json:"sent_per_s,omitempty"`
-	ScheduledWindowS float64 `json:"scheduled_window_s,omitempty"`
-	MeasuredWindowS  float64 `json:"measured_window_s,omitempty"`
+	// GoodputPerS is absent when no completion could be judged against the
+	// goodput constraints (unstreamed answers against a TPOT limit).
+	GoodputPerS      *float64 `json:"goodput_per_s,omitempty"`
+	OfferedPerS      float64  `json:"offered_per_s,omitempty"`
+	SentPerS         float64  `json:"sent_per_s,omitempty"`
+	ScheduledWindowS float64  `json:"scheduled_window_s,omitempty"`
+	MeasuredWindowS  float64  `json:"measured_window_s,omitempty"`
 }
 
 // Tokens says how many tokens were moved and where the counts came from.
@@ -207,7 +209,10 @@ func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, T
 	var t Throughput
 	if w := g.last - g.first; w > 0 {
 		t = Throughput{RequestsPerS: PerSecond(g.OK, w), OutputTokensPerS: PerSecond(g.OutputTokens, w),
-			InputTokensPerS: PerSecond(g.InputTokens, w), GoodputPerS: PerSecond(g.Good, w)}
+			InputTokensPerS: PerSecond(g.InputTokens, w)}
+		if g.Unjudged == 0 || g.Unjudged < g.OK {
+			t.GoodputPerS = new(PerSecond(g.Good, w))
+		}
 	}
 	g.rates(&t, sched)
 	lat := make(map[string]Hist, len(g.Hist))

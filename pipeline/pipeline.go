@@ -29,7 +29,7 @@ type Spec struct {
 	// Goodput, if set, judges each OK record against the SLO's per-request
 	// goodput constraints (summary.json's goodput_per_s); with SLO set and
 	// Goodput nil, the SLO's constraints are used.
-	Goodput func(*loadgen.Record) bool
+	Goodput loadgen.GoodputJudge
 	// SLO, if set, judges the run: the pipeline feeds every record to the
 	// judge and writes the report into summary.json (slo) and verdict.json
 	// once, so no caller judges again.

@@ -88,6 +88,14 @@ type levelView struct {
 
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 
+// f1p is f1 of a figure that may be absent (not measured): "-".
+func f1p(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return f1(*v)
+}
+
 func msText(h loadgen.Hist, pick func(loadgen.Hist) float64) string {
 	if h.Count == 0 {
 		return "-"
@@ -241,7 +249,7 @@ func viewPart(p *Part) partView {
 	}
 	q, th, l := s.Requests, s.Throughput, s.LatencyMs
 	v.Sent, v.OK, v.Errors, v.CutAtEnd = q.Sent, q.OK, q.Errors, q.CutAtEnd
-	v.ReqPerS, v.TokPerS, v.GoodPerS = f1(th.RequestsPerS), f1(th.OutputTokensPerS), f1(th.GoodputPerS)
+	v.ReqPerS, v.TokPerS, v.GoodPerS = f1(th.RequestsPerS), f1(th.OutputTokensPerS), f1p(th.GoodputPerS)
 	if th.OfferedPerS > 0 {
 		v.OfferedPerS = f1(th.OfferedPerS)
 	}
@@ -303,7 +311,7 @@ func viewSweep(src *Source, plots bool) (*sweepView, error) {
 	ls := slices.Clone(sw.Levels)
 	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })
 	for _, l := range ls {
-		lv := levelView{Name: l.Name, Offered: "-", Achieved: f1(l.AchievedPerS), Goodput: f1(l.GoodputPerS),
+		lv := levelView{Name: l.Name, Offered: "-", Achieved: f1(l.AchievedPerS), Goodput: f1p(l.GoodputPerS),
 			TTFT99: msText(l.LatencyMs["ttft"], p99), TPOT99: msText(l.LatencyMs["tpot"], p99), E2E99: msText(l.LatencyMs["e2e"], p99),
 			GPU: "-", Queue: "-", Verdict: "PASS", Pass: l.Pass}
 		if l.OfferedPerS > 0 {

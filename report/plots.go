@@ -508,7 +508,9 @@ func sweepPlots(src *Source) []*plot.Plot {
 		e50 = append(e50, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P50})
 		e99 = append(e99, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P99})
 		ach = append(ach, plotter.XY{X: x, Y: l.AchievedPerS})
-		good = append(good, plotter.XY{X: x, Y: l.GoodputPerS})
+		if l.GoodputPerS != nil { // absent: not judged, not a rate of 0
+			good = append(good, plotter.XY{X: x, Y: *l.GoodputPerS})
+		}
 		ideal = append(ideal, plotter.XY{X: x, Y: x})
 	}
 	points(lat, 0, "TTFT p99", t99)

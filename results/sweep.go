@@ -62,7 +62,7 @@ type SweepLevel struct {
 	// rate; GoodputPerS completions meeting the goodput constraints.
 	OfferedPerS      float64                 `json:"offered_per_s"`
 	AchievedPerS     float64                 `json:"achieved_per_s"`
-	GoodputPerS      float64                 `json:"goodput_per_s"`
+	GoodputPerS      *float64                `json:"goodput_per_s,omitempty"` // absent: not judged (see loadgen.Throughput)
 	OutputTokensPerS float64                 `json:"output_tokens_per_s"`
 	Requests         loadgen.Counts          `json:"requests"`
 	MinRequests      int                     `json:"min_requests"`

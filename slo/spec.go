@@ -263,12 +263,11 @@ func (s *Spec) Objective(name string) (*Objective, bool) {
 
 // GoodputFunc returns a function telling whether a record met the spec's
 // goodput constraints, for loadgen.Metrics.Goodput; nil when there are none.
-func (s *Spec) GoodputFunc() func(*loadgen.Record) bool {
+func (s *Spec) GoodputFunc() loadgen.GoodputJudge {
 	if s.Goodput.IsZero() {
 		return nil
 	}
-	c := s.Goodput
-	return func(r *loadgen.Record) bool { return c.Met(r) }
+	return s.Goodput.judge
 }
 
 // LoadSpec reads and parses an SLO file.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
 )
@@ -81,5 +83,58 @@ func TestSLORulesUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
 		}
+	}
+}
+
+// An unstreamed run judged by an SLO whose goodput has a TPOT limit: no
+// answer can be judged good or bad (no TPOT without a stream), so
+// summary.json has no goodput_per_s (absent, not 0/s) and the goodput
+// verdict says there was no data, in every output.
+func TestUnstreamedGoodputIsAbsent(t *testing.T) {
+	srv := fastSim(t)
+	dir := t.TempDir()
+	// Exit 3: the ITL, TPOT and queue objectives have no data either.
+	code, stdout, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--stream=false", "--rate", "20",
+		"--arrival", "constant", "--duration", "1s", "--max-tokens", "8", "--metrics-url", "off",
+		"--slo", "../../testdata/slo/chat.yaml", "--out", dir)
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "objective goodput: goodput needs the tpot") {
+		t.Errorf("exit %d, want 3 with the goodput objective's reason: %s", code, stderr)
+	}
+	var sum struct {
+		Throughput map[string]any `json:"throughput"`
+		SLO        struct {
+			Verdicts []struct {
+				Name   string `json:"objective"`
+				Result string `json:"result"`
+			} `json:"verdicts"`
+		} `json:"slo"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if rps, _ := sum.Throughput["requests_per_s"].(float64); rps <= 0 {
+		t.Fatalf("no completions measured: %v", sum.Throughput)
+	}
+	if v, ok := sum.Throughput["goodput_per_s"]; ok {
+		t.Errorf("goodput_per_s = %v in summary.json: nothing was judged, want it absent", v)
+	}
+	found := false
+	for _, v := range sum.SLO.Verdicts {
+		if v.Name == "goodput" {
+			found = true
+			if v.Result != string(slo.NoData) {
+				t.Errorf("goodput verdict %q, want %q", v.Result, slo.NoData)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no goodput verdict: %+v", sum.SLO.Verdicts)
+	}
+	if !strings.Contains(stdout+stderr, "goodput not judged") {
+		t.Errorf("the table does not say goodput was not judged:\n%s%s", stdout, stderr)
 	}
 }

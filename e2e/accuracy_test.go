@@ -33,6 +33,13 @@ func runInfo(t *testing.T, ctx context.Context, url string, opts loadgen.Options
 		t.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
+	return drive(t, ctx, c, opts)
+}
+
+// drive runs the real runner with c and returns the finalized records in
+// sequence order, with the runner's Info.
+func drive(t *testing.T, ctx context.Context, c loadgen.Client, opts loadgen.Options) ([]*loadgen.Record, loadgen.Info) {
+	t.Helper()
 	r, err := loadgen.NewRunner(c, &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there, simulator"}}, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/loadgen/tgi"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
-	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
 
@@ -38,26 +36,7 @@ func runKServe(t *testing.T, srv *simtest.GRPCServer, opts loadgen.Options, maxT
 	if err := c.Preflight(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r, err := loadgen.NewRunner(c, &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there, simulator"}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan *loadgen.Record, 8192)
-	done := make(chan []*loadgen.Record)
-	go func() {
-		var recs []*loadgen.Record
-		for rec := range out {
-			recs = append(recs, rec)
-		}
-		done <- recs
-	}()
-	info, err := r.Run(context.Background(), out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := <-done
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
-	return recs, info
+	return drive(t, context.Background(), c, opts)
 }
 
 // TestAccuracyKServeGRPC is TestAccuracyAgainstServerTruth for the gRPC

@@ -118,3 +118,36 @@ func TestMaxLevelsStopIsSaid(t *testing.T) {
 		t.Error("16 levels reach 5% precision: not limited")
 	}
 }
+
+// A target that fails every request at the lowest load is broken, not
+// saturated: the sweep claims no SLO-max "below" it and exits INVALID (3),
+// as run does for the same traffic.
+func TestFailingTargetIsBrokenNotSaturated(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Every: 1}}
+	srv := simtest.Start(t, cfg)
+	spec, err := slo.ParseSpec("slo.yaml", []byte(tpotSLO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Client: c, SLO: spec, Search: Search{Levels: []Level{{Rate: 20}, {Rate: 40}}},
+		Arrival: loadgen.ArrivalConstant, Seed: 1,
+		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
+		Warmup:  time.Millisecond, MinDuration: 500 * time.Millisecond, MaxDuration: 2 * time.Second, Timeout: 2 * time.Second,
+		Grace: 200 * time.Millisecond, Out: results.Dir(filepath.Join(t.TempDir(), "sweep"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	if res.SLOMax != nil || res.Broken == "" || strings.Contains(w, "SLO-max is below") {
+		t.Errorf("SLO-max %+v, broken %q, warnings:\n%s", res.SLOMax, res.Broken, w)
+	}
+	if code, why := results.SweepExit(res); code != slo.ExitInvalid || !strings.Contains(why, "failed every request at the lowest load") {
+		t.Errorf("exit %d %q, want 3 naming the failing target", code, why)
+	}
+}

@@ -92,6 +92,8 @@ func noSLOMax(r *results.Sweep) string {
 		return "a level passed, but not as the SLO-max (see the warnings)"
 	case r.Interrupted:
 		return "interrupted before a level passed"
+	case r.Broken != "":
+		return "the target failed every request at the lowest load"
 	case len(r.Levels) > 0 && !r.Levels[0].Valid:
 		return "no level passed, and " + r.Levels[0].Name + " was INVALID"
 	}

@@ -162,6 +162,12 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 		notePoint(res.SLOMax, cfg.Search, best, res.Levels)
 	case passed:
 		res.Warnings = append(res.Warnings, "a level passed, but not as the SLO-max (a lower level failed or was invalid, or the sweep stopped first): no SLO-max is claimed")
+	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid && res.Levels[0].Requests.OK == 0:
+		// Saturation makes a server fail requests at loads above what it
+		// serves; failing every one at the lowest load is a broken target.
+		l := res.Levels[0] // the bottom of the range, or the first of the list
+		res.Broken = fmt.Sprintf("the target failed every request at the lowest load, %s (%d of %d): a failing server, not a capacity limit; no SLO-max can be read", l.Name, l.Requests.Errors, l.Requests.Sent)
+		res.Warnings = append(res.Warnings, res.Broken)
 	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: the SLO-max is below %s", res.Levels[0].Name))
 	case len(res.Levels) > 0 && !res.Interrupted:

@@ -42,7 +42,11 @@ type Sweep struct {
 	Knee        *SweepPoint    `json:"knee"`
 	Headroom    *SweepHeadroom `json:"headroom,omitempty"`
 	Interrupted bool           `json:"interrupted"`
-	Warnings    []string       `json:"warnings"`
+	// Broken says why the sweep measured no capacity at all: the target
+	// failed every request at the lowest load, which no SLO-max can be
+	// read from (a down or misconfigured server, not saturation).
+	Broken   string   `json:"broken,omitempty"`
+	Warnings []string `json:"warnings"`
 }
 
 // SweepLevel is one level of sweep.json.
@@ -186,9 +190,12 @@ func (d Dir) ReadSweep() (*Sweep, error) {
 // already past the SLO-max, else 0. A failure's why is empty: the table
 // has said it.
 func SweepExit(s *Sweep) (code int, why string) {
-	v := &Validity{Valid: !s.Interrupted}
+	v := &Validity{Valid: !s.Interrupted && s.Broken == ""}
 	if s.Interrupted {
 		v.Reasons = []string{"interrupted; the levels run so far are in " + SweepFile}
+	}
+	if s.Broken != "" {
+		v.Reasons = append(v.Reasons, s.Broken)
 	}
 	var rep *slo.Report
 	if s.SLOMax == nil || s.Headroom != nil && s.Headroom.HeadroomPct < 0 {

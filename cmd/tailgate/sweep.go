@@ -60,7 +60,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"latency curve: each level is one run, judged as validate judges a stage, long enough that at least\n"+
 			"10 measured requests fall beyond the highest quantile judged. Rules: capacity/doc.go and "+results.SweepFile+".\n"+
 			"Exit 0 an SLO-max was found (and covers --current-rate), 1 no level met the SLO or the current rate\n"+
-			"is past the SLO-max, 2 usage, 3 interrupted or results not written.\n\n%s", fs.FlagUsages())
+			"is past the SLO-max, 2 usage, 3 interrupted, the target failed every request at the lowest load, or\nresults not written.\n\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err

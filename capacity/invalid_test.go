@@ -137,8 +137,8 @@ func TestFailingTargetIsBrokenNotSaturated(t *testing.T) {
 	}
 	res, err := Run(context.Background(), Config{Client: c, SLO: spec, Search: Search{Levels: []Level{{Rate: 20}, {Rate: 40}}},
 		Arrival: loadgen.ArrivalConstant, Seed: 1,
-		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
-		Warmup:  time.Millisecond, MinDuration: 500 * time.Millisecond, MaxDuration: 2 * time.Second, Timeout: 2 * time.Second,
+		Source: func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
+		Warmup: time.Millisecond, MinDuration: 500 * time.Millisecond, MaxDuration: 2 * time.Second, Timeout: 2 * time.Second,
 		Grace: 200 * time.Millisecond, Out: results.Dir(filepath.Join(t.TempDir(), "sweep"))})
 	if err != nil {
 		t.Fatal(err)

@@ -496,7 +496,7 @@ func TestCloseWithStuckClient(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Mode = ModeFixed // zero delay: writes at once
 		r, ln := startPipe(t, cfg)
-		conn, err := ln.dial(context.Background(), "", "")
+		conn, err := ln.Dial(context.Background(), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

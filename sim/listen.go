@@ -39,11 +39,12 @@ func Start(cfg Config, addr string) (*Running, error) {
 		s.Close()
 		return nil, err
 	}
-	return serve(s, ln), nil
+	return Serve(s, ln), nil
 }
 
-// serve serves s on ln (tests serve it on in-memory connections).
-func serve(s *Server, ln net.Listener) *Running {
+// Serve serves s on ln: a TCP listener, or in-memory connections
+// (internal/pipenet) for a test on a synctest bubble's fake clock.
+func Serve(s *Server, ln net.Listener) *Running {
 	r := &Running{Server: s, Addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(),
 		hs:   &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second},
 		done: make(chan error, 1)}

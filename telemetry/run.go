@@ -30,11 +30,10 @@ type Config struct {
 	// request again (see ParseOptions). Empty: the only model loaded.
 	ServerModel string
 
-	// dial, if set, opens the scrapes' connections: tests serve /metrics
-	// over net.Pipe, so that sampling runs in a synctest bubble (a
-	// goroutine blocked on a socket is not durably blocked; the fake clock
-	// would not move).
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Dial, if set, opens the scrapes' connections instead of TCP: tests
+	// serve /metrics over in-memory pipes (internal/pipenet), so that
+	// sampling runs in a synctest bubble.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultInterval is Config.Interval's default.
@@ -158,8 +157,8 @@ func Start(ctx context.Context, cfg Config, sink func(Sample)) *Run {
 	def := interval * 9 / 10
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 2
-	if cfg.dial != nil {
-		tr.DialContext = cfg.dial
+	if cfg.Dial != nil {
+		tr.DialContext = cfg.Dial
 	}
 	client := &http.Client{Transport: tr}
 	r := &Run{

@@ -90,7 +90,7 @@ func TestHangingSourceDoesNotStallSampling(t *testing.T) {
 		var c collector
 		r := Start(context.Background(), Config{
 			Scrapes:  []ScrapeConfig{{URL: "http://good/metrics", Headers: hdr}, {URL: hangURL, Headers: hdr, Timeout: time.Hour}},
-			Interval: interval, dial: dial,
+			Interval: interval, Dial: dial,
 		}, c.sink)
 		time.Sleep(650 * time.Millisecond) // the fake clock: rounds at 0, 100, …, 600 ms
 		sum := r.Stop()
@@ -366,7 +366,7 @@ func TestContextCancelEndsSampling(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var c collector
 		const interval = 20 * time.Millisecond
-		r := Start(ctx, Config{Scrapes: []ScrapeConfig{{URL: "http://sglang/metrics"}}, Interval: interval, dial: srv.dial}, c.sink)
+		r := Start(ctx, Config{Scrapes: []ScrapeConfig{{URL: "http://sglang/metrics"}}, Interval: interval, Dial: srv.dial}, c.sink)
 		// Snapshots from several goroutines while it runs (for the race detector).
 		var wg sync.WaitGroup
 		for range 4 {
@@ -429,7 +429,7 @@ func TestSlowSinkSkipsWholeTicks(t *testing.T) {
 		srv := newPipeServer(t, h)
 		const interval = 40 * time.Millisecond
 		var c collector
-		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://tgi/metrics"}}, Interval: interval, dial: srv.dial},
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://tgi/metrics"}}, Interval: interval, Dial: srv.dial},
 			func(s Sample) {
 				c.sink(s)
 				time.Sleep(100 * time.Millisecond) // 2.5 intervals
@@ -519,7 +519,7 @@ func TestLateScrapesCountApartFromFailures(t *testing.T) {
 		}))
 		const interval = 100 * time.Millisecond
 		var c collector
-		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://llama/metrics"}}, Interval: interval, dial: srv.dial}, c.sink)
+		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://llama/metrics"}}, Interval: interval, Dial: srv.dial}, c.sink)
 		time.Sleep(1250 * time.Millisecond) // the fake clock: rounds at 0, 100, …, 1200 ms
 		sum := r.Stop()
 		samples := c.all()
@@ -556,7 +556,7 @@ func TestOllamaHasNoMetrics(t *testing.T) {
 		srv := newPipeServer(t, mux)
 		var sunk atomic.Int32
 		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: "http://ollama/metrics"}}, Interval: 20 * time.Millisecond,
-			dial: srv.dial}, func(Sample) { sunk.Add(1) })
+			Dial: srv.dial}, func(Sample) { sunk.Add(1) })
 		time.Sleep(200 * time.Millisecond) // the fake clock: ten rounds
 		sum := r.Stop()
 		if sum.ScrapeErrors != 0 || len(sum.Errors) != 0 || sum.NoMetrics != "no server metrics (Ollama)" {

@@ -11,7 +11,12 @@
 package simtest
 
 import (
+	"context"
+	"net"
+	"net/http"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/internal/pipenet"
 
 	"github.com/tailgate-llm/tailgate/sim"
 )
@@ -21,6 +26,10 @@ import (
 // Addr, Truth, StallAll, SetFaults, WaitIdle, Config and Close are its.
 type Server struct {
 	*sim.Running
+	// Dial is set by StartPipe: it connects to the simulator whatever the
+	// address (give it to an http.Transport's DialContext and to
+	// telemetry.Config's Dial). Nil for a server on TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Start validates cfg (see sim.New: zero counts take their defaults), serves
@@ -40,4 +49,38 @@ func Start(t testing.TB, cfg sim.Config) *Server {
 		}
 	})
 	return &Server{Running: r}
+}
+
+// StartPipe is Start on in-memory connections instead of a port: call it
+// inside synctest.Test, where the simulator's delays and every client's
+// clock are the bubble's fake clock, exact whatever the machine's load.
+// Reach it through Dial or Transport; its URL is http://pipe.
+func StartPipe(t testing.TB, cfg sim.Config) *Server {
+	t.Helper()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatalf("simtest: start simulator: %v", err)
+	}
+	ln := pipenet.Listen()
+	r := sim.Serve(s, ln)
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("simtest: close simulator: %v", err)
+		}
+	})
+	return &Server{Running: r, Dial: ln.Dial}
+}
+
+// Transport is an HTTP transport to the server: over its pipes for
+// StartPipe, a default one otherwise. Its idle connections close when the
+// test ends.
+func (s *Server) Transport(t testing.TB) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConnsPerHost = 1024
+	if s.Dial != nil {
+		tr.DialContext = s.Dial
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }

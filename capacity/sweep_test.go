@@ -77,10 +77,7 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "sim-llama-8b", MaxTokens: outTokens})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := simClient(t, srv, outTokens)
 	return Config{Client: c, SLO: spec, Search: search, Arrival: loadgen.ArrivalConstant, Seed: 1,
 		Source: func() loadgen.Source {
 			return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hello there"}}
@@ -90,9 +87,24 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 		// The test machine is shared: a late send is the machine's, and
 		// intended-start timing charges it to the level anyway.
 		Validity:  warnOnly(),
-		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond, Dial: srv.Dial},
 		Out:       results.Dir(filepath.Join(t.TempDir(), "sweep")), CurrentRate: 40,
 		Growth: &Growth{PerMonth: 0.08, Text: "8%/month"}}
+}
+
+// simClient is an OpenAI client of srv, over its pipes when it has them
+// (simtest.StartPipe).
+func simClient(t *testing.T, srv *simtest.Server, maxTokens int) *openai.Client {
+	t.Helper()
+	ep := transport.Endpoint{URL: srv.URL}
+	if srv.Dial != nil {
+		ep.Transport.RoundTripper = srv.Transport(t)
+	}
+	c, err := openai.New(openai.Config{Endpoint: ep, Model: "sim-llama-8b", MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func within(t *testing.T, what string, got, want, tol float64) {

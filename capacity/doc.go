@@ -64,10 +64,12 @@
 // The knee is where latency starts to climb faster than load: over the
 // levels that are not saturated, ordered by achieved throughput (completed
 // requests per second, so closed and open loop read alike), the elasticity
-// of the median E2E against throughput between neighbours,
-// Δln(E2E p50) / Δln(throughput), is computed; the knee is the lower level
-// of the first pair whose elasticity exceeds 1. The median is used because
-// few samples fix it; the knee is only as fine as the levels run.
+// of the median E2E against throughput, Δln(E2E p50) / Δln(throughput), is
+// computed from each level to the next one at least 10% above it in
+// throughput (closer levels, which bisection leaves near the SLO-max, read
+// a median's noise as a slope); the knee is the lower level of the first
+// such pair whose elasticity exceeds 1. The median is used because few
+// samples fix it; the knee is only as fine as the levels run.
 //
 // # Headroom and forecast
 //

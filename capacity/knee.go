@@ -12,6 +12,10 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
+// kneeMinStep is the least throughput ratio over which the knee reads a
+// slope.
+const kneeMinStep = 1.1
+
 // knee finds where latency starts to climb faster than load (see the
 // package doc); nil when no pair of levels shows it.
 func knee(ls []results.SweepLevel) *results.SweepPoint {
@@ -23,11 +27,19 @@ func knee(ls []results.SweepLevel) *results.SweepPoint {
 	}
 	slices.SortFunc(pts, func(a, b results.SweepLevel) int { return cmpFloat(a.AchievedPerS, b.AchievedPerS) })
 	for i := 0; i+1 < len(pts); i++ {
-		a, b := pts[i], pts[i+1]
-		dx := math.Log(b.AchievedPerS / a.AchievedPerS)
-		if dx < 0.01 { // the same throughput: no slope to read
-			continue
+		// The slope is read against the next level at least kneeMinStep
+		// above: bisection leaves levels a few percent apart near the
+		// SLO-max, where a median's noise of a percent or two reads as
+		// an elasticity of 3 (CI, a busy machine: 68.1 → 70.0 req/s).
+		j := i + 1
+		for j < len(pts) && pts[j].AchievedPerS < pts[i].AchievedPerS*kneeMinStep {
+			j++
 		}
+		if j == len(pts) {
+			break
+		}
+		a, b := pts[i], pts[j]
+		dx := math.Log(b.AchievedPerS / a.AchievedPerS)
 		e := math.Log(b.LatencyMs[loadgen.MetricE2E].P50/a.LatencyMs[loadgen.MetricE2E].P50) / dx
 		if e > 1 {
 			return &results.SweepPoint{Level: a.Name, RatePerS: a.RatePerS, Concurrency: a.Concurrency, AchievedPerS: a.AchievedPerS,

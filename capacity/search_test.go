@@ -136,3 +136,24 @@ func TestKnee(t *testing.T) {
 		t.Error("a knee below 62.5 req/s")
 	}
 }
+
+// Levels a few percent apart read the slope against the next level at least
+// 10% above: a 2% wobble of the median between 68 and 70 req/s is noise,
+// not a knee.
+func TestKneeIgnoresCloseLevelsNoise(t *testing.T) {
+	lv := func(rate, e2e float64) results.SweepLevel {
+		return results.SweepLevel{Name: fmt.Sprintf("r%g", rate), RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]loadgen.Hist{"e2e": {P50: e2e}}}
+	}
+	// E2E grows slower than load everywhere (elasticity 0.5), but the
+	// median at 70 is 3% high: against 68 that is an elasticity over 1.
+	ls := []results.SweepLevel{lv(50, 100), lv(68, 100*math.Sqrt(68.0/50)), lv(70, 1.03*100*math.Sqrt(70.0/50)), lv(90, 100*math.Sqrt(90.0/50))}
+	if k := knee(ls); k != nil {
+		t.Errorf("knee %+v from a 3%% wobble between levels 3%% apart", k)
+	}
+	// A real knee among close levels is still found, against the level
+	// 10% above.
+	ls[3] = lv(90, 100*math.Sqrt(70.0/50)*math.Pow(90.0/70, 3))
+	if k := knee(ls); k == nil || k.RatePerS != 68 {
+		t.Errorf("knee %+v, want r68 (E2E grows 2.7× as fast as load from 68 to 90)", k)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -23,14 +24,16 @@ import (
 // answers saturate it at 1/(16 × 0.5 ms) = 125 req/s. Its GPU reads busy
 // whenever a step runs, so it is near 100% at 40 req/s too (a third of capacity): utilisation
 // alone cannot tell the two runs apart, the queue can.
+// run loads the simulator at rate for 6 s; call it in a synctest bubble,
+// where the simulator's steps and the run's clock are exact.
 func run(t *testing.T, rate float64) *theater.Section {
 	t.Helper()
 	c := sim.DefaultConfig()
 	c.PrefillBase, c.PrefillPerToken = 0, 0
 	c.DecodeBase, c.DecodePerSeq = 2*time.Millisecond, 500*time.Microsecond
 	c.TruthLimit = -1
-	srv := simtest.Start(t, c)
-	cl, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "m", MaxTokens: 16})
+	srv := simtest.StartPipe(t, c)
+	cl, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{RoundTripper: srv.Transport(t)}}, Model: "m", MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func run(t *testing.T, rate float64) *theater.Section {
 		Source: &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}},
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: rate, Duration: 6 * time.Second}},
 			Arrival: loadgen.ArrivalConstant, Grace: time.Second, Timeout: 10 * time.Second},
-		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
+		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond, Dial: srv.Dial},
 		Theater:   theater.Options{Bucket: 2 * time.Second},
 		Validity:  &slo.Unbounded})
 	if err != nil {
@@ -101,4 +104,32 @@ func TestOneSlowRequestIsNotATail(t *testing.T) {
 	if !s.MetricTheater || s.Buckets[1].TTFTTailQuantile != 0.875 || !strings.Contains(s.Buckets[1].Why, "TTFT p87.5 8 → 40 ms") {
 		t.Errorf("60 slow requests of 80: %+v", s.Buckets)
 	}
+}
+
+// In a synctest bubble over pipes (simtest.StartPipe), so the simulator's
+// model holds exactly whatever the machine's load.
+func TestMetricTheaterPastCapacityNotAtLowLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		low := run(t, 40)
+		if low.MetricTheater {
+			t.Errorf("flagged at 40 req/s (32%% of capacity)")
+		}
+		busy := false
+		for _, b := range low.Buckets {
+			if b.GPUUtilization != nil && *b.GPUUtilization >= 0.8 {
+				busy = true
+			}
+		}
+		if !busy {
+			t.Errorf("the simulator's GPU was not busy at low load: the test shows nothing")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		if high := run(t, 200); !high.MetricTheater {
+			t.Errorf("not flagged at 200 req/s (1.6× capacity)")
+		}
+	})
 }

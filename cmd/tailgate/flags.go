@@ -125,6 +125,7 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}},
 		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
 		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
+	withTestDial(&pt.Transport)
 	// Read here, not only in protocol.New: the server's /metrics is
 	// scraped with the same key (auth).
 	if err := pt.ReadAPIKey(); err != nil {
@@ -377,7 +378,7 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model)}
+	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model), Dial: testDial}
 	switch mu := strings.TrimSpace(t.metricsURL); mu {
 	case "off", "none":
 	default:

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -36,4 +40,52 @@ func TestSweepUsage(t *testing.T) {
 			t.Errorf("%v: %d %q, want usage error %q", c.args, code, e, c.want)
 		}
 	}
+}
+func TestSweepCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server) {
+		srv := sims["sim"]
+		dir := t.TempDir()
+		sloFile := filepath.Join(dir, "slo.yaml")
+		os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
+		out := filepath.Join(dir, "out")
+		args := []string{"sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "40,200", "--arrival", "constant",
+			"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn",
+			"--current-rate", "20", "--forecast-growth", "8%/month", "--change", "CHG-1", "--out", out}
+		code, stdout, stderr := tgCmd(args...)
+		if code != slo.ExitOK {
+			t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"SLO-max: r40", "FAIL saturated", "headroom: 100% headroom", "months"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("table lacks %q:\n%s", want, stdout)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+			t.Errorf("sweep wrote no report.html: %v", err)
+		}
+		res, err := results.Dir(out).ReadSweep()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Changes) != 1 || res.Changes[0] != "CHG-1" || len(res.Levels) != 2 {
+			t.Errorf("sweep.json: changes %v, %d levels", res.Changes, len(res.Levels))
+		}
+		s, err := results.Dir(out).Level("r40").ReadSummary()
+		if err != nil || s.SLO == nil || len(s.Changes) != 1 {
+			t.Fatalf("level summary: %v %+v", err, s)
+		}
+		// Again without --force: refused.
+		if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
+			t.Errorf("second sweep: %d %s", code, e)
+		}
+		// The list above capacity only: no SLO-max, exit 1.
+		args = append(args[:len(args)-1], filepath.Join(dir, "o2"))
+		args[6] = "200"
+		if code, stdout, _ := tgCmd(args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
+			t.Errorf("nothing passes: %d\n%s", code, stdout)
+		}
+	})
 }

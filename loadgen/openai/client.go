@@ -24,19 +24,16 @@ const (
 	// drainAfterDone bounds the wait for the end of the body after [DONE]:
 	// reading to EOF lets the connection be reused; a server that keeps
 	// the stream open after [DONE] costs only this much.
-	drainAfterDone = 100 * time.Millisecond
-	maxDrainBytes  = 256 << 10
-	// readerBufferBytes is the scanner's buffer, held by every in-flight
-	// stream: token events are ~200 bytes and arrive a few at a time, so
-	// 16 KiB cost 12 KiB per stream (×2 with GC headroom) for reads that
-	// seldom filled it; longer lines are assembled apart.
-	readerBufferBytes   = 4 << 10
+	drainAfterDone      = 100 * time.Millisecond
+	maxDrainBytes       = 256 << 10
 	maxPooledEventBytes = 1 << 20
 )
 
-var scannerPool = sync.Pool{New: func() any {
-	return sse.NewScannerSize(nil, readerBufferBytes)
-}}
+// scannerPool's scanners borrow their read buffers (4 KiB: token events
+// are ~200 bytes and come a few at a time; longer lines are assembled
+// apart) only while they hold unread input: over the lean client's bodies
+// (an sse.Waiter) a stream that waits for its next token holds none.
+var scannerPool = sync.Pool{New: func() any { return sse.NewPooledScanner() }}
 
 func getScanner(r io.Reader) *sse.Scanner {
 	s := scannerPool.Get().(*sse.Scanner)
@@ -172,10 +169,13 @@ type stream struct {
 }
 
 // run feeds every event of sc to the record until [DONE], an error event,
-// or the end of input.
+// or the end of input. It waits for each event here, where the stack is
+// shallow: most streams are waiting at any instant, and a goroutine's
+// stack shrinks only to a size that holds what it uses while it waits.
 func (s *stream) run(sc *sse.Scanner) {
-	for sc.Next() {
-		if !s.feed(sc) {
+	for {
+		sc.Wait()
+		if !sc.Next() || !s.feed(sc) {
 			return
 		}
 	}

@@ -30,16 +30,13 @@ const (
 	HTTPClientNetHTTP = "nethttp"
 )
 
-// leanReadBufferBytes is each lean connection's read buffer: response
-// headers and the body's chunk framing are read through it, the SSE
-// scanner reads the body through its own buffer.
-const leanReadBufferBytes = 4 << 10
-
 // lean is an HTTP/1.1 client transport without per-connection goroutines:
 // the goroutine that sends a request writes it, reads the answer's headers
-// (http.ReadResponse: net/http's own parser, so chunked, Content-Length and
-// close-delimited bodies read exactly as net/http reads them) and then the
-// body, on a kept-alive connection from a small pool. net/http's transport
+// (http.ReadResponse: net/http's own parser, through a pooled buffer) and
+// then the body (bodyReader: chunked, Content-Length and close-delimited,
+// decoded as net/http decodes them), on a kept-alive connection from a
+// small pool. A connection holds a read buffer only while it has unread
+// bytes (connReader): a stream that waits for its next token holds none. net/http's transport
 // keeps two goroutines and two buffers per connection (its read and write
 // loops), which at thousands of in-flight streams is most of a client's
 // memory and a good share of its CPU. What lean does not do (proxies,
@@ -59,9 +56,13 @@ type lean struct {
 type leanConn struct {
 	key    string
 	conn   net.Conn
-	br     *bufio.Reader
+	in     connReader
 	reused bool
 }
+
+// headPool holds the readers of response heads: http.ReadResponse wants a
+// *bufio.Reader, needed only until the head is parsed.
+var headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, leanReadBufferBytes) }}
 
 func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Duration, noReuse bool) *lean {
 	return &lean{
@@ -129,16 +130,21 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
+	// Wait for the answer (the server's prefill) without a buffer.
+	if err := c.in.fill(); err != nil {
+		return fail(err)
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
+	}
+	br := headPool.Get().(*bufio.Reader)
+	br.Reset(&c.in)
 	var resp *http.Response
 	for {
-		if _, err := c.br.Peek(1); err != nil {
-			return fail(err)
-		}
-		if trace != nil && trace.GotFirstResponseByte != nil && resp == nil {
-			trace.GotFirstResponseByte()
-		}
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = http.ReadResponse(br, req)
 		if err != nil {
+			br.Reset(nil)
+			headPool.Put(br)
 			return fail(err)
 		}
 		// 100 Continue (and other informational answers but 101) come
@@ -147,11 +153,16 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 			break
 		}
 	}
+	// What the head's reader read past the head is the body's start: it
+	// goes back to the connection, and the head's reader to its pool. The
+	// body net/http made over that reader is dropped unread: bodyReader
+	// reads in its place.
+	rest, _ := br.Peek(br.Buffered())
+	c.in.unread(rest)
+	br.Reset(nil)
+	headPool.Put(br)
 	reusable := !l.noReuse && !resp.Close && !req.Close
 	if resp.Body == http.NoBody || resp.ContentLength == 0 {
-		if resp.Body != nil && resp.Body != http.NoBody {
-			_ = resp.Body.Close()
-		}
 		resp.Body = http.NoBody
 		if !stop() || !reusable {
 			c.conn.Close()
@@ -160,7 +171,17 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	resp.Body = &leanBody{l: l, c: c, body: resp.Body, stop: stop, reusable: reusable}
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable}
+	body.r.in = &c.in
+	switch {
+	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
+		body.r.mode = bodyChunked
+	case resp.ContentLength > 0:
+		body.r.mode, body.r.left = bodyLength, resp.ContentLength
+	default:
+		body.r.mode = bodyClose
+	}
+	resp.Body = body
 	return resp, nil
 }
 
@@ -298,11 +319,18 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 		}
 		conn = tc
 	}
-	return &leanConn{key: key, conn: conn, br: bufio.NewReaderSize(conn, leanReadBufferBytes)}, nil
+	c := &leanConn{key: key, conn: conn}
+	c.in.conn = conn
+	if u.Scheme != "https" {
+		// TLS decrypts through crypto/tls's own buffers: its reads block
+		// holding a pooled buffer.
+		c.in.raw = rawReaderOf(conn)
+	}
+	return c, nil
 }
 
 func (l *lean) put(c *leanConn) {
-	if c.br.Buffered() > 0 { // bytes past the answer: not a clean connection
+	if c.in.buffered() > 0 { // bytes past the answer: not a clean connection
 		c.conn.Close()
 		return
 	}
@@ -330,7 +358,7 @@ func (l *lean) CloseIdleConnections() {
 type leanBody struct {
 	l        *lean
 	c        *leanConn
-	body     io.ReadCloser
+	r        bodyReader
 	stop     func() bool
 	reusable bool
 	done     bool
@@ -338,9 +366,34 @@ type leanBody struct {
 
 func (b *leanBody) Read(p []byte) (int, error) {
 	if b.done {
+		if b.r.err != nil {
+			return 0, b.r.err
+		}
 		return 0, io.EOF
 	}
-	n, err := b.body.Read(p)
+	n, err := b.r.Read(p)
+	if n > 0 && err == nil && b.r.mode == bodyLength && b.r.left == 0 {
+		err = io.EOF // as net/http: the last bytes come with the end
+	}
+	b.check(err)
+	return n, err
+}
+
+// WaitRead waits until Read will not block, holding no buffer meanwhile
+// (sse.Waiter): a stream between tokens holds no read buffer.
+func (b *leanBody) WaitRead() error {
+	if b.done {
+		return nil
+	}
+	err := b.r.ready()
+	b.check(err)
+	if err == io.EOF {
+		return nil // Read says it
+	}
+	return err
+}
+
+func (b *leanBody) check(err error) {
 	if err == io.EOF {
 		b.finish(true)
 	} else if err != nil {
@@ -348,7 +401,6 @@ func (b *leanBody) Read(p []byte) (int, error) {
 		// deadline a cancelled context set reads as the cancel it is.
 		b.finish(false)
 	}
-	return n, err
 }
 
 func (b *leanBody) finish(clean bool) {

@@ -1,0 +1,316 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// A lean connection holds a read buffer only while it has unread bytes:
+// thousands of streams that wait for their next token would otherwise hold
+// thousands of buffers that are empty. connReader waits for the socket to
+// be readable without a buffer (readReady), then reads into one from
+// inPool; the buffer goes back when its bytes are consumed.
+
+// leanReadBufferBytes is the size of the pooled buffers a lean connection
+// reads into: token events are ~200 bytes and come a few at a time.
+const leanReadBufferBytes = 4 << 10
+
+var inPool = sync.Pool{New: func() any { b := make([]byte, leanReadBufferBytes); return &b }}
+
+type connReader struct {
+	conn net.Conn
+	raw  rawReader // nil: reads block holding a buffer (TLS, other systems)
+	buf  *[]byte   // nil when nothing is buffered
+	r, w int
+}
+
+// rawReader is syscall.RawConn's Read.
+type rawReader interface {
+	Read(func(fd uintptr) bool) error
+}
+
+func (cr *connReader) buffered() int { return cr.w - cr.r }
+
+// bytes are the unread bytes.
+func (cr *connReader) bytes() []byte {
+	if cr.buf == nil {
+		return nil
+	}
+	return (*cr.buf)[cr.r:cr.w]
+}
+
+// consume marks n bytes read; the buffer goes back once it is empty.
+func (cr *connReader) consume(n int) {
+	cr.r += n
+	if cr.r == cr.w {
+		cr.release()
+	}
+}
+
+func (cr *connReader) release() {
+	if cr.buf != nil {
+		inPool.Put(cr.buf)
+		cr.buf, cr.r, cr.w = nil, 0, 0
+	}
+}
+
+// fill reads more bytes when none are buffered. It waits for them without
+// a buffer where the connection allows it.
+func (cr *connReader) fill() error {
+	if cr.buffered() > 0 {
+		return nil
+	}
+	if cr.raw != nil {
+		return cr.fillRaw()
+	}
+	bp := inPool.Get().(*[]byte)
+	n, err := cr.conn.Read(*bp)
+	if n > 0 {
+		cr.buf, cr.r, cr.w = bp, 0, n
+		return nil
+	}
+	inPool.Put(bp)
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// Read reads buffered bytes first, then from the connection into p: the
+// response head's bufio.Reader reads through it.
+func (cr *connReader) Read(p []byte) (int, error) {
+	if cr.buffered() > 0 {
+		n := copy(p, cr.bytes())
+		cr.consume(n)
+		return n, nil
+	}
+	return cr.conn.Read(p)
+}
+
+// unread puts b back in front of the buffered bytes (what the head's
+// bufio.Reader read past the head).
+func (cr *connReader) unread(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if cr.buf != nil && cr.r >= len(b) {
+		cr.r -= len(b)
+		copy((*cr.buf)[cr.r:], b)
+		return
+	}
+	rest := cr.bytes()
+	var bp *[]byte
+	if len(b)+len(rest) <= leanReadBufferBytes {
+		bp = inPool.Get().(*[]byte)
+	} else {
+		s := make([]byte, len(b)+len(rest))
+		bp = &s
+	}
+	n := copy(*bp, b)
+	n += copy((*bp)[n:], rest)
+	cr.release()
+	cr.buf, cr.r, cr.w = bp, 0, n
+}
+
+// Body framings.
+const (
+	bodyChunked = iota
+	bodyLength  // Content-Length
+	bodyClose   // to the end of the connection
+)
+
+// Chunked decoding states.
+const (
+	chunkHeader  = iota // reading a chunk-size line
+	chunkData           // inside a chunk's data
+	chunkCRLF           // the CRLF after a chunk's data (crlf says how much of it came)
+	chunkTrailer        // trailer lines after the last chunk, to the blank one
+)
+
+// maxChunkLine bounds a chunk-size or trailer line, as net/http does.
+const maxChunkLine = 4096
+
+var (
+	errLineTooLong       = errors.New("header line too long")
+	errTrailerEOF        = errors.New("http: unexpected EOF reading trailer")
+	errMalformedChunked  = errors.New("malformed chunked encoding")
+	errChunkBareLF       = errors.New("chunked line ends with bare LF")
+	errChunkCR           = errors.New("invalid CR in chunked line")
+	errChunkEmptyLength  = errors.New("empty hex number for chunk length")
+	errChunkLengthByte   = errors.New("invalid byte in chunk length")
+	errChunkLengthTooBig = errors.New("http chunk length too large")
+)
+
+// bodyReader decodes an answer's body from a connReader in place: the
+// chunk framing needs no buffer of its own, so a body that waits for its
+// next chunk holds nothing but this state. Errors are net/http's for the
+// same input, so both clients give the same records.
+type bodyReader struct {
+	in    *connReader
+	mode  int
+	left  int64 // bodyLength: bytes of the body left; bodyChunked: of the chunk
+	state int
+	crlf  int    // chunkCRLF: bytes of the CRLF seen
+	line  []byte // a chunk-size or trailer line split across reads
+	err   error  // sticky; io.EOF at the body's clean end
+}
+
+// ready returns nil once data bytes are buffered, or the error (io.EOF at
+// the end) that ends the body. It waits without holding a buffer.
+func (b *bodyReader) ready() error {
+	in := b.in
+	for b.err == nil {
+		if b.mode == bodyLength && b.left == 0 {
+			b.err = io.EOF
+			break
+		}
+		if b.mode != bodyChunked || b.state == chunkData {
+			if in.buffered() > 0 {
+				return nil
+			}
+		} else if in.buffered() > 0 {
+			b.frame()
+			continue
+		}
+		if err := in.fill(); err != nil {
+			switch {
+			case err != io.EOF:
+			case b.mode == bodyClose:
+			case b.mode == bodyChunked && b.state == chunkTrailer:
+				err = errTrailerEOF
+			default:
+				err = io.ErrUnexpectedEOF
+			}
+			b.err = err
+		}
+	}
+	return b.err
+}
+
+// frame consumes chunk framing from the buffered bytes.
+func (b *bodyReader) frame() {
+	in := b.in
+	if b.state == chunkCRLF {
+		p := in.bytes()
+		for len(p) > 0 && b.crlf < 2 {
+			if p[0] != "\r\n"[b.crlf] {
+				b.err = errMalformedChunked
+				return
+			}
+			b.crlf++
+			p = p[1:]
+			in.consume(1)
+		}
+		if b.crlf == 2 {
+			b.state, b.crlf = chunkHeader, 0
+		}
+		return
+	}
+	p := in.bytes()
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		if len(b.line)+len(p) >= maxChunkLine+2 {
+			b.err = errLineTooLong
+			return
+		}
+		b.line = append(b.line, p...)
+		in.consume(len(p))
+		return
+	}
+	line := p[:i+1]
+	if len(b.line) > 0 {
+		line = append(b.line, line...)
+		b.line = b.line[:0]
+	}
+	if b.state == chunkTrailer {
+		// Trailer fields carry nothing a load generator reads.
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			b.err = io.EOF
+		}
+	} else {
+		b.chunkLine(line)
+	}
+	in.consume(i + 1) // after the parse: the buffer may go back to the pool
+}
+
+// chunkLine parses a chunk-size line as net/http does.
+func (b *bodyReader) chunkLine(p []byte) {
+	if idx := bytes.IndexByte(p, '\r'); idx == -1 {
+		b.err = errChunkBareLF
+		return
+	} else if idx != len(p)-2 {
+		b.err = errChunkCR
+		return
+	}
+	p = p[:len(p)-2]
+	if len(p) >= maxChunkLine {
+		b.err = errLineTooLong
+		return
+	}
+	for len(p) > 0 && (p[len(p)-1] == ' ' || p[len(p)-1] == '\t') {
+		p = p[:len(p)-1]
+	}
+	p, _, _ = bytes.Cut(p, []byte(";"))
+	if len(p) == 0 {
+		b.err = errChunkEmptyLength
+		return
+	}
+	var n uint64
+	for i, c := range p {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			b.err = errChunkLengthByte
+			return
+		}
+		if i == 16 {
+			b.err = errChunkLengthTooBig
+			return
+		}
+		n = n<<4 | uint64(c)
+	}
+	if n == 0 {
+		b.state = chunkTrailer
+		return
+	}
+	if n > 1<<62 {
+		b.err = errChunkLengthTooBig
+		return
+	}
+	b.left, b.state = int64(n), chunkData
+}
+
+// Read reads body bytes into p.
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, b.err
+	}
+	if err := b.ready(); err != nil {
+		return 0, err
+	}
+	in := b.in
+	src := in.bytes()
+	if b.mode != bodyClose && int64(len(src)) > b.left {
+		src = src[:b.left]
+	}
+	n := copy(p, src)
+	in.consume(n)
+	if b.mode != bodyClose {
+		b.left -= int64(n)
+	}
+	if b.mode == bodyChunked && b.left == 0 {
+		b.state = chunkCRLF
+		if in.buffered() >= 2 {
+			b.frame() // the CRLF usually came with the data: let the buffer go
+		}
+	}
+	return n, nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,52 +54,81 @@ func putScanner(s *sse.Scanner) {
 // instant means. It leaves rec.Finalize to the runner. The answer's text is
 // kept in rec.Text only when p has a FollowUp (the next turn is built from
 // it).
+//
+// Do's frame is on the stack of every stream while it waits for its next
+// token; the work before and after the reading is in functions of their
+// own, so that the goroutine's stack shrinks to 4 KiB while it waits.
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
 	}
-	body, err := c.requestBody(p, maxTokens)
-	if err != nil {
-		c.http.FailBuilding(rec, err)
-		return
-	}
 	// A child context lets the drain after [DONE] be cut short without
-	// touching the caller's. Sent is the first send, even when the
-	// transport re-sends on a fresh connection (rec.Retries): schedule lag
-	// is the generator's lateness.
+	// touching the caller's.
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	resp := c.http.Send(reqCtx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+	resp := c.send(reqCtx, p, rec, maxTokens)
 	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	keepText := p.FollowUp != nil
-	// The Content-Type wins over what was asked for: some servers ignore
-	// "stream" one way or the other. Without one, trust the request.
+	switch c.answer(resp, rec) {
+	case answerStream:
+		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, p.FollowUp != nil)
+	case answerWhole:
+		c.readWhole(ctx, resp.Body, rec, p.FollowUp != nil)
+	}
+}
+
+// send builds and sends p's request; nil when it failed (rec says why).
+// Sent is the first send, even when the transport re-sends on a fresh
+// connection (rec.Retries): schedule lag is the generator's lateness. Not
+// inlined: see Do.
+//
+//go:noinline
+func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
+	body, err := c.requestBody(p, maxTokens)
+	if err != nil {
+		c.http.FailBuilding(rec, err)
+		return nil
+	}
+	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+}
+
+// What an answer's body is.
+const (
+	answerStream = iota
+	answerWhole
+	answerWrong // failed on rec
+)
+
+// answer says how to read resp's body. The Content-Type wins over what was
+// asked for: some servers ignore "stream" one way or the other. Without
+// one, trust the request. Not inlined: see Do.
+//
+//go:noinline
+func (c *Client) answer(resp *http.Response, rec *loadgen.Record) int {
 	ct := resp.Header.Get("Content-Type")
 	switch mediaType(ct) {
 	case "text/event-stream":
-		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
+		return answerStream
 	case "application/json":
-		c.readWhole(ctx, resp.Body, rec, keepText)
+		return answerWhole
 	case "":
 		if c.stream {
-			c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
-		} else {
-			c.readWhole(ctx, resp.Body, rec, keepText)
+			return answerStream
 		}
-	default:
-		// An HTML error page from a proxy or a login wall: say what came,
-		// rather than call it a truncated stream.
-		rec.End = rec.Now()
-		want := "an event stream"
-		if !c.stream {
-			want = "JSON"
-		}
-		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
+		return answerWhole
 	}
+	// An HTML error page from a proxy or a login wall: say what came,
+	// rather than call it a truncated stream.
+	rec.End = rec.Now()
+	want := "an event stream"
+	if !c.stream {
+		want = "JSON"
+	}
+	c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
+	return answerWrong
 }
 
 // mediaType is the lower-case media type of a Content-Type value, without
@@ -295,8 +325,17 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	sc := getScanner(body)
 	defer putScanner(sc)
 	rec.ReserveChunks(maxTokens)
-	s := stream{rec: rec, keepText: keepText}
+	s := &stream{rec: rec, keepText: keepText}
 	s.run(sc)
+	c.endStream(ctx, cancel, sc, s)
+}
+
+// endStream settles a stream's record once its events are read. Not
+// inlined: see Do.
+//
+//go:noinline
+func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, sc *sse.Scanner, s *stream) {
+	rec, keepText := s.rec, s.keepText
 	rec.End = rec.Now()
 	if keepText {
 		rec.Text = string(s.text)

@@ -133,9 +133,10 @@ func (s *Scanner) Rest() io.Reader {
 	return s.r
 }
 
-// putReader gives a pooled scanner's reader back.
+// putReader gives a pooled scanner's reader back. Not inlined: bufio's
+// Reset would grow the frame a waiting stream holds (see Wait).
 //
-//go:noinline (keeps bufio's Reset out of the frames of a waiting stream)
+//go:noinline
 func (s *Scanner) putReader() {
 	if s.r != nil {
 		s.r.Reset(nil)

@@ -66,6 +66,12 @@ func (cr *connReader) fill() error {
 	if cr.raw != nil {
 		return cr.fillRaw()
 	}
+	return cr.fillBlocking()
+}
+
+// fillBlocking reads into a pooled buffer, which the read holds while it
+// waits.
+func (cr *connReader) fillBlocking() error {
 	bp := inPool.Get().(*[]byte)
 	n, err := cr.conn.Read(*bp)
 	if n > 0 {
@@ -175,7 +181,14 @@ func (b *bodyReader) ready() error {
 			b.frame()
 			continue
 		}
-		if err := in.fill(); err != nil {
+		// Not in.fill: one frame fewer on the stack of a waiting stream.
+		var err error
+		if in.raw != nil {
+			err = in.fillRaw()
+		} else {
+			err = in.fillBlocking()
+		}
+		if err != nil {
 			switch {
 			case err != io.EOF:
 			case b.mode == bodyClose:

@@ -48,20 +48,28 @@ func (cr *connReader) fillRaw() error {
 		}
 		return true
 	})
+	if err != nil || errno != nil {
+		return cr.readError(err, errno)
+	}
+	if n <= 0 {
+		return io.EOF
+	}
+	return nil
+}
+
+// readError words a failed read as net.Conn.Read does: a deadline (a
+// cancelled context), a closed connection, or the system call's error. Not
+// inlined: it would grow the frame every waiting stream holds.
+//
+//go:noinline
+func (cr *connReader) readError(err, errno error) error {
 	if err != nil {
-		// A deadline (a cancelled context) or a closed connection, worded
-		// as net.Conn.Read words it.
 		var oe *net.OpError
 		if errors.As(err, &oe) {
 			err = oe.Err
 		}
-		return &net.OpError{Op: "read", Net: "tcp", Source: cr.conn.LocalAddr(), Addr: cr.conn.RemoteAddr(), Err: err}
+	} else {
+		err = os.NewSyscallError("read", errno)
 	}
-	switch {
-	case errno != nil:
-		return &net.OpError{Op: "read", Net: "tcp", Source: cr.conn.LocalAddr(), Addr: cr.conn.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
-	case n <= 0:
-		return io.EOF
-	}
-	return nil
+	return &net.OpError{Op: "read", Net: "tcp", Source: cr.conn.LocalAddr(), Addr: cr.conn.RemoteAddr(), Err: err}
 }

@@ -162,6 +162,11 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	br.Reset(nil)
 	headPool.Put(br)
 	reusable := !l.noReuse && !resp.Close && !req.Close
+	// A stream keeps its answer for its whole life, and through
+	// resp.Request the request's headers (cloned twice on the way: by the
+	// caller and by http.Client) and body: over a kilobyte per stream. The
+	// answer keeps a request without them.
+	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
 	if resp.Body == http.NoBody || resp.ContentLength == 0 {
 		resp.Body = http.NoBody
 		if !stop() || !reusable {

@@ -52,7 +52,9 @@ func (cr *connReader) consume(n int) {
 
 func (cr *connReader) release() {
 	if cr.buf != nil {
-		inPool.Put(cr.buf)
+		if cap(*cr.buf) == leanReadBufferBytes {
+			inPool.Put(cr.buf)
+		}
 		cr.buf, cr.r, cr.w = nil, 0, 0
 	}
 }
@@ -97,7 +99,9 @@ func (cr *connReader) Read(p []byte) (int, error) {
 }
 
 // unread puts b back in front of the buffered bytes (what the head's
-// bufio.Reader read past the head).
+// bufio.Reader read past the head). The bytes go into a slice of their
+// size, not a pooled buffer: an answer whose body is not read at once
+// (Preconnect holds thousands) then holds only its own bytes.
 func (cr *connReader) unread(b []byte) {
 	if len(b) == 0 {
 		return
@@ -107,18 +111,9 @@ func (cr *connReader) unread(b []byte) {
 		copy((*cr.buf)[cr.r:], b)
 		return
 	}
-	rest := cr.bytes()
-	var bp *[]byte
-	if len(b)+len(rest) <= leanReadBufferBytes {
-		bp = inPool.Get().(*[]byte)
-	} else {
-		s := make([]byte, len(b)+len(rest))
-		bp = &s
-	}
-	n := copy(*bp, b)
-	n += copy((*bp)[n:], rest)
+	s := append(append(make([]byte, 0, len(b)+cr.buffered()), b...), cr.bytes()...)
 	cr.release()
-	cr.buf, cr.r, cr.w = bp, 0, n
+	cr.buf, cr.r, cr.w = &s, 0, len(s)
 }
 
 // Body framings.

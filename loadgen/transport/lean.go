@@ -137,37 +137,18 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
-	br := headPool.Get().(*bufio.Reader)
-	br.Reset(&c.in)
-	var resp *http.Response
-	for {
-		resp, err = http.ReadResponse(br, req)
-		if err != nil {
-			br.Reset(nil)
-			headPool.Put(br)
-			return fail(err)
-		}
-		// 100 Continue (and other informational answers but 101) come
-		// before the real one; net/http skips them too.
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
+	resp, err := readHead(&c.in, req)
+	if err != nil {
+		return fail(err)
 	}
-	// What the head's reader read past the head is the body's start: it
-	// goes back to the connection, and the head's reader to its pool. The
-	// body net/http made over that reader is dropped unread: bodyReader
-	// reads in its place.
-	rest, _ := br.Peek(br.Buffered())
-	c.in.unread(rest)
-	br.Reset(nil)
-	headPool.Put(br)
 	reusable := !l.noReuse && !resp.Close && !req.Close
 	// A stream keeps its answer for its whole life, and through
 	// resp.Request the request's headers (cloned twice on the way: by the
 	// caller and by http.Client) and body: over a kilobyte per stream. The
 	// answer keeps a request without them.
 	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
-	if resp.Body == http.NoBody || resp.ContentLength == 0 {
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable}
+	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
 		if !stop() || !reusable {
 			c.conn.Close()
@@ -176,17 +157,33 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable}
-	body.r.in = &c.in
-	switch {
-	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
-		body.r.mode = bodyChunked
-	case resp.ContentLength > 0:
-		body.r.mode, body.r.left = bodyLength, resp.ContentLength
-	default:
-		body.r.mode = bodyClose
-	}
 	resp.Body = body
+	return resp, nil
+}
+
+// readHead reads an answer's head with net/http's parser, through a
+// pooled bufio.Reader: what that reader read past the head is the body's
+// start, and goes back to in. The body net/http made over the reader is
+// left unread: bodyReader reads in its place.
+func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
+	br := headPool.Get().(*bufio.Reader)
+	br.Reset(in)
+	defer func() {
+		br.Reset(nil)
+		headPool.Put(br)
+	}()
+	for {
+		if resp, err = http.ReadResponse(br, req); err != nil {
+			return nil, err
+		}
+		// 100 Continue (and other informational answers but 101) come
+		// before the real one; net/http skips them too.
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+	}
+	rest, _ := br.Peek(br.Buffered())
+	in.unread(rest)
 	return resp, nil
 }
 
@@ -413,7 +410,7 @@ func (b *leanBody) finish(clean bool) {
 		return
 	}
 	b.done = true
-	if clean && b.stop() && b.reusable {
+	if clean && b.stop() && b.reusable && !b.r.dirty {
 		b.l.put(b.c)
 		return
 	}

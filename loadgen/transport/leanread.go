@@ -1,10 +1,13 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/textproto"
 	"sync"
 )
 
@@ -137,6 +140,8 @@ const maxChunkLine = 4096
 var (
 	errLineTooLong       = errors.New("header line too long")
 	errTrailerEOF        = errors.New("http: unexpected EOF reading trailer")
+	errLongTrailer       = errors.New("http: suspiciously long trailer after chunked body")
+	errExcess            = errors.New("chunked encoding contains too much non-data")
 	errMalformedChunked  = errors.New("malformed chunked encoding")
 	errChunkBareLF       = errors.New("chunked line ends with bare LF")
 	errChunkCR           = errors.New("invalid CR in chunked line")
@@ -150,13 +155,33 @@ var (
 // next chunk holds nothing but this state. Errors are net/http's for the
 // same input, so both clients give the same records.
 type bodyReader struct {
-	in    *connReader
-	mode  int
-	left  int64 // bodyLength: bytes of the body left; bodyChunked: of the chunk
-	state int
-	crlf  int    // chunkCRLF: bytes of the CRLF seen
-	line  []byte // a chunk-size or trailer line split across reads
-	err   error  // sticky; io.EOF at the body's clean end
+	in     *connReader
+	mode   int
+	left   int64 // bodyLength: bytes of the body left; bodyChunked: of the chunk
+	state  int
+	crlf   int // chunkCRLF: bytes of the chunk's end seen
+	end    [2]byte
+	line   []byte // a chunk-size line split across reads, or the trailer
+	excess int64  // framing beyond its due, as net/http counts it
+	err    error  // sticky; io.EOF at the body's clean end
+	dirty  bool   // the body's end was read past: the connection is not reusable
+}
+
+// init reads resp's body framing as net/http does; false when there is
+// no body to read.
+func (b *bodyReader) init(in *connReader, resp *http.Response) bool {
+	b.in = in
+	switch {
+	case resp.Body == http.NoBody || resp.ContentLength == 0:
+		return false
+	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
+		b.mode = bodyChunked
+	case resp.ContentLength > 0:
+		b.mode, b.left = bodyLength, resp.ContentLength
+	default:
+		b.mode = bodyClose
+	}
+	return true
 }
 
 // ready returns nil once data bytes are buffered, or the error (io.EOF at
@@ -187,8 +212,10 @@ func (b *bodyReader) ready() error {
 			switch {
 			case err != io.EOF:
 			case b.mode == bodyClose:
-			case b.mode == bodyChunked && b.state == chunkTrailer:
+			case b.mode == bodyChunked && b.state == chunkTrailer && len(b.line) < 2:
 				err = errTrailerEOF
+			case b.mode == bodyChunked && b.state == chunkTrailer:
+				err = errLongTrailer // net/http's words for a trailer cut short too
 			default:
 				err = io.ErrUnexpectedEOF
 			}
@@ -202,19 +229,22 @@ func (b *bodyReader) ready() error {
 func (b *bodyReader) frame() {
 	in := b.in
 	if b.state == chunkCRLF {
-		p := in.bytes()
-		for len(p) > 0 && b.crlf < 2 {
-			if p[0] != "\r\n"[b.crlf] {
+		// Two bytes, then the verdict: net/http reads both first, so a
+		// connection cut after one is a cut, not bad framing.
+		n := copy(b.end[b.crlf:], in.bytes())
+		b.crlf += n
+		in.consume(n)
+		if b.crlf == 2 {
+			if b.end != [2]byte{'\r', '\n'} {
 				b.err = errMalformedChunked
 				return
 			}
-			b.crlf++
-			p = p[1:]
-			in.consume(1)
-		}
-		if b.crlf == 2 {
 			b.state, b.crlf = chunkHeader, 0
 		}
+		return
+	}
+	if b.state == chunkTrailer {
+		b.trailer()
 		return
 	}
 	p := in.bytes()
@@ -233,15 +263,60 @@ func (b *bodyReader) frame() {
 		line = append(b.line, line...)
 		b.line = b.line[:0]
 	}
-	if b.state == chunkTrailer {
-		// Trailer fields carry nothing a load generator reads.
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			b.err = io.EOF
-		}
-	} else {
-		b.chunkLine(line)
-	}
+	b.chunkLine(line)
 	in.consume(i + 1) // after the parse: the buffer may go back to the pool
+}
+
+// trailer reads what follows the last chunk: a bare CRLF, or trailer
+// fields to a blank line, checked (and then dropped: nothing a load
+// generator reads) as net/http checks them: the blank line within 4 KiB,
+// the fields by textproto.
+func (b *bodyReader) trailer() {
+	in := b.in
+	if len(b.line) == 0 && in.buffered() >= 2 && string(in.bytes()[:2]) == "\r\n" {
+		in.consume(2)
+		b.err = io.EOF
+		return
+	}
+	had := len(b.line)
+	p := in.bytes()
+	b.line = append(b.line, p[:min(len(p), maxChunkLine-had)]...)
+	if len(b.line) < 2 {
+		in.consume(len(p))
+		return
+	}
+	if string(b.line[:2]) == "\r\n" {
+		in.consume(2 - had)
+		b.err = io.EOF
+		return
+	}
+	end := bytes.Index(b.line, []byte("\r\n\r\n"))
+	if end < 0 {
+		if len(b.line) >= maxChunkLine {
+			b.err = errLongTrailer
+			return
+		}
+		in.consume(len(p))
+		return
+	}
+	block := b.line[:end+4]
+	br := bufio.NewReader(bytes.NewReader(block))
+	if _, err := textproto.NewReader(br).ReadMIMEHeader(); err != nil {
+		if err == io.EOF {
+			err = errTrailerEOF
+		}
+		b.err = err
+		return
+	}
+	// The fields end where textproto stopped (at the first blank line,
+	// a bare LF one too). Bytes past it that were consumed already are
+	// lost to the connection: it is not reused.
+	if n := len(block) - br.Buffered() - had; n >= 0 {
+		in.consume(n)
+	} else {
+		b.dirty = true
+	}
+	b.err = io.EOF
 }
 
 // chunkLine parses a chunk-size line as net/http does.
@@ -254,6 +329,7 @@ func (b *bodyReader) chunkLine(p []byte) {
 		return
 	}
 	p = p[:len(p)-2]
+	lineLen := len(p)
 	if len(p) >= maxChunkLine {
 		b.err = errLineTooLong
 		return
@@ -285,15 +361,20 @@ func (b *bodyReader) chunkLine(p []byte) {
 		}
 		n = n<<4 | uint64(c)
 	}
+	// net/http's guard against a sender of mostly framing, its very sums.
+	b.excess += int64(lineLen) + 2
+	b.excess -= 16 + (2 * int64(n))
+	b.excess = max(b.excess, 0)
+	if b.excess > 16*1024 {
+		b.err = errExcess
+		return
+	}
 	if n == 0 {
 		b.state = chunkTrailer
 		return
 	}
-	if n > 1<<62 {
-		b.err = errChunkLengthTooBig
-		return
-	}
-	b.left, b.state = int64(n), chunkData
+	// A chunk longer than any connection carries reads to the end of it.
+	b.left, b.state = int64(min(n, 1<<62)), chunkData
 }
 
 // Read reads body bytes into p.

@@ -63,10 +63,15 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
 	}
-	// A child context lets the drain after [DONE] be cut short without
-	// touching the caller's.
-	reqCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The drain after [DONE] is bounded by a read deadline on the lean
+	// client's bodies; on net/http's, by a child context, cancelled without
+	// touching the caller's. (A context per stream, its done channel and
+	// its parent's map of children, is half a kilobyte a stream.)
+	reqCtx, cancel := ctx, context.CancelFunc(nil)
+	if !c.lean {
+		reqCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+	}
 	resp := c.send(reqCtx, p, rec, maxTokens)
 	if resp == nil {
 		return
@@ -327,14 +332,14 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	rec.ReserveChunks(maxTokens)
 	s := &stream{rec: rec, keepText: keepText}
 	s.run(sc)
-	c.endStream(ctx, cancel, sc, s)
+	c.endStream(ctx, cancel, body, sc, s)
 }
 
 // endStream settles a stream's record once its events are read. Not
 // inlined: see Do.
 //
 //go:noinline
-func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, sc *sse.Scanner, s *stream) {
+func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, sc *sse.Scanner, s *stream) {
 	rec, keepText := s.rec, s.keepText
 	rec.End = rec.Now()
 	if keepText {
@@ -362,14 +367,24 @@ func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, sc *s
 		return
 	}
 	if sc.Err() == nil {
-		drain(sc, cancel)
+		drain(sc, body, cancel)
 	}
 }
 
 // drain reads the rest of the body, briefly, so the connection is reused.
-func drain(sc *sse.Scanner, cancel context.CancelFunc) {
-	t := time.AfterFunc(drainAfterDone, cancel)
-	defer t.Stop()
+// A read deadline on the body bounds it (the lean client's), else
+// cancelling the request's context (net/http's); with neither (a request
+// that went through net/http unforeseen), the body is left unread and its
+// connection is not reused.
+func drain(sc *sse.Scanner, body io.Reader, cancel context.CancelFunc) {
+	if d, ok := body.(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(time.Now().Add(drainAfterDone))
+	} else if cancel != nil {
+		t := time.AfterFunc(drainAfterDone, cancel)
+		defer t.Stop()
+	} else {
+		return
+	}
 	_, _ = io.CopyN(io.Discard, sc.Rest(), maxDrainBytes)
 }
 

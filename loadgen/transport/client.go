@@ -187,6 +187,21 @@ func leanFailOrRedirect(hc *http.Client, req *http.Request, resp *http.Response,
 	return hc.Do(again)
 }
 
+// LeanFor reports whether requests to rawURL go on the lean HTTP client
+// (Config.HTTPClient), as far as can be told before sending: the lean
+// client is in use and no proxy is set for the URL.
+func (cl *Client) LeanFor(rawURL string) bool {
+	l, ok := cl.pooled.Transport.(*lean)
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	return l.handles(&http.Request{Method: http.MethodPost, URL: u, Header: http.Header{}, Host: u.Host})
+}
+
 // Closing reports whether the client has stopped reusing connections.
 func (cl *Client) Closing() bool { return cl.closing.Load() }
 

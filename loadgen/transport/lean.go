@@ -83,15 +83,10 @@ var writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 
 // RoundTrip implements http.RoundTripper.
 func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
-	u := req.URL
-	if (u.Scheme != "http" && u.Scheme != "https") || req.Method == http.MethodConnect {
+	if !l.handles(req) {
 		return l.fallback.RoundTrip(req)
 	}
-	if l.proxy != nil {
-		if p, err := l.proxy(req); err != nil || p != nil {
-			return l.fallback.RoundTrip(req)
-		}
-	}
+	u := req.URL
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	key, addr := u.Scheme+"://"+canonicalAddr(u), canonicalAddr(u)
@@ -185,6 +180,20 @@ func readHead(in *connReader, req *http.Request) (resp *http.Response, err error
 	rest, _ := br.Peek(br.Buffered())
 	in.unread(rest)
 	return resp, nil
+}
+
+// handles says whether req goes on lean's own connections: http or https
+// and no proxy; the rest goes to net/http.
+func (l *lean) handles(req *http.Request) bool {
+	if u := req.URL; (u.Scheme != "http" && u.Scheme != "https") || req.Method == http.MethodConnect {
+		return false
+	}
+	if l.proxy != nil {
+		if p, err := l.proxy(req); err != nil || p != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // canonicalAddr is u's host:port, the port from the scheme when absent.
@@ -364,6 +373,15 @@ type leanBody struct {
 	stop     func() bool
 	reusable bool
 	done     bool
+	deadline bool // a read deadline is set: cleared before the connection is reused
+}
+
+// SetReadDeadline bounds the body's reads: what a caller that would stop
+// reading after a while (openai's drain after [DONE]) uses in place of a
+// cancellable context per request.
+func (b *leanBody) SetReadDeadline(t time.Time) error {
+	b.deadline = !t.IsZero()
+	return b.c.conn.SetReadDeadline(t)
 }
 
 func (b *leanBody) Read(p []byte) (int, error) {
@@ -411,6 +429,9 @@ func (b *leanBody) finish(clean bool) {
 	}
 	b.done = true
 	if clean && b.stop() && b.reusable && !b.r.dirty {
+		if b.deadline {
+			_ = b.c.conn.SetReadDeadline(time.Time{})
+		}
 		b.l.put(b.c)
 		return
 	}

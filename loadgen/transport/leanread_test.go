@@ -224,3 +224,60 @@ func TestLeanFollowsRedirects(t *testing.T) {
 		t.Fatalf("%d %q, want 200 \"POST body\"", resp.StatusCode, b)
 	}
 }
+
+// A body's read deadline (openai's bound on the drain after [DONE]) is
+// cleared before its connection goes back to the pool: the next request
+// on it reads as usual.
+func TestLeanDeadlineClearedForReuse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan int, 4)
+	go func() {
+		for n := 1; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- n
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					// Head and body in one write: the body is read with the head.
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	for i := range 2 {
+		req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+ln.Addr().String(), strings.NewReader("{}"))
+		resp, _, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		// A deadline already past: only a read that needs the network fails.
+		if err := resp.Body.(*leanBody).SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != "ok" {
+			t.Fatalf("request %d: %q, %v", i+1, b, err)
+		}
+	}
+	if n := len(conns); n != 1 {
+		t.Fatalf("%d connections for two requests, want 1 (reused)", n)
+	}
+}

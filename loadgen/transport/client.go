@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -99,11 +100,27 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 		return resp, 0, err
 	}
 	var reused, answered atomic.Bool
-	trace := &httptrace.ClientTrace{
-		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-		GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
+	if l, ok := cl.pooled.Transport.(*lean); ok && l.handles(req) {
+		// The lean client says itself, without a trace: on the answer's
+		// body, or in its error.
+		resp, err = send(cl.pooled, req)
+		var le *leanError
+		switch {
+		case err == nil:
+			if b, ok := resp.Body.(*leanBody); ok {
+				reused.Store(b.c.reused)
+			}
+		case errors.As(err, &le):
+			reused.Store(le.reused)
+			answered.Store(le.answered)
+		}
+	} else {
+		trace := &httptrace.ClientTrace{
+			GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+			GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
+		}
+		resp, err = send(cl.pooled, req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	}
-	resp, err = send(cl.pooled, req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	if err == nil {
 		if reused.Load() {
 			cl.reusedFailures.Store(0)

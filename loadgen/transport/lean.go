@@ -101,13 +101,14 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A context that ends interrupts a blocked read or write by a deadline
 	// in the past; no goroutine waits for it.
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	answered := false
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		c.conn.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			err = ctx.Err()
 		}
-		return nil, err
+		return nil, &leanError{err: err, reused: c.reused, answered: answered}
 	}
 	bp := writeBufPool.Get().(*[]byte)
 	b, err := appendRequest((*bp)[:0], req, l.noReuse)
@@ -129,6 +130,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.in.fill(); err != nil {
 		return fail(err)
 	}
+	answered = true
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
@@ -181,6 +183,18 @@ func readHead(in *connReader, req *http.Request) (resp *http.Response, err error
 	in.unread(rest)
 	return resp, nil
 }
+
+// leanError is a failed request's error, with what transport.Client.Do
+// would otherwise learn from an httptrace.ClientTrace (a trace per request
+// that a stream would keep for its whole life): whether the connection
+// was a reused one, and whether any of the answer had come.
+type leanError struct {
+	err              error
+	reused, answered bool
+}
+
+func (e *leanError) Error() string { return e.err.Error() }
+func (e *leanError) Unwrap() error { return e.err }
 
 // handles says whether req goes on lean's own connections: http or https
 // and no proxy; the rest goes to net/http.

@@ -148,7 +148,11 @@ func mediaType(ct string) string {
 }
 
 // requestBody builds the JSON body. Prompt.Params may override anything
-// but the input and "stream", which the reader's mode depends on.
+// but the input and "stream", which the reader's mode depends on. Not
+// inlined: its frame would be send's, on the stack while the answer is
+// read (see Do).
+//
+//go:noinline
 func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	if len(p.Params) == 0 {
 		return c.plainBody(p, maxTokens), nil

@@ -110,17 +110,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &leanError{err: err, reused: c.reused, answered: answered}
 	}
-	bp := writeBufPool.Get().(*[]byte)
-	b, err := appendRequest((*bp)[:0], req, l.noReuse)
-	closeBody(req)
-	if err == nil {
-		_, err = c.conn.Write(b)
-	}
-	*bp = b[:0]
-	if cap(b) <= 64<<10 {
-		writeBufPool.Put(bp)
-	}
-	if err != nil {
+	if err := l.write(c, req); err != nil {
 		return fail(err)
 	}
 	if trace != nil && trace.WroteRequest != nil {
@@ -158,6 +148,25 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// write writes req on c in one write. Not inlined: its frames are not on
+// the stack while the answer is read (a request's deepest point, which
+// sets the size its goroutine's stack grows to).
+//
+//go:noinline
+func (l *lean) write(c *leanConn, req *http.Request) error {
+	bp := writeBufPool.Get().(*[]byte)
+	b, err := appendRequest((*bp)[:0], req, l.noReuse)
+	closeBody(req)
+	if err == nil {
+		_, err = c.conn.Write(b)
+	}
+	*bp = b[:0]
+	if cap(b) <= 64<<10 {
+		writeBufPool.Put(bp)
+	}
+	return err
+}
+
 // readHead reads an answer's head with net/http's parser, through a
 // pooled bufio.Reader: what that reader read past the head is the body's
 // start, and goes back to in. The body net/http made over the reader is
@@ -165,22 +174,23 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
 	br := headPool.Get().(*bufio.Reader)
 	br.Reset(in)
-	defer func() {
-		br.Reset(nil)
-		headPool.Put(br)
-	}()
 	for {
 		if resp, err = http.ReadResponse(br, req); err != nil {
-			return nil, err
+			break
 		}
 		// 100 Continue (and other informational answers but 101) come
 		// before the real one; net/http skips them too.
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			rest, _ := br.Peek(br.Buffered())
+			in.unread(rest)
 			break
 		}
 	}
-	rest, _ := br.Peek(br.Buffered())
-	in.unread(rest)
+	br.Reset(nil)
+	headPool.Put(br)
+	if err != nil {
+		return nil, err
+	}
 	return resp, nil
 }
 

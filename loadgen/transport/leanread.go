@@ -28,6 +28,10 @@ type connReader struct {
 	raw  rawReader // nil: reads block holding a buffer (TLS, other systems)
 	buf  *[]byte   // nil when nothing is buffered
 	r, w int
+
+	rawRead  func(fd uintptr) bool // readRaw, bound once
+	rawN     int                   // what readRaw read
+	rawErrno error
 }
 
 // rawReader is syscall.RawConn's Read.

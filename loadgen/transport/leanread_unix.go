@@ -25,36 +25,43 @@ func rawReaderOf(c net.Conn) rawReader {
 // The system calls are those of net.Conn.Read: a read that finds nothing,
 // the wait, the read.
 func (cr *connReader) fillRaw() error {
-	var (
-		n     int
-		errno error
-	)
-	err := cr.raw.Read(func(fd uintptr) bool {
-		bp := inPool.Get().(*[]byte)
-		for {
-			n, errno = syscall.Read(int(fd), *bp)
-			if errno != syscall.EINTR {
-				break
-			}
-		}
-		if errno == syscall.EAGAIN {
-			inPool.Put(bp)
-			return false
-		}
-		if n > 0 {
-			cr.buf, cr.r, cr.w = bp, 0, n
-		} else {
-			inPool.Put(bp)
-		}
-		return true
-	})
-	if err != nil || errno != nil {
-		return cr.readError(err, errno)
+	if cr.rawRead == nil {
+		cr.rawRead = cr.readRaw // one closure per connection, not per read
 	}
-	if n <= 0 {
+	cr.rawN, cr.rawErrno = 0, nil
+	err := cr.raw.Read(cr.rawRead)
+	if err != nil || cr.rawErrno != nil {
+		return cr.readError(err, cr.rawErrno)
+	}
+	if cr.rawN <= 0 {
 		return io.EOF
 	}
 	return nil
+}
+
+// readRaw is fillRaw's read, called by the poller with the socket: false
+// (wait) when there is nothing to read.
+func (cr *connReader) readRaw(fd uintptr) bool {
+	bp := inPool.Get().(*[]byte)
+	var n int
+	var errno error
+	for {
+		n, errno = syscall.Read(int(fd), *bp)
+		if errno != syscall.EINTR {
+			break
+		}
+	}
+	if errno == syscall.EAGAIN {
+		inPool.Put(bp)
+		return false
+	}
+	cr.rawN, cr.rawErrno = n, errno
+	if n > 0 {
+		cr.buf, cr.r, cr.w = bp, 0, n
+	} else {
+		inPool.Put(bp)
+	}
+	return true
 }
 
 // readError words a failed read as net.Conn.Read does: a deadline (a

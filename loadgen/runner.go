@@ -353,10 +353,22 @@ func (r *Runner) capReached(seq int64, dropped bool) bool {
 // do sends one request and settles its record: End, the kind of a
 // request the runner cancelled, and Finalize, called here once for every
 // record that reaches out.
+//
+// Its frame and its callers' are on the stack of every request in flight
+// while it waits for its next token (most of the time): a goroutine's
+// stack shrinks only to a size four times what it then holds, so they are
+// kept small, the work around the request in functions of their own.
 func (r *Runner) do(rn *run, p *prompts.Prompt, rec *Record) {
 	ctx, cancel := context.WithTimeout(rn.req, r.opts.Timeout)
 	r.client.Do(ctx, p, rec)
 	cancel()
+	r.settle(rn, rec)
+}
+
+// settle settles a record after its request returned (see do).
+//
+//go:noinline
+func (r *Runner) settle(rn *run, rec *Record) {
 	if rec.End == 0 {
 		rec.End = rec.Now()
 	}
@@ -508,11 +520,9 @@ func (r *Runner) closedLoop(rn *run) error {
 	for _, s := range r.opts.Stages {
 		maxC = max(maxC, s.Concurrency)
 	}
-	var budget atomic.Int64
-	budget.Store(r.opts.Shard.Share(int64(r.opts.Requests)))
+	cw := &closedWork{r: r, rn: rn, arr: arr}
+	cw.budget.Store(r.opts.Shard.Share(int64(r.opts.Requests)))
 	var workers sync.WaitGroup
-	var errOnce sync.Once
-	var srcErr error
 	for w := 0; w < maxC; w++ {
 		if !r.opts.Shard.Owns(int64(w)) {
 			continue // another shard's worker
@@ -524,41 +534,14 @@ func (r *Runner) closedLoop(rn *run) error {
 			// requests in flight then drain within the grace, and workers
 			// idle until a later stage stop waiting.
 			defer func() { r.endSending(rn, time.Since(rn.epoch)) }()
+			// The loop holds little: its frame is on the stack of a
+			// request waiting for its next token (see do).
 			var pending *prompts.Prompt // a session's next turn
-			for rn.send.Err() == nil {
-				now := time.Since(rn.epoch)
-				if now >= rn.end {
+			for {
+				p, rec := cw.next(w, pending)
+				if rec == nil {
 					return
 				}
-				// Worker w runs only while the current stage wants more
-				// than w workers; otherwise it waits for the next stage.
-				si := StageAt(r.opts.Stages, now)
-				if r.opts.Stages[si].Concurrency <= w {
-					next := time.Duration(0)
-					for _, s := range r.opts.Stages[:si+1] {
-						next += s.Duration
-					}
-					if !sleep(rn.send, next-now, rn.ended) {
-						return
-					}
-					continue
-				}
-				if r.opts.Requests > 0 && budget.Add(-1) < 0 {
-					return
-				}
-				p, seq, err := r.closedNext(rn, pending)
-				if err != nil {
-					if err != io.EOF {
-						errOnce.Do(func() { srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
-					}
-					return
-				}
-				if p == nil {
-					return // interrupted during a think time
-				}
-				at, _ := arr.Next(p)
-				rec := r.newRecord(rn.epoch, p, seq, at)
-				r.sent.Add(1)
 				r.do(rn, p, rec)
 				pending = nextTurn(p, rec)
 				rn.out <- rec
@@ -566,7 +549,63 @@ func (r *Runner) closedLoop(rn *run) error {
 		}()
 	}
 	workers.Wait()
-	return srcErr
+	return cw.srcErr
+}
+
+// closedWork is what the closed loop's workers share.
+type closedWork struct {
+	r       *Runner
+	rn      *run
+	arr     Arrivals
+	budget  atomic.Int64
+	errOnce sync.Once
+	srcErr  error
+}
+
+// next is worker w's next request (pending, a session's next turn, or a
+// prompt drawn), once the stage wants w at work; nil when the worker is
+// done.
+//
+//go:noinline
+func (cw *closedWork) next(w int, pending *prompts.Prompt) (*prompts.Prompt, *Record) {
+	r, rn := cw.r, cw.rn
+	for rn.send.Err() == nil {
+		now := time.Since(rn.epoch)
+		if now >= rn.end {
+			return nil, nil
+		}
+		// Worker w runs only while the current stage wants more than w
+		// workers; otherwise it waits for the next stage.
+		si := StageAt(r.opts.Stages, now)
+		if r.opts.Stages[si].Concurrency <= w {
+			next := time.Duration(0)
+			for _, s := range r.opts.Stages[:si+1] {
+				next += s.Duration
+			}
+			if !sleep(rn.send, next-now, rn.ended) {
+				return nil, nil
+			}
+			continue
+		}
+		if r.opts.Requests > 0 && cw.budget.Add(-1) < 0 {
+			return nil, nil
+		}
+		p, seq, err := r.closedNext(rn, pending)
+		if err != nil {
+			if err != io.EOF {
+				cw.errOnce.Do(func() { cw.srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
+			}
+			return nil, nil
+		}
+		if p == nil {
+			return nil, nil // interrupted during a think time
+		}
+		at, _ := cw.arr.Next(p)
+		rec := r.newRecord(rn.epoch, p, seq, at)
+		r.sent.Add(1)
+		return p, rec
+	}
+	return nil, nil
 }
 
 // sleep waits d, false if ctx ends or stop is closed first.

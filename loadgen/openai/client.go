@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,19 +25,16 @@ const (
 	// drainAfterDone bounds the wait for the end of the body after [DONE]:
 	// reading to EOF lets the connection be reused; a server that keeps
 	// the stream open after [DONE] costs only this much.
-	drainAfterDone = 100 * time.Millisecond
-	maxDrainBytes  = 256 << 10
-	// readerBufferBytes is the scanner's buffer, held by every in-flight
-	// stream: token events are ~200 bytes and arrive a few at a time, so
-	// 16 KiB cost 12 KiB per stream (×2 with GC headroom) for reads that
-	// seldom filled it; longer lines are assembled apart.
-	readerBufferBytes   = 4 << 10
+	drainAfterDone      = 100 * time.Millisecond
+	maxDrainBytes       = 256 << 10
 	maxPooledEventBytes = 1 << 20
 )
 
-var scannerPool = sync.Pool{New: func() any {
-	return sse.NewScannerSize(nil, readerBufferBytes)
-}}
+// scannerPool's scanners borrow their read buffers (4 KiB: token events
+// are ~200 bytes and come a few at a time; longer lines are assembled
+// apart) only while they hold unread input: over the lean client's bodies
+// (an sse.Waiter) a stream that waits for its next token holds none.
+var scannerPool = sync.Pool{New: func() any { return sse.NewPooledScanner() }}
 
 func getScanner(r io.Reader) *sse.Scanner {
 	s := scannerPool.Get().(*sse.Scanner)
@@ -56,52 +54,86 @@ func putScanner(s *sse.Scanner) {
 // instant means. It leaves rec.Finalize to the runner. The answer's text is
 // kept in rec.Text only when p has a FollowUp (the next turn is built from
 // it).
+//
+// Do's frame is on the stack of every stream while it waits for its next
+// token; the work before and after the reading is in functions of their
+// own, so that the goroutine's stack shrinks to 4 KiB while it waits.
 func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
 	maxTokens := p.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
 	}
-	body, err := c.requestBody(p, maxTokens)
-	if err != nil {
-		c.http.FailBuilding(rec, err)
-		return
+	// The drain after [DONE] is bounded by a read deadline on the lean
+	// client's bodies; on net/http's, by a child context, cancelled without
+	// touching the caller's. (A context per stream, its done channel and
+	// its parent's map of children, is half a kilobyte a stream.)
+	reqCtx, cancel := ctx, context.CancelFunc(nil)
+	if !c.lean {
+		reqCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
 	}
-	// A child context lets the drain after [DONE] be cut short without
-	// touching the caller's. Sent is the first send, even when the
-	// transport re-sends on a fresh connection (rec.Retries): schedule lag
-	// is the generator's lateness.
-	reqCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	resp := c.http.Send(reqCtx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+	resp := c.send(reqCtx, p, rec, maxTokens)
 	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	keepText := p.FollowUp != nil
-	// The Content-Type wins over what was asked for: some servers ignore
-	// "stream" one way or the other. Without one, trust the request.
+	switch c.answer(resp, rec) {
+	case answerStream:
+		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, p.FollowUp != nil)
+	case answerWhole:
+		c.readWhole(ctx, resp.Body, rec, p.FollowUp != nil)
+	}
+}
+
+// send builds and sends p's request; nil when it failed (rec says why).
+// Sent is the first send, even when the transport re-sends on a fresh
+// connection (rec.Retries): schedule lag is the generator's lateness. Not
+// inlined: see Do.
+//
+//go:noinline
+func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
+	body, err := c.requestBody(p, maxTokens)
+	if err != nil {
+		c.http.FailBuilding(rec, err)
+		return nil
+	}
+	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+}
+
+// What an answer's body is.
+const (
+	answerStream = iota
+	answerWhole
+	answerWrong // failed on rec
+)
+
+// answer says how to read resp's body. The Content-Type wins over what was
+// asked for: some servers ignore "stream" one way or the other. Without
+// one, trust the request. Not inlined: see Do.
+//
+//go:noinline
+func (c *Client) answer(resp *http.Response, rec *loadgen.Record) int {
 	ct := resp.Header.Get("Content-Type")
 	switch mediaType(ct) {
 	case "text/event-stream":
-		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
+		return answerStream
 	case "application/json":
-		c.readWhole(ctx, resp.Body, rec, keepText)
+		return answerWhole
 	case "":
 		if c.stream {
-			c.readStream(ctx, cancel, resp.Body, rec, maxTokens, keepText)
-		} else {
-			c.readWhole(ctx, resp.Body, rec, keepText)
+			return answerStream
 		}
-	default:
-		// An HTML error page from a proxy or a login wall: say what came,
-		// rather than call it a truncated stream.
-		rec.End = rec.Now()
-		want := "an event stream"
-		if !c.stream {
-			want = "JSON"
-		}
-		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
+		return answerWhole
 	}
+	// An HTML error page from a proxy or a login wall: say what came,
+	// rather than call it a truncated stream.
+	rec.End = rec.Now()
+	want := "an event stream"
+	if !c.stream {
+		want = "JSON"
+	}
+	c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("HTTP %d with Content-Type %q, not %s", resp.StatusCode, ct, want))
+	return answerWrong
 }
 
 // mediaType is the lower-case media type of a Content-Type value, without
@@ -116,7 +148,11 @@ func mediaType(ct string) string {
 }
 
 // requestBody builds the JSON body. Prompt.Params may override anything
-// but the input and "stream", which the reader's mode depends on.
+// but the input and "stream", which the reader's mode depends on. Not
+// inlined: its frame would be send's, on the stack while the answer is
+// read (see Do).
+//
+//go:noinline
 func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	if len(p.Params) == 0 {
 		return c.plainBody(p, maxTokens), nil
@@ -172,10 +208,13 @@ type stream struct {
 }
 
 // run feeds every event of sc to the record until [DONE], an error event,
-// or the end of input.
+// or the end of input. It waits for each event here, where the stack is
+// shallow: most streams are waiting at any instant, and a goroutine's
+// stack shrinks only to a size that holds what it uses while it waits.
 func (s *stream) run(sc *sse.Scanner) {
-	for sc.Next() {
-		if !s.feed(sc) {
+	for {
+		sc.Wait()
+		if !sc.Next() || !s.feed(sc) {
 			return
 		}
 	}
@@ -295,8 +334,17 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	sc := getScanner(body)
 	defer putScanner(sc)
 	rec.ReserveChunks(maxTokens)
-	s := stream{rec: rec, keepText: keepText}
+	s := &stream{rec: rec, keepText: keepText}
 	s.run(sc)
+	c.endStream(ctx, cancel, body, sc, s)
+}
+
+// endStream settles a stream's record once its events are read. Not
+// inlined: see Do.
+//
+//go:noinline
+func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, sc *sse.Scanner, s *stream) {
+	rec, keepText := s.rec, s.keepText
 	rec.End = rec.Now()
 	if keepText {
 		rec.Text = string(s.text)
@@ -323,14 +371,24 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 		return
 	}
 	if sc.Err() == nil {
-		drain(sc, cancel)
+		drain(sc, body, cancel)
 	}
 }
 
 // drain reads the rest of the body, briefly, so the connection is reused.
-func drain(sc *sse.Scanner, cancel context.CancelFunc) {
-	t := time.AfterFunc(drainAfterDone, cancel)
-	defer t.Stop()
+// A read deadline on the body bounds it (the lean client's), else
+// cancelling the request's context (net/http's); with neither (a request
+// that went through net/http unforeseen), the body is left unread and its
+// connection is not reused.
+func drain(sc *sse.Scanner, body io.Reader, cancel context.CancelFunc) {
+	if d, ok := body.(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(time.Now().Add(drainAfterDone))
+	} else if cancel != nil {
+		t := time.AfterFunc(drainAfterDone, cancel)
+		defer t.Stop()
+	} else {
+		return
+	}
 	_, _ = io.CopyN(io.Discard, sc.Rest(), maxDrainBytes)
 }
 

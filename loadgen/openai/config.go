@@ -53,6 +53,9 @@ type Client struct {
 	usage   bool
 	maxToks int
 	http    *transport.Client
+	// lean: requests go on the lean HTTP client, whose bodies take a read
+	// deadline; net/http's stop reading only with their context.
+	lean bool
 }
 
 var (
@@ -97,6 +100,9 @@ func New(cfg Config) (*Client, error) {
 		accept = "text/event-stream"
 	}
 	c.http, err = cfg.Transport.NewClientFor(u, transport.JSONHeaders(accept), cfg.Warn)
+	if err == nil {
+		c.lean = c.http.LeanFor(c.url)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("openai: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // DefaultMaxEventBytes bounds one event's data (and one line), so a server
@@ -23,6 +24,19 @@ var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
 const DefaultBufferBytes = 16 << 10
 
 var bom = []byte("\xef\xbb\xbf")
+
+// PooledBufferBytes is the read buffer a pooled Scanner borrows.
+const PooledBufferBytes = 4 << 10
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, PooledBufferBytes) }}
+
+// Waiter is an input that can wait for its next bytes without a read
+// buffer: WaitRead returns once a Read would not block (bytes, the end, or
+// an error that Read will return). A pooled Scanner over a Waiter holds no
+// buffer while it waits.
+type Waiter interface {
+	WaitRead() error
+}
 
 // Scanner reads Server-Sent Events (WHATWG HTML §9.2) from a stream and
 // yields each event's data. It follows the spec where servers rely on it:
@@ -41,6 +55,9 @@ var bom = []byte("\xef\xbb\xbf")
 type Scanner struct {
 	r             *bufio.Reader
 	own           bool // r is the scanner's: Reset reuses its buffer
+	pooled        bool // r comes from readerPool, only while needed
+	src           io.Reader
+	waiter        Waiter // src, when it can wait without a buffer
 	maxEventBytes int
 
 	data    []byte
@@ -71,11 +88,25 @@ func NewScannerSize(r io.Reader, size int) *Scanner {
 	return s
 }
 
+// NewPooledScanner returns a Scanner that borrows its read buffer from a
+// shared pool while it holds unread input. Over an input that is a Waiter
+// it gives the buffer back whenever the input read so far is consumed, and
+// waits for more without one: thousands of streams waiting for their next
+// event then hold no read buffers. Over any other input it holds the
+// buffer until Reset.
+func NewPooledScanner() *Scanner {
+	return &Scanner{maxEventBytes: DefaultMaxEventBytes, pooled: true}
+}
+
 // Reset makes s read r from the start, keeping its buffers: a scanner
 // with its own read buffer reads r through it, even an r that is a
 // *bufio.Reader. Reset(nil) lets go of the last input (before pooling s).
 func (s *Scanner) Reset(r io.Reader) {
 	switch br, ok := r.(*bufio.Reader); {
+	case s.pooled:
+		s.putReader()
+		s.src = r
+		s.waiter, _ = r.(Waiter)
 	case s.own:
 		s.r.Reset(r)
 	case ok:
@@ -95,7 +126,58 @@ func (s *Scanner) RetainedBytes() int {
 
 // Rest is what is left of the input after the last event read, its
 // buffered bytes first: a client drains it so the connection is reused.
-func (s *Scanner) Rest() io.Reader { return s.r }
+func (s *Scanner) Rest() io.Reader {
+	if s.r == nil {
+		return s.src
+	}
+	return s.r
+}
+
+// putReader gives a pooled scanner's reader back. Not inlined: bufio's
+// Reset would grow the frame a waiting stream holds (see Wait).
+//
+//go:noinline
+func (s *Scanner) putReader() {
+	if s.r != nil {
+		s.r.Reset(nil)
+		readerPool.Put(s.r)
+		s.r = nil
+	}
+}
+
+// Wait, on a pooled scanner over a Waiter, gives its read buffer back if
+// it holds no unread input and waits for more without one; otherwise it
+// does nothing. Next waits so itself, but a caller that calls Wait between
+// events waits higher up its stack: the wait of an idle stream then keeps
+// the goroutine's stack small (it shrinks to what a waiting stream uses).
+// An error is left for Next to report.
+func (s *Scanner) Wait() {
+	if s.waiter == nil || s.err != nil || (s.r != nil && s.r.Buffered() > 0) {
+		return
+	}
+	s.putReader()
+	_ = s.waiter.WaitRead()
+}
+
+// getReader makes sure a pooled scanner has a reader: over a Waiter it
+// gives back an empty one and waits for input without it.
+func (s *Scanner) getReader() error {
+	if s.waiter != nil {
+		if s.r != nil && s.r.Buffered() == 0 {
+			s.putReader()
+		}
+		if s.r == nil {
+			if err := s.waiter.WaitRead(); err != nil {
+				return err
+			}
+		}
+	}
+	if s.r == nil {
+		s.r = readerPool.Get().(*bufio.Reader)
+		s.r.Reset(s.src)
+	}
+	return nil
+}
 
 // SetMaxEventBytes changes the limit on one line or one event's data.
 func (s *Scanner) SetMaxEventBytes(n int) { s.maxEventBytes = n }
@@ -160,6 +242,11 @@ func (s *Scanner) Next() bool {
 // readLine returns the next line without its LF or CRLF. The slice is
 // valid until the next read.
 func (s *Scanner) readLine() ([]byte, error) {
+	if s.pooled {
+		if err := s.getReader(); err != nil {
+			return nil, err
+		}
+	}
 	line, err := s.r.ReadSlice('\n')
 	if err == nil {
 		return trimEOL(line), nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -256,7 +257,99 @@ func FuzzSSE(f *testing.F) {
 				t.Fatalf("%d events from %d lines", len(got), bytes.Count(in, []byte("\n")))
 			}
 		}
+		// A pooled scanner over a Waiter, fed in pieces of every size from
+		// one byte: the buffer goes back to the pool whenever the input is
+		// consumed, lines and events that span reads still come whole.
+		for _, size := range []int{1, 2, 3, 7, 64, len(in) + 1} {
+			w := &waiterReader{in: in, size: size}
+			s := NewPooledScanner()
+			s.Reset(w)
+			w.s = s
+			var got []sseEvent
+			for {
+				s.Wait()
+				if !s.Next() {
+					break
+				}
+				got = append(got, sseEvent{string(s.Data()), string(s.Type()), string(s.ErrorData())})
+			}
+			if s.Err() != nil || !reflect.DeepEqual(got, want) || s.PartialLine() != wantPartial {
+				t.Fatalf("pooled, pieces of %d: got %q (partial %v, %v), reference %q (partial %v)",
+					size, got, s.PartialLine(), s.Err(), want, wantPartial)
+			}
+			if w.heldWaiting > 0 {
+				t.Fatalf("pooled, pieces of %d: held a read buffer in %d of %d waits", size, w.heldWaiting, w.waits)
+			}
+			if len(in) > 0 && w.waits == 0 {
+				t.Fatalf("pooled, pieces of %d: never waited without a buffer", size)
+			}
+			s.Reset(nil)
+			if s.r != nil {
+				t.Fatal("Reset(nil) kept the read buffer")
+			}
+		}
 	})
+}
+
+// waiterReader serves in in pieces of size bytes, one per Read, and as an
+// sse.Waiter counts the waits made while the scanner held a read buffer.
+type waiterReader struct {
+	in          []byte
+	size        int
+	s           *Scanner
+	waits       int
+	heldWaiting int
+}
+
+func (w *waiterReader) Read(p []byte) (int, error) {
+	if len(w.in) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.in[:min(w.size, len(w.in))])
+	w.in = w.in[n:]
+	return n, nil
+}
+
+func (w *waiterReader) WaitRead() error {
+	w.waits++
+	if w.s.r != nil {
+		w.heldWaiting++
+	}
+	return nil
+}
+
+// Pooled scanners read in turns share the pool's buffers: each gives its
+// buffer back whenever it waits, mid-event too, and the other's use of it
+// meanwhile does not disturb the event it is assembling.
+func TestPooledScannersInterleaved(t *testing.T) {
+	const n = 50
+	in := func(tag string) []byte {
+		var b []byte
+		for i := range n {
+			b = fmt.Appendf(b, "data: %s%d\ndata: more\n\n", tag, i)
+		}
+		return b
+	}
+	a, b := &waiterReader{in: in("a"), size: 5}, &waiterReader{in: in("b"), size: 7}
+	sa, sb := NewPooledScanner(), NewPooledScanner()
+	sa.Reset(a)
+	sb.Reset(b)
+	a.s, b.s = sa, sb
+	for i := range n {
+		for _, x := range []struct {
+			s   *Scanner
+			tag string
+		}{{sa, "a"}, {sb, "b"}} {
+			x.s.Wait()
+			want := fmt.Sprintf("%s%d\nmore", x.tag, i)
+			if !x.s.Next() || string(x.s.Data()) != want {
+				t.Fatalf("event %d of %s: %q (%v), want %q", i, x.tag, x.s.Data(), x.s.Err(), want)
+			}
+		}
+	}
+	if a.heldWaiting+b.heldWaiting > 0 || a.waits == 0 || b.waits == 0 {
+		t.Fatalf("waits %d and %d, %d and %d holding a buffer", a.waits, b.waits, a.heldWaiting, b.heldWaiting)
+	}
 }
 
 // seedStreams is every stream body in testdata, as fuzz seeds.

@@ -2,9 +2,12 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -93,15 +96,31 @@ func (cl *Client) NewRequest(ctx context.Context, method, url string, body inter
 // request goes on a fresh connection and warn is called once.
 func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err error) {
 	if cl.closing.Load() {
-		resp, err = cl.fresh.Do(req)
+		resp, err = send(cl.fresh, req)
 		return resp, 0, err
 	}
 	var reused, answered atomic.Bool
-	trace := &httptrace.ClientTrace{
-		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-		GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
+	if l, ok := cl.pooled.Transport.(*lean); ok && l.handles(req) {
+		// The lean client says itself, without a trace: on the answer's
+		// body, or in its error.
+		resp, err = send(cl.pooled, req)
+		var le *leanError
+		switch {
+		case err == nil:
+			if b, ok := resp.Body.(*leanBody); ok {
+				reused.Store(b.c.reused)
+			}
+		case errors.As(err, &le):
+			reused.Store(le.reused)
+			answered.Store(le.answered)
+		}
+	} else {
+		trace := &httptrace.ClientTrace{
+			GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+			GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
+		}
+		resp, err = send(cl.pooled, req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	}
-	resp, err = cl.pooled.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	if err == nil {
 		if reused.Load() {
 			cl.reusedFailures.Store(0)
@@ -127,8 +146,77 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 			return nil, 0, err
 		}
 	}
-	resp, err = cl.fresh.Do(again)
+	resp, err = send(cl.fresh, again)
 	return resp, 1, err
+}
+
+// send sends req through hc. A request on the lean client goes to it
+// directly, not through http.Client: http.Client clones the headers again
+// and its frames (over a kilobyte) would grow the stack of every request
+// past 4 KiB, where it would stay until a GC shrinks it. What http.Client
+// adds that matters here is following redirects: an answer that redirects
+// is closed and the request sent again through http.Client, which follows
+// it (an endpoint behind a redirect pays one request more per request).
+// Errors are wrapped as http.Client wraps them.
+func send(hc *http.Client, req *http.Request) (*http.Response, error) {
+	l, ok := hc.Transport.(*lean)
+	if !ok || hc.CheckRedirect != nil || hc.Jar != nil || hc.Timeout != 0 {
+		return hc.Do(req)
+	}
+	resp, err := l.RoundTrip(req)
+	if err != nil || isRedirect(resp.StatusCode) {
+		return leanFailOrRedirect(hc, req, resp, err)
+	}
+	return resp, nil
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// leanFailOrRedirect is the rest of send for a failed request (the error
+// wrapped) or a redirect (followed through http.Client); a function of
+// its own to keep send's frame small.
+//
+//go:noinline
+func leanFailOrRedirect(hc *http.Client, req *http.Request, resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		method := req.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		return nil, &url.Error{Op: method[:1] + strings.ToLower(method[1:]), URL: redact.URL(req.URL.String()), Err: err}
+	}
+	if resp.Header.Get("Location") == "" {
+		return resp, nil // net/http hands such an answer back too
+	}
+	_ = resp.Body.Close()
+	again := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	return hc.Do(again)
+}
+
+// LeanFor reports whether requests to rawURL go on the lean HTTP client
+// (Config.HTTPClient), as far as can be told before sending: the lean
+// client is in use and no proxy is set for the URL.
+func (cl *Client) LeanFor(rawURL string) bool {
+	l, ok := cl.pooled.Transport.(*lean)
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	return l.handles(&http.Request{Method: http.MethodPost, URL: u, Header: http.Header{}, Host: u.Host})
 }
 
 // Closing reports whether the client has stopped reusing connections.

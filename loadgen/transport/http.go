@@ -118,17 +118,26 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 	}
 	rec.Status = resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
-		resp.Body.Close()
-		rec.End = rec.Now()
-		words := ""
-		if p.ErrorWords != nil {
-			words = p.ErrorWords(b)
-		}
-		cl.Fail(rec, ResponseKind(resp.StatusCode, b), StatusText(resp.StatusCode, words))
+		cl.failStatus(rec, resp, p.ErrorWords)
 		return nil
 	}
 	return resp
+}
+
+// failStatus fails rec for a non-2xx answer, with the server's words. A
+// function of its own, so that Send's frame, on the stack of every request
+// while it is sent, stays small.
+//
+//go:noinline
+func (cl *Client) failStatus(rec *loadgen.Record, resp *http.Response, errorWords func([]byte) string) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
+	resp.Body.Close()
+	rec.End = rec.Now()
+	words := ""
+	if errorWords != nil {
+		words = errorWords(b)
+	}
+	cl.Fail(rec, ResponseKind(resp.StatusCode, b), StatusText(resp.StatusCode, words))
 }
 
 // StatusText is how an error names a non-2xx answer: "HTTP 503", or

@@ -30,16 +30,13 @@ const (
 	HTTPClientNetHTTP = "nethttp"
 )
 
-// leanReadBufferBytes is each lean connection's read buffer: response
-// headers and the body's chunk framing are read through it, the SSE
-// scanner reads the body through its own buffer.
-const leanReadBufferBytes = 4 << 10
-
 // lean is an HTTP/1.1 client transport without per-connection goroutines:
 // the goroutine that sends a request writes it, reads the answer's headers
-// (http.ReadResponse: net/http's own parser, so chunked, Content-Length and
-// close-delimited bodies read exactly as net/http reads them) and then the
-// body, on a kept-alive connection from a small pool. net/http's transport
+// (http.ReadResponse: net/http's own parser, through a pooled buffer) and
+// then the body (bodyReader: chunked, Content-Length and close-delimited,
+// decoded as net/http decodes them), on a kept-alive connection from a
+// small pool. A connection holds a read buffer only while it has unread
+// bytes (connReader): a stream that waits for its next token holds none. net/http's transport
 // keeps two goroutines and two buffers per connection (its read and write
 // loops), which at thousands of in-flight streams is most of a client's
 // memory and a good share of its CPU. What lean does not do (proxies,
@@ -59,9 +56,13 @@ type lean struct {
 type leanConn struct {
 	key    string
 	conn   net.Conn
-	br     *bufio.Reader
+	in     connReader
 	reused bool
 }
+
+// headPool holds the readers of response heads: http.ReadResponse wants a
+// *bufio.Reader, needed only until the head is parsed.
+var headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, leanReadBufferBytes) }}
 
 func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Duration, noReuse bool) *lean {
 	return &lean{
@@ -82,15 +83,10 @@ var writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 
 // RoundTrip implements http.RoundTripper.
 func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
-	u := req.URL
-	if (u.Scheme != "http" && u.Scheme != "https") || req.Method == http.MethodConnect {
+	if !l.handles(req) {
 		return l.fallback.RoundTrip(req)
 	}
-	if l.proxy != nil {
-		if p, err := l.proxy(req); err != nil || p != nil {
-			return l.fallback.RoundTrip(req)
-		}
-	}
+	u := req.URL
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	key, addr := u.Scheme+"://"+canonicalAddr(u), canonicalAddr(u)
@@ -105,14 +101,59 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A context that ends interrupts a blocked read or write by a deadline
 	// in the past; no goroutine waits for it.
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	answered := false
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		c.conn.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			err = ctx.Err()
 		}
-		return nil, err
+		return nil, &leanError{err: err, reused: c.reused, answered: answered}
 	}
+	if err := l.write(c, req); err != nil {
+		return fail(err)
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	// Wait for the answer (the server's prefill) without a buffer.
+	if err := c.in.fill(); err != nil {
+		return fail(err)
+	}
+	answered = true
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
+	}
+	resp, err := readHead(&c.in, req)
+	if err != nil {
+		return fail(err)
+	}
+	reusable := !l.noReuse && !resp.Close && !req.Close
+	// A stream keeps its answer for its whole life, and through
+	// resp.Request the request's headers (cloned twice on the way: by the
+	// caller and by http.Client) and body: over a kilobyte per stream. The
+	// answer keeps a request without them.
+	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable}
+	if !body.r.init(&c.in, resp) {
+		resp.Body = http.NoBody
+		if !stop() || !reusable {
+			c.conn.Close()
+		} else {
+			l.put(c)
+		}
+		return resp, nil
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// write writes req on c in one write. Not inlined: its frames are not on
+// the stack while the answer is read (a request's deepest point, which
+// sets the size its goroutine's stack grows to).
+//
+//go:noinline
+func (l *lean) write(c *leanConn, req *http.Request) error {
 	bp := writeBufPool.Get().(*[]byte)
 	b, err := appendRequest((*bp)[:0], req, l.noReuse)
 	closeBody(req)
@@ -123,45 +164,60 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if cap(b) <= 64<<10 {
 		writeBufPool.Put(bp)
 	}
-	if err != nil {
-		return fail(err)
-	}
-	if trace != nil && trace.WroteRequest != nil {
-		trace.WroteRequest(httptrace.WroteRequestInfo{})
-	}
-	var resp *http.Response
+	return err
+}
+
+// readHead reads an answer's head with net/http's parser, through a
+// pooled bufio.Reader: what that reader read past the head is the body's
+// start, and goes back to in. The body net/http made over the reader is
+// left unread: bodyReader reads in its place.
+func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
+	br := headPool.Get().(*bufio.Reader)
+	br.Reset(in)
 	for {
-		if _, err := c.br.Peek(1); err != nil {
-			return fail(err)
-		}
-		if trace != nil && trace.GotFirstResponseByte != nil && resp == nil {
-			trace.GotFirstResponseByte()
-		}
-		resp, err = http.ReadResponse(c.br, req)
-		if err != nil {
-			return fail(err)
+		if resp, err = http.ReadResponse(br, req); err != nil {
+			break
 		}
 		// 100 Continue (and other informational answers but 101) come
 		// before the real one; net/http skips them too.
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			rest, _ := br.Peek(br.Buffered())
+			in.unread(rest)
 			break
 		}
 	}
-	reusable := !l.noReuse && !resp.Close && !req.Close
-	if resp.Body == http.NoBody || resp.ContentLength == 0 {
-		if resp.Body != nil && resp.Body != http.NoBody {
-			_ = resp.Body.Close()
-		}
-		resp.Body = http.NoBody
-		if !stop() || !reusable {
-			c.conn.Close()
-		} else {
-			l.put(c)
-		}
-		return resp, nil
+	br.Reset(nil)
+	headPool.Put(br)
+	if err != nil {
+		return nil, err
 	}
-	resp.Body = &leanBody{l: l, c: c, body: resp.Body, stop: stop, reusable: reusable}
 	return resp, nil
+}
+
+// leanError is a failed request's error, with what transport.Client.Do
+// would otherwise learn from an httptrace.ClientTrace (a trace per request
+// that a stream would keep for its whole life): whether the connection
+// was a reused one, and whether any of the answer had come.
+type leanError struct {
+	err              error
+	reused, answered bool
+}
+
+func (e *leanError) Error() string { return e.err.Error() }
+func (e *leanError) Unwrap() error { return e.err }
+
+// handles says whether req goes on lean's own connections: http or https
+// and no proxy; the rest goes to net/http.
+func (l *lean) handles(req *http.Request) bool {
+	if u := req.URL; (u.Scheme != "http" && u.Scheme != "https") || req.Method == http.MethodConnect {
+		return false
+	}
+	if l.proxy != nil {
+		if p, err := l.proxy(req); err != nil || p != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // canonicalAddr is u's host:port, the port from the scheme when absent.
@@ -298,11 +354,18 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 		}
 		conn = tc
 	}
-	return &leanConn{key: key, conn: conn, br: bufio.NewReaderSize(conn, leanReadBufferBytes)}, nil
+	c := &leanConn{key: key, conn: conn}
+	c.in.conn = conn
+	if u.Scheme != "https" {
+		// TLS decrypts through crypto/tls's own buffers: its reads block
+		// holding a pooled buffer.
+		c.in.raw = rawReaderOf(conn)
+	}
+	return c, nil
 }
 
 func (l *lean) put(c *leanConn) {
-	if c.br.Buffered() > 0 { // bytes past the answer: not a clean connection
+	if c.in.buffered() > 0 { // bytes past the answer: not a clean connection
 		c.conn.Close()
 		return
 	}
@@ -330,17 +393,51 @@ func (l *lean) CloseIdleConnections() {
 type leanBody struct {
 	l        *lean
 	c        *leanConn
-	body     io.ReadCloser
+	r        bodyReader
 	stop     func() bool
 	reusable bool
 	done     bool
+	deadline bool // a read deadline is set: cleared before the connection is reused
+}
+
+// SetReadDeadline bounds the body's reads: what a caller that would stop
+// reading after a while (openai's drain after [DONE]) uses in place of a
+// cancellable context per request.
+func (b *leanBody) SetReadDeadline(t time.Time) error {
+	b.deadline = !t.IsZero()
+	return b.c.conn.SetReadDeadline(t)
 }
 
 func (b *leanBody) Read(p []byte) (int, error) {
 	if b.done {
+		if b.r.err != nil {
+			return 0, b.r.err
+		}
 		return 0, io.EOF
 	}
-	n, err := b.body.Read(p)
+	n, err := b.r.Read(p)
+	if n > 0 && err == nil && b.r.mode == bodyLength && b.r.left == 0 {
+		err = io.EOF // as net/http: the last bytes come with the end
+	}
+	b.check(err)
+	return n, err
+}
+
+// WaitRead waits until Read will not block, holding no buffer meanwhile
+// (sse.Waiter): a stream between tokens holds no read buffer.
+func (b *leanBody) WaitRead() error {
+	if b.done {
+		return nil
+	}
+	err := b.r.ready()
+	b.check(err)
+	if err == io.EOF {
+		return nil // Read says it
+	}
+	return err
+}
+
+func (b *leanBody) check(err error) {
 	if err == io.EOF {
 		b.finish(true)
 	} else if err != nil {
@@ -348,7 +445,6 @@ func (b *leanBody) Read(p []byte) (int, error) {
 		// deadline a cancelled context set reads as the cancel it is.
 		b.finish(false)
 	}
-	return n, err
 }
 
 func (b *leanBody) finish(clean bool) {
@@ -356,7 +452,10 @@ func (b *leanBody) finish(clean bool) {
 		return
 	}
 	b.done = true
-	if clean && b.stop() && b.reusable {
+	if clean && b.stop() && b.reusable && !b.r.dirty {
+		if b.deadline {
+			_ = b.c.conn.SetReadDeadline(time.Time{})
+		}
 		b.l.put(b.c)
 		return
 	}

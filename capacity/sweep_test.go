@@ -96,11 +96,7 @@ func sweepConfig(t *testing.T, srv *simtest.Server, search Search) Config {
 // (simtest.StartPipe).
 func simClient(t *testing.T, srv *simtest.Server, maxTokens int) *openai.Client {
 	t.Helper()
-	ep := transport.Endpoint{URL: srv.URL}
-	if srv.Dial != nil {
-		ep.Transport.RoundTripper = srv.Transport(t)
-	}
-	c, err := openai.New(openai.Config{Endpoint: ep, Model: "sim-llama-8b", MaxTokens: maxTokens})
+	c, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Dial: srv.Dial}}, Model: "sim-llama-8b", MaxTokens: maxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

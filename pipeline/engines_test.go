@@ -38,7 +38,7 @@ func testTwoEnginesOneRestarted(t *testing.T) {
 	cfg.PrefillBase, cfg.PrefillPerToken = time.Millisecond, 0
 	cfg.DecodeBase, cfg.DecodePerSeq = 2*time.Millisecond, 0
 	srv := simtest.StartPipe(t, cfg)
-	client, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{RoundTripper: srv.Transport(t)}},
+	client, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Dial: srv.Dial}},
 		Model: cfg.Model, MaxTokens: 6})
 	if err != nil {
 		t.Fatal(err)

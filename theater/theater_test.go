@@ -33,7 +33,7 @@ func run(t *testing.T, rate float64) *theater.Section {
 	c.DecodeBase, c.DecodePerSeq = 2*time.Millisecond, 500*time.Microsecond
 	c.TruthLimit = -1
 	srv := simtest.StartPipe(t, c)
-	cl, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{RoundTripper: srv.Transport(t)}}, Model: "m", MaxTokens: 16})
+	cl, err := openai.New(openai.Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{Dial: srv.Dial}}, Model: "m", MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

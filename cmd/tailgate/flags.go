@@ -122,10 +122,10 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	}
 	pt := protocol.Target{
 		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
-			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient}},
+			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient,
+			Dial: testDial}},
 		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
 		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
-	withTestDial(&pt.Transport)
 	// Read here, not only in protocol.New: the server's /metrics is
 	// scraped with the same key (auth).
 	if err := pt.ReadAPIKey(); err != nil {

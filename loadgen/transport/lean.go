@@ -43,11 +43,13 @@ const (
 // HTTP/2, 1xx other than 100, Expect, trailers read by the caller) stays
 // with net/http: a request through a proxy goes to fallback.
 type lean struct {
-	dialer   net.Dialer
-	tls      *tls.Config // nil: no TLS settings given (https still works)
-	proxy    func(*http.Request) (*url.URL, error)
-	fallback *http.Transport
-	noReuse  bool // a new connection for every request
+	// dial is fallback's: one way to open a connection for both paths.
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	dialTimeout time.Duration // bounds the TLS handshake
+	tls         *tls.Config   // nil: no TLS settings given (https still works)
+	proxy       func(*http.Request) (*url.URL, error)
+	fallback    *http.Transport
+	noReuse     bool // a new connection for every request
 
 	mu   sync.Mutex
 	idle map[string][]*leanConn // by scheme://host:port
@@ -66,12 +68,13 @@ var headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, leanR
 
 func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Duration, noReuse bool) *lean {
 	return &lean{
-		dialer:   net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
-		tls:      tlsCfg,
-		proxy:    fallback.Proxy,
-		fallback: fallback,
-		noReuse:  noReuse,
-		idle:     map[string][]*leanConn{},
+		dial:        fallback.DialContext,
+		dialTimeout: dialTimeout,
+		tls:         tlsCfg,
+		proxy:       fallback.Proxy,
+		fallback:    fallback,
+		noReuse:     noReuse,
+		idle:        map[string][]*leanConn{},
 	}
 }
 
@@ -331,7 +334,7 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 		}
 		l.mu.Unlock()
 	}
-	conn, err := l.dialer.DialContext(ctx, "tcp", addr)
+	conn, err := l.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +348,7 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		tc := tls.Client(conn, cfg)
-		hctx, cancel := context.WithTimeout(ctx, l.dialer.Timeout)
+		hctx, cancel := context.WithTimeout(ctx, l.dialTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tailgate-llm/tailgate/internal/pipenet"
 )
 
 func TestHTTPClientChoice(t *testing.T) {
@@ -145,5 +147,36 @@ func TestLeanKeepAlive(t *testing.T) {
 	}
 	if conns.Load() != 1 {
 		t.Errorf("%d connections for 5 sequential requests, want 1", conns.Load())
+	}
+}
+
+// Config.Dial opens both paths' connections: net/http's and the lean
+// client's reach a server that is only on in-memory pipes.
+func TestDialReachesPipeServer(t *testing.T) {
+	for _, hc := range []string{HTTPClientNetHTTP, HTTPClientLean} {
+		ln := pipenet.Listen()
+		dials := 0
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "piped") })}
+		go srv.Serve(ln)
+		noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
+		cl, err := Config{HTTPClient: hc, Proxy: noProxy, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials++
+			return ln.Dial(ctx, network, addr)
+		}}.NewClient(JSONHeaders(""), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://nowhere.invalid/x", strings.NewReader(`{}`))
+		resp, _, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", hc, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "piped" || dials != 1 {
+			t.Errorf("%s: body %q after %d dials, want piped after 1", hc, b, dials)
+		}
+		cl.CloseIdleConnections()
+		srv.Close()
 	}
 }

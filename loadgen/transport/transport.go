@@ -9,6 +9,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -77,8 +78,12 @@ type Config struct {
 	// Proxy chooses a proxy per request; nil means the environment's
 	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
 	Proxy func(*http.Request) (*url.URL, error)
+	// Dial, if set, opens every connection instead of TCP (tests reach
+	// simulators over in-memory pipes, internal/pipenet); DialTimeout
+	// still bounds the TLS handshake.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// RoundTripper, when set, replaces the tuned transport; Insecure,
-	// CAFile, DialTimeout, MaxConnsPerHost and Proxy are then ignored.
+	// CAFile, DialTimeout, Dial, MaxConnsPerHost and Proxy are then ignored.
 	// Retries on a fresh connection use it too.
 	RoundTripper http.RoundTripper
 	// HTTPClient chooses the HTTP/1.1 client: HTTPClientNetHTTP (also
@@ -133,12 +138,13 @@ func (c Config) Transport() (*http.Transport, error) {
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
 	}
+	dial := c.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
 	return &http.Transport{
-		Proxy: proxy,
-		DialContext: (&net.Dialer{
-			Timeout:   dialTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		Proxy:               proxy,
+		DialContext:         dial,
 		TLSClientConfig:     tlsCfg,
 		TLSHandshakeTimeout: dialTimeout,
 		// HTTP/1.1 only: one stream per connection, so one slow stream's

@@ -13,11 +13,9 @@ package simtest
 import (
 	"context"
 	"net"
-	"net/http"
 	"testing"
 
 	"github.com/tailgate-llm/tailgate/internal/pipenet"
-
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -27,8 +25,8 @@ import (
 type Server struct {
 	*sim.Running
 	// Dial is set by StartPipe: it connects to the simulator whatever the
-	// address (give it to an http.Transport's DialContext and to
-	// telemetry.Config's Dial). Nil for a server on TCP.
+	// address (give it to transport.Config's and telemetry.Config's Dial,
+	// or an http.Transport's DialContext). Nil for a server on TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -54,7 +52,8 @@ func Start(t testing.TB, cfg sim.Config) *Server {
 // StartPipe is Start on in-memory connections instead of a port: call it
 // inside synctest.Test, where the simulator's delays and every client's
 // clock are the bubble's fake clock, exact whatever the machine's load.
-// Reach it through Dial or Transport; its URL is http://pipe.
+// Reach it through Dial (transport.Config's and telemetry.Config's);
+// its URL is http://pipe.
 func StartPipe(t testing.TB, cfg sim.Config) *Server {
 	t.Helper()
 	s, err := sim.New(cfg)
@@ -69,18 +68,4 @@ func StartPipe(t testing.TB, cfg sim.Config) *Server {
 		}
 	})
 	return &Server{Running: r, Dial: ln.Dial}
-}
-
-// Transport is an HTTP transport to the server: over its pipes for
-// StartPipe, a default one otherwise. Its idle connections close when the
-// test ends.
-func (s *Server) Transport(t testing.TB) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	tr.MaxIdleConnsPerHost = 1024
-	if s.Dial != nil {
-		tr.DialContext = s.Dial
-	}
-	t.Cleanup(tr.CloseIdleConnections)
-	return tr
 }

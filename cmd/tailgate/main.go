@@ -267,7 +267,10 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	return finish(name, c.run(ctx, rest, stdout, stderr), stderr)
+	endProfiles := startProfiles(stderr)
+	err := c.run(ctx, rest, stdout, stderr)
+	endProfiles()
+	return finish(name, err, stderr)
 }
 
 // finish prints a command's error, if it has something to say, and returns

@@ -71,9 +71,11 @@ type Info struct {
 // package documentation for the model and for who owns which Record field.
 type Runner struct {
 	client Client
-	seq    *sequencer
-	opts   Options
-	grace  time.Duration
+	// keepsDeadline: client is a DeadlineKeeper that keeps them (do).
+	keepsDeadline bool
+	seq           *sequencer
+	opts          Options
+	grace         time.Duration
 
 	sent atomic.Int64
 	drop atomic.Int64
@@ -116,7 +118,8 @@ func NewRunner(c Client, src Source, opts Options) (*Runner, error) {
 	case grace < 0:
 		grace = 0
 	}
-	return &Runner{client: c, seq: &sequencer{src: src, shard: opts.Shard}, opts: opts, grace: grace, measuredFrom: -1,
+	dk, ok := c.(DeadlineKeeper)
+	return &Runner{client: c, keepsDeadline: ok && dk.KeepsDeadline(), seq: &sequencer{src: src, shard: opts.Shard}, opts: opts, grace: grace, measuredFrom: -1,
 		stopc: make(chan struct{})}, nil
 }
 
@@ -359,9 +362,13 @@ func (r *Runner) capReached(seq int64, dropped bool) bool {
 // stack shrinks only to a size four times what it then holds, so they are
 // kept small, the work around the request in functions of their own.
 func (r *Runner) do(rn *run, p *prompts.Prompt, rec *Record) {
-	ctx, cancel := context.WithTimeout(rn.req, r.opts.Timeout)
-	r.client.Do(ctx, p, rec)
-	cancel()
+	if r.keepsDeadline {
+		r.client.Do(WithSoftDeadline(rn.req, time.Now().Add(r.opts.Timeout)), p, rec)
+	} else {
+		ctx, cancel := context.WithTimeout(rn.req, r.opts.Timeout)
+		r.client.Do(ctx, p, rec)
+		cancel()
+	}
 	r.settle(rn, rec)
 }
 

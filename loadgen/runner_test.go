@@ -242,6 +242,90 @@ func TestTimeoutPerRequest(t *testing.T) {
 	})
 }
 
+// keeperClient keeps its requests' deadlines itself (DeadlineKeeper), as
+// the lean HTTP client does with connection deadlines: it waits for the
+// deadline's instant or the context's Done, and reads Err; one that does
+// not keep them waits for Done alone.
+type keeperClient struct{ keeps bool }
+
+func (k keeperClient) KeepsDeadline() bool { return k.keeps }
+
+func (k keeperClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record) {
+	rec.Sent = rec.Now()
+	d, ok := ctx.Deadline()
+	if !ok {
+		rec.ErrorKind, rec.Error = ErrProtocol, "no deadline"
+		return
+	}
+	if _, soft := ctx.Value(deadlineKey{}).(time.Time); soft != k.keeps {
+		rec.ErrorKind, rec.Error = ErrProtocol, "soft deadline given to a client that does not keep it, or the reverse"
+		return
+	}
+	if k.keeps {
+		t := time.NewTimer(time.Until(d))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	} else {
+		<-ctx.Done()
+	}
+	rec.End = rec.Now()
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
+		rec.ErrorKind = ErrTimeout
+	case err != nil:
+		rec.ErrorKind = ErrCancelled
+	}
+}
+
+// A client that keeps deadlines gets each request's deadline without a
+// timer (Done does not close for it) and Err says it passed; an interrupt
+// still reaches it through Done. One that does not gets a Done that closes
+// at the deadline.
+func TestDeadlineKeeper(t *testing.T) {
+	for _, keeps := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			recs, _ := collect(t, context.Background(), keeperClient{keeps}, src(), Options{Timeout: 50 * time.Millisecond, Requests: 3,
+				Stages: []Stage{{Rate: 100, Duration: time.Second}}})
+			if len(recs) != 3 {
+				t.Fatalf("keeps %v: %d records, want 3", keeps, len(recs))
+			}
+			for _, r := range recs {
+				if r.ErrorKind != ErrTimeout || r.End-r.Sent != 50*time.Millisecond {
+					t.Errorf("keeps %v: kind %q after %v, want timeout after 50ms", keeps, r.ErrorKind, r.End-r.Sent)
+				}
+			}
+		})
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			recs, _ := collect(t, ctx, keeperClient{keeps}, src(), Options{Timeout: time.Second, Requests: 1,
+				Stages: []Stage{{Rate: 100, Duration: time.Second}}})
+			if len(recs) != 1 || recs[0].ErrorKind != ErrCancelled || recs[0].End-recs[0].Sent != 20*time.Millisecond {
+				t.Errorf("keeps %v: interrupted at 20ms: %+v", keeps, recs)
+			}
+		})
+	}
+	// Made hard, a soft deadline closes Done when it passes.
+	synctest.Test(t, func(t *testing.T) {
+		soft := WithSoftDeadline(context.Background(), time.Now().Add(time.Second))
+		if soft.Done() != nil {
+			t.Fatal("a soft deadline over Background has a Done channel")
+		}
+		hard, cancel := HardDeadline(context.WithValue(soft, keeperClient{}, 1))
+		defer cancel()
+		<-hard.Done()
+		if !errors.Is(hard.Err(), context.DeadlineExceeded) || !errors.Is(soft.Err(), context.DeadlineExceeded) {
+			t.Errorf("after the deadline: hard %v, soft %v", hard.Err(), soft.Err())
+		}
+		if same, _ := HardDeadline(context.Background()); same != context.Background() {
+			t.Error("HardDeadline changed a context without a soft deadline")
+		}
+	})
+}
+
 func TestWarmupMarking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{tokens: 1}

@@ -85,6 +85,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	}
 }
 
+// KeepsDeadline says whether requests go on the lean HTTP client, which
+// ends a request at its context's deadline by a connection deadline
+// (loadgen.DeadlineKeeper): the runner then gives requests no timer of
+// their own.
+func (c *Client) KeepsDeadline() bool { return c.lean }
+
 // send builds and sends p's request; nil when it failed (rec says why).
 // Sent is the first send, even when the transport re-sends on a fresh
 // connection (rec.Retries): schedule lag is the generator's lateness. Not

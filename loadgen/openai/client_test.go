@@ -498,6 +498,18 @@ func hang(stop <-chan struct{}) http.HandlerFunc {
 	}
 }
 
+// silent is a handler that reads the request and answers nothing until
+// the client goes away (or the test ends).
+func silent(stop <-chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}
+}
+
 func TestContextErrors(t *testing.T) {
 	stop := make(chan struct{})
 	srv := httptest.NewServer(hang(stop))
@@ -530,13 +542,7 @@ func TestContextErrors(t *testing.T) {
 		checkInstants(t, rec)
 	})
 	t.Run("timeout before headers", func(t *testing.T) {
-		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-		}))
+		slow := httptest.NewServer(silent(stop))
 		defer slow.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
@@ -555,6 +561,89 @@ func TestContextErrors(t *testing.T) {
 			t.Fatalf("kind %q (%s)", rec.ErrorKind, rec.Error)
 		}
 	})
+}
+
+// The runner's deadline for a client that keeps it (loadgen.WithSoftDeadline:
+// no Done at the deadline) ends a request as a timer would, mid-stream and
+// before the answer, on either HTTP client: the lean one by a connection
+// deadline, net/http (which the lean client falls back to for proxies and
+// redirects) by a context made hard for it.
+func TestSoftDeadline(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(hang(stop))
+	defer srv.Close()
+	slow := httptest.NewServer(silent(stop))
+	defer slow.Close()
+	defer close(stop)
+	for _, hc := range []string{transport.HTTPClientLean, transport.HTTPClientNetHTTP} {
+		c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{HTTPClient: hc}}})
+		if c.KeepsDeadline() != (hc == transport.HTTPClientLean) {
+			t.Errorf("%s: KeepsDeadline %v", hc, c.KeepsDeadline())
+		}
+		for _, tc := range []struct {
+			name  string
+			c     *Client
+			where string
+			n     int
+		}{
+			{"mid-stream", c, "after 1 events", 1},
+			{"before the answer", newClient(t, Config{Endpoint: transport.Endpoint{URL: slow.URL, Transport: transport.Config{HTTPClient: hc}}}), "before the response", 0},
+		} {
+			rec := loadgen.NewRecord(time.Now())
+			start := time.Now()
+			tc.c.Do(loadgen.WithSoftDeadline(context.Background(), start.Add(150*time.Millisecond)), testPrompt, rec)
+			el := time.Since(start)
+			if rec.ErrorKind != loadgen.ErrTimeout || len(rec.Chunks) != tc.n || !strings.Contains(rec.Error, tc.where) {
+				t.Errorf("%s %s: kind %q (%s), %d chunks", hc, tc.name, rec.ErrorKind, rec.Error, len(rec.Chunks))
+			}
+			if el < 150*time.Millisecond || el > 5*time.Second {
+				t.Errorf("%s %s: Do returned after %v, deadline 150ms", hc, tc.name, el)
+			}
+		}
+	}
+}
+
+// A kept-alive lean connection goes back to the pool without the soft
+// deadline of the request it carried, nor the read deadline of the drain
+// after [DONE] (set, before this was found, on a body already read to its
+// end: its connection, back in the pool, then failed its next request
+// after 100 ms, which was sent again on a fresh one): the next request
+// on it, sent without a deadline and answered after both have passed,
+// succeeds, on the same connection.
+func TestSoftDeadlineClearedForReuse(t *testing.T) {
+	var conns atomic.Int32
+	first := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Request-Id") == "second" {
+			<-first // the first request's deadline has passed
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: transport.Config{HTTPClient: transport.HTTPClientLean}}})
+	deadline := time.Now().Add(100 * time.Millisecond)
+	rec := loadgen.NewRecord(time.Now())
+	c.Do(loadgen.WithSoftDeadline(context.Background(), deadline), &prompts.Prompt{ID: "first", Messages: testPrompt.Messages}, rec)
+	if !rec.OK() {
+		t.Fatalf("first: %s", rec.Error)
+	}
+	time.AfterFunc(time.Until(deadline)+20*time.Millisecond, func() { close(first) })
+	rec = loadgen.NewRecord(time.Now())
+	c.Do(context.Background(), &prompts.Prompt{ID: "second", Messages: testPrompt.Messages}, rec)
+	if !rec.OK() || time.Now().Before(deadline) {
+		t.Fatalf("second, on the first's connection: %s %s", rec.ErrorKind, rec.Error)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (the first reused)", n)
+	}
 }
 
 func TestConnectErrors(t *testing.T) {

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // ClosingAfter is how many requests in a row must fail on reused
@@ -161,7 +163,7 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 func send(hc *http.Client, req *http.Request) (*http.Response, error) {
 	l, ok := hc.Transport.(*lean)
 	if !ok || hc.CheckRedirect != nil || hc.Jar != nil || hc.Timeout != 0 {
-		return hc.Do(req)
+		return doHard(hc, req)
 	}
 	resp, err := l.RoundTrip(req)
 	if err != nil || isRedirect(resp.StatusCode) {
@@ -201,7 +203,42 @@ func leanFailOrRedirect(hc *http.Client, req *http.Request, resp *http.Response,
 			return nil, err
 		}
 	}
-	return hc.Do(again)
+	return doHard(hc, again)
+}
+
+// doHard sends req through http.Client, whose transport ends a request
+// only when its context's Done closes: a soft deadline (the runner's for a
+// lean client, loadgen.WithSoftDeadline) is made a real one for it, ended
+// when the answer's body is closed.
+func doHard(hc *http.Client, req *http.Request) (*http.Response, error) {
+	return roundTripHard(hc.Do, req)
+}
+
+// roundTripHard is doHard for any way of sending.
+func roundTripHard(do func(*http.Request) (*http.Response, error), req *http.Request) (*http.Response, error) {
+	ctx, cancel := loadgen.HardDeadline(req.Context())
+	if ctx == req.Context() {
+		return do(req)
+	}
+	resp, err := do(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody ends a request's context when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // LeanFor reports whether requests to rawURL go on the lean HTTP client

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // HTTP client choices (Config.HTTPClient, --http-client).
@@ -87,7 +89,7 @@ var writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 // RoundTrip implements http.RoundTripper.
 func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !l.handles(req) {
-		return l.fallback.RoundTrip(req)
+		return roundTripHard(l.fallback.RoundTrip, req)
 	}
 	u := req.URL
 	ctx := req.Context()
@@ -101,8 +103,15 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: c.reused})
 	}
-	// A context that ends interrupts a blocked read or write by a deadline
-	// in the past; no goroutine waits for it.
+	// A soft deadline (the runner's for a lean client, whose Done does not
+	// close for it: loadgen.WithSoftDeadline) is the connection's, cleared
+	// before the connection is reused. A context that ends interrupts a
+	// blocked read or write by a deadline in the past; no goroutine waits
+	// for it.
+	deadline, hasDeadline := loadgen.SoftDeadline(ctx)
+	if hasDeadline {
+		_ = c.conn.SetDeadline(deadline)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
 	answered := false
 	fail := func(err error) (*http.Response, error) {
@@ -137,12 +146,15 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// caller and by http.Client) and body: over a kilobyte per stream. The
 	// answer keeps a request without them.
 	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable}
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, deadline: hasDeadline}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
 		if !stop() || !reusable {
 			c.conn.Close()
 		} else {
+			if hasDeadline {
+				_ = c.conn.SetDeadline(time.Time{})
+			}
 			l.put(c)
 		}
 		return resp, nil
@@ -400,14 +412,27 @@ type leanBody struct {
 	stop     func() bool
 	reusable bool
 	done     bool
-	deadline bool // a read deadline is set: cleared before the connection is reused
+	deadline bool // a deadline is set: cleared before the connection is reused
+	// reqDeadline is the request's deadline (zero: none): a read deadline
+	// set later never extends it.
+	reqDeadline time.Time
 }
 
 // SetReadDeadline bounds the body's reads: what a caller that would stop
 // reading after a while (openai's drain after [DONE]) uses in place of a
-// cancellable context per request.
+// cancellable context per request. It never reads past the request's own
+// deadline.
 func (b *leanBody) SetReadDeadline(t time.Time) error {
-	b.deadline = !t.IsZero()
+	if b.done {
+		// Read to its end, the body gave its connection back (to the
+		// pool, where the next request would meet this deadline) or
+		// closed it.
+		return nil
+	}
+	if !b.reqDeadline.IsZero() && (t.IsZero() || t.After(b.reqDeadline)) {
+		t = b.reqDeadline
+	}
+	b.deadline = b.deadline || !t.IsZero()
 	return b.c.conn.SetReadDeadline(t)
 }
 
@@ -457,7 +482,7 @@ func (b *leanBody) finish(clean bool) {
 	b.done = true
 	if clean && b.stop() && b.reusable && !b.r.dirty {
 		if b.deadline {
-			_ = b.c.conn.SetReadDeadline(time.Time{})
+			_ = b.c.conn.SetDeadline(time.Time{})
 		}
 		b.l.put(b.c)
 		return

@@ -19,15 +19,28 @@ import (
 
 // leanReadBufferBytes is the size of the pooled buffers a lean connection
 // reads into: token events are ~200 bytes and come a few at a time.
-const leanReadBufferBytes = 4 << 10
+// leanBigReadBufferBytes is the size it reads into after a read that
+// filled a small one: an answer that comes faster than it is read (a
+// zero-delay stream, a whole non-streamed body) then takes one system call
+// per 32 KiB, not per 4 (pprof, bench-peers' zero-delay streams: reads were
+// a fifth of the client's CPU). A buffer is held only while its bytes wait
+// to be consumed, so the big ones are few at a time.
+const (
+	leanReadBufferBytes    = 4 << 10
+	leanBigReadBufferBytes = 32 << 10
+)
 
-var inPool = sync.Pool{New: func() any { b := make([]byte, leanReadBufferBytes); return &b }}
+var (
+	inPool    = sync.Pool{New: func() any { b := make([]byte, leanReadBufferBytes); return &b }}
+	inBigPool = sync.Pool{New: func() any { b := make([]byte, leanBigReadBufferBytes); return &b }}
+)
 
 type connReader struct {
 	conn net.Conn
 	raw  rawReader // nil: reads block holding a buffer (TLS, other systems)
 	buf  *[]byte   // nil when nothing is buffered
 	r, w int
+	big  bool // the last read filled its buffer: the next takes a big one
 
 	rawRead  func(fd uintptr) bool // readRaw, bound once
 	rawN     int                   // what readRaw read
@@ -59,11 +72,36 @@ func (cr *connReader) consume(n int) {
 
 func (cr *connReader) release() {
 	if cr.buf != nil {
-		if cap(*cr.buf) == leanReadBufferBytes {
-			inPool.Put(cr.buf)
-		}
+		putIn(cr.buf)
 		cr.buf, cr.r, cr.w = nil, 0, 0
 	}
+}
+
+// getIn is a read buffer from the pools: a big one after a read that
+// filled its buffer.
+func (cr *connReader) getIn() *[]byte {
+	if cr.big {
+		return inBigPool.Get().(*[]byte)
+	}
+	return inPool.Get().(*[]byte)
+}
+
+// putIn gives a pooled buffer back (an unread one, of its own size, is
+// dropped).
+func putIn(bp *[]byte) {
+	switch cap(*bp) {
+	case leanReadBufferBytes:
+		inPool.Put(bp)
+	case leanBigReadBufferBytes:
+		inBigPool.Put(bp)
+	}
+}
+
+// took records a read of n bytes into bp: it holds them, and whether it
+// was filled says which size the next read takes.
+func (cr *connReader) took(bp *[]byte, n int) {
+	cr.big = n == len(*bp)
+	cr.buf, cr.r, cr.w = bp, 0, n
 }
 
 // fill reads more bytes when none are buffered. It waits for them without
@@ -81,13 +119,13 @@ func (cr *connReader) fill() error {
 // fillBlocking reads into a pooled buffer, which the read holds while it
 // waits.
 func (cr *connReader) fillBlocking() error {
-	bp := inPool.Get().(*[]byte)
+	bp := cr.getIn()
 	n, err := cr.conn.Read(*bp)
 	if n > 0 {
-		cr.buf, cr.r, cr.w = bp, 0, n
+		cr.took(bp, n)
 		return nil
 	}
-	inPool.Put(bp)
+	putIn(bp)
 	if err == nil {
 		err = io.ErrNoProgress
 	}

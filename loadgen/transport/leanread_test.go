@@ -281,3 +281,39 @@ func TestLeanDeadlineClearedForReuse(t *testing.T) {
 		t.Fatalf("%d connections for two requests, want 1 (reused)", n)
 	}
 }
+
+// A read that fills its buffer is followed by reads into big ones (an
+// answer that comes faster than it is read takes fewer system calls); a
+// read that does not fill one goes back to small buffers (a stream
+// between tokens holds little).
+func TestConnReaderBufferSize(t *testing.T) {
+	wire := bytes.Repeat([]byte("x"), 100<<10)
+	pc := &pieceConn{in: wire, size: len(wire)}
+	in := &connReader{conn: pc}
+	var sizes []int
+	var got int
+	read := func() {
+		t.Helper()
+		if err := in.fill(); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, cap(*in.buf))
+		got += in.buffered()
+		in.consume(in.buffered())
+		if in.buf != nil {
+			t.Fatal("a consumed buffer was kept")
+		}
+	}
+	read()
+	read()
+	pc.size = 200 // now a few bytes at a time
+	read()
+	read()
+	want := []int{leanReadBufferBytes, leanBigReadBufferBytes, leanBigReadBufferBytes, leanReadBufferBytes}
+	if fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Errorf("buffer sizes %v, want %v", sizes, want)
+	}
+	if want := leanReadBufferBytes + leanBigReadBufferBytes + 400; got != want {
+		t.Errorf("read %d bytes, want %d", got, want)
+	}
+}

@@ -42,7 +42,7 @@ func (cr *connReader) fillRaw() error {
 // readRaw is fillRaw's read, called by the poller with the socket: false
 // (wait) when there is nothing to read.
 func (cr *connReader) readRaw(fd uintptr) bool {
-	bp := inPool.Get().(*[]byte)
+	bp := cr.getIn()
 	var n int
 	var errno error
 	for {
@@ -52,14 +52,14 @@ func (cr *connReader) readRaw(fd uintptr) bool {
 		}
 	}
 	if errno == syscall.EAGAIN {
-		inPool.Put(bp)
+		putIn(bp)
 		return false
 	}
 	cr.rawN, cr.rawErrno = n, errno
 	if n > 0 {
-		cr.buf, cr.r, cr.w = bp, 0, n
+		cr.took(bp, n)
 	} else {
-		inPool.Put(bp)
+		putIn(bp)
 	}
 	return true
 }

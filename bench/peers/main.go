@@ -202,7 +202,15 @@ type child struct {
 }
 
 func runChild(ctx context.Context, name string, args ...string) (child, error) {
+	return runChildEnv(ctx, nil, name, args...)
+}
+
+// runChildEnv is runChild with env added to the child's environment.
+func runChildEnv(ctx context.Context, env []string, name string, args ...string) (child, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	t0 := time.Now()
@@ -291,10 +299,15 @@ func (b *bench) row(cells ...string) {
 
 // tg runs tailgate with args and returns its summary and accounting.
 func (b *bench) tg(ctx context.Context, args ...string) (summary, child, error) {
+	return b.tgEnv(ctx, nil, args...)
+}
+
+// tgEnv is tg with env added to tailgate's environment.
+func (b *bench) tgEnv(ctx context.Context, env []string, args ...string) (summary, child, error) {
 	out, _ := os.MkdirTemp(b.tmp, "run")
 	args = append(args, "--model", "m", "--metrics-url", "off", "--nvml", "off", "--no-progress", "--self-check", "warn",
 		"--max-error-rate", "1", "--grace", "5s", "--json", "--out", out)
-	c, err := runChild(ctx, b.tailgate, append([]string{"run"}, args...)...)
+	c, err := runChildEnv(ctx, env, b.tailgate, append([]string{"run"}, args...)...)
 	var s summary
 	if err != nil {
 		return s, c, err
@@ -551,6 +564,7 @@ func (b *bench) memory(ctx context.Context) error {
 			sizes = sizes[:2]
 		}
 		rss := map[int]int64{}
+		live := map[int]map[string]int64{}
 		for _, c := range sizes {
 			rctx, cancel := context.WithTimeout(ctx, b.d+5*time.Second+time.Minute)
 			// --preconnect: the kernel's accept backlog (somaxconn, often
@@ -561,22 +575,48 @@ func (b *bench) memory(ctx context.Context) error {
 			if c > 4096 {
 				url, tokens = slow.url, "8"
 			}
-			s, ch, err := b.tg(rctx, "--target", url, "--concurrency", strconv.Itoa(c), "--max-tokens", tokens, "--duration", b.d.String(),
+			// The live heap and stacks mid-run (tailgate's TAILGATE_PPROF_AT:
+			// after a collection, while the streams are in flight): what
+			// each stream holds, apart from the collector's headroom.
+			prof := filepath.Join(b.tmp, fmt.Sprintf("prof-%s-%d", hc, c))
+			s, ch, err := b.tgEnv(rctx, []string{"TAILGATE_PPROF=" + prof, "TAILGATE_PPROF_AT=" + (b.d/2 + time.Second).String()},
+				"--target", url, "--concurrency", strconv.Itoa(c), "--max-tokens", tokens, "--duration", b.d.String(),
 				"--http-client", hc, "--preconnect="+strconv.Itoa(c))
 			cancel()
 			if err != nil {
 				return err
 			}
 			rss[c] = ch.maxRSSKiB
+			live[c] = memStats(filepath.Join(prof, "memstats-at.txt"))
 			if c == 256 {
 				continue
 			}
 			per := float64(rss[c]-rss[256]) / float64(c-256)
 			b.row(fmt.Sprintf("  %s: (RSS %d MiB at %d − %d MiB at 256) / %d", hc, rss[c]>>10, c, rss[256]>>10, c-256), fmt.Sprintf("%.1f", per),
 				fmt.Sprintf("%d (%d failed or cut)", s.Requests.OK, s.Requests.Errors), "", "", "≤ 16 KiB")
+			if l, l0 := live[c], live[256]; l["heap_alloc"] > 0 && l0["heap_alloc"] > 0 {
+				b.row(fmt.Sprintf("    of which live heap, stacks (mid-run, after a GC; %d goroutines)", l["goroutines"]),
+					fmt.Sprintf("%.1f, %.1f", float64(l["heap_alloc"]-l0["heap_alloc"])/float64(c-256)/1024, float64(l["stack_inuse"]-l0["stack_inuse"])/float64(c-256)/1024))
+			}
 		}
 	}
 	return nil
+}
+
+// memStats reads tailgate's memstats-at.txt ("name value" lines); empty
+// when it was not written.
+func memStats(path string) map[string]int64 {
+	m := map[string]int64{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			m[f[0]], _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return m
 }
 
 // httpClients are tailgate's two HTTP clients (--http-client), measured

@@ -65,7 +65,6 @@ func startProfiles(stderr io.Writer) func() {
 	// that offset too (heap-at.pprof, memstats-at.txt): what a run holds
 	// at its peak, not after it ended.
 	if at, err := time.ParseDuration(os.Getenv("TAILGATE_PPROF_AT")); err == nil && at > 0 {
-		runtime.MemProfileRate = 4 << 10 // fine enough to see per-stream state
 		t := time.AfterFunc(at, func() { writeMemory(dir) })
 		stops = append(stops, func() { t.Stop() })
 	}

@@ -10,17 +10,26 @@ import (
 	"sync"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 var _ loadgen.Preconnector = (*Client)(nil)
 
 // Preconnect opens n connections to the target before the run, so the
 // first wave of requests does not pay TCP (and TLS) set-up inside its
-// latency: n GET /v1/models at once, each holding its connection until
-// all n have an answer (so no two share one), then left idle in the pool.
+// latency: n GET /v1/models, each on a connection of its own, all left
+// idle in the pool once every one has an answer. On the lean client the
+// answered connections are held aside (transport.HoldConnections) and up
+// to preconnectAtOnce requests are in flight; on net/http all n are sent
+// at once, each holding its answer open until all have one (so no two
+// share one).
 // It returns how many distinct connections the n requests held (fewer
 // under HTTP/2, which multiplexes one): new ones, and one the preflight
 // left idle, which is as ready as a new one; and the first error.
+// preconnectAtOnce bounds the lean client's preconnect requests in
+// flight: as many as the kernel's default accept backlog takes at once.
+const preconnectAtOnce = 512
+
 func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, nil
@@ -34,31 +43,53 @@ func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 		conns[i.Conn] = true
 		mu.Unlock()
 	}}
-	var got, done sync.WaitGroup
-	got.Add(n)
 	var errOnce sync.Once
 	var first error
-	for i := 0; i < n; i++ {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			answered := false
-			defer func() {
-				if !answered {
-					got.Done()
+	// get sends one request; nil when it failed (the first error is kept).
+	get := func(ctx context.Context) *http.Response {
+		resp, err := c.http.SideRequest(ctx, http.MethodGet, c.modelsURL(), "application/json")
+		if err != nil {
+			errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %v", c.http.Scrub(c.modelsURL()), err) })
+		}
+		return resp
+	}
+	finish := func(resp *http.Response) {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxModelsBytes))
+		resp.Body.Close()
+	}
+	ctx = httptrace.WithClientTrace(ctx, trace)
+	var done sync.WaitGroup
+	if c.lean {
+		// The lean client keeps each answered connection aside until
+		// all are open: no goroutine holds one, so a few at a time do.
+		hctx, held := transport.HoldConnections(ctx)
+		defer held.Release()
+		sem := make(chan struct{}, preconnectAtOnce)
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			sem <- struct{}{}
+			done.Add(1)
+			go func() {
+				defer func() { <-sem; done.Done() }()
+				if resp := get(hctx); resp != nil {
+					finish(resp)
 				}
 			}()
-			resp, err := c.http.SideRequest(httptrace.WithClientTrace(ctx, trace), http.MethodGet, c.modelsURL(), "application/json")
-			if err != nil {
-				errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %v", c.http.Scrub(c.modelsURL()), err) })
-				return
-			}
-			answered = true
-			got.Done()
-			got.Wait() // hold the connection until every one is open
-			io.Copy(io.Discard, io.LimitReader(resp.Body, maxModelsBytes))
-			resp.Body.Close()
-		}()
+		}
+	} else {
+		var got sync.WaitGroup
+		got.Add(n)
+		for i := 0; i < n; i++ {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				resp := get(ctx)
+				got.Done()
+				if resp != nil {
+					got.Wait() // hold the connection until every one is open
+					finish(resp)
+				}
+			}()
+		}
 	}
 	done.Wait()
 	mu.Lock()

@@ -146,7 +146,8 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// caller and by http.Client) and body: over a kilobyte per stream. The
 	// answer keeps a request without them.
 	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, deadline: hasDeadline}
+	held, _ := ctx.Value(heldKey{}).(*Held)
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, deadline: hasDeadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
 		if !stop() || !reusable {
@@ -155,7 +156,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 			if hasDeadline {
 				_ = c.conn.SetDeadline(time.Time{})
 			}
-			l.put(c)
+			l.putOrHold(c, held)
 		}
 		return resp, nil
 	}
@@ -379,6 +380,60 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 	return c, nil
 }
 
+// Held collects the connections of the lean client's requests made under
+// HoldConnections, kept out of the pool until Release: each such request
+// then opens a connection of its own, and no goroutine needs to hold an
+// answer open to keep its connection (Preconnect: a goroutine and its
+// answer held open were ~12 KiB a connection).
+type Held struct {
+	mu    sync.Mutex
+	conns []heldConn
+}
+
+type heldConn struct {
+	l *lean
+	c *leanConn
+}
+
+type heldKey struct{}
+
+// HoldConnections returns ctx under which the lean client keeps the
+// connections of answers read to their end in h, not in its pool, until
+// h.Release. Requests that go through net/http are not affected.
+func HoldConnections(ctx context.Context) (context.Context, *Held) {
+	h := &Held{}
+	return context.WithValue(ctx, heldKey{}, h), h
+}
+
+// Len is how many connections h holds.
+func (h *Held) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// Release puts the held connections in their clients' pools.
+func (h *Held) Release() {
+	h.mu.Lock()
+	conns := h.conns
+	h.conns = nil
+	h.mu.Unlock()
+	for _, hc := range conns {
+		hc.l.put(hc.c)
+	}
+}
+
+// putOrHold pools c, or keeps it in held.
+func (l *lean) putOrHold(c *leanConn, held *Held) {
+	if held == nil || c.in.buffered() > 0 {
+		l.put(c)
+		return
+	}
+	held.mu.Lock()
+	held.conns = append(held.conns, heldConn{l, c})
+	held.mu.Unlock()
+}
+
 func (l *lean) put(c *leanConn) {
 	if c.in.buffered() > 0 { // bytes past the answer: not a clean connection
 		c.conn.Close()
@@ -416,6 +471,7 @@ type leanBody struct {
 	// reqDeadline is the request's deadline (zero: none): a read deadline
 	// set later never extends it.
 	reqDeadline time.Time
+	held        *Held // the connection goes here, not to the pool
 }
 
 // SetReadDeadline bounds the body's reads: what a caller that would stop
@@ -484,7 +540,7 @@ func (b *leanBody) finish(clean bool) {
 		if b.deadline {
 			_ = b.c.conn.SetDeadline(time.Time{})
 		}
-		b.l.put(b.c)
+		b.l.putOrHold(b.c, b.held)
 		return
 	}
 	b.stop()

@@ -150,6 +150,56 @@ func TestLeanKeepAlive(t *testing.T) {
 	}
 }
 
+// Under HoldConnections each request's connection, its answer read, is
+// kept aside, so the next request opens one of its own (chunked, length
+// and bodiless answers alike); Release pools them all, and later requests
+// reuse them.
+func TestLeanHoldConnections(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("f") == "empty" {
+			w.WriteHeader(204)
+			return
+		}
+		w.Write([]byte("ab"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	get := func(ctx context.Context, f string) {
+		t.Helper()
+		resp, err := cl.SideRequest(ctx, http.MethodGet, srv.URL+"/?f="+f, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	hctx, held := HoldConnections(context.Background())
+	for _, f := range []string{"", "empty", ""} {
+		get(hctx, f)
+	}
+	if conns.Load() != 3 || held.Len() != 3 {
+		t.Fatalf("3 requests held: %d connections, %d held, want 3 and 3", conns.Load(), held.Len())
+	}
+	held.Release()
+	for range 3 {
+		get(context.Background(), "")
+	}
+	if conns.Load() != 3 || held.Len() != 0 {
+		t.Errorf("after Release: %d connections, %d held, want 3 (reused) and 0", conns.Load(), held.Len())
+	}
+}
+
 // Config.Dial opens both paths' connections: net/http's and the lean
 // client's reach a server that is only on in-memory pipes.
 func TestDialReachesPipeServer(t *testing.T) {

@@ -93,8 +93,19 @@ func TestLeanProxyFallback(t *testing.T) {
 
 // Kept-alive connections are reused across requests of every framing, and
 // the request arrives as net/http would send it.
+// countConns starts srv and counts the connections it accepts.
+func countConns(srv *httptest.Server) *atomic.Int32 {
+	var n atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			n.Add(1)
+		}
+	}
+	srv.Start()
+	return &n
+}
+
 func TestLeanKeepAlive(t *testing.T) {
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if r.Header.Get("X-Request-Id") != "9" || r.Header.Get("User-Agent") != "tailgate" || string(b) != `{"n":1}` || r.ContentLength != 7 {
@@ -113,12 +124,7 @@ func TestLeanKeepAlive(t *testing.T) {
 			w.Write([]byte("ab"))
 		}
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	conns := countConns(srv)
 	defer srv.Close()
 	// Not the environment's proxy: ProxyFromEnvironment reads it once per
 	// process, and TestTransportConfig sets it later.
@@ -155,7 +161,6 @@ func TestLeanKeepAlive(t *testing.T) {
 // and bodiless answers alike); Release pools them all, and later requests
 // reuse them.
 func TestLeanHoldConnections(t *testing.T) {
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("f") == "empty" {
 			w.WriteHeader(204)
@@ -163,12 +168,7 @@ func TestLeanHoldConnections(t *testing.T) {
 		}
 		w.Write([]byte("ab"))
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	conns := countConns(srv)
 	defer srv.Close()
 	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
 	if err != nil {

@@ -216,15 +216,35 @@ func (m *Metrics) recordSamples(r *Record, groups *[3]*Group) {
 		for j, grp := range groups {
 			hs[j] = grp.Hist[lm.Name]
 		}
+		// Equal samples in a row (chunks that came in one read are the
+		// same microsecond apart) are recorded at once: the histograms
+		// are the same, and a stream that came whole is one call, not
+		// one per token.
+		var v, n int64
 		for s := lm.Samples(r); s.Next(); {
-			if hs[3] == nil {
-				hs[3] = m.intervalHist(lm.Name)
+			sv, sn := microsOf(s.Value()), int64(s.Weight())
+			if n > 0 && sv == v {
+				n += sn
+				continue
 			}
-			v, n := microsOf(s.Value()), int64(s.Weight())
-			for _, h := range hs {
-				h.RecordValues(v, n)
-			}
+			recordAll(&hs, m, lm.Name, v, n)
+			v, n = sv, sn
 		}
+		recordAll(&hs, m, lm.Name, v, n)
+	}
+}
+
+// recordAll records n samples of v in each of hs, the interval's (hs[3])
+// found on first use; nothing when n is 0.
+func recordAll(hs *[4]*hdrhistogram.Histogram, m *Metrics, metric string, v, n int64) {
+	if n == 0 {
+		return
+	}
+	if hs[3] == nil {
+		hs[3] = m.intervalHist(metric)
+	}
+	for _, h := range hs {
+		h.RecordValues(v, n)
 	}
 }
 

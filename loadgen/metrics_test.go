@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 const ms = time.Millisecond
@@ -91,6 +93,39 @@ func TestHistogramsMergeExactly(t *testing.T) {
 	a.Merge(b)
 	if !a.Equals(both) {
 		t.Error("merged histogram differs from the histogram of the combined samples")
+	}
+}
+
+// Per-chunk samples recorded at once where equal in a row give the same
+// histograms as each recorded alone: equal gaps in and out of runs,
+// chunks of several tokens, a gap at the end.
+func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
+	at := []time.Duration{0, 10, 10, 10, 25, 25, 40, 40, 41, 41, 41, 80}
+	tokens := []int{1, 1, 2, 1, 1, 3, 1, 1, 1, 2, 1, 1}
+	r := &Record{Class: "a", Stage: "s", Sent: 0, End: 100 * time.Microsecond}
+	for i, a := range at {
+		r.Chunks = append(r.Chunks, Chunk{At: 5*time.Microsecond + a*time.Microsecond + 300*time.Nanosecond, Tokens: tokens[i]})
+	}
+	r.OutputTokens = 16
+	r.Finalize()
+	m := NewMetrics()
+	m.Add(r)
+	for _, name := range []string{MetricICL, MetricITL} {
+		want := NewHistogram()
+		for s := FindLatencyMetric(name).Samples(r); s.Next(); {
+			for range s.Weight() {
+				want.RecordValue(microsOf(s.Value()))
+			}
+		}
+		if want.TotalCount() == 0 {
+			t.Fatalf("%s: no samples", name)
+		}
+		for where, h := range map[string]*hdrhistogram.Histogram{"all": m.All.Hist[name], "class": m.Classes["a"].Hist[name],
+			"stage": m.Stages["s"].Hist[name], "interval": m.interval[name]} {
+			if !h.Equals(want) {
+				t.Errorf("%s %s: %v, want %v", name, where, h.Distribution(), want.Distribution())
+			}
+		}
 	}
 }
 

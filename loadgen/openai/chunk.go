@@ -102,8 +102,8 @@ type choiceState struct {
 	finish         rawStr
 }
 
-// fastDecoder holds the state of one decodeFast call; its methods are the
-// member callbacks, so no closure is allocated per object.
+// fastDecoder holds the state of one decodeFast call; its methods read
+// the members of each kind of object (see parser.objectStart).
 type fastDecoder struct {
 	p        parser
 	ev       *event
@@ -130,7 +130,16 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 	if d.p.peek() != '{' {
 		return text, d.p.fail("chunk is not a JSON object")
 	}
-	if err := d.p.object(d.top); err != nil {
+	more, err := d.p.objectStart()
+	for more && err == nil {
+		var key []byte
+		if key, err = d.p.key(); err == nil {
+			if err = d.top(key); err == nil {
+				more, err = d.p.after('}')
+			}
+		}
+	}
+	if err != nil {
 		return text, err
 	}
 	d.p.ws()
@@ -178,40 +187,50 @@ func (d *fastDecoder) top(key []byte) error {
 		if p.peek() != '[' {
 			return p.skip(1)
 		}
-		p.i++
-		if p.next(']') {
-			return nil
-		}
-		for {
-			p.ws()
+		more, err := p.arrayStart()
+		for more && err == nil {
+			p.wsIf()
 			if p.peek() == '{' {
-				if err := d.choice(); err != nil {
-					return err
-				}
-			} else if err := p.skip(2); err != nil {
-				return err
+				err = d.choice()
+			} else {
+				err = p.skip(2)
 			}
-			if p.next(',') {
-				continue
+			if err == nil {
+				more, err = p.after(']')
 			}
-			if p.next(']') {
-				return nil
-			}
-			return p.fail("expected ',' or ']'")
 		}
+		return err
 	case "usage":
 		ev.usage, ev.promptTokens, ev.completionTokens = false, -1, -1
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
 		ev.usage = true
-		return p.object(d.usage)
+		more, err := p.objectStart()
+		for more && err == nil {
+			var key []byte
+			if key, err = p.key(); err == nil {
+				if err = d.usage(key); err == nil {
+					more, err = p.after('}')
+				}
+			}
+		}
+		return err
 	case "timings":
 		ev.predictedTokens, ev.promptMs, ev.predictedMs = -1, -1, -1
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
-		return p.object(d.timings)
+		more, err := p.objectStart()
+		for more && err == nil {
+			var key []byte
+			if key, err = p.key(); err == nil {
+				if err = d.timings(key); err == nil {
+					more, err = p.after('}')
+				}
+			}
+		}
+		return err
 	case "error":
 		d.errVal, d.errStr, d.errMsg, d.errCode, d.errStatus = 0, rawStr{}, rawStr{}, nil, nil
 		switch p.peek() {
@@ -224,7 +243,16 @@ func (d *fastDecoder) top(key []byte) error {
 			return err
 		case '{':
 			d.errVal = 2
-			return p.object(d.errorMember)
+			more, err := p.objectStart()
+			for more && err == nil {
+				var key []byte
+				if key, err = p.key(); err == nil {
+					if err = d.errorMember(key); err == nil {
+						more, err = p.after('}')
+					}
+				}
+			}
+			return err
 		default:
 			d.errVal = 3
 			return p.skip(1)
@@ -236,7 +264,17 @@ func (d *fastDecoder) top(key []byte) error {
 
 func (d *fastDecoder) choice() error {
 	d.cs = choiceState{}
-	if err := d.p.object(d.choiceMember); err != nil {
+	p := &d.p
+	more, err := p.objectStart()
+	for more && err == nil {
+		var key []byte
+		if key, err = p.key(); err == nil {
+			if err = d.choiceMember(key); err == nil {
+				more, err = p.after('}')
+			}
+		}
+	}
+	if err != nil {
 		return err
 	}
 	ev, cs := d.ev, &d.cs
@@ -283,7 +321,17 @@ func (d *fastDecoder) deltaValue(message bool) error {
 	if d.p.peek() != '{' {
 		return d.p.skip(3)
 	}
-	return d.p.object(d.deltaMember)
+	p := &d.p
+	more, err := p.objectStart()
+	for more && err == nil {
+		var key []byte
+		if key, err = p.key(); err == nil {
+			if err = d.deltaMember(key); err == nil {
+				more, err = p.after('}')
+			}
+		}
+	}
+	return err
 }
 
 func (d *fastDecoder) delta() *deltaState {

@@ -125,6 +125,9 @@ type fastDecoder struct {
 
 func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, error) {
 	ev.reset()
+	if len(data) > math.MaxInt32 {
+		return text, errFallback // rawStr holds 32-bit offsets
+	}
 	d := fastDecoder{p: parser{b: data}, ev: ev, text: text, keepText: keepText}
 	d.p.ws()
 	if d.p.peek() != '{' {
@@ -150,10 +153,10 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 		ev.isError = true
 		switch d.errVal {
 		case 1:
-			ev.errMessage = decodeStr(d.errStr)
+			ev.errMessage = decodeStr(data, d.errStr)
 		case 2:
 			if d.errMsg.ok {
-				ev.errMessage = decodeStr(d.errMsg)
+				ev.errMessage = decodeStr(data, d.errMsg)
 			}
 			switch {
 			case d.errCode != nil:
@@ -279,20 +282,21 @@ func (d *fastDecoder) choice() error {
 	}
 	ev, cs := d.ev, &d.cs
 	ev.choices++
-	if len(cs.delta.content.b) > 0 || len(cs.message.content.b) > 0 || len(cs.text.b) > 0 ||
+	if cs.delta.content.n > 0 || cs.message.content.n > 0 || cs.text.n > 0 ||
 		cs.delta.toolCalls || cs.message.toolCalls {
 		ev.answer = true
 	}
 	if cs.delta.reasoning || cs.delta.reasoningContent || cs.message.reasoning || cs.message.reasoningContent {
 		ev.reasoning = true
 	}
-	if len(cs.finish.b) > 0 {
-		ev.finish = finishString(cs.finish)
+	if cs.finish.n > 0 {
+		ev.finish = finishString(d.p.b, cs.finish)
 	}
 	if d.keepText {
-		d.text = appendStr(d.text, cs.delta.content)
-		d.text = appendStr(d.text, cs.message.content)
-		d.text = appendStr(d.text, cs.text)
+		data := d.p.b
+		d.text = appendStr(d.text, data, cs.delta.content)
+		d.text = appendStr(d.text, data, cs.message.content)
+		d.text = appendStr(d.text, data, cs.text)
 	}
 	return nil
 }
@@ -350,11 +354,11 @@ func (d *fastDecoder) deltaMember(key []byte) error {
 	case "reasoning":
 		var s rawStr
 		s, err = p.strOrSkip(4)
-		ds.reasoning = len(s.b) > 0
+		ds.reasoning = s.n > 0
 	case "reasoning_content":
 		var s rawStr
 		s, err = p.strOrSkip(4)
-		ds.reasoningContent = len(s.b) > 0
+		ds.reasoningContent = s.n > 0
 	case "tool_calls":
 		ds.toolCalls = false
 		if p.peek() == '[' {
@@ -443,7 +447,8 @@ func (d *fastDecoder) codeValue() (raw []byte, isStr bool, err error) {
 	p := &d.p
 	if p.peek() == '"' {
 		s, err := p.strOrSkip(2)
-		return s.b[:len(s.b):len(s.b)], true, err
+		b := s.bytes(p.b)
+		return b[:len(b):len(b)], true, err
 	}
 	lit, isNum, err := p.numOrSkip(2)
 	if !isNum {

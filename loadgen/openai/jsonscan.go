@@ -452,12 +452,17 @@ func (p *parser) keySlow() ([]byte, error) {
 	return key, nil
 }
 
-// rawStr is a string value seen by the fast path, decoded only if needed.
+// rawStr is a string value seen by the fast path, decoded only if needed:
+// its place in the event's bytes, so the decoder's state stays small (it
+// is zeroed per event).
 type rawStr struct {
-	b     []byte
-	flags int
-	ok    bool // the value was a string
+	off, n int32
+	flags  uint8
+	ok     bool // the value was a string
 }
+
+// bytes is the string's raw contents within data, the event's bytes.
+func (s rawStr) bytes(data []byte) []byte { return data[s.off : s.off+s.n] }
 
 // strOrSkip reads a string value, or skips a value of another kind and
 // reports it as not a string.
@@ -465,8 +470,9 @@ func (p *parser) strOrSkip(depth int) (rawStr, error) {
 	if p.peek() != '"' {
 		return rawStr{}, p.skip(depth)
 	}
+	start := p.i + 1
 	b, f, err := p.str()
-	return rawStr{b, f, true}, err
+	return rawStr{int32(start), int32(len(b)), uint8(f), true}, err
 }
 
 // numOrSkip reads a number or string literal for codes and counts.
@@ -479,9 +485,9 @@ func (p *parser) numOrSkip(depth int) (lit []byte, isNum bool, err error) {
 }
 
 // tokenCount is the count a literal stands for, or -1: only plain integer
-func finishString(s rawStr) string {
+func finishString(data []byte, s rawStr) string {
 	if s.flags == 0 {
-		switch string(s.b) {
+		switch string(s.bytes(data)) {
 		case "stop":
 			return "stop"
 		case "length":
@@ -498,21 +504,21 @@ func finishString(s rawStr) string {
 			return "abort"
 		}
 	}
-	return decodeStr(s)
+	return decodeStr(data, s)
 }
 
-func decodeStr(s rawStr) string {
+func decodeStr(data []byte, s rawStr) string {
 	if s.flags == 0 {
-		return string(s.b)
+		return string(s.bytes(data))
 	}
-	return string(appendUnquoted(nil, s.b))
+	return string(appendUnquoted(nil, s.bytes(data)))
 }
 
-func appendStr(dst []byte, s rawStr) []byte {
+func appendStr(dst, data []byte, s rawStr) []byte {
 	if s.flags == 0 {
-		return append(dst, s.b...)
+		return append(dst, s.bytes(data)...)
 	}
-	return appendUnquoted(dst, s.b)
+	return appendUnquoted(dst, s.bytes(data))
 }
 
 // appendUnquoted decodes the contents of a JSON string already validated

@@ -103,7 +103,7 @@ type choiceState struct {
 }
 
 // fastDecoder holds the state of one decodeFast call; its methods read
-// the members of each kind of object (see parser.objectStart).
+// the members of each kind of object (see parser.member).
 type fastDecoder struct {
 	p        parser
 	ev       *event
@@ -133,14 +133,12 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 	if d.p.peek() != '{' {
 		return text, d.p.fail("chunk is not a JSON object")
 	}
-	more, err := d.p.objectStart()
-	for more && err == nil {
-		var key []byte
-		if key, err = d.p.key(); err == nil {
-			if err = d.top(key); err == nil {
-				more, err = d.p.after('}')
-			}
+	key, more, err := d.p.objectStart()
+	for more {
+		if err = d.top(key); err != nil {
+			break
 		}
+		key, more, err = d.p.member()
 	}
 	if err != nil {
 		return text, err
@@ -209,14 +207,12 @@ func (d *fastDecoder) top(key []byte) error {
 			return p.skip(1)
 		}
 		ev.usage = true
-		more, err := p.objectStart()
-		for more && err == nil {
-			var key []byte
-			if key, err = p.key(); err == nil {
-				if err = d.usage(key); err == nil {
-					more, err = p.after('}')
-				}
+		key, more, err := p.objectStart()
+		for more {
+			if err = d.usage(key); err != nil {
+				break
 			}
+			key, more, err = p.member()
 		}
 		return err
 	case "timings":
@@ -224,14 +220,12 @@ func (d *fastDecoder) top(key []byte) error {
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
-		more, err := p.objectStart()
-		for more && err == nil {
-			var key []byte
-			if key, err = p.key(); err == nil {
-				if err = d.timings(key); err == nil {
-					more, err = p.after('}')
-				}
+		key, more, err := p.objectStart()
+		for more {
+			if err = d.timings(key); err != nil {
+				break
 			}
+			key, more, err = p.member()
 		}
 		return err
 	case "error":
@@ -246,14 +240,12 @@ func (d *fastDecoder) top(key []byte) error {
 			return err
 		case '{':
 			d.errVal = 2
-			more, err := p.objectStart()
-			for more && err == nil {
-				var key []byte
-				if key, err = p.key(); err == nil {
-					if err = d.errorMember(key); err == nil {
-						more, err = p.after('}')
-					}
+			key, more, err := p.objectStart()
+			for more {
+				if err = d.errorMember(key); err != nil {
+					break
 				}
+				key, more, err = p.member()
 			}
 			return err
 		default:
@@ -268,14 +260,12 @@ func (d *fastDecoder) top(key []byte) error {
 func (d *fastDecoder) choice() error {
 	d.cs = choiceState{}
 	p := &d.p
-	more, err := p.objectStart()
-	for more && err == nil {
-		var key []byte
-		if key, err = p.key(); err == nil {
-			if err = d.choiceMember(key); err == nil {
-				more, err = p.after('}')
-			}
+	key, more, err := p.objectStart()
+	for more {
+		if err = d.choiceMember(key); err != nil {
+			break
 		}
+		key, more, err = p.member()
 	}
 	if err != nil {
 		return err
@@ -326,14 +316,12 @@ func (d *fastDecoder) deltaValue(message bool) error {
 		return d.p.skip(3)
 	}
 	p := &d.p
-	more, err := p.objectStart()
-	for more && err == nil {
-		var key []byte
-		if key, err = p.key(); err == nil {
-			if err = d.deltaMember(key); err == nil {
-				more, err = p.after('}')
-			}
+	key, more, err := p.objectStart()
+	for more {
+		if err = d.deltaMember(key); err != nil {
+			break
 		}
+		key, more, err = p.member()
 	}
 	return err
 }

@@ -337,15 +337,12 @@ func (p *parser) skip(depth int) error {
 		if depth >= maxFastDepth {
 			return errFallback
 		}
-		more, err := p.objectStart()
+		_, more, err := p.objectStart()
 		for more {
-			if _, err = p.key(); err != nil {
-				return err
-			}
 			if err = p.skip(depth + 1); err != nil {
 				return err
 			}
-			more, err = p.after('}')
+			_, more, err = p.member()
 		}
 		return err
 	case c == '[':
@@ -377,47 +374,58 @@ func (p *parser) skip(depth int) error {
 
 // An object is read as
 //
-//	more, err := p.objectStart()
+//	key, more, err := p.objectStart()
 //	for more {
-//		key, err := p.key() // p.i now at the value
-//		... consume the value ...
-//		more, err = p.after('}')
+//		... consume the value at p.i ...
+//		key, more, err = p.member()
 //	}
 //
-// and an array alike, with p.wsIf() before each element.
-//
 // with plain calls rather than a callback per member, so the member code
-// of each caller is compiled in place.
+// of each caller is compiled in place, and one call per member; an array
+// is read with arrayStart and after, with p.wsIf() before each element.
 
-// objectStart consumes the '{' at p.i and reports whether a member
-// follows (false for "{}").
-func (p *parser) objectStart() (more bool, err error) {
+// objectStart consumes the '{' at p.i and reads the first member's key
+// (see member).
+func (p *parser) objectStart() (key []byte, more bool, err error) {
 	if p.peek() != '{' {
-		return false, p.fail("expected object")
+		return nil, false, p.fail("expected object")
 	}
 	p.i++
-	return !p.next('}'), nil
+	return p.key(true)
 }
 
-// arrayStart consumes the '[' at p.i and reports whether an element
-// follows (false for "[]").
-func (p *parser) arrayStart() (more bool, err error) {
-	if p.peek() != '[' {
-		return false, p.fail("expected array")
-	}
-	p.i++
-	return !p.next(']'), nil
-}
+// member reads what follows a member's value: a ',' and the next key and
+// its ':' (more, p.i at the value), or the closing '}' (!more).
+func (p *parser) member() (key []byte, more bool, err error) { return p.key(false) }
 
-// key reads a member's key and its ':', leaving p.i at the value. Keys
-// with escapes go to the reference decoder, since comparing them raw could
-// be wrong. The common key (plain, followed by ':') is read here with
-// local indices; anything else by keySlow.
-func (p *parser) key() ([]byte, error) {
+// key reads the next member of an object, after its '{' (first) or after
+// a value: the closing '}', or (after a ',' unless first) a key and its
+// ':', leaving p.i at the value. Keys with escapes go to the reference
+// decoder, since comparing them raw could be wrong. The common key (plain,
+// followed by ':') is read here with local indices; others by keySlow.
+func (p *parser) key(first bool) (key []byte, more bool, err error) {
 	b, i := p.b, p.i
 	if i < len(b) && b[i] <= ' ' {
 		p.ws()
 		i = p.i
+	}
+	if i >= len(b) {
+		return nil, false, p.fail("expected ',' or '}'")
+	}
+	switch c := b[i]; {
+	case c == '}':
+		p.i = i + 1
+		return nil, false, nil
+	case !first:
+		if c != ',' {
+			return nil, false, p.fail("expected ',' or '}'")
+		}
+		i++
+		if i < len(b) && b[i] <= ' ' {
+			p.i = i
+			p.ws()
+			i = p.i
+		}
 	}
 	if i < len(b) && b[i] == '"' {
 		for j := i + 1; len(b)-j >= 8; j += 8 {
@@ -429,12 +437,24 @@ func (p *parser) key() ([]byte, error) {
 			if b[j] == '"' && j+1 < len(b) && b[j+1] == ':' {
 				p.i = j + 2
 				p.wsIf()
-				return b[i+1 : j], nil
+				return b[i+1 : j], true, nil
 			}
 			break
 		}
 	}
-	return p.keySlow()
+	p.i = i
+	key, err = p.keySlow()
+	return key, err == nil, err
+}
+
+// arrayStart consumes the '[' at p.i and reports whether an element
+// follows (false for "[]").
+func (p *parser) arrayStart() (more bool, err error) {
+	if p.peek() != '[' {
+		return false, p.fail("expected array")
+	}
+	p.i++
+	return !p.next(']'), nil
 }
 
 func (p *parser) keySlow() ([]byte, error) {

@@ -331,6 +331,18 @@ func (p *parser) literal(word string) error {
 func (p *parser) skip(depth int) error {
 	switch c := p.peek(); {
 	case c == '"':
+		// A plain ASCII string, most of what is skipped, is read here
+		// rather than by a call to str.
+		b := p.b
+		for i := p.i + 1; len(b)-i >= 8; i += 8 {
+			if m := specialASCII(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+					p.i = i + 1
+					return nil
+				}
+				break
+			}
+		}
 		_, _, err := p.str()
 		return err
 	case c == '{':

@@ -102,8 +102,8 @@ type choiceState struct {
 	finish         rawStr
 }
 
-// fastDecoder holds the state of one decodeFast call; its methods are the
-// member callbacks, so no closure is allocated per object.
+// fastDecoder holds the state of one decodeFast call; its methods read
+// the members of each kind of object (see parser.member).
 type fastDecoder struct {
 	p        parser
 	ev       *event
@@ -125,12 +125,22 @@ type fastDecoder struct {
 
 func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, error) {
 	ev.reset()
+	if len(data) > math.MaxInt32 {
+		return text, errFallback // rawStr holds 32-bit offsets
+	}
 	d := fastDecoder{p: parser{b: data}, ev: ev, text: text, keepText: keepText}
 	d.p.ws()
 	if d.p.peek() != '{' {
 		return text, d.p.fail("chunk is not a JSON object")
 	}
-	if err := d.p.object(d.top); err != nil {
+	key, more, err := d.p.objectStart()
+	for more {
+		if err = d.top(key); err != nil {
+			break
+		}
+		key, more, err = d.p.member()
+	}
+	if err != nil {
 		return text, err
 	}
 	d.p.ws()
@@ -141,10 +151,10 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 		ev.isError = true
 		switch d.errVal {
 		case 1:
-			ev.errMessage = decodeStr(d.errStr)
+			ev.errMessage = decodeStr(data, d.errStr)
 		case 2:
 			if d.errMsg.ok {
-				ev.errMessage = decodeStr(d.errMsg)
+				ev.errMessage = decodeStr(data, d.errMsg)
 			}
 			switch {
 			case d.errCode != nil:
@@ -178,40 +188,46 @@ func (d *fastDecoder) top(key []byte) error {
 		if p.peek() != '[' {
 			return p.skip(1)
 		}
-		p.i++
-		if p.next(']') {
-			return nil
-		}
-		for {
-			p.ws()
+		more, err := p.arrayStart()
+		for more && err == nil {
+			p.wsIf()
 			if p.peek() == '{' {
-				if err := d.choice(); err != nil {
-					return err
-				}
-			} else if err := p.skip(2); err != nil {
-				return err
+				err = d.choice()
+			} else {
+				err = p.skip(2)
 			}
-			if p.next(',') {
-				continue
+			if err == nil {
+				more, err = p.after(']')
 			}
-			if p.next(']') {
-				return nil
-			}
-			return p.fail("expected ',' or ']'")
 		}
+		return err
 	case "usage":
 		ev.usage, ev.promptTokens, ev.completionTokens = false, -1, -1
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
 		ev.usage = true
-		return p.object(d.usage)
+		key, more, err := p.objectStart()
+		for more {
+			if err = d.usage(key); err != nil {
+				break
+			}
+			key, more, err = p.member()
+		}
+		return err
 	case "timings":
 		ev.predictedTokens, ev.promptMs, ev.predictedMs = -1, -1, -1
 		if p.peek() != '{' {
 			return p.skip(1)
 		}
-		return p.object(d.timings)
+		key, more, err := p.objectStart()
+		for more {
+			if err = d.timings(key); err != nil {
+				break
+			}
+			key, more, err = p.member()
+		}
+		return err
 	case "error":
 		d.errVal, d.errStr, d.errMsg, d.errCode, d.errStatus = 0, rawStr{}, rawStr{}, nil, nil
 		switch p.peek() {
@@ -224,7 +240,14 @@ func (d *fastDecoder) top(key []byte) error {
 			return err
 		case '{':
 			d.errVal = 2
-			return p.object(d.errorMember)
+			key, more, err := p.objectStart()
+			for more {
+				if err = d.errorMember(key); err != nil {
+					break
+				}
+				key, more, err = p.member()
+			}
+			return err
 		default:
 			d.errVal = 3
 			return p.skip(1)
@@ -236,25 +259,34 @@ func (d *fastDecoder) top(key []byte) error {
 
 func (d *fastDecoder) choice() error {
 	d.cs = choiceState{}
-	if err := d.p.object(d.choiceMember); err != nil {
+	p := &d.p
+	key, more, err := p.objectStart()
+	for more {
+		if err = d.choiceMember(key); err != nil {
+			break
+		}
+		key, more, err = p.member()
+	}
+	if err != nil {
 		return err
 	}
 	ev, cs := d.ev, &d.cs
 	ev.choices++
-	if len(cs.delta.content.b) > 0 || len(cs.message.content.b) > 0 || len(cs.text.b) > 0 ||
+	if cs.delta.content.n > 0 || cs.message.content.n > 0 || cs.text.n > 0 ||
 		cs.delta.toolCalls || cs.message.toolCalls {
 		ev.answer = true
 	}
 	if cs.delta.reasoning || cs.delta.reasoningContent || cs.message.reasoning || cs.message.reasoningContent {
 		ev.reasoning = true
 	}
-	if len(cs.finish.b) > 0 {
-		ev.finish = finishString(cs.finish)
+	if cs.finish.n > 0 {
+		ev.finish = finishString(d.p.b, cs.finish)
 	}
 	if d.keepText {
-		d.text = appendStr(d.text, cs.delta.content)
-		d.text = appendStr(d.text, cs.message.content)
-		d.text = appendStr(d.text, cs.text)
+		data := d.p.b
+		d.text = appendStr(d.text, data, cs.delta.content)
+		d.text = appendStr(d.text, data, cs.message.content)
+		d.text = appendStr(d.text, data, cs.text)
 	}
 	return nil
 }
@@ -283,7 +315,15 @@ func (d *fastDecoder) deltaValue(message bool) error {
 	if d.p.peek() != '{' {
 		return d.p.skip(3)
 	}
-	return d.p.object(d.deltaMember)
+	p := &d.p
+	key, more, err := p.objectStart()
+	for more {
+		if err = d.deltaMember(key); err != nil {
+			break
+		}
+		key, more, err = p.member()
+	}
+	return err
 }
 
 func (d *fastDecoder) delta() *deltaState {
@@ -302,11 +342,11 @@ func (d *fastDecoder) deltaMember(key []byte) error {
 	case "reasoning":
 		var s rawStr
 		s, err = p.strOrSkip(4)
-		ds.reasoning = len(s.b) > 0
+		ds.reasoning = s.n > 0
 	case "reasoning_content":
 		var s rawStr
 		s, err = p.strOrSkip(4)
-		ds.reasoningContent = len(s.b) > 0
+		ds.reasoningContent = s.n > 0
 	case "tool_calls":
 		ds.toolCalls = false
 		if p.peek() == '[' {
@@ -395,7 +435,8 @@ func (d *fastDecoder) codeValue() (raw []byte, isStr bool, err error) {
 	p := &d.p
 	if p.peek() == '"' {
 		s, err := p.strOrSkip(2)
-		return s.b[:len(s.b):len(s.b)], true, err
+		b := s.bytes(p.b)
+		return b[:len(b):len(b)], true, err
 	}
 	lit, isNum, err := p.numOrSkip(2)
 	if !isNum {

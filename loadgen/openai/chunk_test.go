@@ -2,8 +2,11 @@ package openai
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -167,6 +170,11 @@ func FuzzDecodeChunk(f *testing.F) {
 			f.Add(bytes.Clone(s.Data()))
 		}
 	}
+	for i, in := range swarBoundaryChunks() {
+		if i%4 == (i/4)%4 { // one of the four forms of each string, in turn
+			f.Add(in)
+		}
+	}
 	f.Add([]byte(`{"choices":[{"delta":{"content":"\ud83d\ude00","reasoning":"x","tool_calls":[1]},"message":{"content":"m"},"text":"t","finish_reason":"st\u006fp"}],"usage":{"prompt_tokens":1,"completion_tokens":2},"timings":{"predicted_n":3},"error":{"message":"m","code":"c","http_status_code":5}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkDecoders(t, in)
@@ -216,4 +224,98 @@ func TestDecodeSeedStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDecoders(t, bytes.TrimPrefix(bytes.TrimSpace(b), []byte("error: ")))
+}
+
+// swarBoundaryChunks are chunks whose strings (a key, the content, a
+// skipped value, a number) are 7, 8, 9, 15, 16 or 17 bytes long with one
+// byte str must stop at (quote, backslash, control, high, invalid UTF-8)
+// or must not (DEL, '/') at each position: the edges of the 8-byte steps.
+func swarBoundaryChunks() [][]byte {
+	specials := []string{"\"", "\\", "\\n", "\\u00e9", "\\x", "\x00", "\x1f", "\x7f", "\x80", "\xc3\xa9", "\xff", "\xe2\x82", "/", " "}
+	var out [][]byte
+	for _, n := range []int{7, 8, 9, 15, 16, 17} {
+		for _, sp := range specials {
+			for at := 0; at < n; at++ {
+				s := strings.Repeat("a", at) + sp + strings.Repeat("b", max(0, n-at-1))
+				out = append(out,
+					[]byte(`{"choices":[{"delta":{"content":"`+s+`"}}]}`),
+					[]byte(`{"`+s+`":1,"choices":[{"text":"x"}]}`),
+					[]byte(`{"id":"`+s+`","choices":[{"delta":{"content":"x"},"finish_reason":"`+s+`"}]}`),
+					[]byte(`{"usage":{"completion_tokens":`+strings.Repeat("1", at+1)+sp+`}}`),
+				)
+			}
+		}
+	}
+	return out
+}
+
+func TestDecodeSWARBoundaries(t *testing.T) {
+	for _, in := range swarBoundaryChunks() {
+		checkDecoders(t, in)
+		// The same chunk ending right after the string: the scan's
+		// last 8-byte step meets the end of the input.
+		if i := bytes.LastIndexByte(in, '"'); i > 0 {
+			checkDecoders(t, in[:i+1])
+			checkDecoders(t, in[:i])
+		}
+	}
+}
+
+// TestSpecialFirstByte holds the SWAR masks to a byte-by-byte scan: the
+// lowest flagged byte is the first byte str must look at.
+func TestSpecialFirstByte(t *testing.T) {
+	first := func(w [8]byte, high bool) int {
+		for i, c := range w {
+			if c == '"' || c == '\\' || c < 0x20 || (high && c >= 0x80) {
+				return i
+			}
+		}
+		return 8
+	}
+	check := func(w [8]byte) {
+		t.Helper()
+		x := binary.LittleEndian.Uint64(w[:])
+		if got, want := bits.TrailingZeros64(special(x, swarHigh))>>3, first(w, true); got != want {
+			t.Fatalf("special(%q, high) first at %d, want %d", w, got, want)
+		}
+		if got, want := bits.TrailingZeros64(specialASCII(x))>>3, first(w, true); got != want {
+			t.Fatalf("specialASCII(%q) first at %d, want %d", w, got, want)
+		}
+		if got, want := bits.TrailingZeros64(special(x, 0))>>3, first(w, false); got != want {
+			t.Fatalf("special(%q, 0) first at %d, want %d", w, got, want)
+		}
+	}
+	// Every byte value at every position, over fillers that borrow
+	// differently (0x20 and 0x01 sit next to the subtracted constants).
+	for _, fill := range []byte{'a', 0x20, 0x21, 0x23, 0x5d, 0x7f, 0x80, 0xa0, 0xff} {
+		for pos := 0; pos < 8; pos++ {
+			for c := 0; c < 256; c++ {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		check(w)
+	}
+}
+
+func TestAllDigits(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			w := []byte("12345678")
+			w[pos] = byte(c)
+			want := '0' <= c && c <= '9'
+			if got := allDigits(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("allDigits(%q) = %v", w, got)
+			}
+		}
+	}
 }

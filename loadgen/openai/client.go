@@ -232,7 +232,10 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 		s.streamError(e) // old llama.cpp "error:" field line
 		return false
 	}
-	data := bytes.TrimSpace(sc.Data()) // TRT-LLM pads with a space
+	data := sc.Data()
+	if n := len(data); n > 0 && (notPlain(data[0]) || notPlain(data[n-1])) {
+		data = bytes.TrimSpace(data) // TRT-LLM pads with a space
+	}
 	if t := sc.Type(); len(t) > 0 && string(t) == "error" {
 		s.streamError(data)
 		return false
@@ -282,6 +285,10 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 	applyTimings(rec, ev)
 	return true
 }
+
+// notPlain: c may begin or end white space that bytes.TrimSpace would
+// trim (ASCII, or a non-ASCII rune); chunks begin with '{' and end with '}'.
+func notPlain(c byte) bool { return c <= ' ' || c >= 0x80 }
 
 // applyTimings takes llama.cpp's timings object (prefill and generation,
 // the latest chunk's) as the record's server timings.

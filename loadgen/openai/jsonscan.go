@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -46,14 +48,70 @@ func (p *parser) peek() byte {
 	return 0
 }
 
-// next skips white space, then consumes c if it is there.
+// next skips white space, then consumes c if it is there. The byte at p.i
+// is tested first, so the common case (no white space) makes no loop.
 func (p *parser) next(c byte) bool {
+	if i := p.i; i < len(p.b) {
+		switch b := p.b[i]; {
+		case b == c:
+			p.i = i + 1
+			return true
+		case b > ' ':
+			return false
+		}
+	}
+	return p.wsNext(c)
+}
+
+func (p *parser) wsNext(c byte) bool {
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
 		return true
 	}
 	return false
+}
+
+// after consumes the ',' or the close byte that follows a member or an
+// element: more is true after a ','. White space after a ',' is left to
+// the reader of the next member (key) or element (wsIf).
+func (p *parser) after(close byte) (more bool, err error) {
+	if i := p.i; i < len(p.b) {
+		switch p.b[i] {
+		case ',':
+			p.i = i + 1
+			return true, nil
+		case close:
+			p.i = i + 1
+			return false, nil
+		}
+	}
+	return p.afterWS(close)
+}
+
+func (p *parser) afterWS(close byte) (more bool, err error) {
+	p.ws()
+	if p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+			return true, nil
+		case close:
+			p.i++
+			return false, nil
+		}
+	}
+	if close == '}' {
+		return false, p.fail("expected ',' or '}'")
+	}
+	return false, p.fail("expected ',' or ']'")
+}
+
+// wsIf skips white space, testing the common case (none) inline.
+func (p *parser) wsIf() {
+	if p.i < len(p.b) && p.b[p.i] <= ' ' {
+		p.ws()
+	}
 }
 
 // String scanning classes: 0 plain, 1 control (invalid), 2 quote,
@@ -75,15 +133,78 @@ const (
 	strHigh                // has bytes ≥ 0x80
 )
 
+// SWAR constants: a byte repeated in each of a word's 8 bytes.
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// special has the high bit set in each byte of w (8 string bytes, little
+// endian) that str must look at: '"', '\\', a control byte (< 0x20), and,
+// when high is swarHigh, a byte ≥ 0x80. Spurious bits appear only above a
+// true one (a borrow runs upward from a byte that matched), so the lowest
+// set bit marks the first such byte exactly; that is all str uses.
+//
+// Per byte x, with the top bit clear: x-0x20 wraps to a top bit only for
+// x < 0x20, and (x^'"')-1 and (x^'\\')-1 only for x equal to the quote or
+// backslash; bytes with the top bit set are masked out by &^w and put back
+// by w&high.
+func special(w, high uint64) uint64 {
+	if high != 0 {
+		return specialASCII(w)
+	}
+	q := w ^ (swarOnes * '"')
+	bs := w ^ (swarOnes * '\\')
+	return ((w - swarOnes*0x20) | (q - swarOnes) | (bs - swarOnes)) &^ w & swarHigh
+}
+
+// specialASCII is special with high set: a byte with its top bit set is
+// flagged by w itself, so the &^w mask is not needed.
+func specialASCII(w uint64) uint64 {
+	q := w ^ (swarOnes * '"')
+	bs := w ^ (swarOnes * '\\')
+	return ((w - swarOnes*0x20) | (q - swarOnes) | (bs - swarOnes) | w) & swarHigh
+}
+
 // str reads the string at p.i and returns its raw contents (between the
-// quotes) and flags saying whether decoding is more than a copy.
+// quotes) and flags saying whether decoding is more than a copy. Plain
+// ASCII is scanned here 8 bytes at a time; anything else by strRest.
 func (p *parser) str() (raw []byte, flags int, err error) {
-	if p.peek() != '"' {
+	b, i := p.b, p.i
+	if i >= len(b) || b[i] != '"' {
 		return nil, 0, p.fail("expected string")
 	}
-	start := p.i + 1
+	start := i + 1
+	for i = start; len(b)-i >= 8; i += 8 {
+		if m := specialASCII(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			if b[i] == '"' {
+				p.i = i + 1
+				return b[start:i], 0, nil
+			}
+			break
+		}
+	}
+	return p.strRest(start, i)
+}
+
+// strRest goes on with the string that began at start from i, where str
+// stopped: at a byte other than the closing quote, or near the end.
+func (p *parser) strRest(start, i int) (raw []byte, flags int, err error) {
 	b := p.b
-	for i := start; i < len(b); {
+	high := uint64(swarHigh) // stop at bytes ≥ 0x80 until strHigh is set
+	for {
+		// Plain bytes 8 at a time, while 8 are left.
+		for len(b)-i >= 8 {
+			if m := special(binary.LittleEndian.Uint64(b[i:]), high); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		switch strClass[b[i]] {
 		case 0:
 			i++
@@ -111,6 +232,7 @@ func (p *parser) str() (raw []byte, flags int, err error) {
 			}
 		case 4:
 			flags |= strHigh
+			high = 0
 			i++
 		default:
 			p.i = i
@@ -153,6 +275,10 @@ func (p *parser) number() ([]byte, error) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i++
+		for len(b)-i >= 8 && allDigits(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8 // a timestamp ("created") is 10 digits
+		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
 		}
@@ -187,6 +313,12 @@ func (p *parser) number() ([]byte, error) {
 	return b[start:i], nil
 }
 
+// allDigits reports whether all 8 bytes of w are '0'..'9': each byte's
+// high nibble is 3, and adding 6 keeps it 3 (so the low nibble is ≤ 9).
+func allDigits(w uint64) bool {
+	return w&0xF0F0F0F0F0F0F0F0 == swarOnes*0x30 && (w+swarOnes*6)&0xF0F0F0F0F0F0F0F0 == swarOnes*0x30
+}
+
 func (p *parser) literal(word string) error {
 	if len(p.b)-p.i < len(word) || string(p.b[p.i:p.i+len(word)]) != word {
 		return p.fail("bad literal")
@@ -199,57 +331,45 @@ func (p *parser) literal(word string) error {
 func (p *parser) skip(depth int) error {
 	switch c := p.peek(); {
 	case c == '"':
+		// A plain ASCII string, most of what is skipped, is read here
+		// rather than by a call to str.
+		b := p.b
+		for i := p.i + 1; len(b)-i >= 8; i += 8 {
+			if m := specialASCII(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+					p.i = i + 1
+					return nil
+				}
+				break
+			}
+		}
 		_, _, err := p.str()
 		return err
 	case c == '{':
 		if depth >= maxFastDepth {
 			return errFallback
 		}
-		p.i++
-		if p.next('}') {
-			return nil
-		}
-		for {
-			p.ws()
-			if _, _, err := p.str(); err != nil {
+		_, more, err := p.objectStart()
+		for more {
+			if err = p.skip(depth + 1); err != nil {
 				return err
 			}
-			if !p.next(':') {
-				return p.fail("expected ':'")
-			}
-			p.ws()
-			if err := p.skip(depth + 1); err != nil {
-				return err
-			}
-			if p.next(',') {
-				continue
-			}
-			if p.next('}') {
-				return nil
-			}
-			return p.fail("expected ',' or '}'")
+			_, more, err = p.member()
 		}
+		return err
 	case c == '[':
 		if depth >= maxFastDepth {
 			return errFallback
 		}
-		p.i++
-		if p.next(']') {
-			return nil
-		}
-		for {
-			p.ws()
-			if err := p.skip(depth + 1); err != nil {
+		more, err := p.arrayStart()
+		for more {
+			p.wsIf()
+			if err = p.skip(depth + 1); err != nil {
 				return err
 			}
-			if p.next(',') {
-				continue
-			}
-			if p.next(']') {
-				return nil
-			}
-			return p.fail("expected ',' or ']'")
+			more, err = p.after(']')
 		}
+		return err
 	case c == 't':
 		return p.literal("true")
 	case c == 'f':
@@ -264,53 +384,117 @@ func (p *parser) skip(depth int) error {
 	}
 }
 
-// object calls member for each key of the object at p.i, with p.i at the
-// value; member must consume the value. Keys with escapes go to the
-// reference decoder, since comparing them raw could be wrong.
+// An object is read as
 //
-// member is a method value on a stack object in the callers below; they
-// are written so the closure does not escape (checked by the benchmark's
-// allocs/token).
-func (p *parser) object(member func(key []byte) error) error {
+//	key, more, err := p.objectStart()
+//	for more {
+//		... consume the value at p.i ...
+//		key, more, err = p.member()
+//	}
+//
+// with plain calls rather than a callback per member, so the member code
+// of each caller is compiled in place, and one call per member; an array
+// is read with arrayStart and after, with p.wsIf() before each element.
+
+// objectStart consumes the '{' at p.i and reads the first member's key
+// (see member).
+func (p *parser) objectStart() (key []byte, more bool, err error) {
 	if p.peek() != '{' {
-		return p.fail("expected object")
+		return nil, false, p.fail("expected object")
 	}
 	p.i++
-	if p.next('}') {
-		return nil
-	}
-	for {
-		p.ws()
-		key, flags, err := p.str()
-		if err != nil {
-			return err
-		}
-		if flags&strEscaped != 0 {
-			return errFallback
-		}
-		if !p.next(':') {
-			return p.fail("expected ':'")
-		}
-		p.ws()
-		if err := member(key); err != nil {
-			return err
-		}
-		if p.next(',') {
-			continue
-		}
-		if p.next('}') {
-			return nil
-		}
-		return p.fail("expected ',' or '}'")
-	}
+	return p.key(true)
 }
 
-// rawStr is a string value seen by the fast path, decoded only if needed.
-type rawStr struct {
-	b     []byte
-	flags int
-	ok    bool // the value was a string
+// member reads what follows a member's value: a ',' and the next key and
+// its ':' (more, p.i at the value), or the closing '}' (!more).
+func (p *parser) member() (key []byte, more bool, err error) { return p.key(false) }
+
+// key reads the next member of an object, after its '{' (first) or after
+// a value: the closing '}', or (after a ',' unless first) a key and its
+// ':', leaving p.i at the value. Keys with escapes go to the reference
+// decoder, since comparing them raw could be wrong. The common key (plain,
+// followed by ':') is read here with local indices; others by keySlow.
+func (p *parser) key(first bool) (key []byte, more bool, err error) {
+	b, i := p.b, p.i
+	if i < len(b) && b[i] <= ' ' {
+		p.ws()
+		i = p.i
+	}
+	if i >= len(b) {
+		return nil, false, p.fail("expected ',' or '}'")
+	}
+	switch c := b[i]; {
+	case c == '}':
+		p.i = i + 1
+		return nil, false, nil
+	case !first:
+		if c != ',' {
+			return nil, false, p.fail("expected ',' or '}'")
+		}
+		i++
+		if i < len(b) && b[i] <= ' ' {
+			p.i = i
+			p.ws()
+			i = p.i
+		}
+	}
+	if i < len(b) && b[i] == '"' {
+		for j := i + 1; len(b)-j >= 8; j += 8 {
+			m := specialASCII(binary.LittleEndian.Uint64(b[j:]))
+			if m == 0 {
+				continue
+			}
+			j += bits.TrailingZeros64(m) >> 3
+			if b[j] == '"' && j+1 < len(b) && b[j+1] == ':' {
+				p.i = j + 2
+				p.wsIf()
+				return b[i+1 : j], true, nil
+			}
+			break
+		}
+	}
+	p.i = i
+	key, err = p.keySlow()
+	return key, err == nil, err
 }
+
+// arrayStart consumes the '[' at p.i and reports whether an element
+// follows (false for "[]").
+func (p *parser) arrayStart() (more bool, err error) {
+	if p.peek() != '[' {
+		return false, p.fail("expected array")
+	}
+	p.i++
+	return !p.next(']'), nil
+}
+
+func (p *parser) keySlow() ([]byte, error) {
+	key, flags, err := p.str()
+	if err != nil {
+		return nil, err
+	}
+	if flags&strEscaped != 0 {
+		return nil, errFallback
+	}
+	if !p.next(':') {
+		return nil, p.fail("expected ':'")
+	}
+	p.wsIf()
+	return key, nil
+}
+
+// rawStr is a string value seen by the fast path, decoded only if needed:
+// its place in the event's bytes, so the decoder's state stays small (it
+// is zeroed per event).
+type rawStr struct {
+	off, n int32
+	flags  uint8
+	ok     bool // the value was a string
+}
+
+// bytes is the string's raw contents within data, the event's bytes.
+func (s rawStr) bytes(data []byte) []byte { return data[s.off : s.off+s.n] }
 
 // strOrSkip reads a string value, or skips a value of another kind and
 // reports it as not a string.
@@ -318,8 +502,9 @@ func (p *parser) strOrSkip(depth int) (rawStr, error) {
 	if p.peek() != '"' {
 		return rawStr{}, p.skip(depth)
 	}
+	start := p.i + 1
 	b, f, err := p.str()
-	return rawStr{b, f, true}, err
+	return rawStr{int32(start), int32(len(b)), uint8(f), true}, err
 }
 
 // numOrSkip reads a number or string literal for codes and counts.
@@ -332,9 +517,9 @@ func (p *parser) numOrSkip(depth int) (lit []byte, isNum bool, err error) {
 }
 
 // tokenCount is the count a literal stands for, or -1: only plain integer
-func finishString(s rawStr) string {
+func finishString(data []byte, s rawStr) string {
 	if s.flags == 0 {
-		switch string(s.b) {
+		switch string(s.bytes(data)) {
 		case "stop":
 			return "stop"
 		case "length":
@@ -351,21 +536,21 @@ func finishString(s rawStr) string {
 			return "abort"
 		}
 	}
-	return decodeStr(s)
+	return decodeStr(data, s)
 }
 
-func decodeStr(s rawStr) string {
+func decodeStr(data []byte, s rawStr) string {
 	if s.flags == 0 {
-		return string(s.b)
+		return string(s.bytes(data))
 	}
-	return string(appendUnquoted(nil, s.b))
+	return string(appendUnquoted(nil, s.bytes(data)))
 }
 
-func appendStr(dst []byte, s rawStr) []byte {
+func appendStr(dst, data []byte, s rawStr) []byte {
 	if s.flags == 0 {
-		return append(dst, s.b...)
+		return append(dst, s.bytes(data)...)
 	}
-	return appendUnquoted(dst, s.b)
+	return appendUnquoted(dst, s.bytes(data))
 }
 
 // appendUnquoted decodes the contents of a JSON string already validated

@@ -51,7 +51,9 @@ type Waiter interface {
 // since it is the only place those servers report a failure.
 //
 // The slices returned by Data, Type and ErrorData are valid until the next
-// call to Next. A Scanner is not safe for concurrent use.
+// call to Next, Wait, Rest or Reset (Data may point into the read buffer,
+// which a pooled scanner gives back). A Scanner is not safe for concurrent
+// use.
 type Scanner struct {
 	r             *bufio.Reader
 	own           bool // r is the scanner's: Reset reuses its buffer
@@ -61,6 +63,7 @@ type Scanner struct {
 	maxEventBytes int
 
 	data    []byte
+	view    []byte // the event's data in the read buffer, if not in data
 	typ     []byte
 	errData []byte
 	hasData bool
@@ -114,7 +117,7 @@ func (s *Scanner) Reset(r io.Reader) {
 	default:
 		s.r, s.own = bufio.NewReaderSize(r, DefaultBufferBytes), true
 	}
-	s.data, s.typ, s.errData, s.line = s.data[:0], s.typ[:0], s.errData[:0], s.line[:0]
+	s.data, s.typ, s.errData, s.line, s.view = s.data[:0], s.typ[:0], s.errData[:0], s.line[:0], nil
 	s.hasData, s.started, s.partial, s.err = false, false, false, nil
 }
 
@@ -189,7 +192,12 @@ func (s *Scanner) Next() bool {
 	if s.err != nil {
 		return false
 	}
-	s.data, s.typ, s.errData, s.hasData = s.data[:0], s.typ[:0], s.errData[:0], false
+	s.data, s.typ, s.errData, s.hasData, s.view = s.data[:0], s.typ[:0], s.errData[:0], false, nil
+	if s.started {
+		if ok, done := s.nextFast(); done {
+			return ok
+		}
+	}
 	for {
 		line, err := s.readLine()
 		if err != nil {
@@ -239,6 +247,57 @@ func (s *Scanner) Next() bool {
 	}
 }
 
+// nextFast reads the event servers send for each token, one "data:" line
+// and its blank line, when it is whole in the read buffer: one search for
+// the line end, no per-line reader calls, and the data is not copied. done
+// is false, with nothing consumed, for anything else; Next's line loop
+// then reads it.
+func (s *Scanner) nextFast() (ok, done bool) {
+	if s.pooled {
+		if err := s.getReader(); err != nil {
+			s.err = err // as readLine would report it
+			return false, true
+		}
+	}
+	r := s.r
+	n := r.Buffered()
+	if n == 0 {
+		// What ReadSlice would do first: one read into the empty buffer.
+		if _, err := r.Peek(1); err != nil {
+			s.err = err
+			return false, true
+		}
+		n = r.Buffered()
+	}
+	buf, _ := r.Peek(n)
+	if len(buf) < 7 || string(buf[:5]) != "data:" {
+		return false, false
+	}
+	eol := bytes.IndexByte(buf, '\n')
+	if eol < 0 || eol+1 >= len(buf) {
+		return false, false
+	}
+	end := eol + 1
+	switch {
+	case buf[end] == '\n':
+		end++
+	case buf[end] == '\r' && end+1 < len(buf) && buf[end+1] == '\n':
+		end += 2
+	default:
+		return false, false // more lines in this event
+	}
+	value := trimEOL(buf[5 : eol+1])
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	if len(value)+1 > s.maxEventBytes {
+		return false, false // the line loop reports it
+	}
+	s.view = value        // not copied: valid until the buffer is read again
+	_, _ = r.Discard(end) // buffered: cannot fail
+	return true, true
+}
+
 // readLine returns the next line without its LF or CRLF. The slice is
 // valid until the next read.
 func (s *Scanner) readLine() ([]byte, error) {
@@ -281,7 +340,12 @@ func trimEOL(line []byte) []byte {
 }
 
 // Data is the current event's data, data lines joined with "\n".
-func (s *Scanner) Data() []byte { return s.data }
+func (s *Scanner) Data() []byte {
+	if s.view != nil {
+		return s.view
+	}
+	return s.data
+}
 
 // Type is the current event's "event:" field; empty means "message".
 func (s *Scanner) Type() []byte { return s.typ }

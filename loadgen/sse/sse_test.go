@@ -236,6 +236,10 @@ func FuzzSSE(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Add([]byte("data: a\r\n\r\n:\n\nevent: error\ndata: x\ndata: y\n\nerror: z\n\ndata: cut"))
+	// The edges of Next's one-line fast path.
+	f.Add([]byte("data:x\n\ndata:\n\ndata: \r\n\r\ndata:  y\n\r\ndata: z\r\n\rdata: w\n\ndata: v\n\n\n"))
+	f.Add([]byte("\xef\xbb\xbfdata: a\n\ndata: b\ndata: c\n\ndata: d\nevent: e\n\ndata: f\n"))
+	f.Add([]byte("data: a\n\ndat: b\n\ndata:\n\ndata\n\ndata: c\n\r"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		want, wantPartial := referenceSSE(string(in))
 		for _, r := range []namedReader{
@@ -255,6 +259,16 @@ func FuzzSSE(f *testing.F) {
 			}
 			if len(got) > bytes.Count(in, []byte("\n"))+1 {
 				t.Fatalf("%d events from %d lines", len(got), bytes.Count(in, []byte("\n")))
+			}
+		}
+		// A buffer that holds whole events, as clients use: Next takes
+		// single-line events without its line loop.
+		{
+			s := NewScannerSize(bytes.NewReader(in), 4<<10)
+			got := scanAll(s)
+			if s.Err() != nil || !reflect.DeepEqual(got, want) || s.PartialLine() != wantPartial {
+				t.Fatalf("4 KiB buffer: got %q (partial %v, %v), reference %q (partial %v)",
+					got, s.PartialLine(), s.Err(), want, wantPartial)
 			}
 		}
 		// A pooled scanner over a Waiter, fed in pieces of every size from

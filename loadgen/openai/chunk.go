@@ -55,12 +55,20 @@ var errFallback = errors.New("fast path: unsupported input")
 // whatever it rejects is decoded again by encoding/json, whose verdict
 // stands, so a fast-path mistake can cost speed but not a false error.
 func decodeEvent(data []byte, ev *event, text []byte, keepText bool) ([]byte, error) {
+	out, _, err := decodeEventSlot(data, ev, text, keepText)
+	return out, err
+}
+
+// decodeEventSlot is decodeEvent, and the event's slot when the fast path
+// decoded it.
+func decodeEventSlot(data []byte, ev *event, text []byte, keepText bool) ([]byte, slot, error) {
 	start := len(text)
-	out, err := decodeFast(data, ev, text, keepText)
+	out, sl, err := decodeFastSlot(data, ev, text, keepText)
 	if err == nil {
-		return out, nil
+		return out, sl, nil
 	}
-	return decodeSlow(data, ev, text[:start], keepText)
+	out, err = decodeSlow(data, ev, text[:start], keepText)
+	return out, slot{}, err
 }
 
 // literals of at most 15 digits count (no sign, fraction or exponent).
@@ -112,7 +120,9 @@ type fastDecoder struct {
 
 	choicesStart int         // 1 + len(text) when the first "choices" began
 	cs           choiceState // the choice being read (choices do not nest)
-	inMessage    bool        // reading cs.message rather than cs.delta
+	slot         rawStr      // the one choice's answer string, when it is the only answer source (shape)
+	slotOK       bool
+	inMessage    bool // reading cs.message rather than cs.delta
 
 	errVal  int // 0 absent or null, 1 string, 2 object, 3 other
 	errStr  rawStr
@@ -124,14 +134,29 @@ type fastDecoder struct {
 }
 
 func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, error) {
+	out, _, err := decodeFastSlot(data, ev, text, keepText)
+	return out, err
+}
+
+// slot is where an event's answer string's contents sit in its bytes,
+// when the fast path decoded it and that string is all the decoding takes
+// from the choices that can differ between two events of a stream (see
+// shape); ok says there is one.
+type slot struct {
+	s  rawStr
+	ok bool
+}
+
+// decodeFastSlot is decodeFast, and the event's slot.
+func decodeFastSlot(data []byte, ev *event, text []byte, keepText bool) ([]byte, slot, error) {
 	ev.reset()
 	if len(data) > math.MaxInt32 {
-		return text, errFallback // rawStr holds 32-bit offsets
+		return text, slot{}, errFallback // rawStr holds 32-bit offsets
 	}
 	d := fastDecoder{p: parser{b: data}, ev: ev, text: text, keepText: keepText}
 	d.p.ws()
 	if d.p.peek() != '{' {
-		return text, d.p.fail("chunk is not a JSON object")
+		return text, slot{}, d.p.fail("chunk is not a JSON object")
 	}
 	key, more, err := d.p.objectStart()
 	for more {
@@ -141,13 +166,14 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 		key, more, err = d.p.member()
 	}
 	if err != nil {
-		return text, err
+		return text, slot{}, err
 	}
 	d.p.ws()
 	if d.p.i != len(d.p.b) {
-		return text, d.p.fail("data after JSON value")
+		return text, slot{}, d.p.fail("data after JSON value")
 	}
 	if d.errVal != 0 {
+		d.slotOK = false
 		ev.isError = true
 		switch d.errVal {
 		case 1:
@@ -164,7 +190,7 @@ func decodeFast(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 			}
 		}
 	}
-	return d.text, nil
+	return d.text, slot{d.slot, d.slotOK}, nil
 }
 
 func codeString(raw []byte, isStr bool) string {
@@ -178,6 +204,7 @@ func (d *fastDecoder) top(key []byte) error {
 	p, ev := &d.p, d.ev
 	switch string(key) {
 	case "choices":
+		d.slotOK = false
 		ev.choices, ev.answer, ev.reasoning, ev.finish = 0, false, false, ""
 		if d.keepText {
 			if d.choicesStart == 0 {
@@ -275,6 +302,17 @@ func (d *fastDecoder) choice() error {
 	if cs.delta.content.n > 0 || cs.message.content.n > 0 || cs.text.n > 0 ||
 		cs.delta.toolCalls || cs.message.toolCalls {
 		ev.answer = true
+	}
+	// The shape's slot: the first choice's one answer string (delta
+	// content, or a completion's text), when nothing else answers.
+	d.slotOK = false
+	if ev.choices == 1 && !cs.delta.toolCalls && !cs.message.toolCalls && !cs.message.content.ok {
+		switch {
+		case cs.delta.content.ok && !cs.text.ok:
+			d.slot, d.slotOK = cs.delta.content, true
+		case cs.text.ok && !cs.delta.content.ok:
+			d.slot, d.slotOK = cs.text, true
+		}
 	}
 	if cs.delta.reasoning || cs.delta.reasoningContent || cs.message.reasoning || cs.message.reasoningContent {
 		ev.reasoning = true

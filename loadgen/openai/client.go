@@ -203,6 +203,7 @@ type stream struct {
 	keepText bool
 	text     []byte
 	ev       event
+	shape    shape // the stream's last event shape: most events are decoded through it
 
 	events    int  // JSON events decoded
 	doneSeen  bool // data: [DONE]
@@ -248,7 +249,7 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 		return false
 	}
 	s.events++
-	text, err := decodeEvent(data, &s.ev, s.text, s.keepText)
+	text, err := s.shape.decode(data, &s.ev, s.text, s.keepText)
 	if err != nil {
 		s.kind = loadgen.ErrProtocol
 		s.msg = fmt.Sprintf("event %d: bad chunk JSON: %v: %s", s.events, err, quoteSnippet(data))

@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tailgate-llm/tailgate/internal/hexdigit"
 )
 
 // The generic part of the fast path: a JSON scanner over one event's bytes
@@ -249,17 +251,11 @@ func hex4(b []byte) rune {
 	}
 	var r rune
 	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		v, ok := hexdigit.Value(c)
+		if !ok {
 			return -1
 		}
-		r = r*16 + rune(c)
+		r = r*16 + rune(v)
 	}
 	return r
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"sync"
+
+	"github.com/tailgate-llm/tailgate/internal/hexdigit"
 )
 
 // A lean connection holds a read buffer only while it has unread bytes:
@@ -386,14 +388,8 @@ func (b *bodyReader) chunkLine(p []byte) {
 	}
 	var n uint64
 	for i, c := range p {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
+		v, ok := hexdigit.Value(c)
+		if !ok {
 			b.err = errChunkLengthByte
 			return
 		}
@@ -401,7 +397,7 @@ func (b *bodyReader) chunkLine(p []byte) {
 			b.err = errChunkLengthTooBig
 			return
 		}
-		n = n<<4 | uint64(c)
+		n = n<<4 | uint64(v)
 	}
 	// net/http's guard against a sender of mostly framing, its very sums.
 	b.excess += int64(lineLen) + 2

@@ -120,9 +120,8 @@ type fastDecoder struct {
 
 	choicesStart int         // 1 + len(text) when the first "choices" began
 	cs           choiceState // the choice being read (choices do not nest)
-	slot         rawStr      // the one choice's answer string, when it is the only answer source (shape)
-	slotOK       bool
-	inMessage    bool // reading cs.message rather than cs.delta
+	slot         slot        // the one choice's answer string, when it is the only answer source (shape)
+	inMessage    bool        // reading cs.message rather than cs.delta
 
 	errVal  int // 0 absent or null, 1 string, 2 object, 3 other
 	errStr  rawStr
@@ -173,7 +172,7 @@ func decodeFastSlot(data []byte, ev *event, text []byte, keepText bool) ([]byte,
 		return text, slot{}, d.p.fail("data after JSON value")
 	}
 	if d.errVal != 0 {
-		d.slotOK = false
+		d.slot = slot{}
 		ev.isError = true
 		switch d.errVal {
 		case 1:
@@ -190,7 +189,7 @@ func decodeFastSlot(data []byte, ev *event, text []byte, keepText bool) ([]byte,
 			}
 		}
 	}
-	return d.text, slot{d.slot, d.slotOK}, nil
+	return d.text, d.slot, nil
 }
 
 func codeString(raw []byte, isStr bool) string {
@@ -204,7 +203,7 @@ func (d *fastDecoder) top(key []byte) error {
 	p, ev := &d.p, d.ev
 	switch string(key) {
 	case "choices":
-		d.slotOK = false
+		d.slot = slot{}
 		ev.choices, ev.answer, ev.reasoning, ev.finish = 0, false, false, ""
 		if d.keepText {
 			if d.choicesStart == 0 {
@@ -305,13 +304,13 @@ func (d *fastDecoder) choice() error {
 	}
 	// The shape's slot: the first choice's one answer string (delta
 	// content, or a completion's text), when nothing else answers.
-	d.slotOK = false
+	d.slot = slot{}
 	if ev.choices == 1 && !cs.delta.toolCalls && !cs.message.toolCalls && !cs.message.content.ok {
 		switch {
 		case cs.delta.content.ok && !cs.text.ok:
-			d.slot, d.slotOK = cs.delta.content, true
+			d.slot = slot{cs.delta.content, true}
 		case cs.text.ok && !cs.delta.content.ok:
-			d.slot, d.slotOK = cs.text, true
+			d.slot = slot{cs.text, true}
 		}
 	}
 	if cs.delta.reasoning || cs.delta.reasoningContent || cs.message.reasoning || cs.message.reasoningContent {

@@ -163,7 +163,7 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 func send(hc *http.Client, req *http.Request) (*http.Response, error) {
 	l, ok := hc.Transport.(*lean)
 	if !ok || hc.CheckRedirect != nil || hc.Jar != nil || hc.Timeout != 0 {
-		return doHard(hc, req)
+		return sendHard(hc.Do, req)
 	}
 	resp, err := l.RoundTrip(req)
 	if err != nil || isRedirect(resp.StatusCode) {
@@ -203,19 +203,14 @@ func leanFailOrRedirect(hc *http.Client, req *http.Request, resp *http.Response,
 			return nil, err
 		}
 	}
-	return doHard(hc, again)
+	return sendHard(hc.Do, again)
 }
 
-// doHard sends req through http.Client, whose transport ends a request
-// only when its context's Done closes: a soft deadline (the runner's for a
-// lean client, loadgen.WithSoftDeadline) is made a real one for it, ended
-// when the answer's body is closed.
-func doHard(hc *http.Client, req *http.Request) (*http.Response, error) {
-	return roundTripHard(hc.Do, req)
-}
-
-// roundTripHard is doHard for any way of sending.
-func roundTripHard(do func(*http.Request) (*http.Response, error), req *http.Request) (*http.Response, error) {
+// sendHard sends req with do (net/http's client or transport), which
+// ends a request only when its context's Done closes: a soft deadline (the
+// runner's for a lean client, loadgen.WithSoftDeadline) is made a real one
+// for it, ended when the answer's body is closed.
+func sendHard(do func(*http.Request) (*http.Response, error), req *http.Request) (*http.Response, error) {
 	ctx, cancel := loadgen.HardDeadline(req.Context())
 	if ctx == req.Context() {
 		return do(req)

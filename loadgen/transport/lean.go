@@ -89,7 +89,7 @@ var writeBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 // RoundTrip implements http.RoundTripper.
 func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !l.handles(req) {
-		return roundTripHard(l.fallback.RoundTrip, req)
+		return sendHard(l.fallback.RoundTrip, req)
 	}
 	u := req.URL
 	ctx := req.Context()

@@ -62,6 +62,9 @@ type leanConn struct {
 	conn   net.Conn
 	in     connReader
 	reused bool
+	// deadline: a request set one on conn; put clears it, so a pooled
+	// connection never carries one.
+	deadline bool
 }
 
 // headPool holds the readers of response heads: http.ReadResponse wants a
@@ -111,6 +114,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	deadline, hasDeadline := loadgen.SoftDeadline(ctx)
 	if hasDeadline {
 		_ = c.conn.SetDeadline(deadline)
+		c.deadline = true
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
 	answered := false
@@ -147,15 +151,12 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// answer keeps a request without them.
 	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
 	held, _ := ctx.Value(heldKey{}).(*Held)
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, deadline: hasDeadline, held: held}
+	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
 		if !stop() || !reusable {
 			c.conn.Close()
 		} else {
-			if hasDeadline {
-				_ = c.conn.SetDeadline(time.Time{})
-			}
 			l.putOrHold(c, held)
 		}
 		return resp, nil
@@ -439,6 +440,10 @@ func (l *lean) put(c *leanConn) {
 		c.conn.Close()
 		return
 	}
+	if c.deadline {
+		_ = c.conn.SetDeadline(time.Time{})
+		c.deadline = false
+	}
 	l.mu.Lock()
 	l.idle[c.key] = append(l.idle[c.key], c)
 	l.mu.Unlock()
@@ -467,7 +472,6 @@ type leanBody struct {
 	stop     func() bool
 	reusable bool
 	done     bool
-	deadline bool // a deadline is set: cleared before the connection is reused
 	// reqDeadline is the request's deadline (zero: none): a read deadline
 	// set later never extends it.
 	reqDeadline time.Time
@@ -488,7 +492,7 @@ func (b *leanBody) SetReadDeadline(t time.Time) error {
 	if !b.reqDeadline.IsZero() && (t.IsZero() || t.After(b.reqDeadline)) {
 		t = b.reqDeadline
 	}
-	b.deadline = b.deadline || !t.IsZero()
+	b.c.deadline = b.c.deadline || !t.IsZero()
 	return b.c.conn.SetReadDeadline(t)
 }
 
@@ -537,9 +541,6 @@ func (b *leanBody) finish(clean bool) {
 	}
 	b.done = true
 	if clean && b.stop() && b.reusable && !b.r.dirty {
-		if b.deadline {
-			_ = b.c.conn.SetDeadline(time.Time{})
-		}
 		b.l.putOrHold(b.c, b.held)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func agree(t testing.TB, ref, lean *Client, p *prompts.Prompt, timeout time.Dura
 	var first *loadgen.Record
 	for i := range 2 {
 		a, b := run(ref), run(lean)
+		// A connection's error names its own local port.
+		a.Error = localPort.ReplaceAllString(a.Error, "->")
+		b.Error = localPort.ReplaceAllString(b.Error, "->")
 		if !sameRecord(a, b) || len(a.Chunks) != len(b.Chunks) || a.Status != b.Status || a.Unstreamed != b.Unstreamed {
 			t.Fatalf("%s, request %d: net/http and lean differ:\nnet/http %s %q status %d chunks %d out %d\nlean     %s %q status %d chunks %d out %d",
 				what, i+1, a.ErrorKind, a.Error, a.Status, len(a.Chunks), a.OutputTokens,
@@ -67,6 +71,8 @@ func agree(t testing.TB, ref, lean *Client, p *prompts.Prompt, timeout time.Dura
 	}
 	return first
 }
+
+var localPort = regexp.MustCompile(`:[0-9]+->`)
 
 // framings serve one SSE body the ways a server can frame it.
 var framings = []struct {
@@ -205,5 +211,85 @@ func TestLeanAgreesOnSimFaults(t *testing.T) {
 func TestHTTPClientUnknown(t *testing.T) {
 	if _, err := New(Config{Endpoint: transport.Endpoint{URL: "http://127.0.0.1:1", Transport: transport.Config{HTTPClient: "fast"}}}); err == nil {
 		t.Error("HTTPClient \"fast\" accepted")
+	}
+}
+
+// splitFramings serve an SSE body in pieces that end inside events and
+// inside the chunk framing: the lean client reads token events inside one
+// wait of the connection (sse.Scanner.Pump), and an event whose bytes come
+// in two reads must read as one.
+var splitFramings = []struct {
+	name  string
+	serve func(w net.Conn, body []byte)
+}{
+	{"events split in two", func(w net.Conn, body []byte) {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for i, ev := range bytes.SplitAfter(body, []byte("\n\n")) {
+			if len(ev) == 0 {
+				continue
+			}
+			k := 1 + i*37%max(len(ev)-1, 1)
+			for _, part := range [][]byte{ev[:min(k, len(ev))], ev[min(k, len(ev)):]} {
+				if len(part) > 0 {
+					fmt.Fprintf(w, "%x\r\n%s\r\n", len(part), part)
+					// The reader has time to take the first part alone.
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+		io.WriteString(w, "0\r\n\r\n")
+	}},
+	{"framing in small writes", func(w net.Conn, body []byte) {
+		var b bytes.Buffer
+		b.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for _, ev := range bytes.SplitAfter(body, []byte("\n\n")) {
+			if len(ev) > 0 {
+				fmt.Fprintf(&b, "%x\r\n%s\r\n", len(ev), ev)
+			}
+		}
+		b.WriteString("0\r\n\r\n")
+		for n := 1; b.Len() > 0; n = n%13 + 1 {
+			w.Write(b.Next(n))
+		}
+	}},
+	{"bad framing after the first events", func(w net.Conn, body []byte) {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for i, ev := range bytes.SplitAfterN(body, []byte("\n\n"), 3) {
+			if i == 2 {
+				io.WriteString(w, "zz\r\n") // not a chunk size
+				break
+			}
+			fmt.Fprintf(w, "%x\r\n%s\r\n", len(ev), ev)
+			time.Sleep(time.Millisecond)
+		}
+		w.Close()
+	}},
+	{"reset after the first events", func(w net.Conn, body []byte) {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for i, ev := range bytes.SplitAfterN(body, []byte("\n\n"), 3) {
+			if i == 2 {
+				break
+			}
+			fmt.Fprintf(w, "%x\r\n%s\r\n", len(ev), ev)
+			time.Sleep(time.Millisecond)
+		}
+		w.(*net.TCPConn).SetLinger(0) // close with a reset
+		w.Close()
+	}},
+}
+
+// TestLeanAgreesSplit: every seed stream, as sent and with CRLF line ends,
+// in pieces.
+func TestLeanAgreesSplit(t *testing.T) {
+	for i, s := range seedStreams(t) {
+		for j, body := range [][]byte{s, bytes.ReplaceAll(s, []byte("\n"), []byte("\r\n"))} {
+			for _, f := range splitFramings {
+				t.Run(fmt.Sprintf("%d/%d/%s", i, j, f.name), func(t *testing.T) {
+					url := rawServer(t, func(c net.Conn) { f.serve(c, body) })
+					ref, lean := pairOf(t, Config{Endpoint: transport.Endpoint{URL: url}})
+					agree(t, ref, lean, sessionPrompt, testTimeout, f.name)
+				})
+			}
+		}
 	}
 }

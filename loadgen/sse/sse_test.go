@@ -302,7 +302,127 @@ func FuzzSSE(f *testing.F) {
 				t.Fatal("Reset(nil) kept the read buffer")
 			}
 		}
+		// Pumped, as the lean client reads: token events inside the
+		// input's wait (Pump), the rest through Wait and Next; each
+		// stops the pump at every third event, and the reading goes on.
+		for _, size := range []int{1, 2, 3, 7, 64, len(in) + 1} {
+			got, p, s := readPumped(in, size)
+			if s.Err() != nil || !reflect.DeepEqual(got, want) || s.PartialLine() != wantPartial {
+				t.Fatalf("pumped, pieces of %d: got %q (partial %v, %v), reference %q (partial %v)",
+					size, got, s.PartialLine(), s.Err(), want, wantPartial)
+			}
+			if p.askedEarly > 0 || p.heldWaiting > 0 {
+				t.Fatalf("pumped, pieces of %d: asked for input with %d turns' bytes unread; held a buffer with nothing unread in %d waits",
+					size, p.askedEarly, p.heldWaiting)
+			}
+		}
 	})
+}
+
+// pumpReader serves in in pieces of size bytes as a Pumper: one piece per
+// turn of Pump, Read returning ErrWouldBlock once the turn's piece is
+// read. It counts the turns a step ended with the piece unread (a step
+// may end only when it has taken all that came) and the waits in which
+// the scanner held a read buffer with nothing unread in it.
+type pumpReader struct {
+	waiterReader
+	piece       []byte
+	pumping     bool
+	askedEarly  int
+	heldWaiting int
+}
+
+func (p *pumpReader) Read(b []byte) (int, error) {
+	if !p.pumping {
+		if len(p.piece) > 0 {
+			n := copy(b, p.piece)
+			p.piece = p.piece[n:]
+			return n, nil
+		}
+		return p.waiterReader.Read(b)
+	}
+	if len(p.piece) == 0 {
+		return 0, ErrWouldBlock
+	}
+	n := copy(b, p.piece)
+	p.piece = p.piece[n:]
+	return n, nil
+}
+
+func (p *pumpReader) Pump(step func() bool) bool {
+	p.pumping = true
+	defer func() { p.pumping = false }()
+	for {
+		if step() {
+			return true
+		}
+		if len(p.piece) > 0 {
+			p.askedEarly++
+		}
+		if p.s.r != nil && p.s.r.Buffered() == 0 {
+			p.heldWaiting++
+		}
+		if len(p.in) == 0 {
+			return true // the end: Read reports it
+		}
+		n := min(p.size, len(p.in))
+		p.piece, p.in = append(p.piece, p.in[:n]...), p.in[n:]
+	}
+}
+
+// readPumped reads in as openai's stream reader does, through Pump where
+// it can.
+func readPumped(in []byte, size int) ([]sseEvent, *pumpReader, *Scanner) {
+	p := &pumpReader{waiterReader: waiterReader{in: in, size: size}}
+	s := NewPooledScanner()
+	s.Reset(p)
+	p.s = s
+	var got []sseEvent
+	each := func() bool {
+		got = append(got, sseEvent{string(s.Data()), string(s.Type()), string(s.ErrorData())})
+		return len(got)%3 != 0
+	}
+	for {
+		if s.Pump(each) {
+			continue
+		}
+		s.Wait()
+		if !s.Next() {
+			break
+		}
+		got = append(got, sseEvent{string(s.Data()), string(s.Type()), string(s.ErrorData())})
+	}
+	return got, p, s
+}
+
+// TestPumpReadsTokenEventsInOneWait: a stream of one-line events, in
+// pieces, goes through Pump after its first event, not through Next.
+func TestPumpReadsTokenEventsInOneWait(t *testing.T) {
+	var in []byte
+	for i := range 50 {
+		in = fmt.Appendf(in, "data: {\"i\":%d}\r\n\r\n", i)
+	}
+	for _, size := range []int{1, 5, 64, len(in)} {
+		p := &pumpReader{waiterReader: waiterReader{in: in, size: size}}
+		s := NewPooledScanner()
+		s.Reset(p)
+		p.s = s
+		n, pumped := 0, 0
+		each := func() bool { n++; pumped++; return true }
+		for {
+			if s.Pump(each) {
+				t.Fatal("Pump says each stopped it")
+			}
+			s.Wait()
+			if !s.Next() {
+				break
+			}
+			n++
+		}
+		if n != 50 || pumped != 49 || s.Err() != nil {
+			t.Fatalf("pieces of %d: %d events, %d through Pump (want 50, 49), %v", size, n, pumped, s.Err())
+		}
+	}
 }
 
 // waiterReader serves in in pieces of size bytes, one per Read, and as an

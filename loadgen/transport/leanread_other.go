@@ -9,3 +9,5 @@ import "net"
 func rawReaderOf(net.Conn) rawReader { return nil }
 
 func (cr *connReader) fillRaw() error { panic("unreachable: no raw reader") }
+
+func (cr *connReader) pump(func() bool) { panic("unreachable: no raw reader") }

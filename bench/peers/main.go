@@ -27,7 +27,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +44,9 @@ func main() {
 			return
 		case "read":
 			read(os.Args[2:])
+			return
+		case "floor":
+			floor(os.Args[2:])
 			return
 		}
 	}
@@ -70,15 +72,16 @@ func usageEvent(n int) []byte {
 
 // serve answers OpenAI chat requests: one JSON body when not streamed; a
 // stream of max_tokens one-token events, at once (ttft = itl = 0) or on a
-// fixed clock; it keeps each delayed stream's own TTFT (handler start to
-// the first event's flush) for GET /truth.
+// fixed clock; it keeps each delayed stream's X-Request-Id, handler start
+// and first event's flush (wall clock, Unix ns: the clients on this host
+// read the same clock) for GET /truth, which returns them and forgets them.
 func serve(args []string) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	ttft := fs.Duration("ttft", 0, "time to the first event")
 	itl := fs.Duration("itl", 0, "time between events")
 	fs.Parse(args)
 	var mu sync.Mutex
-	var truth []int64
+	var truth []served
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -93,6 +96,7 @@ func serve(args []string) {
 	})
 	mux.HandleFunc(chatPath, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
 		body, _ := io.ReadAll(r.Body)
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "application/json")
@@ -122,9 +126,9 @@ func serve(args []string) {
 			w.Write(tokenEvent)
 			fl.Flush()
 			if i == 0 {
-				d := time.Since(start).Microseconds()
+				t := served{ID: id, Start: start.UnixNano(), First: time.Now().UnixNano()}
 				mu.Lock()
-				truth = append(truth, d)
+				truth = append(truth, t)
 				mu.Unlock()
 			}
 		}
@@ -267,6 +271,9 @@ func (s *server) stop() { s.cmd.Process.Kill(); s.cmd.Wait() }
 
 // summary is the part of tailgate's summary.json read here.
 type summary struct {
+	Run struct {
+		Started string `json:"started"`
+	} `json:"run"`
 	Requests struct {
 		OK     int64 `json:"ok"`
 		Errors int64 `json:"errors"`
@@ -304,6 +311,12 @@ func (b *bench) tg(ctx context.Context, args ...string) (summary, child, error) 
 
 // tgEnv is tg with env added to tailgate's environment.
 func (b *bench) tgEnv(ctx context.Context, env []string, args ...string) (summary, child, error) {
+	return b.tgOut(ctx, env, nil, args...)
+}
+
+// tgOut is tgEnv with keep, when not nil, called with the results
+// directory and the summary before the directory is removed.
+func (b *bench) tgOut(ctx context.Context, env []string, keep func(dir string, s summary) error, args ...string) (summary, child, error) {
 	out, _ := os.MkdirTemp(b.tmp, "run")
 	args = append(args, "--model", "m", "--metrics-url", "off", "--nvml", "off", "--no-progress", "--self-check", "warn",
 		"--max-error-rate", "1", "--grace", "5s", "--json", "--out", out)
@@ -314,6 +327,11 @@ func (b *bench) tgEnv(ctx context.Context, env []string, args ...string) (summar
 	}
 	if err := json.Unmarshal([]byte(c.stdout), &s); err != nil {
 		return s, c, fmt.Errorf("tailgate run %s: summary: %v\n%s", strings.Join(args, " "), err, tail(c.stderr))
+	}
+	if keep != nil {
+		if err := keep(out, s); err != nil {
+			return s, c, err
+		}
 	}
 	os.RemoveAll(out)
 	return s, c, nil
@@ -471,9 +489,10 @@ func (b *bench) streamed(ctx context.Context) error {
 	return nil
 }
 
-// ttftError: TTFT mean and p99 against the endpoint's own timestamps at
-// 256 streams, 50 ms TTFT, 10 ms ITL: cold connections, the first second
-// left out, and --preconnect.
+// ttftError: each request's TTFT error against the server's own record of
+// it, paired by X-Request-Id, at 256 streams, 50 ms TTFT, 10 ms ITL, 16
+// tokens: tailgate and the floor client in turn against the same server,
+// with cold connections, the first second left out, and --preconnect.
 func (b *bench) ttftError(ctx context.Context) error {
 	srv, err := startServer(b.self, "-ttft", "50ms", "-itl", "10ms")
 	if err != nil {
@@ -481,38 +500,107 @@ func (b *bench) ttftError(ctx context.Context) error {
 	}
 	defer srv.stop()
 	b.row("")
-	b.row("TTFT error vs the server's clock, c256, 50ms/10ms", "mean error ms", "p99 error ms", "", "", "goal")
+	b.row("TTFT error per request vs the server's clock, c256, 50ms/10ms", "mean ms", "p99 ms", "requests paired", "", "goal")
+	var loads, lost []string
 	for _, mode := range []struct {
 		name string
 		args []string
-	}{{"cold connections", nil}, {"cold, first second left out", []string{"--warmup", "1s"}}, {"--preconnect", []string{"--preconnect"}}} {
-		http.Get(srv.url + "/truth") // reset
-		s, _, err := b.tg(ctx, append([]string{"--target", srv.url, "--concurrency", "256", "--max-tokens", "16", "--duration", b.d.String()}, mode.args...)...)
+		pre  bool // --preconnect, -preconnect
+		skip bool // leave out what was sent in the first second
+	}{{"cold connections", nil, false, false}, {"cold, first second left out", []string{"--warmup", "1s"}, false, true}, {"--preconnect", []string{"--preconnect"}, true, false}} {
+		if _, err := srv.truth(); err != nil { // reset
+			return err
+		}
+		var tgReqs []clientReq
+		var tgFrom int64
+		m := startMeter(srv.cmd.Process.Pid)
+		_, tc, err := b.tgOut(ctx, nil, func(dir string, s summary) error {
+			f, err := os.Open(filepath.Join(dir, "requests.jsonl"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if tgReqs, err = parseTailgate(s.Run.Started, f); err != nil {
+				return err
+			}
+			if mode.skip {
+				t0, _ := time.Parse(time.RFC3339Nano, s.Run.Started) // parseTailgate read it
+				tgFrom = t0.Add(time.Second).UnixNano()
+			}
+			return nil
+		}, append([]string{"--target", srv.url, "--concurrency", "256", "--max-tokens", "16", "--duration", b.d.String()}, mode.args...)...)
 		if err != nil {
 			return err
 		}
-		resp, err := http.Get(srv.url + "/truth")
+		tgLoad := m.words(tc.cpu)
+		tgTruth, err := srv.truth()
 		if err != nil {
 			return err
 		}
-		var truth []int64
-		json.NewDecoder(resp.Body).Decode(&truth)
-		resp.Body.Close()
-		if len(truth) == 0 {
-			return fmt.Errorf("the server kept no TTFT")
+		fargs := []string{"floor", "-url", srv.url + chatPath, "-c", "256", "-tokens", "16", "-d", b.d.String()}
+		if mode.pre {
+			fargs = append(fargs, "-preconnect")
 		}
-		sort.Slice(truth, func(i, j int) bool { return truth[i] < truth[j] })
-		var sum float64
-		for _, v := range truth {
-			sum += float64(v)
+		m = startMeter(srv.cmd.Process.Pid)
+		fc, err := runChild(ctx, b.self, fargs...)
+		if err != nil {
+			return err
 		}
-		mean := sum / float64(len(truth)) / 1000
-		p99 := float64(truth[int(math.Ceil(0.99*float64(len(truth))))-1]) / 1000
-		t := s.LatencyMs["ttft"]
-		b.row("  "+mode.name, fmt.Sprintf("%+.2f", t.Mean-mean), fmt.Sprintf("%+.2f", t.P99-p99), "", "", "mean < 1, p99 < 3")
+		flLoad := m.words(fc.cpu)
+		flStart, flReqs, err := parseFloor(strings.NewReader(fc.stdout))
+		if err != nil {
+			return err
+		}
+		flTruth, err := srv.truth()
+		if err != nil {
+			return err
+		}
+		var flFrom int64
+		if mode.skip {
+			flFrom = flStart + int64(time.Second)
+		}
+		tp, fp := pair(tgReqs, tgTruth, tgFrom), pair(flReqs, flTruth, flFrom)
+		tm, t99, tok := meanP99(tp.Errs)
+		fm, f99, fok := meanP99(fp.Errs)
+		if !tok || !fok {
+			return fmt.Errorf("TTFT error, %s: no request paired with the server's records (tailgate %d, floor %d)", mode.name, len(tp.Errs), len(fp.Errs))
+		}
+		b.row("  "+mode.name+": tailgate", fmt.Sprintf("%+.2f", tm), fmt.Sprintf("%+.2f", t99), strconv.Itoa(len(tp.Errs)), "", "mean < 1, p99 < 3")
+		b.row("    floor client", fmt.Sprintf("%+.2f", fm), fmt.Sprintf("%+.2f", f99), strconv.Itoa(len(fp.Errs)))
+		b.row("    tailgate − floor", fmt.Sprintf("%+.2f", tm-fm), fmt.Sprintf("%+.2f", t99-f99))
+		loads = append(loads, fmt.Sprintf("%s: tailgate's run %s; the floor's %s", mode.name, tgLoad, flLoad))
+		for _, side := range []struct {
+			who string
+			p   pairing
+		}{{"tailgate", tp}, {"floor", fp}} {
+			if side.p.Failed > 0 || side.p.Unpaired > 0 {
+				lost = append(lost, fmt.Sprintf("%s, %s: %d failed, %d with no server record", mode.name, side.who, side.p.Failed, side.p.Unpaired))
+			}
+		}
 	}
-	b.notes = append(b.notes, "TTFT error: tailgate's TTFT (closed loop: from the send) minus the server's own (handler start to the first event's flush), mean and p99 of each side's whole population; the server keeps every request's, warm-up included, so \"first second left out\" trims only tailgate's side. Cold connections pay TCP set-up inside the first wave; --preconnect opens the pool before the first start and reports that time apart (run.preconnect).")
+	b.notes = append(b.notes, "TTFT error: per request, the client's TTFT (its send to its first token) minus the server's (its handler's start to its first event's flush), paired by X-Request-Id; both processes read the same wall clock. "+
+		"The error is what neither side's timestamp covers: the request's way up (the client's write, loopback, the server's accept and header parsing) and the first event's way down (loopback, the client's wake-up and read, tailgate's parsing). "+
+		"The floor client (bench-peers floor: Go, kept-alive raw TCP connections, writes the request and times the first read that brings a \"data:\", no parsing) is the reference for this machine in this run; tailgate − floor is tailgate's own cost (difference of the means, of the p99s). "+
+		"Cold connections pay TCP set-up inside the first wave (both clients: the send time is taken before the dial); \"first second left out\" leaves out, on both sides, what was sent in the run's first second; --preconnect opens the pool before the first start (the floor: -preconnect dials every connection before its timed part).")
+	if len(lost) > 0 {
+		b.notes = append(b.notes, "TTFT error, left out of the figures (a failed request has no TTFT; an unpaired one no server TTFT): "+strings.Join(lost, "; ")+".")
+	}
+	b.notes = append(b.notes, "TTFT error, the machine over each client's run (/proc/stat: 1 − idle and iowait share of all CPUs; the server's and the client's CPU-seconds): "+strings.Join(loads, "; ")+".")
 	return nil
+}
+
+// truth returns the server's records since the last call, and forgets them.
+func (s *server) truth() ([]served, error) {
+	resp, err := http.Get(s.url + "/truth")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var t []served
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return nil, fmt.Errorf("server's /truth: %v", err)
+	}
+	return t, nil
 }
 
 // scheduleLag: open-loop schedule lag p99 at 64, 1024 and 4096 in flight
@@ -525,16 +613,20 @@ func (b *bench) scheduleLag(ctx context.Context) error {
 	defer srv.stop()
 	b.row("")
 	b.row("schedule lag p99, open loop, 2 s streams", "p99 ms", "", "", "", "goal")
+	var loads []string
 	for _, n := range []int{64, 1024, 4096} {
 		rate := float64(n) / 1.95
-		s, _, err := b.tg(ctx, "--target", srv.url, "--rate", fmt.Sprintf("%.1f", rate), "--arrival", "constant", "--max-tokens", "20",
+		m := startMeter(srv.cmd.Process.Pid)
+		s, tc, err := b.tg(ctx, "--target", srv.url, "--rate", fmt.Sprintf("%.1f", rate), "--arrival", "constant", "--max-tokens", "20",
 			"--duration", (b.d + 2*time.Second).String(), "--warmup", "2s", "--preconnect="+strconv.Itoa(min(n, 1024)))
 		if err != nil {
 			return err
 		}
+		loads = append(loads, fmt.Sprintf("%d in flight: %s", n, m.words(tc.cpu)))
 		goal := map[int]string{1024: "< 1 ms", 4096: "< 5 ms"}[n]
 		b.row(fmt.Sprintf("  %d in flight", n), fmt.Sprintf("%.2f", s.LatencyMs["schedule_lag"].P99), "", "", "", goal)
 	}
+	b.notes = append(b.notes, "schedule lag, the machine over each tailgate run (/proc/stat: 1 − idle and iowait share of all CPUs; the server's and tailgate's CPU-seconds): "+strings.Join(loads, "; ")+".")
 	return nil
 }
 

@@ -47,7 +47,7 @@ type GroupState struct {
 }
 
 func encodeHist(h *hdrhistogram.Histogram) (string, error) {
-	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	b, err := EncodeHistogram(h)
 	return string(b), err
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // WriteJSON writes v as indented JSON to path atomically (a temporary file
@@ -131,12 +133,38 @@ func (h *HlogWriter) WriteInterval(hists []*hdrhistogram.Histogram, from, to tim
 	for _, hist := range hists {
 		hist.SetStartTimeMs(from.UnixMilli())
 		hist.SetEndTimeMs(to.UnixMilli())
-		if err := h.lw.OutputIntervalHistogram(hist); err != nil {
+		if err := h.writeInterval(hist); err != nil {
 			h.err = &WriteError{Path: h.path, Err: err}
 			return h.err
 		}
 	}
 	return nil
+}
+
+// badTag is the library's test of an interval tag.
+var badTag = regexp.MustCompile(".[, \\r\\n].")
+
+// writeInterval writes one interval line as hdrhistogram's
+// OutputIntervalHistogram does (its base time is 0 here; TestHlogLineAsTheLibrary
+// holds the two to the same bytes), the histogram encoded by
+// loadgen.EncodeHistogram, whose compressor is reused: the library's makes
+// a new one per histogram, each second, for every metric.
+func (h *HlogWriter) writeInterval(hist *hdrhistogram.Histogram) error {
+	tag := ""
+	if t := hist.Tag(); t != "" {
+		if badTag.MatchString(t) {
+			return fmt.Errorf("tag string cannot contain commas, spaces, or line breaks. used tag: %s", t)
+		}
+		tag = "Tag=" + t + ","
+	}
+	payload, err := loadgen.EncodeHistogram(hist)
+	if err != nil {
+		return err
+	}
+	start := float64(hist.StartTimeMs()) / 1000
+	end := float64(hist.EndTimeMs()) / 1000
+	_, err = fmt.Fprintf(h.w, "%s%f,%f,%f,%s\n", tag, start, end-start, float64(hist.Max())/hdrhistogram.MsToNsRatio, payload)
+	return err
 }
 
 // WriteHistogram writes one interval histogram as it is: its tag and its

@@ -125,6 +125,41 @@ func TestHlogRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHlogLineAsTheLibrary: an interval line is hdrhistogram's
+// OutputIntervalHistogram's, byte for byte (tagged or not, empty or not),
+// and a tag the library refuses is refused.
+func TestHlogLineAsTheLibrary(t *testing.T) {
+	start := time.Unix(1_800_000_000, 250_000_000)
+	var hists []*hdrhistogram.Histogram
+	for i, tag := range []string{"ttft", "", "itl", "e2e"} {
+		h := loadgen.NewHistogram()
+		h.SetTag(tag)
+		for v := int64(1); i < 3 && v < 5_000_000; v = v*3 + int64(i) {
+			h.RecordValues(v, v%7+1)
+		}
+		hists = append(hists, h)
+	}
+	var got, want bytes.Buffer
+	w := &HlogWriter{path: "x.hlog", w: &got}
+	if err := w.WriteInterval(hists, start, start.Add(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	lw := hdrhistogram.NewHistogramLogWriter(&want)
+	for _, h := range hists {
+		if err := lw.OutputIntervalHistogram(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.String() != want.String() {
+		t.Fatalf("interval lines differ from the library's:\n got  %q\n want %q", got.String(), want.String())
+	}
+	bad := loadgen.NewHistogram()
+	bad.SetTag("a b")
+	if err := (&HlogWriter{path: "x.hlog", w: &got}).WriteInterval([]*hdrhistogram.Histogram{bad}, start, start); err == nil {
+		t.Fatal("a tag with a space was written")
+	}
+}
+
 // Replace removes every entry of tailgate's layout, a validate's and a
 // sweep's included, and keeps (and names) what tailgate did not write.
 func TestReplaceClearsTheLayoutOnly(t *testing.T) {

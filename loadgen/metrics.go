@@ -69,6 +69,7 @@ type Metrics struct {
 	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
 	TurnTTFT map[int]*hdrhistogram.Histogram
 	interval map[string]*hdrhistogram.Histogram
+	taken    map[string]*hdrhistogram.Histogram // the last interval's, reused by the next
 	// Goodput, if set, says whether an OK record met every per-request
 	// goodput constraint of the SLO (loadgen knows nothing of SLOs), and
 	// whether it could be judged at all.
@@ -263,14 +264,25 @@ var ttftMetric = FindLatencyMetric(MetricTTFT)
 
 // TakeInterval returns the histograms recorded since the last call, tagged
 // with their metric, and starts new ones: the intervals of an .hlog file.
+// They are valid until the next call, which reuses them (a histogram of
+// tailgate's bounds is ~190 KB, one per metric each second).
 func (m *Metrics) TakeInterval() []*hdrhistogram.Histogram {
 	out := make([]*hdrhistogram.Histogram, 0, len(m.interval))
+	if m.taken == nil {
+		m.taken = map[string]*hdrhistogram.Histogram{}
+	}
 	for _, n := range MetricNames {
 		if h, ok := m.interval[n]; ok && h.TotalCount() > 0 {
 			out = append(out, h)
-			nh := NewHistogram()
-			nh.SetTag(n)
-			m.interval[n] = nh
+			nh := m.taken[n]
+			if nh == nil {
+				nh = NewHistogram()
+				nh.SetTag(n)
+			} else {
+				nh.Reset() // the tag too
+				nh.SetTag(n)
+			}
+			m.interval[n], m.taken[n] = nh, h
 		}
 	}
 	return out

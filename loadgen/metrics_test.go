@@ -129,6 +129,39 @@ func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
 	}
 }
 
+// TakeInterval gives each interval's histograms, tagged, holding that
+// interval's records only, while it reuses the last interval's.
+func TestTakeIntervalReuses(t *testing.T) {
+	m := NewMetrics()
+	rec := func(ttft time.Duration) *Record {
+		r := &Record{Sent: 0, End: 2 * ttft, Chunks: []Chunk{{At: ttft, Tokens: 1}, {At: 2 * ttft, Tokens: 1}}, OutputTokens: 2}
+		r.Finalize()
+		return r
+	}
+	var seen []*hdrhistogram.Histogram
+	for i, ttft := range []time.Duration{10 * ms, 20 * ms, 30 * ms, 40 * ms} {
+		for range i + 1 {
+			m.Add(rec(ttft))
+		}
+		var got *hdrhistogram.Histogram
+		for _, h := range m.TakeInterval() {
+			if h.Tag() == MetricTTFT {
+				got = h
+			}
+		}
+		if got == nil {
+			t.Fatalf("interval %d: no ttft histogram", i)
+		}
+		if got.TotalCount() != int64(i+1) || !got.ValuesAreEquivalent(got.Min(), ttft.Microseconds()) || !got.ValuesAreEquivalent(got.Max(), ttft.Microseconds()) {
+			t.Fatalf("interval %d: ttft count %d, min %d, max %d; want %d of %d µs", i, got.TotalCount(), got.Min(), got.Max(), i+1, ttft.Microseconds())
+		}
+		seen = append(seen, got)
+	}
+	if seen[0] != seen[2] || seen[1] != seen[3] || seen[0] == seen[1] {
+		t.Error("the intervals' histograms are not reused in turn")
+	}
+}
+
 func TestMetricsSummaryFigures(t *testing.T) {
 	m := NewMetrics()
 	m.Goodput = func(r *Record) (bool, bool) { d, _ := r.TTFT(); return d <= 50*ms, true }

@@ -12,6 +12,9 @@ type fakeWait struct {
 	now                  time.Time
 	timerLate, yieldCost time.Duration
 	sleeps, yields       int
+
+	napLate time.Duration // with a nap: it wakes this late
+	naps    int
 }
 
 func (f *fakeWait) waiter() *waiter {
@@ -64,6 +67,38 @@ func TestWaiterModes(t *testing.T) {
 	f.sleeps, f.yields = 0, 0
 	if !w.until(ctx, f.now.Add(-time.Millisecond)) || f.sleeps+f.yields != 0 {
 		t.Errorf("past due: %d sleeps, %d yields", f.sleeps, f.yields)
+	}
+}
+
+// Where the system has a sleeping call, a spun-for wait sleeps in it and
+// yields only through the last napMargin; a nap that comes back late (its
+// thread waited for a processor) ends the spinning as a slow yield does.
+func TestWaiterNaps(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeWait{now: time.Unix(1000, 0), timerLate: 800 * time.Microsecond, yieldCost: 10 * time.Microsecond, napLate: 100 * time.Microsecond}
+	w := f.waiter()
+	w.nap = func(d time.Duration) { f.naps++; f.now = f.now.Add(d + f.napLate) }
+	w.until(ctx, f.now.Add(10*time.Millisecond)) // the late timer: spin
+	due := f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields, f.naps = 0, 0, 0
+	w.until(ctx, due)
+	wantYields := int((napMargin - f.napLate + f.yieldCost - 1) / f.yieldCost)
+	if late := f.now.Sub(due); !w.spin || f.sleeps != 1 || f.naps != 1 || f.yields != wantYields || late < 0 || late > f.yieldCost {
+		t.Errorf("idle: spin %v, %d sleeps, %d naps, %d yields (want 1, 1, %d), %v late", w.spin, f.sleeps, f.naps, f.yields, wantYields, late)
+	}
+
+	f.napLate = 2 * time.Millisecond
+	due = f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields, f.naps = 0, 0, 0
+	w.until(ctx, due)
+	if w.spin || f.naps != 1 || f.yields != 0 {
+		t.Errorf("late nap: spin %v, %d naps, %d yields", w.spin, f.naps, f.yields)
+	}
+	due = f.now.Add(10 * time.Millisecond)
+	f.sleeps, f.yields, f.naps = 0, 0, 0
+	w.until(ctx, due)
+	if f.naps != 0 || f.yields != 0 || f.sleeps != 1 {
+		t.Errorf("busy: %d naps, %d yields, %d sleeps", f.naps, f.yields, f.sleeps)
 	}
 }
 

@@ -170,11 +170,7 @@ func TestLeanHoldConnections(t *testing.T) {
 	}))
 	conns := countConns(srv)
 	defer srv.Close()
-	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.CloseIdleConnections()
+	cl := leanClient(t)
 	get := func(ctx context.Context, f string) {
 		t.Helper()
 		resp, err := cl.SideRequest(ctx, http.MethodGet, srv.URL+"/?f="+f, "")

@@ -19,6 +19,18 @@ import (
 // environment once per process (TestTransportConfig sets it).
 func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 
+// leanClient is a lean client off the environment's proxy, its idle
+// connections closed when the test ends.
+func leanClient(t *testing.T) *Client {
+	t.Helper()
+	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.CloseIdleConnections)
+	return cl
+}
+
 // pieceConn is a connection whose reads return at most size bytes of in:
 // the network's way of cutting a stream anywhere.
 type pieceConn struct {
@@ -159,11 +171,7 @@ func TestLeanBodyWaitsWithoutBuffer(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.CloseIdleConnections()
+	cl := leanClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := cl.NewRequest(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
@@ -208,11 +216,7 @@ func TestLeanFollowsRedirects(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.CloseIdleConnections()
+	cl := leanClient(t)
 	req, _ := cl.NewRequest(context.Background(), http.MethodPost, srv.URL+"/a", strings.NewReader("body"))
 	resp, _, err := cl.Do(req)
 	if err != nil {
@@ -257,11 +261,7 @@ func TestLeanDeadlineClearedForReuse(t *testing.T) {
 			}()
 		}
 	}()
-	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.CloseIdleConnections()
+	cl := leanClient(t)
 	for i := range 2 {
 		req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+ln.Addr().String(), strings.NewReader("{}"))
 		resp, _, err := cl.Do(req)

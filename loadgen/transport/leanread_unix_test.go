@@ -43,11 +43,7 @@ func TestLeanPumpOneReadPerEvent(t *testing.T) {
 	}
 	defer func() { sysRead = syscall.Read }()
 
-	cl, err := Config{HTTPClient: HTTPClientLean, Proxy: noProxy}.NewClient(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.CloseIdleConnections()
+	cl := leanClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() { next <- "data: 0\n\n" }() // the head comes with it

@@ -218,16 +218,8 @@ type stream struct {
 // or the end of input. It waits for each event here, where the stack is
 // shallow: most streams are waiting at any instant, and a goroutine's
 // stack shrinks only to a size that holds what it uses while it waits.
-//
-// The token events go through sc.Pump, which reads them inside one wait
-// of the connection where it can (one read system call a token, not two);
-// anything else, and the first event, through Wait and Next.
 func (s *stream) run(sc *sse.Scanner) {
-	each := func() bool { return s.feed(sc) }
 	for {
-		if sc.Pump(each) {
-			return
-		}
 		sc.Wait()
 		if !sc.Next() || !s.feed(sc) {
 			return

@@ -215,9 +215,11 @@ func TestHTTPClientUnknown(t *testing.T) {
 }
 
 // splitFramings serve an SSE body in pieces that end inside events and
-// inside the chunk framing: the lean client reads token events inside one
-// wait of the connection (sse.Scanner.Pump), and an event whose bytes come
-// in two reads must read as one.
+// inside the chunk framing, with pauses between, so the lean client meets
+// them in separate reads and waits: an event whose bytes come in two reads
+// reads as one, and a cut or reset that comes with the last bytes reads as
+// a cut at once (a reader that took a short read for "nothing more to
+// come" waited for it to its deadline).
 var splitFramings = []struct {
 	name  string
 	serve func(w net.Conn, body []byte)
@@ -261,6 +263,27 @@ var splitFramings = []struct {
 			}
 			fmt.Fprintf(w, "%x\r\n%s\r\n", len(ev), ev)
 			time.Sleep(time.Millisecond)
+		}
+		w.Close()
+	}},
+	{"cut after a pause, with the last bytes", func(w net.Conn, body []byte) {
+		// The client waits for more; then the rest of an event and the
+		// close come together, in one wake-up of its poller: the close
+		// must read as the cut it is, at once, not as a wait to the
+		// deadline (a read that took the last bytes did not see it).
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		evs := bytes.SplitAfter(body, []byte("\n\n"))
+		for i, ev := range evs {
+			if len(ev) == 0 {
+				continue
+			}
+			if i < len(evs)/2 || len(ev) < 2 {
+				fmt.Fprintf(w, "%x\r\n%s\r\n", len(ev), ev)
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			fmt.Fprintf(w, "%x\r\n%s", len(ev), ev[:len(ev)/2]) // half an event, then the close
+			break
 		}
 		w.Close()
 	}},

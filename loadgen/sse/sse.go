@@ -38,26 +38,6 @@ type Waiter interface {
 	WaitRead() error
 }
 
-// ErrWouldBlock is what a Pumper's Read returns inside Pump when it has no
-// more bytes without waiting for them: not an error, the scanner's turn
-// ends and the Pumper waits.
-var ErrWouldBlock = errors.New("sse: read would block")
-
-// Pumper is an input that can run its reader inside one wait for input.
-// Pump calls step whenever bytes may have come; step reads what has come
-// (Read returns ErrWouldBlock rather than wait) and returns true to end
-// the pump. Pump returns when step does, or when the input ends or fails
-// (Read reports that after). It returns false, calling nothing, where the
-// input cannot pump (it is then read with waits of its own).
-//
-// Why: Go's poller begins every wait with a read, which finds nothing when
-// the last read took all there was; a stream waiting for each token that
-// way makes two read system calls a token. A reader that stays in one wait
-// makes one (the poller's readiness is reset only when a wait begins).
-type Pumper interface {
-	Pump(step func() bool) bool
-}
-
 // Scanner reads Server-Sent Events (WHATWG HTML §9.2) from a stream and
 // yields each event's data. It follows the spec where servers rely on it:
 // "data:" with or without the one optional space, LF or CRLF line ends,
@@ -92,13 +72,6 @@ type Scanner struct {
 	started bool // past the first line, where a BOM may sit
 	partial bool // the stream ended inside a line
 	err     error
-
-	// Pump's state: the consumer, whether it stopped the pump, and the
-	// step bound once (a pooled scanner serves many streams).
-	each     func() bool
-	stopped  bool
-	noPump   bool // the input cannot pump
-	pumpStep func() bool
 }
 
 // NewScanner returns a Scanner reading r. An r that is already a
@@ -146,7 +119,6 @@ func (s *Scanner) Reset(r io.Reader) {
 	}
 	s.data, s.typ, s.errData, s.line, s.view = s.data[:0], s.typ[:0], s.errData[:0], s.line[:0], nil
 	s.hasData, s.started, s.partial, s.err = false, false, false, nil
-	s.noPump = false
 }
 
 // RetainedBytes is the capacity of the event buffers s keeps for reuse: a
@@ -324,125 +296,6 @@ func (s *Scanner) nextFast() (ok, done bool) {
 	s.view = value        // not copied: valid until the buffer is read again
 	_, _ = r.Discard(end) // buffered: cannot fail
 	return true, true
-}
-
-// Pump gives each event to each, while each returns true, as long as the
-// events are those servers send for each token (one "data:" line and its
-// blank line), reading inside the input's own wait where the input is a
-// Pumper (see Pumper: one read system call a token, not two). It reports
-// whether each stopped it (returned false). It returns false, with
-// nothing lost, where Next must take over: an input that cannot pump, the
-// stream's first line, any other kind of event (comments, several lines,
-// a field other than data, a line over the read buffer), or the input's
-// end or failure, which Next then reports.
-func (s *Scanner) Pump(each func() bool) bool {
-	p, ok := s.src.(Pumper)
-	if !ok || !s.pooled || !s.started || s.err != nil || s.noPump {
-		return false
-	}
-	if s.pumpStep == nil {
-		s.pumpStep = s.step
-	}
-	s.each, s.stopped = each, false
-	if !p.Pump(s.pumpStep) {
-		s.noPump = true
-	}
-	s.each = nil
-	return s.stopped
-}
-
-// step is Pump's turn: the events read without waiting go to s.each;
-// false asks the input to wait for more.
-func (s *Scanner) step() bool {
-	for {
-		switch s.tryNext() {
-		case tryEvent:
-			if !s.each() {
-				s.stopped = true
-				return true
-			}
-		case tryWait:
-			return false
-		default:
-			return true
-		}
-	}
-}
-
-// tryNext's answers.
-const (
-	tryEvent = iota // an event is read: Data is its data
-	tryWait         // the next event has not come whole: wait for input
-	tryLeave        // Next must read what comes next
-)
-
-// tryNext reads the next event if it is a one-line data event whose bytes
-// have come, reading only what the input has without waiting. It consumes
-// nothing unless it returns tryEvent; what it read of an event that has not
-// come whole stays in the read buffer.
-func (s *Scanner) tryNext() int {
-	s.data, s.typ, s.errData, s.hasData, s.view = s.data[:0], s.typ[:0], s.errData[:0], false, nil
-	if s.r == nil {
-		s.r = readerPool.Get().(*bufio.Reader)
-		s.r.Reset(s.src)
-	}
-	r := s.r
-	for {
-		n := r.Buffered()
-		buf, _ := r.Peek(n)
-		switch {
-		case n == 0:
-		case n < 5:
-			if string(buf) != "data:"[:n] {
-				return tryLeave
-			}
-		case string(buf[:5]) != "data:":
-			return tryLeave
-		default:
-			eol := bytes.IndexByte(buf, '\n')
-			if eol >= 0 {
-				end := eol + 1
-				switch {
-				case end == len(buf):
-					end = -1 // the blank line has not come
-				case buf[end] == '\n':
-					end++
-				case buf[end] != '\r':
-					return tryLeave // more lines in this event
-				case end+1 == len(buf):
-					end = -1
-				case buf[end+1] == '\n':
-					end += 2
-				default:
-					return tryLeave
-				}
-				if end > 0 {
-					value := trimEOL(buf[5 : eol+1])
-					if len(value) > 0 && value[0] == ' ' {
-						value = value[1:]
-					}
-					if len(value)+1 > s.maxEventBytes {
-						return tryLeave // the line loop reports it
-					}
-					s.view = value // not copied: valid until the buffer is read again
-					_, _ = r.Discard(end)
-					return tryEvent
-				}
-			}
-		}
-		if n == r.Size() {
-			return tryLeave // an event longer than the buffer
-		}
-		if _, err := r.Peek(n + 1); err != nil {
-			if err != ErrWouldBlock {
-				return tryLeave // the end or an error: Next reports it
-			}
-			if r.Buffered() == 0 {
-				s.putReader() // wait without a buffer
-			}
-			return tryWait
-		}
-	}
 }
 
 // readLine returns the next line without its LF or CRLF. The slice is

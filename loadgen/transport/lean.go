@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
-	"github.com/tailgate-llm/tailgate/loadgen/sse"
 )
 
 // HTTP client choices (Config.HTTPClient, --http-client).
@@ -477,10 +476,6 @@ type leanBody struct {
 	// set later never extends it.
 	reqDeadline time.Time
 	held        *Held // the connection goes here, not to the pool
-	// ended: the body ended inside a pump (1 clean, 2 not); it is
-	// finished when the pump has left the connection's wait, since the
-	// connection cannot be pooled or closed from inside it.
-	ended int8
 }
 
 // SetReadDeadline bounds the body's reads: what a caller that would stop
@@ -530,32 +525,7 @@ func (b *leanBody) WaitRead() error {
 	return err
 }
 
-// Pump runs step inside one wait for the body's bytes (sse.Pumper): one
-// read system call per token, not two. False where the connection cannot
-// (TLS, systems without raw reads).
-func (b *leanBody) Pump(step func() bool) bool {
-	in := &b.c.in
-	if b.done || in.raw == nil {
-		return b.done
-	}
-	in.pump(step)
-	if b.ended != 0 {
-		b.finish(b.ended == 1)
-	}
-	return true
-}
-
 func (b *leanBody) check(err error) {
-	if b.c.in.pumping {
-		switch {
-		case err == sse.ErrWouldBlock:
-		case err == io.EOF:
-			b.ended = 1
-		case err != nil:
-			b.ended = 2
-		}
-		return
-	}
 	if err == io.EOF {
 		b.finish(true)
 	} else if err != nil {

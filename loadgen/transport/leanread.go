@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/tailgate-llm/tailgate/internal/hexdigit"
-	"github.com/tailgate-llm/tailgate/loadgen/sse"
 )
 
 // A lean connection holds a read buffer only while it has unread bytes:
@@ -48,14 +47,6 @@ type connReader struct {
 	rawRead  func(fd uintptr) bool // readRaw, bound once
 	rawN     int                   // what readRaw read
 	rawErrno error
-
-	// A pump (leanBody.Pump) reads inside one wait: meanwhile a read that
-	// would wait returns sse.ErrWouldBlock, and the end or error its own
-	// reads met waits in pending for the next fill.
-	pumping  bool
-	pumpRead func(fd uintptr) bool // pumpRaw, bound once
-	step     func() bool
-	pending  error
 }
 
 // rawReader is syscall.RawConn's Read.
@@ -253,9 +244,6 @@ func (b *bodyReader) ready() error {
 		} else if in.buffered() > 0 {
 			b.frame()
 			continue
-		}
-		if in.pumping {
-			return sse.ErrWouldBlock // not b.err: the pump waits, then reads on
 		}
 		// Not in.fill: one frame fewer on the stack of a waiting stream.
 		var err error

@@ -9,5 +9,3 @@ import "net"
 func rawReaderOf(net.Conn) rawReader { return nil }
 
 func (cr *connReader) fillRaw() error { panic("unreachable: no raw reader") }
-
-func (cr *connReader) pump(func() bool) { panic("unreachable: no raw reader") }

@@ -10,9 +10,6 @@ import (
 	"syscall"
 )
 
-// sysRead is the read system call; tests count it.
-var sysRead = syscall.Read
-
 // rawReaderOf is the connection's raw reader: a plain TCP connection's.
 func rawReaderOf(c net.Conn) rawReader {
 	if tc, ok := c.(*net.TCPConn); ok {
@@ -31,10 +28,6 @@ func (cr *connReader) fillRaw() error {
 	if cr.rawRead == nil {
 		cr.rawRead = cr.readRaw // one closure per connection, not per read
 	}
-	if err := cr.pending; err != nil {
-		cr.pending = nil
-		return err
-	}
 	cr.rawN, cr.rawErrno = 0, nil
 	err := cr.raw.Read(cr.rawRead)
 	if err != nil || cr.rawErrno != nil {
@@ -49,34 +42,26 @@ func (cr *connReader) fillRaw() error {
 // readRaw is fillRaw's read, called by the poller with the socket: false
 // (wait) when there is nothing to read.
 func (cr *connReader) readRaw(fd uintptr) bool {
-	n, errno, ok := cr.readOnce(fd)
-	if !ok {
-		return false
-	}
-	cr.rawN, cr.rawErrno = n, errno
-	return true
-}
-
-// readOnce reads the socket into a pooled buffer, kept only for bytes
-// read; ok is false when there was nothing to read.
-func (cr *connReader) readOnce(fd uintptr) (n int, errno error, ok bool) {
 	bp := cr.getIn()
+	var n int
+	var errno error
 	for {
-		n, errno = sysRead(int(fd), *bp)
+		n, errno = syscall.Read(int(fd), *bp)
 		if errno != syscall.EINTR {
 			break
 		}
 	}
 	if errno == syscall.EAGAIN {
 		putIn(bp)
-		return 0, nil, false
+		return false
 	}
+	cr.rawN, cr.rawErrno = n, errno
 	if n > 0 {
 		cr.took(bp, n)
 	} else {
 		putIn(bp)
 	}
-	return n, errno, true
+	return true
 }
 
 // readError words a failed read as net.Conn.Read does: a deadline (a
@@ -94,56 +79,4 @@ func (cr *connReader) readError(err, errno error) error {
 		err = os.NewSyscallError("read", errno)
 	}
 	return &net.OpError{Op: "read", Net: "tcp", Source: cr.conn.LocalAddr(), Addr: cr.conn.RemoteAddr(), Err: err}
-}
-
-// pump runs step inside one wait of the poller (see leanBody.Pump): a read
-// that finds nothing ends step's turn and the poller waits, without the
-// fresh read each wait of fillRaw begins with. The end or a failure, of a
-// read or of the wait (a deadline, a closed connection), waits in pending
-// for the next fill, which reports it as fillRaw would.
-func (cr *connReader) pump(step func() bool) {
-	if cr.pumpRead == nil {
-		cr.pumpRead = cr.pumpRaw
-	}
-	cr.step, cr.pumping = step, true
-	err := cr.raw.Read(cr.pumpRead)
-	cr.step, cr.pumping = nil, false
-	if err != nil && cr.pending == nil {
-		cr.pending = cr.readError(err, nil)
-	}
-}
-
-// pumpRaw is pump's turn, called by the poller with the socket: step reads
-// what is buffered; when it asks for more, a read, and false (wait) when
-// the socket has no more. A read that did not fill its buffer took all the
-// socket had (TCP copies until the buffer is full or the queue is empty), so
-// the wait follows it without a read that would find nothing: bytes that
-// come later are a new edge for the poller (nginx's recv treats a short
-// read so under epoll). A turn's first read is never skipped: the turn
-// follows a wait, or the reset of the poller's readiness a wait begins with.
-func (cr *connReader) pumpRaw(fd uintptr) bool {
-	drained := false
-	for {
-		if cr.step() {
-			return true
-		}
-		// step took all it could: nothing is buffered.
-		if drained {
-			return false
-		}
-		n, errno, ok := cr.readOnce(fd)
-		if !ok {
-			return false
-		}
-		if n > 0 {
-			drained = !cr.big // the read did not fill its buffer
-			continue
-		}
-		if errno != nil {
-			cr.pending = cr.readError(nil, errno)
-		} else {
-			cr.pending = io.EOF
-		}
-		return true
-	}
 }

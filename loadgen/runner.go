@@ -394,93 +394,144 @@ func (r *Runner) settle(rn *run, rec *Record) {
 	rec.Finalize()
 }
 
-// send runs one request on its own goroutine; done, if set, runs before
-// the record is delivered (it frees the slot, schedules a session's turn).
-func (r *Runner) send(rn *run, rec *Record, p *prompts.Prompt, done func(*Record)) {
-	r.sent.Add(1) // here, not on the goroutine: the request cap reads it next
-	rn.wg.Add(1)
-	go func() {
-		defer rn.wg.Done()
-		r.do(rn, p, rec)
-		if done != nil {
-			done(rec)
-		}
-		rn.out <- rec
-	}()
+// request sends one request on the calling goroutine, counted by the
+// caller (Runner.sent, the run's WaitGroup); done, if set, runs before the
+// record is delivered (it frees the slot, schedules a session's turn).
+func (r *Runner) request(rn *run, rec *Record, p *prompts.Prompt, done func(*Record)) {
+	defer rn.wg.Done()
+	r.do(rn, p, rec)
+	if done != nil {
+		done(rec)
+	}
+	rn.out <- rec
 }
 
-func (r *Runner) openLoop(rn *run) (err error) {
+// openLoop sends on the arrivals' schedule. The goroutine that waited for
+// a request's due time sends it: it is the one that is running then. The
+// wait for the next one goes on in a new goroutine (dispatch.loop), which
+// runs when the request first blocks (its write done, waiting for the
+// answer). A request handed to a new goroutine instead waits for a
+// processor behind every stream woken meanwhile: the execution trace of
+// 4096 streams on two busy cores showed such goroutines waiting up to
+// 37 ms, which set the schedule lag's p99.
+func (r *Runner) openLoop(rn *run) error {
+	arr, err := r.opts.arrivals(rn.epoch)
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	d := &dispatch{r: r, rn: rn, arr: arr, slots: make(chan struct{}, r.opts.MaxInFlight), timer: timer,
+		wait: newWaiter(timer), deadline: rn.epoch.Add(rn.end), ended: make(chan struct{})}
+	d.free = func(*Record) { <-d.slots }
+	go d.loop()
+	<-d.ended
+	return d.err
+}
+
+// dispatch is the open loop's state, handed from each dispatching
+// goroutine to the next; one holds it at a time.
+type dispatch struct {
+	r        *Runner
+	rn       *run
+	arr      Arrivals
+	slots    chan struct{} // the in-flight cap
+	timer    *time.Timer
+	wait     *waiter
+	deadline time.Time // the schedule's end
+
+	free  func(*Record) // frees a request's slot
+	err   error         // why sending stopped early, if it failed
+	ended chan struct{} // closed when sending ended
+}
+
+// loop waits for the next request's due time and sends it, after handing
+// the dispatching on to a new goroutine. Its frame is on the stack of the
+// request while it waits for its next token (see do): small.
+func (d *dispatch) loop() {
+	p, rec, done := d.next()
+	if rec == nil {
+		close(d.ended)
+		return
+	}
+	go d.loop()
+	d.r.request(d.rn, rec, p, done)
+}
+
+// next waits for the next request's due time and a slot and returns it,
+// counted as sent (Runner.Sent, the run's WaitGroup), with the function
+// that frees its slot; a nil record when sending ended (d.err says if it
+// failed).
+//
+//go:noinline
+func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
+	r, rn := d.r, d.rn
 	// Sending stops at the schedule's end (natural) or sooner (request
 	// count, source exhausted or failed, interrupt, Stop).
 	natural := false
 	defer func() {
+		if rec != nil {
+			return // not ended: a request to send
+		}
 		at := time.Since(rn.epoch)
 		if natural {
 			at = rn.end
 		}
 		r.endSending(rn, at)
 	}()
-	arr, err := r.opts.arrivals(rn.epoch)
-	if err != nil {
-		return err
-	}
-	slots := make(chan struct{}, r.opts.MaxInFlight)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	wait := newWaiter(timer)
-	deadline := rn.epoch.Add(rn.end)
-	release := func(*Record) { <-slots }
-
 	for {
 		if r.capReached(r.seq.peek(), false) {
-			return nil
+			return nil, nil, nil
 		}
 		p, seq, err := r.seq.draw()
 		if err == io.EOF {
-			return nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("loadgen: prompt source: %w", err)
+			d.err = fmt.Errorf("loadgen: prompt source: %w", err)
+			return nil, nil, nil
 		}
-		at, ok := arr.Next(p)
+		at, ok := d.arr.Next(p)
 		if !ok || at >= rn.end {
 			natural = true
-			return nil
+			return nil, nil, nil
 		}
 		if !r.opts.Shard.Owns(seq) {
 			continue // another shard's: drawn only to keep the schedule whole
 		}
-		rec := r.newRecord(rn.epoch, p, seq, at)
+		rec = r.newRecord(rn.epoch, p, seq, at)
 
-		if !wait.until(rn.send, rn.epoch.Add(at)) {
-			return nil
+		if !d.wait.until(rn.send, rn.epoch.Add(at)) {
+			return nil, nil, nil
 		}
 		select {
-		case slots <- struct{}{}:
+		case d.slots <- struct{}{}:
 		default:
 			// Cap reached: wait for a slot until the run ends. The request
 			// keeps its intended start, so the wait shows in its latency.
-			timer.Reset(time.Until(deadline))
+			d.timer.Reset(time.Until(d.deadline))
 			select {
-			case slots <- struct{}{}:
-				timer.Stop() // Go ≥1.23: no stale tick can follow Stop
-			case <-timer.C:
+			case d.slots <- struct{}{}:
+				d.timer.Stop() // Go ≥1.23: no stale tick can follow Stop
+			case <-d.timer.C:
 				// Sending ended with the schedule: the host readings cover
 				// it, not the recording of the dropped rest.
 				r.endSending(rn, rn.end)
-				r.dropRest(rn, rec, arr)
+				r.dropRest(rn, rec, d.arr)
 				natural = true
-				return nil
+				return nil, nil, nil
 			case <-rn.send.Done():
-				return nil
+				return nil, nil, nil
 			}
 		}
-		done := release
+		done := d.free
 		if p.FollowUp != nil {
-			pp := p
+			pp, slots := p, d.slots
 			done = func(x *Record) { r.followUp(rn, slots, pp, x) }
 		}
-		r.send(rn, rec, p, done)
+		r.sent.Add(1) // before the next dispatcher runs: the request cap reads it
+		rn.wg.Add(1)
+		return p, rec, done
 	}
 }
 

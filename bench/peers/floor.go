@@ -25,7 +25,8 @@ import (
 //
 // It prints "start <ns>" (the timed part's start) and then one line per
 // request: "<id> <sent_ns> <first_ns>", wall-clock Unix nanoseconds, first
-// 0 for a request that failed.
+// 0 for a request that failed. With -rate it is open-loop instead
+// (runFloorLag).
 func floor(args []string) {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	target := fs.String("url", "", "chat completions URL (http://host:port/path)")
@@ -33,8 +34,16 @@ func floor(args []string) {
 	d := fs.Duration("d", 5*time.Second, "how long to start requests")
 	tokens := fs.Int("tokens", 16, "max_tokens")
 	pre := fs.Bool("preconnect", false, "dial every connection before the timed part (as tailgate's --preconnect); otherwise each is dialled by its first request, inside its send time")
+	rate := fs.Float64("rate", 0, "open loop: requests a second, constant arrivals (-c connections dialled first; -preconnect ignored), printing each one's schedule lag")
+	warmup := fs.Duration("warmup", 0, "open loop: requests due before this are sent but not reported")
 	fs.Parse(args)
-	if err := runFloor(os.Stdout, *target, *c, *d, *tokens, *pre); err != nil {
+	var err error
+	if *rate > 0 {
+		err = runFloorLag(os.Stdout, *target, *rate, *d, *warmup, *tokens, *c)
+	} else {
+		err = runFloor(os.Stdout, *target, *c, *d, *tokens, *pre)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}

@@ -283,8 +283,9 @@ type summary struct {
 		OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	} `json:"throughput"`
 	LatencyMs map[string]struct {
-		Mean float64 `json:"mean"`
-		P99  float64 `json:"p99"`
+		Count int64   `json:"count"`
+		Mean  float64 `json:"mean"`
+		P99   float64 `json:"p99"`
 	} `json:"latency_ms"`
 }
 
@@ -604,7 +605,8 @@ func (s *server) truth() ([]served, error) {
 }
 
 // scheduleLag: open-loop schedule lag p99 at 64, 1024 and 4096 in flight
-// (20-token streams at 100 ms per token: about 2 s each).
+// (20-token streams at 100 ms per token: about 2 s each), tailgate and the
+// floor client (floor -rate) in turn against the same server.
 func (b *bench) scheduleLag(ctx context.Context) error {
 	srv, err := startServer(b.self, "-ttft", "50ms", "-itl", "100ms")
 	if err != nil {
@@ -612,21 +614,44 @@ func (b *bench) scheduleLag(ctx context.Context) error {
 	}
 	defer srv.stop()
 	b.row("")
-	b.row("schedule lag p99, open loop, 2 s streams", "p99 ms", "", "", "", "goal")
+	b.row("schedule lag p99, open loop, 2 s streams", "p99 ms", "requests", "", "", "goal")
 	var loads []string
 	for _, n := range []int{64, 1024, 4096} {
 		rate := float64(n) / 1.95
+		pool := min(n, 1024)
 		m := startMeter(srv.cmd.Process.Pid)
 		s, tc, err := b.tg(ctx, "--target", srv.url, "--rate", fmt.Sprintf("%.1f", rate), "--arrival", "constant", "--max-tokens", "20",
-			"--duration", (b.d + 2*time.Second).String(), "--warmup", "2s", "--preconnect="+strconv.Itoa(min(n, 1024)))
+			"--duration", (b.d + 2*time.Second).String(), "--warmup", "2s", "--preconnect="+strconv.Itoa(pool))
 		if err != nil {
 			return err
 		}
-		loads = append(loads, fmt.Sprintf("%d in flight: %s", n, m.words(tc.cpu)))
+		tgLoad := m.words(tc.cpu)
+		m = startMeter(srv.cmd.Process.Pid)
+		fc, err := runChild(ctx, b.self, "floor", "-url", srv.url+chatPath, "-rate", fmt.Sprintf("%.1f", rate), "-tokens", "20",
+			"-d", (b.d + 2*time.Second).String(), "-warmup", "2s", "-c", strconv.Itoa(pool))
+		if err != nil {
+			return err
+		}
+		flLoad := m.words(fc.cpu)
+		lags, failed, err := parseFloorLag(fc.stdout)
+		if err != nil {
+			return err
+		}
+		_, f99, ok := meanP99(lags)
+		if !ok {
+			return fmt.Errorf("schedule lag, %d in flight: the floor client reported no request", n)
+		}
+		tl := s.LatencyMs["schedule_lag"]
+		t99 := tl.P99
 		goal := map[int]string{1024: "< 1 ms", 4096: "< 5 ms"}[n]
-		b.row(fmt.Sprintf("  %d in flight", n), fmt.Sprintf("%.2f", s.LatencyMs["schedule_lag"].P99), "", "", "", goal)
+		b.row(fmt.Sprintf("  %d in flight: tailgate", n), fmt.Sprintf("%.2f", t99), strconv.FormatInt(tl.Count, 10), "", "", goal)
+		b.row("    floor client", fmt.Sprintf("%.2f", f99), fmt.Sprintf("%d (%d failed)", len(lags), failed))
+		b.row("    tailgate − floor", fmt.Sprintf("%+.2f", t99-f99))
+		loads = append(loads, fmt.Sprintf("%d in flight: tailgate's run %s; the floor's %s", n, tgLoad, flLoad))
 	}
-	b.notes = append(b.notes, "schedule lag, the machine over each tailgate run (/proc/stat: 1 − idle and iowait share of all CPUs; the server's and tailgate's CPU-seconds): "+strings.Join(loads, "; ")+".")
+	b.notes = append(b.notes, "schedule lag: a request's send − its due time, over what was due after a 2 s warm-up. "+
+		"The floor client (bench-peers floor -rate: Go, one goroutine sleeps to each due time and writes the request itself on an idle kept-alive raw TCP connection, the same pool dialled first) is the reference for this machine in this run; tailgate − floor is tailgate's own cost (difference of the p99s).")
+	b.notes = append(b.notes, "schedule lag, the machine over each client's run (/proc/stat: 1 − idle and iowait share of all CPUs; the server's and the client's CPU-seconds): "+strings.Join(loads, "; ")+".")
 	return nil
 }
 

@@ -132,6 +132,13 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		}
 		// The worst shard's CPU: a saturated shard distorts its part.
 		info.CPUUtilization = max(info.CPUUtilization, s.info.CPUUtilization)
+		// The self-check judges the busiest generator's machine, as it
+		// judged that shard: its readings over its sending window, not the
+		// merging machine's cores.
+		if h := s.info.Host; busier(h, info.Host) {
+			info.Host = h
+			info.Host.Source = fmt.Sprintf("shard %d, the busiest generator: %s", s.info.Shard.Index, h.Source)
+		}
 		info.LateStart = max(info.LateStart, s.info.LateStart)
 		merged.Shards = append(merged.Shards, loadgen.MergedShard{Index: s.info.Shard.Index, Dir: string(s.dir),
 			Started: s.info.Started.UTC().Format(time.RFC3339Nano), LateByS: s.info.LateStart.Seconds(),
@@ -414,4 +421,16 @@ func copyFile(from, to string) error {
 		return &results.WriteError{Path: to, Err: err}
 	}
 	return nil
+}
+
+// busier: h's generator used a larger share of its cores over its sending
+// window than than's (a reading over no window is never busier).
+func busier(h, than loadgen.HostLoad) bool {
+	if h.WindowS <= 0 || h.Cores <= 0 {
+		return false
+	}
+	if than.WindowS <= 0 || than.Cores <= 0 {
+		return true
+	}
+	return h.OwnCores/float64(h.Cores) > than.OwnCores/float64(than.Cores)
 }

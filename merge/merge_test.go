@@ -84,6 +84,23 @@ func TestMergeIsTheWhole(t *testing.T) {
 	}
 	want, _ := results.Dir(single).ReadSummary()
 	got := res.Summary
+	// The self-check's readings are the busiest shard's, as that shard saw
+	// them (not the merging machine's).
+	var busiest loadgen.HostLoad
+	idx := -1
+	for i, d := range dirs {
+		s, err := d.ReadSummary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := s.SelfCheck.Host; idx < 0 || h.OwnCores/float64(h.Cores) > busiest.OwnCores/float64(busiest.Cores) {
+			busiest, idx = h, i
+		}
+	}
+	if h := got.SelfCheck.Host; busiest.WindowS > 0 && (h.OwnCores != busiest.OwnCores || h.WindowS != busiest.WindowS ||
+		h.Cores != busiest.Cores || !strings.HasPrefix(h.Source, fmt.Sprintf("shard %d, the busiest generator: ", idx))) {
+		t.Errorf("merged self-check host %+v, busiest shard's (%d) %+v", h, idx, busiest)
+	}
 	if got.Requests.Sent != want.Requests.Sent || got.Requests.Errors != want.Requests.Errors || len(got.Classes) != len(want.Classes) {
 		t.Fatalf("merged sent %d errors %d classes %d; single %d %d %d", got.Requests.Sent, got.Requests.Errors, len(got.Classes),
 			want.Requests.Sent, want.Requests.Errors, len(want.Classes))

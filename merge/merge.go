@@ -21,7 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,6 +215,11 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	if err := out.WriteHistograms(&h); err != nil {
 		return nil, err
 	}
+	if opts.SLO == nil {
+		if w := unjudged(shards, out); w != "" {
+			sum.Warnings = append(sum.Warnings, w) // printed with the summary
+		}
+	}
 	if err := out.WriteSummary(sum); err != nil {
 		return nil, err
 	}
@@ -236,6 +243,27 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// unjudged says, for a merge without an SLO of shards that were judged
+// against one, that the merged run has no verdict and how to get one: a
+// shard that failed its SLO must not read as a merge that passed.
+func unjudged(shards []*shard, out results.Dir) string {
+	var names, verdicts []string
+	for _, s := range shards {
+		if s.sum == nil || s.sum.SLO == nil {
+			continue
+		}
+		if n := strconv.Quote(s.sum.SLO.SLO); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		verdicts = append(verdicts, fmt.Sprintf("shard %d %s", s.info.Shard.Index, s.sum.SLO.Status))
+	}
+	if len(verdicts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the shards were judged against the SLO %s (%s); the merged run has no verdict: merge with --slo FILE, or run tailgate check --slo FILE %s",
+		strings.Join(names, ", "), strings.Join(verdicts, ", "), out)
 }
 
 func prefixed(s *shard, lines []string) []string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,44 @@ func TestMergeRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("%v: the refusal does not say %q:\n%v", tc.dirs, s, err)
 			}
+		}
+	}
+}
+
+// Shards judged against an SLO and merged without one: the merge says the
+// merged run has no verdict (a failed shard must not read as a merge that
+// passed); merged with shards that were not judged, it says nothing.
+func TestMergeSaysUnjudged(t *testing.T) {
+	base := t.TempDir()
+	var dirs []results.Dir
+	for i := 0; i < 2; i++ {
+		d := results.Dir(filepath.Join(base, fmt.Sprint("s", i)))
+		runDir(t, string(d), loadgen.Shard{Index: i, Count: 2}, time.Time{}, 3, results.RecordsFull, results.CompressNone)
+		dirs = append(dirs, d)
+	}
+	for _, judged := range []bool{false, true} {
+		if judged {
+			for i, d := range dirs {
+				s, err := d.ReadSummary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.SLO = &slo.Report{SLO: "chat-28d", Status: []string{"FAIL", "PASS"}[i]}
+				if err := d.WriteSummary(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		out := results.Dir(filepath.Join(base, fmt.Sprint("merged-", judged)))
+		res, err := Merge(dirs, out, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `the shards were judged against the SLO "chat-28d" (shard 0 FAIL, shard 1 PASS); the merged run has no verdict: merge with --slo FILE, or run tailgate check --slo FILE ` + string(out)
+		saved, _ := out.ReadSummary()
+		said := slices.Contains(res.Summary.Warnings, want) && slices.Contains(saved.Warnings, want)
+		if said != judged {
+			t.Errorf("shards judged %v: warnings %q, saved %q", judged, res.Summary.Warnings, saved.Warnings)
 		}
 	}
 }

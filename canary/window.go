@@ -3,8 +3,8 @@ package canary
 import (
 	"time"
 
-	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/slo/rules"
 )
 
 // Rolling windows. Each objective of each target keeps its good and bad
@@ -35,7 +35,7 @@ type burnWindow struct {
 var burnWindows = func() []burnWindow {
 	out := make([]burnWindow, len(slo.BurnRateWindows))
 	for i, d := range slo.BurnRateWindows {
-		out[i] = burnWindow{prom.WindowLabel(d), d}
+		out[i] = burnWindow{rules.PromDuration(d), d}
 	}
 	return out
 }()

@@ -1,10 +1,8 @@
 package prom
 
 import (
-	"time"
-
-	"github.com/prometheus/common/model"
 	"github.com/tailgate-llm/tailgate/slo"
+	"github.com/tailgate-llm/tailgate/slo/rules"
 )
 
 // The metric contract (fixed): names and labels that dashboards, the rules
@@ -89,14 +87,10 @@ const (
 var BurnRateWindows = func() []string {
 	out := make([]string, len(slo.BurnRateWindows))
 	for i, d := range slo.BurnRateWindows {
-		out[i] = WindowLabel(d)
+		out[i] = rules.PromDuration(d) // as the generated rules spell it
 	}
 	return out
 }()
-
-// WindowLabel is a window as Prometheus writes a duration ("5m", "1d"), as
-// the window label and the generated rules' range selectors spell it.
-func WindowLabel(d time.Duration) string { return model.Duration(d).String() }
 
 // Names lists every metric name of the contract, in the order above.
 var Names = []string{

@@ -71,17 +71,6 @@ func (hb *histogramBuilder) bucket(le, count float64) {
 
 func validCount(v float64) bool { return v >= 0 && v < 1<<63 }
 
-// finite clamps an overflowed sum to ±MaxFloat64 (JSON has no Inf).
-func finite(v float64) float64 {
-	switch {
-	case math.IsInf(v, 1):
-		return math.MaxFloat64
-	case math.IsInf(v, -1):
-		return -math.MaxFloat64
-	}
-	return v
-}
-
 // build scales bounds and sum by scale (e.g. 0.001 for milliseconds) and
 // returns false for a histogram that cannot be used (negative or NaN
 // counts, non-finite sum, nothing at all).

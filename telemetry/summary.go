@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
 // Summary is the whole run's telemetry, for summary.json's "telemetry"
@@ -251,7 +253,7 @@ func SummariseHistogram(h *Histogram) *HistogramSummary {
 		hs.Buckets = slices.Clone(h.Buckets)
 	}
 	if m, ok := h.Mean(); ok {
-		hs.MeanMs = new(finite(m * 1000))
+		hs.MeanMs = new(promhist.Finite(m * 1000))
 	}
 	var first []string
 	var firstBound float64
@@ -264,7 +266,7 @@ func SummariseHistogram(h *Histogram) *HistogramSummary {
 		if !ok {
 			continue
 		}
-		*q.v = new(finite(e.Value * 1000))
+		*q.v = new(promhist.Finite(e.Value * 1000))
 		*q.bkt = []*float64{msOrNil(e.Lower), msOrNil(e.Upper)}
 		if e.Lower == 0 && e.Upper > 0 && !math.IsInf(e.Upper, 1) {
 			first = append(first, fmt.Sprintf("p%g", q.q*100))
@@ -282,7 +284,7 @@ func msOrNil(s float64) *float64 {
 	if math.IsInf(s, 0) || math.IsNaN(s) {
 		return nil
 	}
-	return new(finite(s * 1000))
+	return new(promhist.Finite(s * 1000))
 }
 
 // stats accumulates what the Summary reports. Values are kept per sample
@@ -408,7 +410,7 @@ func summarise(vs []float64) *Stats {
 		sum += v
 	}
 	rank := int(math.Ceil(0.95*float64(len(sorted)))) - 1
-	return &Stats{N: len(sorted), Mean: finite(sum / float64(len(sorted))), Max: sorted[len(sorted)-1], P95: sorted[max(rank, 0)]}
+	return &Stats{N: len(sorted), Mean: promhist.Finite(sum / float64(len(sorted))), Max: sorted[len(sorted)-1], P95: sorted[max(rank, 0)]}
 }
 
 func (r *Run) summaryLocked() Summary {
@@ -555,7 +557,7 @@ func (r *Run) capacityLocked() *Capacity {
 			return nil
 		}
 		if m, ok := h.Mean(); ok {
-			return new(finite(m * scale))
+			return new(promhist.Finite(m * scale))
 		}
 		return nil
 	}

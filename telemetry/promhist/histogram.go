@@ -202,7 +202,7 @@ func (h Histogram) Sub(earlier Histogram) (d Histogram, reset bool) {
 			return b, true
 		}
 	}
-	d = Histogram{Source: h.Source, Buckets: make([]Bucket, len(b.Buckets)), Sum: finite(b.Sum - a.Sum), Count: b.Count - a.Count}
+	d = Histogram{Source: h.Source, Buckets: make([]Bucket, len(b.Buckets)), Sum: Finite(b.Sum - a.Sum), Count: b.Count - a.Count}
 	for i := range b.Buckets {
 		d.Buckets[i] = Bucket{LeSeconds: b.Buckets[i].LeSeconds, Count: b.Buckets[i].Count - a.Buckets[i].Count}
 	}
@@ -213,7 +213,7 @@ func (h Histogram) Sub(earlier Histogram) (d Histogram, reset bool) {
 func (h Histogram) Plus(o Histogram) Histogram {
 	a, b := align(h, o)
 	out := Histogram{Source: JoinSources(h.Source, o.Source), Buckets: make([]Bucket, len(a.Buckets)),
-		Sum: finite(a.Sum + b.Sum), Count: a.Count + b.Count}
+		Sum: Finite(a.Sum + b.Sum), Count: a.Count + b.Count}
 	for i := range a.Buckets {
 		out.Buckets[i] = Bucket{LeSeconds: a.Buckets[i].LeSeconds, Count: a.Buckets[i].Count + b.Buckets[i].Count}
 	}
@@ -287,8 +287,8 @@ func JoinSources(a, b string) string {
 	return strings.Join(parts, ",")
 }
 
-// finite clamps an overflowed sum to ±MaxFloat64 (JSON has no Inf).
-func finite(v float64) float64 {
+// Finite clamps an overflowed sum to ±MaxFloat64 (JSON has no Inf).
+func Finite(v float64) float64 {
 	switch {
 	case math.IsInf(v, 1):
 		return math.MaxFloat64

@@ -8,40 +8,21 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/seedfiles"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/sse"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // seedStreams is every stream body in testdata, as fuzz seeds.
-func seedStreams(tb testing.TB) [][]byte {
-	tb.Helper()
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out [][]byte
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".txt") {
-			continue
-		}
-		b, err := os.ReadFile("testdata/" + e.Name())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func seedStreams(tb testing.TB) [][]byte { return seedfiles.Read(tb, "testdata", ".txt") }
 
 // parseBody runs the stream reader over an in-memory body, as Do does
 // once the response headers are in, keeping the text.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/tailgate-llm/tailgate/internal/seedfiles"
 )
 
 // sseEvent is one dispatched event, for comparing scanners.
@@ -367,25 +369,7 @@ func TestPooledScannersInterleaved(t *testing.T) {
 }
 
 // seedStreams is every stream body in testdata, as fuzz seeds.
-func seedStreams(tb testing.TB) [][]byte {
-	tb.Helper()
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out [][]byte
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".txt") {
-			continue
-		}
-		b, err := os.ReadFile("testdata/" + e.Name())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func seedStreams(tb testing.TB) [][]byte { return seedfiles.Read(tb, "testdata", ".txt") }
 
 // BenchmarkScanner reads the seed streams, one event per token: the
 // framing's own cost per event, apart from any protocol's decoding.

@@ -103,7 +103,7 @@ func TestFixedJitter(t *testing.T) {
 	// least k·(itl − jitter) after admission: never early however the
 	// machine ran.
 	for k, ch := range tr.Chunks {
-		if min := tr.Admitted.Add(time.Duration(k+1) * (itl - jitter)); ch.Began.Before(min) {
+		if earliest := tr.Admitted.Add(time.Duration(k+1) * (itl - jitter)); ch.Began.Before(earliest) {
 			t.Errorf("chunk %d begun %v after admission, earlier than %d·(itl − jitter)", k, ch.Began.Sub(tr.Admitted), k+1)
 		}
 	}

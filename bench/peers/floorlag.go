@@ -50,11 +50,13 @@ func runFloorLag(w *os.File, target string, rate float64, d, warmup time.Duratio
 	// Answers end within the streams' length; this bounds a lost one.
 	stop := start.Add(d + 30*time.Second)
 	lags := make([]int64, 0, int(rate*d.Seconds())+1)
+	sent := 0
 	for i := 0; ; i++ {
 		at := time.Duration(i) * interval
 		if at >= d {
 			break
 		}
+		sent++
 		due := start.Add(at)
 		time.Sleep(time.Until(due))
 		mu.Lock()
@@ -69,9 +71,8 @@ func runFloorLag(w *os.File, target string, rate float64, d, warmup time.Duratio
 				continue
 			}
 		}
-		sent := time.Now()
 		if at >= warmup {
-			lags = append(lags, int64(sent.Sub(due)))
+			lags = append(lags, int64(time.Since(due)))
 		}
 		c.SetDeadline(stop)
 		if _, err := c.Write(req); err != nil {
@@ -117,7 +118,18 @@ func runFloorLag(w *os.File, target string, rate float64, d, warmup time.Duratio
 		c.Close()
 	}
 	mu.Unlock()
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	// Its lags are still the sends', but a reference whose server failed
+	// every request is not one.
+	if failed == sent {
+		return fmt.Errorf("every request failed (%d of %d): no answer from %s was a complete stream", failed, sent, target)
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "floor: %d of %d requests failed\n", failed, sent)
+	}
+	return nil
 }
 
 // parseFloorLag reads floor -rate's output: the lags in nanoseconds and the

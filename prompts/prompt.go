@@ -38,6 +38,15 @@ type Prompt struct {
 	// FollowUp, when set, builds the session's next turn from this turn's
 	// answer text (history included), or returns nil after the last turn.
 	FollowUp func(answer string) *Prompt `json:"-"`
+	// Graph, when set, makes this prompt a whole agent session: the engine
+	// runs the graph's calls by their edges and sends none of this
+	// prompt's own content. A source yields one such prompt per session,
+	// with At (trace sources) or the schedule giving the session's start.
+	Graph *Graph `json:"-"`
+	// Call and After place a session call in its graph: its id and the
+	// ids of the calls it waited for, as records carry them.
+	Call  string   `json:"call,omitempty"`
+	After []string `json:"after,omitempty"`
 }
 
 // Chat returns the prompt as chat messages, wrapping Text as one user

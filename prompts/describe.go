@@ -73,8 +73,8 @@ func (m *Mix) canonical() canonicalMix {
 		if c.path != "" {
 			src.File = filepath.Base(c.path)
 		}
-		switch c.srcType {
-		case SourceSynthetic:
+		switch {
+		case c.srcType == SourceSynthetic:
 			src.InputTokens = c.input.String()
 			if p := c.prefix; p != nil {
 				if p.prefixes > 0 {
@@ -83,10 +83,10 @@ func (m *Mix) canonical() canonicalMix {
 					src.SharedPrefix = fmt.Sprintf("%d tokens, %d prompts per prefix", p.tokens, p.perPrefix)
 				}
 			}
-		case SourceJSONL, SourceShareGPT:
+		case c.st.path && !c.st.trace:
 			src.Records, src.Order = len(c.items), c.order
-		default:
-			src.Records, src.Model, src.BlockTokens = len(c.rows), c.model, c.blockTokens
+		case c.st.trace:
+			src.Records, src.Model, src.BlockTokens = len(c.at), c.model, c.blockTokens
 			if c.from > 0 {
 				src.From = c.from.String()
 			}

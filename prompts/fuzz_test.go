@@ -124,7 +124,7 @@ func FuzzShareGPT(f *testing.F) {
 // fuzzTrace checks parsed rows and replays them.
 func fuzzTrace(t *testing.T, typ string, rows []traceRow, t0 int64) {
 	tok, _ := NewTokenizer(DefaultEncoding)
-	c := &class{name: "t", key: 1, srcType: typ, blockTokens: 512}
+	c := &class{name: "t", key: 1, srcType: typ, st: lookupSource(typ), blockTokens: 512}
 	m := &Mix{tok: tok, timeScale: 0.5, classes: []*class{c}, trace: true}
 	for _, r := range rows {
 		if r.in < 0 || r.out < 0 || r.in > tokenLimit || r.out > tokenLimit {

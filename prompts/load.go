@@ -25,20 +25,8 @@ func (m *Mix) load(dir string) error {
 		if c.path != "" && dir != "" && !filepath.IsAbs(c.path) {
 			c.path = filepath.Join(dir, c.path)
 		}
-		var err error
-		switch c.srcType {
-		case SourceSynthetic:
-			needCorpus = true
-			if c.sess != nil && c.sess.turns.max*c.input.max > tokenLimit {
-				return c.srcNode.Errorf("sessions of up to %v turns of up to %v tokens exceed %d tokens of history", c.sess.turns.max, c.input.max, tokenLimit)
-			}
-		case SourceJSONL, SourceShareGPT:
-			err = m.loadDataset(c)
-		default:
-			needCorpus = true
-			err = m.loadTrace(c)
-		}
-		if err != nil {
+		needCorpus = needCorpus || c.st.needsCorpus
+		if err := c.st.load(m, c); err != nil {
 			return err
 		}
 	}
@@ -246,25 +234,25 @@ func countAll(tok Tokenizer, tasks []countTask) {
 
 func (m *Mix) loadTrace(c *class) error {
 	var rows []traceRow
-	t0 := int64(math.MaxInt64)
+	var t0 int64
 	err := c.readFile(func(r io.Reader) error {
 		var err error
-		switch c.srcType {
-		case SourceAzure:
-			rows, err = parseAzureTrace(c.path, r, c.limit)
-		case SourceBurstGPT:
-			var filtered int
-			rows, filtered, t0, err = parseBurstGPT(c.path, r, c.limit, c.model)
-			c.skipped += filtered
-		case SourceMooncake:
-			rows, err = parseMooncake(c.path, r, c.limit)
-		}
+		rows, t0, err = c.st.rows(c, r)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	return m.buildTrace(c, rows, t0)
+}
+
+// checkSynthetic checks that a synthetic class's sessions fit in the
+// corpus; it reads nothing.
+func (m *Mix) checkSynthetic(c *class) error {
+	if c.sess != nil && c.sess.turns.max*c.input.max > tokenLimit {
+		return c.srcNode.Errorf("sessions of up to %v turns of up to %v tokens exceed %d tokens of history", c.sess.turns.max, c.input.max, tokenLimit)
+	}
+	return nil
 }
 
 // buildTrace sorts a class's rows by timestamp (stable: equal times keep

@@ -60,6 +60,7 @@ type class struct {
 	line      int
 	weight    float64
 	srcType   string
+	st        *sourceType
 	path      string
 	sha256    string
 	order     string
@@ -81,6 +82,10 @@ type class struct {
 	from, until time.Duration // window of trace time; until 0 = end
 	// multi-turn
 	sess *sessionSpec
+	// session sources
+	agent    *agentSpec
+	sessions []*gsession
+	gen      *agentGen // synthetic agent source
 
 	pathNode, srcNode yamlwalk.Pos // for errors found while loading
 }
@@ -160,7 +165,7 @@ func LoadPromptsFile(path string, opts LoadOptions) (*Mix, error) {
 	}
 	name := className(path)
 	c := &class{
-		name: name, key: fnv64(name), weight: 1, srcType: typ, path: path, order: OrderShuffle,
+		name: name, key: fnv64(name), weight: 1, srcType: typ, st: lookupSource(typ), path: path, order: OrderShuffle,
 		pathNode: yamlwalk.Pos{File: path}, srcNode: yamlwalk.Pos{File: path},
 	}
 	if typ == SourceMooncake {
@@ -180,10 +185,6 @@ func LoadPromptsFile(path string, opts LoadOptions) (*Mix, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-func isTraceType(t string) bool {
-	return t == SourceAzure || t == SourceBurstGPT || t == SourceMooncake
 }
 
 func checkTimeScale(f float64) error {
@@ -248,7 +249,7 @@ func (m *Mix) Len() int {
 	}
 	n := 0
 	for _, c := range m.classes {
-		n += len(c.rows)
+		n += len(c.at)
 	}
 	return n
 }

@@ -15,14 +15,6 @@ import (
 var (
 	mixFields    = []string{"kind", "apiVersion", "name", "description", "seed", "tokenizer", "template_tokens", "time_scale", "classes"}
 	classFields  = []string{"name", "weight", "source", "max_tokens", "params", "sessions"}
-	sourceFields = map[string][]string{
-		SourceJSONL:     {"type", "path", "limit", "order"},
-		SourceShareGPT:  {"type", "path", "limit", "order"},
-		SourceSynthetic: {"type", "input_tokens", "shared_prefix"},
-		SourceAzure:     {"type", "path", "limit", "from", "until"},
-		SourceBurstGPT:  {"type", "path", "limit", "from", "until", "model"},
-		SourceMooncake:  {"type", "path", "limit", "from", "until", "block_tokens"},
-	}
 	sessionFields = []string{"turns", "max_turns", "think_time"}
 	// reservedParams belong to other fields or to the client.
 	reservedParams = []string{"messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options"}
@@ -140,7 +132,7 @@ func (r mixReader) mix(root yamlwalk.Node, opts LoadOptions) *Mix {
 		if len(m.classes) == 0 {
 			m.trace = isTraceType(c.srcType)
 		} else if m.trace != isTraceType(c.srcType) {
-			r.doc.Add(c.srcNode.Errorf("cannot mix trace classes (azure, burstgpt, mooncake) with weighted classes in one mix"))
+			r.doc.Add(c.srcNode.Errorf("cannot mix trace classes (%s) with weighted classes in one mix", traceTypes()))
 			allRead = false
 			continue
 		}
@@ -203,6 +195,8 @@ func (r mixReader) class(x yamlwalk.Node, names map[string]bool) (*class, bool) 
 	if n, ok := f.Get("max_tokens"); ok {
 		if trace {
 			n.Errorf("trace classes take output lengths from the trace")
+		} else if c.srcType == SourceAgent {
+			n.Errorf("agent sources take output_tokens in source:")
 		} else if d, ok := r.dist(n, unitTokens, 1); ok {
 			c.maxTokens = &d
 		}
@@ -242,14 +236,14 @@ func (r mixReader) source(c *class, x yamlwalk.Node) {
 	if c.srcType, ok = tn.Str(); !ok {
 		return
 	}
-	allowed, ok := sourceFields[c.srcType]
-	if !ok {
+	c.st = lookupSource(c.srcType)
+	if c.st == nil {
 		// The other fields depend on the type.
-		tn.Errorf("unknown source type %q (want jsonl, sharegpt, synthetic, azure, burstgpt or mooncake)", c.srcType)
+		tn.Errorf("unknown source type %q (want %s)", c.srcType, sourceNames())
 		return
 	}
-	f.Only(allowed...)
-	if c.srcType != SourceSynthetic {
+	f.Only(c.st.fields...)
+	if c.st.path {
 		if pn, ok := f.Require("path"); ok {
 			if c.path, ok = pn.Str(); ok && c.path == "" {
 				pn.Errorf("empty")
@@ -292,6 +286,12 @@ func (r mixReader) source(c *class, x yamlwalk.Node) {
 				c.blockTokens = int(v)
 			}
 		}
+	}
+	if c.st.sessions {
+		r.agentSource(c, f)
+	}
+	if c.srcType == SourceAgent {
+		r.agentGen(c, f)
 	}
 	if c.srcType == SourceSynthetic {
 		if in, ok := f.Require("input_tokens"); ok {

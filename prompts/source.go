@@ -100,14 +100,19 @@ func (cs *classState) maxTokens(own, ref int) int {
 	return ref
 }
 
-func (cs *classState) next(s *mixSource) *Prompt {
-	c := cs.c
-	if c.srcType == SourceSynthetic {
-		if c.sess != nil {
-			return cs.syntheticSession(s)
-		}
-		return cs.synthetic(s)
+func (cs *classState) next(s *mixSource) *Prompt { return cs.c.st.draw(cs, s) }
+
+// synth draws a synthetic class's prompt or session.
+func (cs *classState) synth(s *mixSource) *Prompt {
+	if cs.c.sess != nil {
+		return cs.syntheticSession(s)
 	}
+	return cs.synthetic(s)
+}
+
+// dataset draws a dataset class's prompt or session.
+func (cs *classState) dataset(s *mixSource) *Prompt {
+	c := cs.c
 	it := &c.items[cs.pick()]
 	if c.sess != nil {
 		return cs.datasetSession(s, it)
@@ -176,7 +181,7 @@ func (s *mixSource) nextTrace() (*Prompt, error) {
 	best := -1
 	for i := range s.cs {
 		cs := &s.cs[i]
-		if cs.n >= len(cs.c.rows) {
+		if cs.n >= len(cs.c.at) {
 			continue
 		}
 		if best < 0 || cs.c.at[cs.n] < s.cs[best].c.at[s.cs[best].n] {
@@ -187,7 +192,12 @@ func (s *mixSource) nextTrace() (*Prompt, error) {
 		return nil, io.EOF
 	}
 	cs := &s.cs[best]
-	p := cs.traceRow(s)
+	var p *Prompt
+	if cs.c.st.sessions {
+		p = cs.traceSession(s)
+	} else {
+		p = cs.traceRow(s)
+	}
 	cs.n++
 	return p, nil
 }
@@ -200,7 +210,7 @@ func (cs *classState) traceRow(s *mixSource) *Prompt {
 		Params: c.params, At: c.at[cs.n],
 	}
 	n := max(1, row.in-s.m.templateTokens)
-	if c.srcType != SourceMooncake {
+	if len(row.hashes) == 0 {
 		p.Text = s.m.corp.fresh(cs.r, n)
 		return p
 	}

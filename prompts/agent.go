@@ -234,13 +234,13 @@ func (cs *classState) buildGraph(s *mixSource, gs *gsession, idx uint64) *Prompt
 	if c.agent != nil && c.agent.cacheBust {
 		marker = fmt.Sprintf("[rid:%012x]\n\n", r.uint64()&(1<<48-1))
 	}
-	calls := gs.calls
+	calls, warm := gs.calls, false
 	if c.agent != nil && c.agent.randomStart {
-		calls = randomStart(calls, r)
+		calls, warm = randomStart(calls, r)
 	}
 	gid := cs.id()
 	g := &Graph{
-		ID: gid, Trace: traceName(c.path, gs.id), Calls: make([]Call, len(calls)),
+		ID: gid, Trace: traceName(c, gs.id), Calls: make([]Call, len(calls)),
 		PromisedPrefixTokens: gs.promised, PromptTokens: gs.prompt,
 	}
 	blockSeed := s.seed ^ int64(c.key)
@@ -268,7 +268,7 @@ func (cs *classState) buildGraph(s *mixSource, gs *gsession, idx uint64) *Prompt
 		}
 		g.Calls[i] = Call{
 			ID: rc.id, Prompt: p, After: after, Offset: m.delay(c.agent, rc.offset),
-			Agent: rc.agent, Background: rc.background, Warmup: c.agent != nil && c.agent.randomStart && i == 0 && len(calls) < len(gs.calls),
+			Agent: rc.agent, Background: rc.background, Warmup: warm && i == 0,
 		}
 	}
 	for i := range g.Calls {
@@ -277,7 +277,13 @@ func (cs *classState) buildGraph(s *mixSource, gs *gsession, idx uint64) *Prompt
 	return &Prompt{ID: gid, Class: c.name, Session: gid, Graph: g}
 }
 
-func traceName(path, id string) string {
+// traceName is where a session came from: the file and the trace's
+// session id, or the class and the session's index for a synthetic one.
+func traceName(c *class, id string) string {
+	path := c.path
+	if path == "" {
+		return c.name + "#" + id
+	}
 	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
 		path = path[i+1:]
 	}
@@ -329,8 +335,9 @@ func blockText(corp *corpus, r *rng, seed int64, hashes []uint64, bt, n int) str
 // randomStart keeps a session's first call as a warm-up and the calls
 // recorded from a random turn of the main lane on; an edge to a dropped
 // call becomes an edge to the warm-up's end, so the replay starts there
-// with the prefix the warm-up left in the cache.
-func randomStart(calls []gcall, r *rng) []gcall {
+// with the prefix the warm-up left in the cache. A lane too short to
+// have a turn between its first and last is replayed whole, unwarmed.
+func randomStart(calls []gcall, r *rng) ([]gcall, bool) {
 	var main []int
 	for i := range calls {
 		if calls[i].agent == "" {
@@ -338,7 +345,7 @@ func randomStart(calls []gcall, r *rng) []gcall {
 		}
 	}
 	if len(main) < 3 {
-		return calls
+		return calls, false
 	}
 	k := main[1+r.intn(len(main)-1)]
 	from := calls[k].startNs
@@ -369,7 +376,7 @@ func randomStart(calls []gcall, r *rng) []gcall {
 		newIdx[i] = len(out)
 		out = append(out, cl)
 	}
-	return out
+	return out, true
 }
 
 // laneTurns numbers each call's turn within its lane.

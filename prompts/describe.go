@@ -139,7 +139,14 @@ func (m *Mix) Describe() string {
 		fmt.Fprintf(&b, ", template %d tokens", cm.TemplateTokens)
 	}
 	if m.trace {
-		fmt.Fprintf(&b, ", trace replay of %d requests over %v (time scale %g)", m.Len(), m.Span(), cm.TimeScale)
+		what := "requests"
+		if m.HasGraphs() {
+			what = "requests or sessions"
+			if m.allGraphs() {
+				what = "sessions"
+			}
+		}
+		fmt.Fprintf(&b, ", trace replay of %d %s over %v (time scale %g)", m.Len(), what, m.Span(), cm.TimeScale)
 	}
 	b.WriteByte('\n')
 	for _, c := range cm.Classes {

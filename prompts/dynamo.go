@@ -181,8 +181,8 @@ func dynamoGraph(file, id string, ds *dynamoSession) (*gsession, error) {
 	}
 	calls := ds.calls
 	sort.SliceStable(calls, func(i, j int) bool { return calls[i].startMs < calls[j].startMs })
-	s := &gsession{id: id, line: ds.line, global: true, blockSize: 64}
 	t0 := calls[0].startMs
+	s := &gsession{id: id, line: ds.line, global: true, blockSize: 64, startNs: int64(t0 * 1e6)}
 	lanes := map[string][]int{}
 	main := calls[0].traj
 	for i := range calls {

@@ -242,7 +242,7 @@ func (m *Mix) TimeScale() float64 { return m.timeScale }
 func (m *Mix) Name() string { return m.name }
 
 // Len is the number of prompts a Source yields before io.EOF for a trace
-// mix, or -1 for an endless one.
+// mix (a session trace's prompts are sessions), or -1 for an endless one.
 func (m *Mix) Len() int {
 	if !m.trace {
 		return -1
@@ -275,4 +275,24 @@ func (m *Mix) HasSessions() bool {
 		}
 	}
 	return false
+}
+
+// HasGraphs reports whether any class yields agent sessions: prompts with
+// Graph set, whose calls the engine runs by their edges.
+func (m *Mix) HasGraphs() bool {
+	for _, c := range m.classes {
+		if c.st.sessions {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Mix) allGraphs() bool {
+	for _, c := range m.classes {
+		if !c.st.sessions {
+			return false
+		}
+	}
+	return true
 }

@@ -13,8 +13,8 @@ import (
 
 // Mix file fields.
 var (
-	mixFields    = []string{"kind", "apiVersion", "name", "description", "seed", "tokenizer", "template_tokens", "time_scale", "classes"}
-	classFields  = []string{"name", "weight", "source", "max_tokens", "params", "sessions"}
+	mixFields     = []string{"kind", "apiVersion", "name", "description", "seed", "tokenizer", "template_tokens", "time_scale", "classes"}
+	classFields   = []string{"name", "weight", "source", "max_tokens", "params", "sessions"}
 	sessionFields = []string{"turns", "max_turns", "think_time"}
 	// reservedParams belong to other fields or to the client.
 	reservedParams = []string{"messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options"}

@@ -141,8 +141,11 @@ func otelGraph(file string, line int, os *otelSession) (*gsession, error) {
 			continue
 		}
 		in, err := otelMessages(sp.Attributes["gen_ai.input.messages"])
-		if err != nil || len(in) == 0 {
-			return nil, errAt(file, line, field+".attributes.gen_ai.input.messages", "want a list of messages (%v)", err)
+		if err != nil {
+			return nil, errAt(file, line, field+".attributes.gen_ai.input.messages", "want a list of messages: %v", err)
+		}
+		if len(in) == 0 {
+			return nil, errAt(file, line, field+".attributes.gen_ai.input.messages", "missing or empty: the replay sends the recorded input")
 		}
 		outMsgs, err := otelMessages(sp.Attributes["gen_ai.output.messages"])
 		if err != nil {

@@ -282,6 +282,12 @@ func TestSampleMixes(t *testing.T) {
 				}
 				break
 			}
+			if p.Graph != nil {
+				if err := p.Graph.Validate(); err != nil {
+					t.Errorf("%s: %v", f, err)
+				}
+				p = p.Graph.Calls[0].Prompt
+			}
 			if p.ID == "" || p.Class == "" || (len(p.Messages) == 0 && p.Text == "") || p.InputTokens <= 0 {
 				t.Errorf("%s: bad prompt %+v", f, p)
 			}

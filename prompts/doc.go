@@ -61,6 +61,7 @@
 //     prefixes, one drawn per prompt), to exercise prefix caching; the
 //     prefix is added to input_tokens.
 //   - azure, burstgpt, mooncake: production traces, below.
+//   - agent, weka, dynamo, otel: agent sessions, below.
 //
 // Dataset sources take path (relative to the mix file), limit (read at
 // most that many records) and order: shuffle (a new seeded permutation each
@@ -87,7 +88,8 @@
 //
 // # Traces
 //
-// A trace mix has only trace classes (azure, burstgpt, mooncake) and no
+// A trace mix has only trace classes (azure, burstgpt, mooncake, and the
+// session traces weka, dynamo, otel) and no
 // weights: each row is one request whose prompt is synthetic text of the
 // row's input tokens and whose max_tokens is the row's output tokens
 // (add params: {ignore_eos: true} to force that length). Prompt.At is the
@@ -122,6 +124,49 @@
 // a duration or a distribution of durations. Everything about a session
 // is drawn with its first turn, so follow-ups consume no shared randomness:
 // they may be built on any goroutine and in any order.
+//
+// # Agent sessions
+//
+// A session source yields one prompt per agent session with Graph set: a
+// set of calls, each fully built (Messages, MaxTokens the recorded output,
+// InputTokens the recorded input, Session the graph's ID, Call its id,
+// After the ids it waits for, Turn its index in its lane), and edges that
+// wait for a predecessor's end, start or first token plus a delay (think
+// time, or a tool's recorded duration). A call with several edges is a
+// join; a background lane (weka's async_launched) gates nothing. Calls
+// whose hash ids share leading ids share exactly that prefix text, one
+// block per id (block_size tokens); Graph.PromisedPrefixTokens is what a
+// perfect prefix cache would hit by those ids. Trace sessions arrive at
+// their recorded start (Prompt.At, time-scaled); agent sessions are
+// endless and weighted like any class.
+//
+//   - weka: SemiAnalysis/Weka cc-traces, a JSON trace, a JSONL of them or
+//     a directory; requests n/s are calls, subagent a nested lane joined
+//     by the parent's next call unless async_launched; stop tool_use makes
+//     the next call's delay a tool wait; think_time, when given, is the
+//     delay; hash_id_scope local gives each trace its own blocks.
+//   - dynamo: dynamo.request.trace.v1 records (wrapped {timestamp, event}
+//     or bare); agent_context session_id groups sessions, trajectory_id
+//     lanes, parent_trajectory_id subagents (on the parent call's start
+//     when it began during it, else on its end; joined by the parent's
+//     first call after it ended, else background); tool events mark tool
+//     gaps; input_sequence_hashes are read as uint64.
+//   - otel: a session per line {trace_id, spans[]} of GenAI spans (chat,
+//     generate, text_completion; execute_tool spans mark tool gaps), sent
+//     with their recorded messages; a causal edge where an input assistant
+//     message is a predecessor's output, else a temporal edge to the span
+//     that ended last before it began.
+//   - agent: synthetic; input_tokens (the first prompt), turn_tokens (each
+//     tool result), output_tokens, turns, tool_gap (distributions),
+//     subagent_probability, subagent_width, subagent_turns,
+//     background_probability, join (default true).
+//
+// Every session source takes cache_bust (a [rid:<12 hex>] marker before
+// each lane's first user message, per session) and idle_gap_cap (default
+// 60s, applied after time_scale); trace sources also take models (a
+// trace's model to the model sent, in params.model; "*" for the rest),
+// random_start (a warm-up call, then the replay from a random turn of
+// the main lane) and limit/from/until over sessions.
 //
 // # Token lengths and tolerance
 //

@@ -132,6 +132,9 @@ func (m *Mix) loadDynamo(c *class) error {
 			if dc.hashes, msg = hashList(rp.Hashes); msg != "" {
 				return errAt(file, line, "request.replay.input_sequence_hashes", "%s", msg)
 			}
+			if rp.BlockSize < 0 || rp.BlockSize > 1<<16 {
+				return errAt(file, line, "request.replay.trace_block_size", "%d: want 1 to 65536", rp.BlockSize)
+			}
 			if rp.BlockSize > 0 {
 				dc.endNs = int64(rp.BlockSize) // block size, moved to the session below
 			}

@@ -35,7 +35,7 @@ func addFile(f *testing.F, path string) {
 }
 
 func FuzzMixYAML(f *testing.F) {
-	for _, name := range []string{"chat", "rag", "longgen", "sessions", "production", "trace-azure", "trace-mooncake"} {
+	for _, name := range []string{"chat", "rag", "longgen", "sessions", "production", "trace-azure", "trace-mooncake", "agent", "trace-weka", "trace-dynamo", "trace-otel"} {
 		addFile(f, "../testdata/mixes/"+name+".yaml")
 	}
 	f.Add([]byte("kind: Mix\nclasses:\n  - {name: a, weight: 2, source: {type: synthetic, input_tokens: {dist: lognormal, mean: 50, stddev: 20}}, max_tokens: {dist: uniform, min: 1, max: 9}}\n"))
@@ -203,4 +203,75 @@ func FuzzMooncake(f *testing.F) {
 		}
 		fuzzTrace(t, SourceMooncake, rows, math.MaxInt64)
 	})
+}
+
+// fuzzSessions loads data as a session trace of type typ and replays
+// every session it yields.
+func fuzzSessions(t *testing.T, typ string, data []byte) {
+	dir := t.TempDir()
+	path := dir + "/t.jsonl"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := NewTokenizer(DefaultEncoding)
+	c := &class{name: "t", key: 1, srcType: typ, st: lookupSource(typ), path: path, agent: &agentSpec{idleCap: DefaultIdleGapCap, cacheBust: true, randomStart: len(data)%2 == 0}}
+	m := &Mix{tok: tok, timeScale: 0.5, classes: []*class{c}, trace: true}
+	if err := c.st.load(m, c); err != nil {
+		checkErr(t, err, path, data)
+		return
+	}
+	total := 0
+	for _, s := range c.sessions {
+		for _, cl := range s.calls {
+			total += cl.in
+		}
+	}
+	if total > 200000 {
+		return
+	}
+	m.corp = corpusFor(tok)
+	src := m.Source(1)
+	var last time.Duration
+	for {
+		p, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if p.Graph == nil || p.At < last {
+			t.Fatalf("bad session %+v after %v", p, last)
+		}
+		if err := p.Graph.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range p.Graph.Calls {
+			if len(cl.Prompt.Messages) == 0 || cl.Prompt.Call != cl.ID {
+				t.Fatalf("bad call %+v", cl)
+			}
+			for _, e := range cl.After {
+				if e.Delay < 0 || e.Delay > DefaultIdleGapCap {
+					t.Fatalf("delay %v", e.Delay)
+				}
+			}
+		}
+		last = p.At
+	}
+}
+
+func FuzzWeka(f *testing.F) {
+	addFile(f, "../testdata/mixes/weka-sample.jsonl")
+	f.Add([]byte(`{"id":"a","block_size":8,"requests":[{"t":5,"type":"subagent","agent_id":"x","requests":[{"t":1,"type":"n","in":3,"out":1,"hash_ids":[18446744073709551615,-3]}]},{"t":0,"type":"s","in":9,"out":2,"stop":"tool_use"}]}`))
+	f.Add([]byte("{\"id\":\"a\",\n\"requests\":[{\"t\":0,\"type\":\"n\",\"in\":1e3,\"out\":1}]}\n[1]"))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzSessions(t, SourceWeka, data) })
+}
+
+func FuzzDynamo(f *testing.F) {
+	addFile(f, "../testdata/mixes/dynamo-sample.jsonl")
+	f.Add([]byte(`{"event_type":"request_end","event_time_unix_ms":9,"agent_context":{"session_id":"s","trajectory_id":"b","parent_trajectory_id":"b"},"request":{"request_received_ms":1,"input_tokens":3,"output_tokens":1}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzSessions(t, SourceDynamo, data) })
+}
+
+func FuzzOTel(f *testing.F) {
+	addFile(f, "../testdata/mixes/otel-sample.jsonl")
+	f.Add([]byte(`{"trace_id":"x","spans":[{"start_time":1000,"end_time":2000,"attributes":{"gen_ai.input.messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"gen_ai.usage.output_tokens":2}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzSessions(t, SourceOTel, data) })
 }

@@ -169,6 +169,9 @@ func (m *Mix) finishSessions(c *class, ss []*gsession) error {
 		s.promised, s.prompt = promisedPrefix(s, seen)
 	}
 	c.sessions = kept
+	if !c.st.trace {
+		return nil
+	}
 	c.at = make([]time.Duration, len(kept))
 	base := t0 + int64(c.from)
 	for i, s := range kept {
@@ -211,6 +214,12 @@ func (m *Mix) delay(a *agentSpec, d time.Duration) time.Duration {
 		d = a.idleCap
 	}
 	return d
+}
+
+// sessionDataset draws the next session of a session dataset (weka): in
+// the class's order, cycling, like a dataset's records.
+func (cs *classState) sessionDataset(s *mixSource) *Prompt {
+	return cs.buildGraph(s, cs.c.sessions[cs.pick()], uint64(cs.n))
 }
 
 // traceSession builds the next session of a session trace class.

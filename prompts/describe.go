@@ -84,7 +84,7 @@ func (m *Mix) canonical() canonicalMix {
 				}
 			}
 		case c.st.path && !c.st.trace:
-			src.Records, src.Order = len(c.items), c.order
+			src.Records, src.Order = c.records(), c.order
 		case c.st.trace:
 			src.Records, src.Model, src.BlockTokens = len(c.at), c.model, c.blockTokens
 			if c.from > 0 {

@@ -66,7 +66,7 @@ var goldenDigests = map[string]string{
 	"agent.yaml":          "ec9667edf35b896c5b72eaa47a446530e795421b5a354a5ea4becb7f910d50a5",
 	"trace-dynamo.yaml":   "a2b69c2e5d916c74bf72cec3829cd9a14803d0c9845b92d2c9543a95b5fa53b8",
 	"trace-otel.yaml":     "a22c14ac163ca8dee22fd3d6e43fda3fd5684fef922d139cb0a361487cb291f8",
-	"trace-weka.yaml":     "5136e71c2f2825ee2aa2d2e0e1f9da5738bbfb22408502b191c3c74a7c8dea8c",
+	"trace-weka.yaml":     "560c112e3f9b7302ab7ef81d1ea91122c3beaa31746ddb28d7879dd70bae4228",
 	"chat.yaml":           "5cffcdf950576c42ec201a620cc4f7b322d60414f98cc8f509d578f8dcc19f58",
 	"longgen.yaml":        "0001e926d7524acdb42e88229dfa39f5ab78d62284b2a061cd539dd8fa0a0449",
 	"production.yaml":     "26fe230d118c186ae120a36afc58b3932372b54e5dc938584c789beada8b8d84",

@@ -89,7 +89,7 @@
 // # Traces
 //
 // A trace mix has only trace classes (azure, burstgpt, mooncake, and the
-// session traces weka, dynamo, otel) and no
+// session traces dynamo and otel) and no
 // weights: each row is one request whose prompt is synthetic text of the
 // row's input tokens and whose max_tokens is the row's output tokens
 // (add params: {ignore_eos: true} to force that length). Prompt.At is the
@@ -136,9 +136,10 @@
 // join; a background lane (weka's async_launched) gates nothing. Calls
 // whose hash ids share leading ids share exactly that prefix text, one
 // block per id (block_size tokens); Graph.PromisedPrefixTokens is what a
-// perfect prefix cache would hit by those ids. Trace sessions arrive at
-// their recorded start (Prompt.At, time-scaled); agent sessions are
-// endless and weighted like any class.
+// perfect prefix cache would hit by those ids. dynamo and otel sessions
+// arrive at their recorded start (Prompt.At, time-scaled); weka traces
+// record no start, so weka and agent sessions are endless and weighted
+// like any class (weka draws its traces in order, like a dataset).
 //
 //   - weka: SemiAnalysis/Weka cc-traces, a JSON trace, a JSONL of them or
 //     a directory; requests n/s are calls, subagent a nested lane joined
@@ -163,7 +164,7 @@
 //
 // Every session source takes cache_bust (a [rid:<12 hex>] marker before
 // each lane's first user message, per session) and idle_gap_cap (default
-// 60s, applied after time_scale); trace sources also take models (a
+// 60s, applied after time_scale); weka, dynamo and otel also take models (a
 // trace's model to the model sent, in params.model; "*" for the rest),
 // random_start (a warm-up call, then the replay from a random turn of
 // the main lane) and limit/from/until over sessions.

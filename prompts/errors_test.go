@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"trace with weight", "kind: Mix\nclasses:\n  - name: t\n    weight: 2\n    source: {type: azure, path: t.csv}\n", nil,
 			"mix.yaml:4: classes[0].weight: trace classes take no weight: the trace's timestamps set the arrivals"},
 		{"trace mixed with weighted", "kind: Mix\nclasses:\n  - name: a\n" + synth + "  - name: t\n    source: {type: azure, path: t.csv}\n", nil,
-			"mix.yaml:6: classes[1].source: cannot mix trace classes (azure, burstgpt, mooncake, weka, dynamo, otel) with weighted classes in one mix"},
+			"mix.yaml:6: classes[1].source: cannot mix trace classes (azure, burstgpt, mooncake, dynamo, otel) with weighted classes in one mix"},
 		{"bad time scale", "kind: Mix\ntime_scale: 0\nclasses: []\n", nil,
 			"mix.yaml:2: time_scale: 0: want a number in (0, 1e6]\nmix.yaml:3: classes: no classes"},
 		{"both prefix forms", "kind: Mix\nclasses:\n  - name: a\n    source:\n      type: synthetic\n      input_tokens: 5\n      shared_prefix: {tokens: 9, prompts_per_prefix: 2, prefixes: 3}\n", nil,

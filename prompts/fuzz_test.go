@@ -215,7 +215,7 @@ func fuzzSessions(t *testing.T, typ string, data []byte) {
 	}
 	tok, _ := NewTokenizer(DefaultEncoding)
 	c := &class{name: "t", key: 1, srcType: typ, st: lookupSource(typ), path: path, agent: &agentSpec{idleCap: DefaultIdleGapCap, cacheBust: true, randomStart: len(data)%2 == 0}}
-	m := &Mix{tok: tok, timeScale: 0.5, classes: []*class{c}, trace: true}
+	m := &Mix{tok: tok, timeScale: 0.5, classes: []*class{c}, trace: c.st.trace, cum: []float64{1}}
 	if err := c.st.load(m, c); err != nil {
 		checkErr(t, err, path, data)
 		return
@@ -232,7 +232,7 @@ func fuzzSessions(t *testing.T, typ string, data []byte) {
 	m.corp = corpusFor(tok)
 	src := m.Source(1)
 	var last time.Duration
-	for {
+	for i := 0; i < len(c.sessions); i++ {
 		p, err := src.Next()
 		if err == io.EOF {
 			break

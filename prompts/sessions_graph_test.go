@@ -75,7 +75,7 @@ func drawAll(t *testing.T, path string, opts LoadOptions, n int) (*Mix, []*Promp
 }
 
 func TestWekaSample(t *testing.T) {
-	_, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 0)
+	_, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 3)
 	var got []string
 	for _, p := range ps {
 		g := p.Graph
@@ -127,7 +127,7 @@ func blockPrefix(m *Mix, c *class, seed int64, session string, hashes []uint64, 
 }
 
 func TestWekaPrefixSharing(t *testing.T) {
-	m, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 0)
+	m, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 3)
 	calls := ps[0].Graph.Calls
 	text := func(i int) string { return calls[i].Prompt.Messages[0].Content }
 	marker := text(0)[:len("[rid:000000000000]\n\n")]
@@ -262,6 +262,26 @@ func TestAgentSource(t *testing.T) {
 	}
 }
 
+// A weka trace is a dataset of sessions: endless, in the class's order.
+func TestWekaCycles(t *testing.T) {
+	m, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 7)
+	if m.IsTrace() {
+		t.Fatal("weka sessions carry no start time; the mix is not a timed trace")
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, strings.TrimPrefix(p.Graph.Trace, "weka-sample.jsonl#"))
+	}
+	if want := "trace_a trace_b trace_c trace_a trace_b trace_c trace_a"; strings.Join(got, " ") != want {
+		t.Errorf("sequential order gives %v, want %s", got, want)
+	}
+	// A session drawn again is a new session: its own id and marker.
+	a, b := ps[0].Graph, ps[3].Graph
+	if a.ID == b.ID || a.Calls[0].Prompt.Messages[0].Content == b.Calls[0].Prompt.Messages[0].Content {
+		t.Error("a recycled trace repeats its session id or marker")
+	}
+}
+
 // TestSessionDeterminism: two sources with one seed give the same
 // sessions byte for byte; another seed changes the text, not the shape.
 func TestSessionDeterminism(t *testing.T) {
@@ -301,7 +321,7 @@ func TestRandomStart(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "mix.yaml"), "kind: Mix\nclasses:\n  - name: w\n    source: {type: weka, path: t.json, random_start: true}\n")
 	starts := map[string]bool{}
 	for seed := int64(1); seed <= 12; seed++ {
-		_, ps := drawAll(t, filepath.Join(dir, "mix.yaml"), LoadOptions{Seed: seed}, 0)
+		_, ps := drawAll(t, filepath.Join(dir, "mix.yaml"), LoadOptions{Seed: seed}, 1)
 		g := ps[0].Graph
 		if !g.Calls[0].Warmup || g.Calls[0].ID != "0" || len(g.Calls) < 2 || g.Calls[1].ID != strconv.Itoa(7-len(g.Calls)) {
 			t.Fatalf("seed %d: want a warm-up then a suffix of the lane:\n%s", seed, graphShape(g))

@@ -27,12 +27,12 @@ func (m *Mix) Source(seed int64) Source {
 		cs := &s.cs[i]
 		cs.c = c
 		cs.r = newRNG(seed, c.key)
-		if len(c.items) > 0 && c.order != OrderRandom {
-			cs.order = make([]int, len(c.items))
+		if n := c.records(); n > 0 && c.order != OrderRandom {
+			cs.order = make([]int, n)
 			for j := range cs.order {
 				cs.order[j] = j
 			}
-			cs.pos = len(c.items) // draw a permutation first
+			cs.pos = n // draw a permutation first
 		}
 		if c.prefix != nil && c.prefix.prefixes > 0 {
 			cs.prefixes = make([]string, c.prefix.prefixes)
@@ -128,11 +128,20 @@ func (cs *classState) dataset(s *mixSource) *Prompt {
 	}
 }
 
+// records is the number of records a dataset class draws from: its
+// items, or the sessions of a session dataset (weka).
+func (c *class) records() int {
+	if c.st.sessions && !c.st.trace {
+		return len(c.sessions)
+	}
+	return len(c.items)
+}
+
 // pick chooses the next dataset item in the class's order.
 func (cs *classState) pick() int {
 	switch cs.c.order {
 	case OrderRandom:
-		return cs.r.intn(len(cs.c.items))
+		return cs.r.intn(cs.c.records())
 	case OrderShuffle:
 		if cs.pos == len(cs.order) {
 			cs.r.perm(cs.order)

@@ -43,7 +43,9 @@ var sourceTypes = []*sourceType{
 	{name: SourceAzure, fields: []string{"type", "path", "limit", "from", "until"}, path: true, trace: true, load: (*Mix).loadTrace, rows: azureRows, needsCorpus: true},
 	{name: SourceBurstGPT, fields: []string{"type", "path", "limit", "from", "until", "model"}, path: true, trace: true, load: (*Mix).loadTrace, rows: burstRows, needsCorpus: true},
 	{name: SourceMooncake, fields: []string{"type", "path", "limit", "from", "until", "block_tokens"}, path: true, trace: true, load: (*Mix).loadTrace, rows: mooncakeRows, needsCorpus: true},
-	{name: SourceWeka, fields: append(slices.Clip(agentTraceFields), "block_size"), path: true, trace: true, sessions: true, load: (*Mix).loadWeka, needsCorpus: true},
+	// A weka trace records no session start: its sessions are a dataset,
+	// drawn in order at --rate or by --concurrency lanes.
+	{name: SourceWeka, fields: []string{"type", "path", "limit", "order", "models", "idle_gap_cap", "cache_bust", "random_start", "block_size"}, path: true, sessions: true, load: (*Mix).loadWeka, draw: (*classState).sessionDataset, needsCorpus: true},
 	{name: SourceDynamo, fields: append(slices.Clip(agentTraceFields), "block_size"), path: true, trace: true, sessions: true, load: (*Mix).loadDynamo, needsCorpus: true},
 	{name: SourceOTel, fields: agentTraceFields, path: true, trace: true, sessions: true, load: (*Mix).loadOTel, needsCorpus: true},
 	{name: SourceAgent, fields: agentFields, sessions: true, load: (*Mix).checkAgent, draw: (*classState).agentSession, needsCorpus: true},

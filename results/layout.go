@@ -12,11 +12,11 @@ import (
 // File names of a results directory. Users' scripts read them: add, never
 // rename.
 const (
-	SummaryFile    = "summary.json"
-	RecordsFile    = "requests.jsonl"
+	SummaryFile = "summary.json"
+	RecordsFile = "requests.jsonl"
 	// SessionsFile holds one line per agent session (loadgen.SessionLine),
 	// written as each session completes; absent when the run had none.
-	SessionsFile = "sessions.jsonl"
+	SessionsFile   = "sessions.jsonl"
 	HlogFile       = "latency.hlog"
 	TelemetryFile  = "telemetry.jsonl"
 	QueueDelayFile = "queue_delay.json"

@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -252,6 +254,26 @@ func TestGraphInterruptSettlesWaitingCalls(t *testing.T) {
 	})
 }
 
+func TestGraphInvalidIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := agentGraph("bad")
+		g.Calls[1].After[0].From = 5 // points forward
+		src := &Repeat{Prompt: prompts.Prompt{ID: "bad", Graph: g}}
+		r, err := NewRunner(&fakeClient{tokens: 1}, src, Options{Stages: []Stage{{Rate: 1, Duration: time.Second}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(chan *Record, 16)
+		go func() {
+			for range out {
+			}
+		}()
+		if _, err := r.Run(context.Background(), out); err == nil || !strings.Contains(err.Error(), `session "bad": call "b"`) {
+			t.Errorf("err %v, want one naming the session and the call", err)
+		}
+	})
+}
+
 func TestGraphCallsDueAfterTheEndAreCut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
@@ -306,7 +328,24 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 				}
 			}
 		}
-		merged.Merge(metricsOf(part), 0)
+		// Each shard's histograms.json, read back, then merged.
+		st, err := metricsOf(part).State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back MetricsState
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		pm, err := back.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged.Merge(pm, 0)
 	}
 	for id := range all {
 		if seen[id] != 1 {
@@ -314,7 +353,8 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		}
 	}
 	ws, ms := want.Summary(wi, SummaryMeta{}).Sessions, merged.Summary(wi, SummaryMeta{}).Sessions
-	if ws.Count != ms.Count || ws.OK != ms.OK || ws.DurationMs != ms.DurationMs {
+	if ws.Count != 7 || ws.Count != ms.Count || ws.OK != ms.OK || ws.DurationMs != ms.DurationMs ||
+		ws.Turns["1+"]["e2e"] != ms.Turns["1+"]["e2e"] || ws.Turns["0"]["ttft"] != ms.Turns["0"]["ttft"] {
 		t.Errorf("merged sessions %+v, unsharded %+v", ms, ws)
 	}
 	// Read back from requests.jsonl: the same roll-up.

@@ -35,10 +35,11 @@ import (
 // Unsent calls' records have Sent = End = Intended, the instant they were
 // settled (dropped requests are recorded the same way).
 //
-// OnFirstToken edges are resolved when the predecessor's answer ends (the
-// clients report chunks into the record, not as events), their intended
-// start still its first token plus the delay: a child released late by
-// that shows it as schedule lag.
+// OnFirstToken edges are met as the predecessor's first chunk arrives,
+// for clients that add chunks with Record.AddChunk; with a client that
+// does not, at the predecessor's end, the intended start still its first
+// token plus the delay, so the late release shows as schedule lag. An
+// edge met before its predecessor failed (start, first token) stays met.
 //
 // Open loop: the arrivals give each session's intended start; the calls
 // share the in-flight cap. Closed loop: each worker runs one session tree
@@ -60,6 +61,9 @@ type callState struct {
 	kind     ErrorKind     // a failed or skipped call's kind
 	due      time.Duration // intended start, once known
 	toolWait time.Duration
+	// tokenSeen: the first-token edges from this call were met as its
+	// first token arrived (Record.AddChunk), not at its end.
+	tokenSeen bool
 }
 
 // graphs is a run's live sessions.
@@ -278,7 +282,8 @@ func (s *session) cascade(emit []*Record, from int, at time.Duration) []*Record 
 		}
 		for _, e := range s.g.Calls[j].After {
 			p := &s.calls[e.From]
-			broken := p.state == callSkipped || (p.state == callFailed && e.On != prompts.OnStart)
+			met := e.On == prompts.OnStart || (e.On == prompts.OnFirstToken && p.tokenSeen)
+			broken := p.state == callSkipped || (p.state == callFailed && !met)
 			if !broken {
 				continue
 			}
@@ -361,11 +366,26 @@ func (s *session) send(i int) {
 	s.mu.Unlock()
 	s.deliver(emit)
 
+	s.edges(i, prompts.OnFirstToken, func(int, prompts.Edge) { rec.firstToken = s.onFirstToken(i) })
 	r.do(rn, p, rec)
+	rec.firstToken = nil
 	if s.slots != nil {
 		<-s.slots
 	}
 	s.finished(i, rec)
+}
+
+// onFirstToken is call i's first-token hook: it meets the edges that
+// wait for it, at the token's arrival plus their delays.
+func (s *session) onFirstToken(i int) func(time.Duration) {
+	return func(at time.Duration) {
+		s.mu.Lock()
+		s.calls[i].tokenSeen = true
+		s.edges(i, prompts.OnFirstToken, func(j int, e prompts.Edge) { s.meet(j, e, at+e.Delay) })
+		emit := s.release(nil)
+		s.mu.Unlock()
+		s.deliver(emit)
+	}
 }
 
 // slot takes an in-flight slot, waiting until the schedule's end; false
@@ -402,9 +422,11 @@ func (s *session) finished(i int, rec *Record) {
 		s.edges(i, prompts.OnEnd, func(j int, e prompts.Edge) { s.meet(j, e, end+e.Delay) })
 		var noToken []int
 		s.edges(i, prompts.OnFirstToken, func(j int, e prompts.Edge) {
-			if rec.HasToken() {
+			switch {
+			case c.tokenSeen:
+			case rec.HasToken():
 				s.meet(j, e, first+e.Delay)
-			} else {
+			default:
 				noToken = append(noToken, j)
 			}
 		})

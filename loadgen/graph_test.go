@@ -136,15 +136,17 @@ func TestGraphOpenLoopHoldsEveryEdge(t *testing.T) {
 			checkEdges(t, agentGraph(id), calls)
 			k, _ := strconv.Atoi(id[1:])
 			start := time.Duration(k) * 200 * time.Millisecond
-			// The known delays: a 0–7, c 10–17, bg 7–14 (due at a's first
-			// token, 5), b 107–114, d 119–126, e 176–183.
-			for call, want := range map[string]time.Duration{"a": 0, "c": 10, "bg": 7, "b": 107, "d": 119, "e": 176} {
+			// The known delays: a 0–7, c 10–17, bg 5–12 (at a's first
+			// token), b 107–114, d 119–126, e 176–183.
+			for call, want := range map[string]time.Duration{"a": 0, "c": 10, "bg": 5, "b": 107, "d": 119, "e": 176} {
 				if got := calls[call].Sent - start; got != want*time.Millisecond {
 					t.Errorf("session %s call %s sent at +%v, want +%vms", id, call, got, want)
 				}
 			}
-			if lag := calls["d"].ScheduleLag(); lag != 0 {
-				t.Errorf("session %s: the join's lag %v, want 0", id, lag)
+			for _, call := range []string{"d", "bg"} {
+				if lag := calls[call].ScheduleLag(); lag != 0 {
+					t.Errorf("session %s call %s: lag %v, want 0", id, call, lag)
+				}
 			}
 			for _, r := range calls {
 				if !r.OK() {
@@ -173,10 +175,28 @@ func TestGraphOpenLoopHoldsEveryEdge(t *testing.T) {
 		if e := s.Turns["1+"]["e2e"]; e.Count != 30 || !near(e.Min, 7) || !near(e.Max, 7) {
 			t.Errorf("later turns' e2e %+v, want 30 × 7 ms", e)
 		}
-		// a and c 5 ms; bg 7, released at a's end (its intended start
-		// is a's first token).
-		if f := s.Turns["0"]["ttft"]; f.Count != 30 || !near(f.Min, 5) || !near(f.Max, 7) {
-			t.Errorf("first turns' ttft %+v, want 5–7 ms", f)
+		if f := s.Turns["0"]["ttft"]; f.Count != 30 || !near(f.Min, 5) || !near(f.Max, 5) {
+			t.Errorf("first turns' ttft %+v, want 30 × 5 ms", f)
+		}
+	})
+}
+
+// A client that appends its chunks itself, not by AddChunk: the
+// first-token child goes at the answer's end, its lateness shown as lag.
+func TestGraphFirstTokenWithoutHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *Record) {
+			rec.Sent = rec.Now()
+			time.Sleep(5 * time.Millisecond)
+			rec.Chunks = append(rec.Chunks, Chunk{At: rec.Now(), Tokens: 1})
+			time.Sleep(2 * time.Millisecond)
+			rec.OutputTokens, rec.End = 1, rec.Now()
+		})
+		recs, _ := collect(t, context.Background(), c, &graphSource{n: 1}, Options{Stages: []Stage{{Rate: 1, Duration: time.Second}}})
+		calls := bySession(t, recs)["s0"]
+		checkEdges(t, agentGraph("s0"), calls)
+		if bg := calls["bg"]; bg.Intended != 5*time.Millisecond || bg.Sent != 7*time.Millisecond {
+			t.Errorf("bg due %v sent %v, want due at a's first token (5ms), sent at its end (7ms)", bg.Intended, bg.Sent)
 		}
 	})
 }
@@ -221,7 +241,8 @@ func TestGraphClosedLoopRunsSessionTrees(t *testing.T) {
 		if len(sessions) != 20 {
 			t.Fatalf("%d sessions, want 20", len(sessions))
 		}
-		// Subagents take no slot: c and bg of both trees overlap (10–14 ms).
+		// Subagents take no slot: two calls of each tree run at once (a
+		// 0–7 with bg 5–12, then bg with c 10–17).
 		if m := c.maxSeen.Load(); m != 4 {
 			t.Errorf("max in flight %d, want 4 (two trees of two)", m)
 		}

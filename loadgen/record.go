@@ -152,6 +152,9 @@ type Record struct {
 	Server *ServerTimings
 
 	epoch time.Time
+	// firstToken, when set, is called as the first content chunk is added
+	// (AddChunk): the event a session's first-token edges wait for.
+	firstToken func(at time.Duration)
 }
 
 // ServerTimings are one request's timings as the server measured them.
@@ -206,6 +209,16 @@ func (r *Record) ReserveChunks(maxTokens int) {
 		n = 256
 	}
 	r.Chunks = make([]Chunk, 0, n)
+}
+
+// AddChunk appends a content chunk as it arrives. Clients that add their
+// chunks through it let a session call waiting on this one's first token
+// start at that token; otherwise it starts at this answer's end.
+func (r *Record) AddChunk(c Chunk) {
+	if len(r.Chunks) == 0 && r.firstToken != nil {
+		r.firstToken(c.At)
+	}
+	r.Chunks = append(r.Chunks, c)
 }
 
 // OK reports whether the request completed without error.

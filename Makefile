@@ -76,6 +76,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'ParseStream|DoHTTP|DecodeEvent' -benchmem -count 1 ./loadgen/openai/
 	$(GO) test -run '^$$' -bench 'DecodeStream' -benchmem -count 1 ./loadgen/kserve/
 	$(GO) test -run '^$$' -bench 'Stream' -benchmem -count 1 ./sim/
+	$(GO) test -run '^$$' -bench 'WaitingSessions|DependentLag' -benchtime 1x -count 1 ./loadgen/
 
 # tailgate beside wrk, hey and a no-parse stream reader on this machine, in
 # one run: one table of ratios (installs wrk and hey when missing).

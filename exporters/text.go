@@ -69,8 +69,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 		if name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]) {
 			continue // no reasoning tokens: TTFAT is TTFT
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
-			name, h.Count, h.Mean, h.Min, h.P50, h.P90, h.P95, h.P99, h.P999, h.Max)
+		histRow(tw, name, h)
 	}
 	tw.Flush()
 
@@ -91,6 +90,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 		}
 		tw.Flush()
 	}
+	writeSessions(ew, s.Sessions)
 	if line := telemetryLine(s.Telemetry); line != "" {
 		fmt.Fprintf(ew, "\nserver   %s\n", line)
 	}
@@ -310,4 +310,32 @@ func energyLines(s *results.Summary) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// writeSessions prints the agent sessions' figures: counts by outcome, the
+// duration of complete sessions, and TTFT and E2E of first and later
+// turns. Nothing when the run had no sessions.
+func writeSessions(w io.Writer, ss *loadgen.SessionSummary) {
+	if ss == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nsessions %d  ok %d  failed %d  cut %d  calls cancelled by dependency %d\n",
+		ss.Count, ss.OK, ss.Failed, ss.Cut, ss.CancelledCalls)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "session ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+	histRow(tw, "duration", ss.DurationMs)
+	for _, turn := range []string{"0", "1+"} {
+		for _, m := range []string{"ttft", "e2e"} {
+			if h, ok := ss.Turns[turn][m]; ok {
+				histRow(tw, "turn "+turn+" "+m, h)
+			}
+		}
+	}
+	tw.Flush()
+}
+
+// histRow is one histogram's row of a latency table.
+func histRow(w io.Writer, name string, h loadgen.Hist) {
+	fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+		name, h.Count, h.Mean, h.Min, h.P50, h.P90, h.P95, h.P99, h.P999, h.Max)
 }

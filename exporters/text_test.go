@@ -38,6 +38,35 @@ func TestWriteTextReport(t *testing.T) {
 	}
 }
 
+// A run with agent sessions prints their figures; one without, none.
+func TestWriteTextSessions(t *testing.T) {
+	m := loadgen.NewMetrics()
+	for i, call := range []string{"a", "b"} {
+		r := &loadgen.Record{Session: "s0", Call: call, Turn: i, Intended: time.Duration(i) * 150 * time.Millisecond,
+			Sent: time.Duration(i) * 150 * time.Millisecond, End: time.Duration(i)*150*time.Millisecond + 100*time.Millisecond,
+			Chunks: []loadgen.Chunk{{At: time.Duration(i)*150*time.Millisecond + 20*time.Millisecond}}, SessionLast: i == 1}
+		r.Finalize()
+		m.Add(r)
+	}
+	text := func(m *loadgen.Metrics) string {
+		var b bytes.Buffer
+		s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, loadgen.SummaryMeta{})
+		if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	out := text(m)
+	for _, want := range []string{"sessions 1  ok 1  failed 0", "duration      1  250.05", "turn 0 ttft", "turn 1+ e2e"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if out := text(loadgen.NewMetrics()); strings.Contains(out, "sessions") {
+		t.Errorf("sessions shown for a run without:\n%s", out)
+	}
+}
+
 // The server's queue-delay p99 in the first bucket reads as below its
 // bound, beside the exact mean, and the Triton model is named.
 func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {

@@ -68,6 +68,8 @@ type Metrics struct {
 	Warmup int64 // records left out as warm-up
 	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
 	TurnTTFT map[int]*hdrhistogram.Histogram
+	// Sessions rolls agent sessions up (sessions.go); nil without any.
+	Sessions *SessionStats
 	interval map[string]*hdrhistogram.Histogram
 	taken    map[string]*hdrhistogram.Histogram // the last interval's, reused by the next
 	// Goodput, if set, says whether an OK record met every per-request
@@ -126,6 +128,12 @@ func microsOf(d time.Duration) int64 {
 // Latencies come from successful requests only; failures are counted by
 // kind (and an error-rate objective judges them).
 func (m *Metrics) Add(r *Record) {
+	if r.Call != "" && r.Session != "" {
+		if m.Sessions == nil {
+			m.Sessions = newSessionStats()
+		}
+		m.Sessions.add(r)
+	}
 	if r.Warmup {
 		m.Warmup++
 		return

@@ -23,11 +23,14 @@ const (
 	ErrCancelled       ErrorKind = "cancelled"        // the run was stopped while the request was in flight
 	ErrDropped         ErrorKind = "dropped"          // never sent: no free slot before the run ended
 	ErrCutAtEnd        ErrorKind = "cut_at_end"       // still in flight when the schedule's grace period ran out
+	// ErrCancelledByDependency: a session call never sent because a call
+	// it waited for failed (graph.go).
+	ErrCancelledByDependency ErrorKind = "cancelled_by_dependency"
 )
 
 // ErrorKinds lists every kind a record can carry, in report order.
 var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
-	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd}
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency}
 
 // legacyErrorKinds maps names that requests.jsonl files and SLO files
 // written before the protocol-neutral names still carry.
@@ -52,10 +55,12 @@ func ParseErrorKind(s string) (ErrorKind, bool) {
 
 // Counted reports whether a record of this kind counts as a sent request
 // that failed. Dropped requests were never sent, cut_at_end ones were cut
-// by the generator and cancelled ones stopped by the run itself (Ctrl-C, a
-// failed sink): none was failed by the server, so all are counted apart.
+// by the generator, cancelled ones stopped by the run itself (Ctrl-C, a
+// failed sink) and cancelled_by_dependency ones never sent because a call
+// they waited for failed: none was failed by the server, so all are
+// counted apart.
 func (k ErrorKind) Counted() bool {
-	return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd && k != ErrCancelled
+	return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd && k != ErrCancelled && k != ErrCancelledByDependency
 }
 
 // Chunk is one content-bearing chunk of a stream: its arrival and how many
@@ -85,8 +90,24 @@ type Record struct {
 	Class   string
 	Stage   string
 	Session string
-	Turn    int
+	Turn    int // the call's turn index in its session lane
 	Warmup  bool
+	// Call and After place a session call in its graph: its id, and the
+	// ids of the calls it waited for.
+	Call  string
+	After []string
+	// ToolWait is the sum of the tool-call delays on the edges this call
+	// waited for (prompts.Edge.Tool), for the session's tool wait.
+	ToolWait time.Duration
+	// SessionDone is set on the last record of a session the runner
+	// delivers: the session's figures, complete (sessions.go). Sinks
+	// learn from it that the session is over; not in requests.jsonl.
+	SessionDone *SessionFigures
+	// SessionLast marks a session's last record (SessionDone's, and in
+	// requests.jsonl "session_last"); NotSent a session call recorded
+	// without being sent (a dependency failed, the run ended first).
+	SessionLast bool
+	NotSent     bool
 
 	Intended    time.Duration // when the schedule wanted it sent
 	Sent        time.Duration // when the client began writing it
@@ -131,6 +152,9 @@ type Record struct {
 	Server *ServerTimings
 
 	epoch time.Time
+	// firstToken, when set, is called as the first content chunk is added
+	// (AddChunk): the event a session's first-token edges wait for.
+	firstToken func(at time.Duration)
 }
 
 // ServerTimings are one request's timings as the server measured them.
@@ -185,6 +209,16 @@ func (r *Record) ReserveChunks(maxTokens int) {
 		n = 256
 	}
 	r.Chunks = make([]Chunk, 0, n)
+}
+
+// AddChunk appends a content chunk as it arrives. Clients that add their
+// chunks through it let a session call waiting on this one's first token
+// start at that token; otherwise it starts at this answer's end.
+func (r *Record) AddChunk(c Chunk) {
+	if len(r.Chunks) == 0 && r.firstToken != nil {
+		r.firstToken(c.At)
+	}
+	r.Chunks = append(r.Chunks, c)
 }
 
 // OK reports whether the request completed without error.
@@ -296,31 +330,36 @@ func (r *Record) Finalize() {
 // recordJSON is the requests.jsonl line: instants in microseconds since run
 // start, chunk arrivals as a parallel array.
 type recordJSON struct {
-	Seq                  int64   `json:"seq"`
-	ID                   string  `json:"id,omitempty"`
-	Class                string  `json:"class,omitempty"`
-	Stage                string  `json:"stage,omitempty"`
-	Session              string  `json:"session,omitempty"`
-	Turn                 int     `json:"turn,omitempty"`
-	Warmup               bool    `json:"warmup,omitempty"`
-	IntendedUs           int64   `json:"intended_us"`
-	SentUs               int64   `json:"sent_us"`
-	FirstTokenUs         *int64  `json:"first_token_us,omitempty"`
-	FirstAnswerUs        *int64  `json:"first_answer_us,omitempty"`
-	EndUs                int64   `json:"end_us"`
-	ChunkUs              []int64 `json:"chunk_us,omitempty"`
-	ChunkTokens          []int   `json:"chunk_tokens,omitempty"`
-	RequestedInputTokens int     `json:"requested_input_tokens,omitempty"`
-	InputTokens          int     `json:"input_tokens"`
-	OutputTokens         int     `json:"output_tokens"`
-	TokenSource          string  `json:"token_source,omitempty"`
-	ChunkTokenSource     string  `json:"chunk_token_source,omitempty"`
-	Status               int     `json:"status,omitempty"`
-	ErrorKind            string  `json:"error_kind,omitempty"`
-	Error                string  `json:"error,omitempty"`
-	FinishReason         string  `json:"finish_reason,omitempty"`
-	Unstreamed           bool    `json:"unstreamed,omitempty"`
-	Retries              int     `json:"retries,omitempty"`
+	Seq                  int64    `json:"seq"`
+	ID                   string   `json:"id,omitempty"`
+	Class                string   `json:"class,omitempty"`
+	Stage                string   `json:"stage,omitempty"`
+	Session              string   `json:"session,omitempty"`
+	Turn                 int      `json:"turn,omitempty"`
+	Call                 string   `json:"call,omitempty"`
+	After                []string `json:"after,omitempty"`
+	ToolWaitUs           int64    `json:"tool_wait_us,omitempty"`
+	NotSent              bool     `json:"not_sent,omitempty"`
+	SessionLast          bool     `json:"session_last,omitempty"`
+	Warmup               bool     `json:"warmup,omitempty"`
+	IntendedUs           int64    `json:"intended_us"`
+	SentUs               int64    `json:"sent_us"`
+	FirstTokenUs         *int64   `json:"first_token_us,omitempty"`
+	FirstAnswerUs        *int64   `json:"first_answer_us,omitempty"`
+	EndUs                int64    `json:"end_us"`
+	ChunkUs              []int64  `json:"chunk_us,omitempty"`
+	ChunkTokens          []int    `json:"chunk_tokens,omitempty"`
+	RequestedInputTokens int      `json:"requested_input_tokens,omitempty"`
+	InputTokens          int      `json:"input_tokens"`
+	OutputTokens         int      `json:"output_tokens"`
+	TokenSource          string   `json:"token_source,omitempty"`
+	ChunkTokenSource     string   `json:"chunk_token_source,omitempty"`
+	Status               int      `json:"status,omitempty"`
+	ErrorKind            string   `json:"error_kind,omitempty"`
+	Error                string   `json:"error,omitempty"`
+	FinishReason         string   `json:"finish_reason,omitempty"`
+	Unstreamed           bool     `json:"unstreamed,omitempty"`
+	Retries              int      `json:"retries,omitempty"`
 	// The compact form's: no chunk_us/chunk_tokens, their count and the
 	// last chunk's instant instead.
 	Compact     bool   `json:"compact,omitempty"`
@@ -373,6 +412,7 @@ func (r *Record) ReferenceForm(compact bool) any { return r.jsonForm(compact) }
 func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
 		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
+		Call: r.Call, After: r.After, ToolWaitUs: us(r.ToolWait), NotSent: r.NotSent, SessionLast: r.SessionLast,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
@@ -423,6 +463,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	d := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	*r = Record{
 		Seq: j.Seq, ID: j.ID, Class: j.Class, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
+		Call: j.Call, After: j.After, ToolWait: d(j.ToolWaitUs), NotSent: j.NotSent, SessionLast: j.SessionLast,
 		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,
 		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,

@@ -22,6 +22,26 @@ func (r *Record) AppendJSON(b []byte, compact bool) []byte {
 	if r.Turn != 0 {
 		b = appendIntField(b, "turn", int64(r.Turn))
 	}
+	b = appendStrField(b, "call", r.Call)
+	if len(r.After) > 0 {
+		b = append(b, `,"after":[`...)
+		for i, a := range r.After {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, a)
+		}
+		b = append(b, ']')
+	}
+	if w := us(r.ToolWait); w != 0 {
+		b = appendIntField(b, "tool_wait_us", w)
+	}
+	if r.NotSent {
+		b = append(b, `,"not_sent":true`...)
+	}
+	if r.SessionLast {
+		b = append(b, `,"session_last":true`...)
+	}
 	if r.Warmup {
 		b = append(b, `,"warmup":true`...)
 	}

@@ -11,6 +11,19 @@ import (
 // compact forms, awkward strings included, and a compact record read back
 // writes its line again unchanged.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	t.Run("session call", func(t *testing.T) {
+		r := &Record{Seq: 9, Session: "s", Call: "b", After: []string{"a", "c"}, ToolWait: 2 * time.Millisecond, SessionLast: true}
+		const want = `"session":"s","call":"b","after":["a","c"],"tool_wait_us":2000,"session_last":true`
+		line := r.AppendJSON(nil, false)
+		if !strings.Contains(string(line), want) {
+			t.Errorf("got %s, want it to hold %s", line, want)
+		}
+		var back Record
+		if err := json.Unmarshal(line, &back); err != nil || back.Call != "b" || strings.Join(back.After, ",") != "a,c" ||
+			back.ToolWait != r.ToolWait || !back.SessionLast || back.NotSent {
+			t.Errorf("read back %+v (%v)", back, err)
+		}
+	})
 	t.Run("server", func(t *testing.T) {
 		r := &Record{Server: &ServerTimings{Total: 30 * time.Millisecond, Load: 20 * time.Microsecond, Prompt: 2 * time.Millisecond, Eval: 25 * time.Millisecond}}
 		const want = `"server":{"total_us":30000,"load_us":20,"prompt_us":2000,"eval_us":25000,"queue_us":2980}`
@@ -37,6 +50,10 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{Seq: 4, Server: &ServerTimings{Total: 30 * time.Millisecond, Load: 20 * time.Microsecond, Prompt: 2 * time.Millisecond, Eval: 25 * time.Millisecond}},
 		{Seq: 5, Server: &ServerTimings{Prompt: 1500 * time.Microsecond, Eval: 9 * time.Millisecond}},
 		{Seq: 6, Server: &ServerTimings{Load: 999}},
+		// A session call: its id, the calls it waited for, its tool wait,
+		// and the marks of an unsent call and of a session's last record.
+		{Seq: 8, Session: "s2", Turn: 1, Call: "3.1", After: []string{"2", `q"uote`}, ToolWait: 1500 * time.Microsecond,
+			NotSent: true, SessionLast: true, ErrorKind: ErrCancelledByDependency},
 	}
 	for i, r := range recs {
 		for _, compact := range []bool{false, true} {

@@ -83,6 +83,8 @@ type Runner struct {
 
 	// measuredFrom is the earliest intended start of a measured request
 	// (-1: none yet), for the scheduled window after a warm-up by count.
+	graphs graphs // live agent sessions (graph.go)
+
 	measuredMu   sync.Mutex
 	measuredFrom time.Duration
 
@@ -485,6 +487,7 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 		}
 		p, seq, err := r.seq.draw()
 		if err == io.EOF {
+			r.graphs.waitIdle(rn) // sending ends with the last session
 			return nil, nil, nil
 		}
 		if err != nil {
@@ -498,6 +501,12 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 		}
 		if !r.opts.Shard.Owns(seq) {
 			continue // another shard's: drawn only to keep the schedule whole
+		}
+		if p.Graph != nil {
+			if d.err = d.session(p, seq, at); d.err != nil || rn.send.Err() != nil {
+				return nil, nil, nil
+			}
+			continue
 		}
 		rec = r.newRecord(rn.epoch, p, seq, at)
 
@@ -657,6 +666,12 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt) (*prompts.Prompt, *Re
 		}
 		if p == nil {
 			return nil, nil // interrupted during a think time
+		}
+		if p.Graph != nil {
+			if !cw.session(p, seq) {
+				return nil, nil
+			}
+			continue
 		}
 		at, _ := cw.arr.Next(p)
 		rec := r.newRecord(rn.epoch, p, seq, at)

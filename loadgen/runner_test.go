@@ -60,7 +60,7 @@ func (f *fakeClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record) {
 			}
 			return
 		}
-		rec.Chunks = append(rec.Chunks, Chunk{At: rec.Now(), Tokens: 1})
+		rec.AddChunk(Chunk{At: rec.Now(), Tokens: 1})
 		wait = f.itl
 	}
 	rec.OutputTokens = f.tokens

@@ -21,6 +21,7 @@ type MetricsState struct {
 	Stages   map[string]GroupState `json:"stages"`
 	Warmup   int64                 `json:"warmup"`
 	TurnTTFT map[string]string     `json:"ttft_by_turn,omitempty"`
+	Sessions *SessionsState        `json:"sessions,omitempty"`
 	// LagCorrected are Metrics.LagCorrected.
 	LagCorrected map[string]string `json:"lag_corrected,omitempty"`
 }
@@ -132,6 +133,11 @@ func (m *Metrics) State() (*MetricsState, error) {
 		}
 		st.TurnTTFT[strconv.Itoa(turn)] = e
 	}
+	if m.Sessions != nil {
+		if st.Sessions, err = m.Sessions.state(); err != nil {
+			return nil, fmt.Errorf("sessions: %v", err)
+		}
+	}
 	for n, h := range m.LagCorrected {
 		if st.LagCorrected == nil {
 			st.LagCorrected = map[string]string{}
@@ -172,6 +178,11 @@ func (st *MetricsState) Metrics() (*Metrics, error) {
 			return nil, fmt.Errorf("turn %d: %v", turn, err)
 		}
 	}
+	if st.Sessions != nil {
+		if m.Sessions, err = st.Sessions.stats(); err != nil {
+			return nil, fmt.Errorf("sessions: %v", err)
+		}
+	}
 	for n, e := range st.LagCorrected {
 		if m.LagCorrected[n], err = decodeHist(e); err != nil {
 			return nil, fmt.Errorf("lag-corrected %s: %v", n, err)
@@ -188,6 +199,12 @@ func (m *Metrics) Merge(o *Metrics, shift time.Duration) {
 	mergeGroups(m.Classes, o.Classes, shift)
 	mergeGroups(m.Stages, o.Stages, shift)
 	m.Warmup += o.Warmup
+	if o.Sessions != nil {
+		if m.Sessions == nil {
+			m.Sessions = newSessionStats()
+		}
+		m.Sessions.merge(o.Sessions)
+	}
 	for n, h := range o.LagCorrected {
 		m.lagCorrected(n).Merge(h)
 	}

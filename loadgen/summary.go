@@ -190,6 +190,7 @@ type Summary struct {
 	Classes     map[string]ClassSummary `json:"classes"`
 	Stages      map[string]ClassSummary `json:"stages,omitempty"` // by load stage, when there are several
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
+	Sessions    *SessionSummary         `json:"sessions,omitempty"`
 	SelfCheck   SelfCheck               `json:"self_check"`
 	Warnings    []string                `json:"warnings"`
 	Definitions map[string]string       `json:"definitions"`
@@ -257,6 +258,7 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 			s.Turns[strconv.Itoa(turn)] = HistOf(h)
 		}
 	}
+	s.Sessions = m.sessionSummary()
 	load := meta.Load
 	if load == nil {
 		load = map[string]any{}

@@ -190,6 +190,9 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	if err := mergeHlogs(shards, base, out.Path(results.HlogFile)); err != nil {
 		return nil, err
 	}
+	if err := mergeSessions(shards, base, out.Path(results.SessionsFile)); err != nil {
+		return nil, err
+	}
 
 	// One run, judged by the one model with the bounds the shards were
 	// held to (saved with each: shard 0's, as check of the merged
@@ -428,6 +431,19 @@ func mergeRecords(shards []*shard, base time.Time, path string, form results.Rec
 		shifts = append(shifts, func(*loadgen.Record) time.Duration { return d })
 	}
 	return results.MergeRecordFiles(paths, shifts, path, form, comp)
+}
+
+// mergeSessions writes every shard's sessions.jsonl lines into one, on
+// the merged epoch (a shard holds whole sessions: they split by session).
+func mergeSessions(shards []*shard, base time.Time, path string) error {
+	var paths []string
+	var shifts []time.Duration
+	for _, s := range shards {
+		paths = append(paths, s.dir.Path(results.SessionsFile))
+		shifts = append(shifts, s.info.Started.Sub(base))
+	}
+	_, err := results.MergeSessionFiles(paths, shifts, path)
+	return err
 }
 
 // mergeHlogs writes every shard's latency.hlog intervals into one log in

@@ -186,6 +186,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 		if rw != nil {
 			own = append(own, &recordsSink{w: rw})
 		}
+		own = append(own, &sessionsSink{path: spec.Out.Path(results.SessionsFile)})
 		own = append(own, &hlogSink{w: hw, m: metrics})
 	}
 	p := &pipe{metrics: metrics, streaming: spec.Streaming, judge: judge}

@@ -17,6 +17,35 @@ func (s *recordsSink) Name() string                  { return s.w.Path() }
 func (s *recordsSink) Add(rec *loadgen.Record) error { return s.w.Write(rec) }
 func (s *recordsSink) Close() error                  { return s.w.Close() }
 
+// sessionsSink writes sessions.jsonl: a line per session, from the
+// figures its last record carries. The file is created with the first
+// session, so a run without sessions has none.
+type sessionsSink struct {
+	path string
+	w    *results.JSONLWriter
+}
+
+func (s *sessionsSink) Name() string { return s.path }
+func (s *sessionsSink) Add(rec *loadgen.Record) error {
+	if rec.SessionDone == nil {
+		return nil
+	}
+	if s.w == nil {
+		w, err := results.CreateJSONL(s.path)
+		if err != nil {
+			return err
+		}
+		s.w = w
+	}
+	return s.w.Write(rec.SessionDone.Line())
+}
+func (s *sessionsSink) Close() error {
+	if s.w == nil {
+		return nil
+	}
+	return s.w.Close()
+}
+
 // hlogSink writes the interval histograms each second.
 type hlogSink struct {
 	w *results.HlogWriter

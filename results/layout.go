@@ -12,8 +12,11 @@ import (
 // File names of a results directory. Users' scripts read them: add, never
 // rename.
 const (
-	SummaryFile    = "summary.json"
-	RecordsFile    = "requests.jsonl"
+	SummaryFile = "summary.json"
+	RecordsFile = "requests.jsonl"
+	// SessionsFile holds one line per agent session (loadgen.SessionLine),
+	// written as each session completes; absent when the run had none.
+	SessionsFile   = "sessions.jsonl"
 	HlogFile       = "latency.hlog"
 	TelemetryFile  = "telemetry.jsonl"
 	QueueDelayFile = "queue_delay.json"
@@ -59,7 +62,7 @@ const ShardDirs = "shard-*"
 // what --force removes, and nothing else.
 var layoutNames = append([]string{SummaryFile, HlogFile, TelemetryFile, QueueDelayFile, VerdictFile, JUnitFile,
 	ManualFile, HistogramsFile, StagesDir, SweepFile, LevelsDir, ReadyFile, EnvironmentFile, InputsDir,
-	ManifestFile, SignatureFile, ShardsDir, ReportFile}, recordsNames...)
+	ManifestFile, SignatureFile, ShardsDir, ReportFile, SessionsFile}, recordsNames...)
 
 // Dir is a results directory.
 type Dir string

@@ -273,7 +273,7 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 			tokens = cum - s.cumTokens
 			s.cumTokens = cum
 		}
-		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: now, Tokens: tokens})
+		rec.AddChunk(loadgen.Chunk{At: now, Tokens: tokens})
 		if ev.answer && rec.FirstAnswer == 0 {
 			rec.FirstAnswer = now
 		}

@@ -1,0 +1,263 @@
+package loadgen
+
+import (
+	"strconv"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// SessionFigures are one agent session's figures, computed from its
+// records by Add alone, so the runner, check and merge get the same
+// numbers. Warm-up calls are left out.
+type SessionFigures struct {
+	Session, Trace string
+	// Start is the first sent call's intended start, End the last sent
+	// call's end (both 0 when no call was sent).
+	Start, End time.Duration
+	// Calls counts every call's record; OK the answered, Failed those the
+	// server failed (Counted kinds), Cancelled those cancelled by
+	// dependency, Cut the rest (dropped, cut at the end, cancelled by the
+	// run): the calls the generator did not let finish.
+	Calls, OK, Failed, Cancelled, Cut int
+	InputTokens, OutputTokens         int64
+	// ToolWait sums the tool delays on the edges of the calls sent.
+	ToolWait time.Duration
+	sent     bool
+}
+
+// Add counts one record of the session.
+func (f *SessionFigures) Add(r *Record) {
+	if f.Session == "" {
+		f.Session = r.Session
+	}
+	if r.Warmup {
+		return
+	}
+	f.Calls++
+	switch {
+	case r.OK():
+		f.OK++
+	case r.ErrorKind == ErrCancelledByDependency:
+		f.Cancelled++
+	case r.ErrorKind.Counted():
+		f.Failed++
+	default:
+		f.Cut++
+	}
+	if r.NotSent || r.ErrorKind == ErrDropped || r.ErrorKind == ErrCancelledByDependency {
+		return
+	}
+	if !f.sent || r.Intended < f.Start {
+		f.Start = r.Intended
+	}
+	if !f.sent || r.End > f.End {
+		f.End = r.End
+	}
+	f.sent = true
+	f.InputTokens += int64(r.InputTokens)
+	f.OutputTokens += int64(r.OutputTokens)
+	f.ToolWait += r.ToolWait
+}
+
+// Sent reports whether any call of the session was sent.
+func (f *SessionFigures) Sent() bool { return f.sent }
+
+// Duration is first call's intended start → last call's end; ok is
+// false when no call was sent.
+func (f *SessionFigures) Duration() (time.Duration, bool) { return f.End - f.Start, f.sent }
+
+// Complete reports whether every call ran its course: none was cut by
+// the generator (the session's duration is then the whole session's).
+func (f *SessionFigures) Complete() bool { return f.Cut == 0 }
+
+// SessionLine is a sessions.jsonl line.
+type SessionLine struct {
+	Session      string `json:"session"`
+	Trace        string `json:"trace,omitempty"`
+	StartUs      int64  `json:"start_us"`
+	EndUs        int64  `json:"end_us"`
+	Calls        int    `json:"calls"`
+	OK           int    `json:"ok"`
+	Failed       int    `json:"failed"`
+	Cancelled    int    `json:"cancelled"`
+	Cut          int    `json:"cut,omitempty"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+	ToolWaitUs   int64  `json:"tool_wait_us"`
+}
+
+// Line is f as its sessions.jsonl line.
+func (f *SessionFigures) Line() SessionLine {
+	return SessionLine{Session: f.Session, Trace: f.Trace, StartUs: us(f.Start), EndUs: us(f.End),
+		Calls: f.Calls, OK: f.OK, Failed: f.Failed, Cancelled: f.Cancelled, Cut: f.Cut,
+		InputTokens: f.InputTokens, OutputTokens: f.OutputTokens, ToolWaitUs: us(f.ToolWait)}
+}
+
+// SessionStats roll sessions up for summary.json: counts by outcome and
+// the duration of complete sessions. A session is OK when every call was
+// answered, failed when the server failed one (its cancelled dependents
+// with it), cut when the generator cut one and none failed.
+type SessionStats struct {
+	Count, OK, Failed, Cut, CancelledCalls int64
+	Duration                               *hdrhistogram.Histogram
+	// TurnE2E is E2E per turn index of session calls, beside
+	// Metrics.TurnTTFT.
+	TurnE2E map[int]*hdrhistogram.Histogram
+	open    map[string]*SessionFigures
+}
+
+func newSessionStats() *SessionStats {
+	return &SessionStats{Duration: NewHistogram(), TurnE2E: map[int]*hdrhistogram.Histogram{}}
+}
+
+// add counts a record of a session call: its per-turn E2E, and once its
+// session's last record arrives, the session.
+func (s *SessionStats) add(r *Record) {
+	if r.OK() && !r.Warmup {
+		if d, ok := e2eOf(r); ok {
+			turnHist(s.TurnE2E, r.Turn).RecordValue(microsOf(d))
+		}
+	}
+	f := r.SessionDone
+	if f == nil {
+		// Read back from requests.jsonl: roll the session up here, by Add
+		// as the runner does, until its last record.
+		if s.open == nil {
+			s.open = map[string]*SessionFigures{}
+		}
+		f = s.open[r.Session]
+		if f == nil {
+			f = &SessionFigures{}
+			s.open[r.Session] = f
+		}
+		f.Add(r)
+		if !r.SessionLast {
+			return
+		}
+		delete(s.open, r.Session)
+	}
+	s.Count++
+	s.CancelledCalls += int64(f.Cancelled)
+	switch {
+	case f.Failed > 0 || f.Cancelled > 0:
+		s.Failed++
+	case f.Cut > 0:
+		s.Cut++
+	default:
+		s.OK++
+	}
+	if d, ok := f.Duration(); ok && f.Complete() {
+		s.Duration.RecordValue(microsOf(d))
+	}
+}
+
+func turnHist(m map[int]*hdrhistogram.Histogram, turn int) *hdrhistogram.Histogram {
+	h, ok := m[turn]
+	if !ok {
+		h = NewHistogram()
+		m[turn] = h
+	}
+	return h
+}
+
+func (s *SessionStats) merge(o *SessionStats) {
+	s.Count += o.Count
+	s.OK += o.OK
+	s.Failed += o.Failed
+	s.Cut += o.Cut
+	s.CancelledCalls += o.CancelledCalls
+	s.Duration.Merge(o.Duration)
+	for t, h := range o.TurnE2E {
+		turnHist(s.TurnE2E, t).Merge(h)
+	}
+}
+
+// SessionSummary is summary.json's "sessions": counts, the duration of
+// complete sessions, and TTFT and E2E of the first turn ("0") and of the
+// later ones ("1+").
+type SessionSummary struct {
+	Count          int64                      `json:"count"`
+	OK             int64                      `json:"ok"`
+	Failed         int64                      `json:"failed"`
+	Cut            int64                      `json:"cut"`
+	CancelledCalls int64                      `json:"cancelled_calls"`
+	DurationMs     Hist                       `json:"duration_ms"`
+	Turns          map[string]map[string]Hist `json:"turns,omitempty"`
+}
+
+func (m *Metrics) sessionSummary() *SessionSummary {
+	s := m.Sessions
+	if s == nil || s.Count == 0 {
+		return nil
+	}
+	out := &SessionSummary{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls,
+		DurationMs: HistOf(s.Duration), Turns: map[string]map[string]Hist{}}
+	for name, in := range map[string]map[int]*hdrhistogram.Histogram{"ttft": m.TurnTTFT, "e2e": s.TurnE2E} {
+		first, later := NewHistogram(), NewHistogram()
+		for t, h := range in {
+			if t == 0 {
+				first.Merge(h)
+			} else {
+				later.Merge(h)
+			}
+		}
+		for key, h := range map[string]*hdrhistogram.Histogram{"0": first, "1+": later} {
+			if h.TotalCount() == 0 {
+				continue
+			}
+			if out.Turns[key] == nil {
+				out.Turns[key] = map[string]Hist{}
+			}
+			out.Turns[key][name] = HistOf(h)
+		}
+	}
+	return out
+}
+
+// SessionsState is SessionStats in histograms.json.
+type SessionsState struct {
+	Count          int64             `json:"count"`
+	OK             int64             `json:"ok"`
+	Failed         int64             `json:"failed"`
+	Cut            int64             `json:"cut"`
+	CancelledCalls int64             `json:"cancelled_calls"`
+	Duration       string            `json:"duration"`
+	TurnE2E        map[string]string `json:"e2e_by_turn,omitempty"`
+}
+
+func (s *SessionStats) state() (*SessionsState, error) {
+	d, err := encodeHist(s.Duration)
+	if err != nil {
+		return nil, err
+	}
+	st := &SessionsState{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls, Duration: d}
+	for t, h := range s.TurnE2E {
+		if st.TurnE2E == nil {
+			st.TurnE2E = map[string]string{}
+		}
+		if st.TurnE2E[strconv.Itoa(t)], err = encodeHist(h); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (st *SessionsState) stats() (*SessionStats, error) {
+	s := newSessionStats()
+	s.Count, s.OK, s.Failed, s.Cut, s.CancelledCalls = st.Count, st.OK, st.Failed, st.Cut, st.CancelledCalls
+	var err error
+	if s.Duration, err = decodeHist(st.Duration); err != nil {
+		return nil, err
+	}
+	for k, e := range st.TurnE2E {
+		t, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, err
+		}
+		if s.TurnE2E[t], err = decodeHist(e); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}

@@ -23,11 +23,16 @@ const (
 	ErrCancelled       ErrorKind = "cancelled"        // the run was stopped while the request was in flight
 	ErrDropped         ErrorKind = "dropped"          // never sent: no free slot before the run ended
 	ErrCutAtEnd        ErrorKind = "cut_at_end"       // still in flight when the schedule's grace period ran out
+	// ErrContextLength is a refusal for length: the prompt (plus the
+	// output asked for) exceeds the model's context. A failure, but
+	// reported apart from client_error: it says the mix is wrong for the
+	// model, not that the server misbehaved.
+	ErrContextLength ErrorKind = "context_length"
 )
 
 // ErrorKinds lists every kind a record can carry, in report order.
 var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
-	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd}
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrContextLength}
 
 // legacyErrorKinds maps names that requests.jsonl files and SLO files
 // written before the protocol-neutral names still carry.

@@ -422,6 +422,10 @@ func TestHTTPErrors(t *testing.T) {
 		{503, `{"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}`, loadgen.ErrServer, "HTTP 503: Loading model (code 503)"},
 		{502, "", loadgen.ErrServer, "HTTP 502"},
 		{500, `{"error":"` + strings.Repeat("é", 400) + `"}`, loadgen.ErrServer, "..."},
+		// Refusals for length, in each server's words: vLLM, llama.cpp, TGI.
+		{400, `{"object":"error","message":"This model's maximum context length is 128 tokens. However, you requested 200 tokens (150 in the messages, 50 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`, loadgen.ErrContextLength, "maximum context length is 128 tokens"},
+		{400, `{"error":{"code":400,"message":"request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":13392,"n_ctx":8192}}`, loadgen.ErrContextLength, "exceeds the available context size"},
+		{422, "{\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`\",\"error_type\":\"validation\"}", loadgen.ErrContextLength, "must be <= 4096"},
 	} {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

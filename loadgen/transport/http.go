@@ -158,9 +158,10 @@ func (cl *Client) FailBuilding(rec *loadgen.Record, err error) {
 }
 
 // Fail records an error on rec, scrubbed of every credential the client
-// holds.
+// holds. A refusal whose words say the prompt exceeds the model's context
+// is recorded as context_length (ContextKind), for every protocol alike.
 func (cl *Client) Fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, cl.Scrub(msg)
+	rec.ErrorKind, rec.Error = ContextKind(kind, msg), cl.Scrub(msg)
 }
 
 // ReadWhole reads a whole (non-streamed) answer body of at most limit

@@ -85,9 +85,13 @@ const (
 // from the run's start on the monotonic clock. The runner owns Seq, Class,
 // Stage, Warmup and Intended; the protocol client owns the rest.
 type Record struct {
-	Seq     int64
-	ID      string
-	Class   string
+	Seq   int64
+	ID    string
+	Class string
+	// Model is the model or adapter the prompt named (Prompt.ModelName),
+	// sent in place of the run's --model; "" when it named none and the
+	// run's was sent, so a plain run's records stay as they were.
+	Model   string
 	Stage   string
 	Session string
 	Turn    int
@@ -304,6 +308,7 @@ type recordJSON struct {
 	Seq                  int64   `json:"seq"`
 	ID                   string  `json:"id,omitempty"`
 	Class                string  `json:"class,omitempty"`
+	Model                string  `json:"model,omitempty"`
 	Stage                string  `json:"stage,omitempty"`
 	Session              string  `json:"session,omitempty"`
 	Turn                 int     `json:"turn,omitempty"`
@@ -377,7 +382,7 @@ func (r *Record) ReferenceForm(compact bool) any { return r.jsonForm(compact) }
 
 func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
-		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
+		Seq: r.Seq, ID: r.ID, Class: r.Class, Model: r.Model, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
@@ -427,7 +432,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	d := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	*r = Record{
-		Seq: j.Seq, ID: j.ID, Class: j.Class, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
+		Seq: j.Seq, ID: j.ID, Class: j.Class, Model: j.Model, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
 		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,
 		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,

@@ -90,7 +90,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
 	if mix != nil {
-		src = mix.Source(mix.Seed())
+		src = mix.WithHeaders(mix.Source(mix.Seed()))
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
 	notices := &pipeline.Notices{}

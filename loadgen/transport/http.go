@@ -82,6 +82,9 @@ type Post struct {
 	ID string
 	// Accept, when set, replaces the client's Accept header.
 	Accept string
+	// Header holds the prompt's extra headers (prompts.Prompt.Headers),
+	// set over the client's own; their values are never logged.
+	Header map[string]string
 	// ErrorWords finds the server's message in a non-2xx body ("" for
 	// none); the record's error is "HTTP <code>: <words>".
 	ErrorWords func(body []byte) string
@@ -106,6 +109,9 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 	req.Header.Set("X-Request-Id", id)
 	if p.Accept != "" {
 		req.Header.Set("Accept", p.Accept)
+	}
+	for k, v := range p.Header {
+		req.Header.Set(k, v)
 	}
 	rec.Sent = rec.Now()
 	resp, retries, err := cl.Do(req)

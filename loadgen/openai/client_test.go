@@ -956,3 +956,43 @@ func TestConcurrentStreams(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A prompt naming a model (Prompt.Model, or Params["model"] as trace
+// sources set it) is sent to it instead of the run's, in the plain body and
+// the map body alike, with its extra headers; a prompt naming none gets
+// the run's model and no extra header.
+func TestPromptModelAndHeaders(t *testing.T) {
+	type seen struct{ model, tenant string }
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- seen{body.Model, r.Header.Get("X-Gateway-Inference-Fairness-Id")}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "base", Stream: new(false)})
+	tenant := map[string]string{"x-gateway-inference-fairness-id": "tenant-a"}
+	msgs := testPrompt.Messages
+	for _, tt := range []struct {
+		name string
+		p    *prompts.Prompt
+		want seen
+	}{
+		{"Model, plain body", &prompts.Prompt{Messages: msgs, Model: "lora-a", Headers: tenant}, seen{"lora-a", "tenant-a"}},
+		{"Params model, map body", &prompts.Prompt{Messages: msgs, Params: map[string]any{"model": "lora-b", "temperature": 0}}, seen{"lora-b", ""}},
+		{"Model over Params", &prompts.Prompt{Messages: msgs, Model: "lora-a", Params: map[string]any{"model": "lora-b"}}, seen{"lora-a", ""}},
+		{"none", &prompts.Prompt{Messages: msgs}, seen{"base", ""}},
+	} {
+		rec := do(t, c, tt.p)
+		if !rec.OK() {
+			t.Fatalf("%s: %s %s", tt.name, rec.ErrorKind, rec.Error)
+		}
+		if s := <-got; s != tt.want {
+			t.Errorf("%s: server saw %+v, want %+v", tt.name, s, tt.want)
+		}
+	}
+}

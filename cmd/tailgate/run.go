@@ -104,7 +104,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if mix != nil {
 		if err := protocol.CheckModels(ctx, client, mix.Models()); err != nil {
-			return err
+			return invalidErr("%s", redact.Text(err.Error(), tf.apiKey))
 		}
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)

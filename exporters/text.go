@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -44,6 +45,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 		fmt.Fprintf(ew, "  (+%d warm-up)", q.Warmup)
 	}
 	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
+	writeFirstErrors(ew, q.FirstErrors)
 	t := s.Throughput
 	goodput := "not judged (no TPOT without a stream)"
 	if t.GoodputPerS != nil {
@@ -114,6 +116,20 @@ func errorKinds(m map[string]int64) string {
 	}
 	return "  [" + strings.Join(parts, " ") + "]"
 }
+
+// writeFirstErrors gives, per error kind, the first failed request and the
+// server's words (scrubbed when recorded), cut to one terminal line or so:
+// the words say what the counts cannot, a context limit or a bad
+// parameter.
+func writeFirstErrors(w io.Writer, m map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, "  first %s: %s\n", k, transport.Truncate(strings.ReplaceAll(m[k], "\n", " "), firstErrorWidth))
+	}
+}
+
+// firstErrorWidth bounds a first error's line: enough for a server's
+// sentence with its figures, short of a stack trace.
+const firstErrorWidth = 200
 
 func sources(m map[string]int64) string {
 	if len(m) == 0 {

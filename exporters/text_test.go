@@ -19,7 +19,8 @@ func TestWriteTextReport(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	m.Add(&loadgen.Record{Class: "chat", ErrorKind: loadgen.ErrRateLimited, End: time.Millisecond})
+	m.Add(&loadgen.Record{Seq: 7, Class: "chat", ErrorKind: loadgen.ErrRateLimited, End: time.Millisecond,
+		Error: "HTTP 429: slow down\n" + strings.Repeat("x", 400)})
 	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second, Interrupted: true},
 		loadgen.SummaryMeta{Version: "v", Target: "http://x", API: "openai-chat", Model: "m"})
 	var b bytes.Buffer
@@ -28,10 +29,13 @@ func TestWriteTextReport(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"target http://x", "INTERRUPTED", "sent 5  ok 4  errors 1", "rate_limited=1",
-		"ttft", "e2e", "class", "chat", "rag"} {
+		"ttft", "e2e", "class", "chat", "rag", "first rate_limited: request 7: HTTP 429: slow down x"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, strings.Repeat("x", 300)) {
+		t.Errorf("first error not cut to a line:\n%s", out)
 	}
 	if strings.Contains(out, "ttfat") {
 		t.Errorf("ttfat shown though no reasoning tokens:\n%s", out)

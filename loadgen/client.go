@@ -41,6 +41,14 @@ type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
 
+// ModelChecker is a Client that can check, before the load, that its
+// target serves every model a mix names (its classes' models and LoRA
+// adapters), beyond the run's own that Preflight checks. The error lists
+// what the server serves.
+type ModelChecker interface {
+	CheckModels(ctx context.Context, models []string) error
+}
+
 // ErrNotServed marks a Preflight error from a server that answered but
 // does not serve the model (errors.Is(err, ErrNotServed)): waiting will
 // not help, unlike a server that does not answer yet.

@@ -27,6 +27,9 @@ type Group struct {
 	Sent, OK, Errors, Dropped int64
 	Retries                   int64 // re-sends on a fresh connection (Record.Retries)
 	ErrorsByKind              map[string]int64
+	// FirstErrors holds, per error kind, the failed record intended
+	// earliest: what the server said first, for the report.
+	FirstErrors               map[string]FirstError
 	InputTokens, OutputTokens int64
 	RequestedInputTokens      int64
 	Good                      int64 // met every goodput constraint
@@ -42,7 +45,7 @@ type Group struct {
 
 func newGroup() *Group {
 	g := &Group{Hist: map[string]*hdrhistogram.Histogram{}, ErrorsByKind: map[string]int64{},
-		TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
+		FirstErrors: map[string]FirstError{}, TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
 	for _, n := range MetricNames {
 		g.Hist[n] = NewHistogram()
 	}
@@ -194,6 +197,7 @@ func (g *Group) add(r *Record, good, judged bool) {
 			g.Errors++
 		}
 		g.ErrorsByKind[string(r.ErrorKind)]++
+		g.firstError(FirstError{IntendedNs: int64(r.Intended), Seq: r.Seq, Error: r.Error}, string(r.ErrorKind))
 		return
 	}
 	g.OK++
@@ -304,4 +308,26 @@ func (m *Metrics) ClassNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FirstError is the first failed record of one kind: its intended start
+// (which orders shards as it orders records), sequence number and error
+// text, scrubbed as the record holds it.
+type FirstError struct {
+	IntendedNs int64  `json:"intended_ns"`
+	Seq        int64  `json:"seq"`
+	Error      string `json:"error"`
+}
+
+// firstError keeps e for kind when it was intended before the one held;
+// ties go to the lower sequence number, so merged shards agree with one
+// run whatever their order.
+func (g *Group) firstError(e FirstError, kind string) {
+	if e.Error == "" {
+		return
+	}
+	if o, ok := g.FirstErrors[kind]; ok && (o.IntendedNs < e.IntendedNs || o.IntendedNs == e.IntendedNs && o.Seq <= e.Seq) {
+		return
+	}
+	g.FirstErrors[kind] = e
 }

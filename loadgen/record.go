@@ -26,11 +26,16 @@ const (
 	// ErrCancelledByDependency: a session call never sent because a call
 	// it waited for failed (graph.go).
 	ErrCancelledByDependency ErrorKind = "cancelled_by_dependency"
+	// ErrContextLength is a refusal for length: the prompt (plus the
+	// output asked for) exceeds the model's context. A failure, but
+	// reported apart from client_error: it says the mix is wrong for the
+	// model, not that the server misbehaved.
+	ErrContextLength ErrorKind = "context_length"
 )
 
 // ErrorKinds lists every kind a record can carry, in report order.
 var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
-	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency}
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency, ErrContextLength}
 
 // legacyErrorKinds maps names that requests.jsonl files and SLO files
 // written before the protocol-neutral names still carry.
@@ -85,9 +90,13 @@ const (
 // from the run's start on the monotonic clock. The runner owns Seq, Class,
 // Stage, Warmup and Intended; the protocol client owns the rest.
 type Record struct {
-	Seq     int64
-	ID      string
-	Class   string
+	Seq   int64
+	ID    string
+	Class string
+	// Model is the model or adapter the prompt named (Prompt.ModelName),
+	// sent in place of the run's --model; "" when it named none and the
+	// run's was sent, so a plain run's records stay as they were.
+	Model   string
 	Stage   string
 	Session string
 	Turn    int // the call's turn index in its session lane
@@ -333,6 +342,7 @@ type recordJSON struct {
 	Seq                  int64    `json:"seq"`
 	ID                   string   `json:"id,omitempty"`
 	Class                string   `json:"class,omitempty"`
+	Model                string   `json:"model,omitempty"`
 	Stage                string   `json:"stage,omitempty"`
 	Session              string   `json:"session,omitempty"`
 	Turn                 int      `json:"turn,omitempty"`
@@ -411,7 +421,7 @@ func (r *Record) ReferenceForm(compact bool) any { return r.jsonForm(compact) }
 
 func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
-		Seq: r.Seq, ID: r.ID, Class: r.Class, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
+		Seq: r.Seq, ID: r.ID, Class: r.Class, Model: r.Model, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
 		Call: r.Call, After: r.After, ToolWaitUs: us(r.ToolWait), NotSent: r.NotSent, SessionLast: r.SessionLast,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
@@ -462,7 +472,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	d := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	*r = Record{
-		Seq: j.Seq, ID: j.ID, Class: j.Class, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
+		Seq: j.Seq, ID: j.ID, Class: j.Class, Model: j.Model, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
 		Call: j.Call, After: j.After, ToolWait: d(j.ToolWaitUs), NotSent: j.NotSent, SessionLast: j.SessionLast,
 		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,

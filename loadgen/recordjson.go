@@ -17,6 +17,7 @@ func (r *Record) AppendJSON(b []byte, compact bool) []byte {
 	b = strconv.AppendInt(b, r.Seq, 10)
 	b = appendStrField(b, "id", r.ID)
 	b = appendStrField(b, "class", r.Class)
+	b = appendStrField(b, "model", r.Model)
 	b = appendStrField(b, "stage", r.Stage)
 	b = appendStrField(b, "session", r.Session)
 	if r.Turn != 0 {

@@ -322,6 +322,7 @@ func stageShares(stages []Stage, w Window) map[string]time.Duration {
 func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intended time.Duration) *Record {
 	rec := NewRecord(epoch)
 	rec.Seq, rec.ID, rec.Class = seq, p.ID, p.Class
+	rec.Model = p.ModelName()
 	rec.Session, rec.Turn = p.Session, p.Turn
 	rec.RequestedInputTokens = p.InputTokens
 	rec.Intended = intended

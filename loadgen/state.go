@@ -28,23 +28,24 @@ type MetricsState struct {
 
 // GroupState is one Group.
 type GroupState struct {
-	Sent                 int64             `json:"sent"`
-	OK                   int64             `json:"ok"`
-	Errors               int64             `json:"errors"`
-	Dropped              int64             `json:"dropped"`
-	Retries              int64             `json:"retries"`
-	ErrorsByKind         map[string]int64  `json:"errors_by_kind"`
-	InputTokens          int64             `json:"input_tokens"`
-	OutputTokens         int64             `json:"output_tokens"`
-	RequestedInputTokens int64             `json:"requested_input_tokens"`
-	Good                 int64             `json:"good"`
-	Unjudged             int64             `json:"unjudged,omitempty"`
-	TokenSources         map[string]int64  `json:"token_sources"`
-	ChunkTokenSources    map[string]int64  `json:"chunk_token_sources"`
-	FirstNs              int64             `json:"first_ns"`
-	LastNs               int64             `json:"last_ns"`
-	Seen                 bool              `json:"seen"`
-	Hist                 map[string]string `json:"hist"`
+	Sent                 int64                 `json:"sent"`
+	OK                   int64                 `json:"ok"`
+	Errors               int64                 `json:"errors"`
+	Dropped              int64                 `json:"dropped"`
+	Retries              int64                 `json:"retries"`
+	ErrorsByKind         map[string]int64      `json:"errors_by_kind"`
+	FirstErrors          map[string]FirstError `json:"first_errors,omitempty"`
+	InputTokens          int64                 `json:"input_tokens"`
+	OutputTokens         int64                 `json:"output_tokens"`
+	RequestedInputTokens int64                 `json:"requested_input_tokens"`
+	Good                 int64                 `json:"good"`
+	Unjudged             int64                 `json:"unjudged,omitempty"`
+	TokenSources         map[string]int64      `json:"token_sources"`
+	ChunkTokenSources    map[string]int64      `json:"chunk_token_sources"`
+	FirstNs              int64                 `json:"first_ns"`
+	LastNs               int64                 `json:"last_ns"`
+	Seen                 bool                  `json:"seen"`
+	Hist                 map[string]string     `json:"hist"`
 }
 
 func encodeHist(h *hdrhistogram.Histogram) (string, error) {
@@ -68,7 +69,7 @@ func decodeHist(s string) (*hdrhistogram.Histogram, error) {
 
 func (g *Group) state() (GroupState, error) {
 	s := GroupState{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries,
-		ErrorsByKind: g.ErrorsByKind, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
+		ErrorsByKind: g.ErrorsByKind, FirstErrors: g.FirstErrors, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
 		RequestedInputTokens: g.RequestedInputTokens, Good: g.Good, Unjudged: g.Unjudged, TokenSources: g.TokenSources,
 		ChunkTokenSources: g.ChunkTokenSources, FirstNs: int64(g.first), LastNs: int64(g.last), Seen: g.seen,
 		Hist: map[string]string{}}
@@ -89,6 +90,9 @@ func (s GroupState) group() (*Group, error) {
 	g.first, g.last, g.seen = time.Duration(s.FirstNs), time.Duration(s.LastNs), s.Seen
 	for k, v := range s.ErrorsByKind {
 		g.ErrorsByKind[k] = v
+	}
+	for k, v := range s.FirstErrors {
+		g.FirstErrors[k] = v
 	}
 	for k, v := range s.TokenSources {
 		g.TokenSources[k] = v
@@ -248,6 +252,9 @@ func (g *Group) merge(o *Group, shift time.Duration) {
 	g.Unjudged += o.Unjudged
 	for k, v := range o.ErrorsByKind {
 		g.ErrorsByKind[k] += v
+	}
+	for k, v := range o.FirstErrors {
+		g.firstError(v, k)
 	}
 	for k, v := range o.TokenSources {
 		g.TokenSources[k] += v

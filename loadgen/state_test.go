@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func TestStateMergeIsLossless(t *testing.T) {
 		}
 		r.End = r.Chunks[2].At + time.Millisecond
 		if i%41 == 0 {
-			r.ErrorKind = ErrServer
+			r.ErrorKind, r.Error = ErrServer, "HTTP 500: engine died at "+strconv.Itoa(i)
 		}
 		all.Add(r)
 		parts[i%3].Add(r)
@@ -52,5 +53,9 @@ func TestStateMergeIsLossless(t *testing.T) {
 	}
 	if got.LatencyMs[MetricTTFT].Count == 0 || len(got.Classes) != 2 || len(got.Stages) != 2 {
 		t.Fatalf("nothing compared: %+v", got.LatencyMs[MetricTTFT])
+	}
+	// The first error is the earliest intended, whichever shard held it.
+	if first := got.Requests.FirstErrors[string(ErrServer)]; first != "request 41: HTTP 500: engine died at 41" {
+		t.Errorf("first server_error %q, want request 41's", first)
 	}
 }

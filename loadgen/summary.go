@@ -71,6 +71,10 @@ type Counts struct {
 	Retries      int64            `json:"retries"`
 	Warmup       int64            `json:"warmup,omitempty"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
+	// FirstErrors is, per error kind, the error of the failed request
+	// intended earliest ("request <seq>: <the server's words>"), scrubbed
+	// as requests.jsonl holds it.
+	FirstErrors map[string]string `json:"first_errors,omitempty"`
 }
 
 // Throughput is the throughput block. Completions (requests_per_s, tokens,
@@ -207,6 +211,12 @@ type SummaryMeta struct {
 func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, Tokens) {
 	c := Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries, ErrorsByKind: g.ErrorsByKind,
 		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)], Cancelled: g.ErrorsByKind[string(ErrCancelled)]}
+	for k, e := range g.FirstErrors {
+		if c.FirstErrors == nil {
+			c.FirstErrors = map[string]string{}
+		}
+		c.FirstErrors[k] = "request " + strconv.FormatInt(e.Seq, 10) + ": " + e.Error
+	}
 	var t Throughput
 	if w := g.last - g.first; w > 0 {
 		t = Throughput{RequestsPerS: PerSecond(g.OK, w), OutputTokensPerS: PerSecond(g.OutputTokens, w),

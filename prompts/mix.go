@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,8 +68,10 @@ type class struct {
 	limit     int
 	maxTokens *dist // nil: the request's own, the dataset's reference, or 0
 	params    map[string]any
-	skipped   int    // records read but unusable (too few turns, zero lengths, filtered)
-	model     string // burstgpt filter
+	skipped   int               // records read but unusable (too few turns, zero lengths, filtered)
+	model     string            // burstgpt filter
+	sendModel string            // the class's model: key, also params["model"]
+	headers   map[string]string // the class's headers: key
 
 	// synthetic
 	input  dist
@@ -295,4 +298,72 @@ func (m *Mix) allGraphs() bool {
 		}
 	}
 	return true
+}
+
+// Models are the models the mix names, from its classes' model: keys and
+// params, sorted and each once: what the preflight checks the server
+// serves. A trace's models: table adds its names when loaded.
+func (m *Mix) Models() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range m.classes {
+		if s, ok := c.params["model"].(string); ok && s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// WithHeaders is src with each prompt given its class's headers: key, the
+// later turns of a session included. Headers are per class, so they are
+// set here, after the source drew the prompt, not by each source.
+func (m *Mix) WithHeaders(src Source) Source {
+	h := map[string]map[string]string{}
+	for _, c := range m.classes {
+		if len(c.headers) > 0 {
+			h[c.name] = c.headers
+		}
+	}
+	if len(h) == 0 {
+		return src
+	}
+	return headerSource{src: src, byClass: h}
+}
+
+type headerSource struct {
+	src     Source
+	byClass map[string]map[string]string
+}
+
+func (s headerSource) Next() (*Prompt, error) {
+	p, err := s.src.Next()
+	if p != nil {
+		s.stamp(p)
+	}
+	return p, err
+}
+
+func (s headerSource) stamp(p *Prompt) {
+	if h, ok := s.byClass[p.Class]; ok && p.Headers == nil {
+		p.Headers = h
+	}
+	if p.Graph != nil {
+		for _, c := range p.Graph.Calls {
+			if c.Prompt.Class == "" {
+				c.Prompt.Class = p.Class
+			}
+			s.stamp(c.Prompt)
+		}
+	}
+	if next := p.FollowUp; next != nil {
+		p.FollowUp = func(answer string) *Prompt {
+			q := next(answer)
+			if q != nil {
+				s.stamp(q)
+			}
+			return q
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -14,7 +15,7 @@ import (
 // Mix file fields.
 var (
 	mixFields     = []string{"kind", "apiVersion", "name", "description", "seed", "tokenizer", "template_tokens", "time_scale", "classes"}
-	classFields   = []string{"name", "weight", "source", "max_tokens", "params", "sessions"}
+	classFields   = []string{"name", "weight", "source", "max_tokens", "params", "sessions", "model", "headers"}
 	sessionFields = []string{"turns", "max_turns", "think_time"}
 	// reservedParams belong to other fields or to the client.
 	reservedParams = []string{"messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options"}
@@ -204,6 +205,12 @@ func (r mixReader) class(x yamlwalk.Node, names map[string]bool) (*class, bool) 
 	if n, ok := f.Get("params"); ok {
 		c.params = r.params(n)
 	}
+	if n, ok := f.Get("model"); ok {
+		r.classModel(c, n)
+	}
+	if n, ok := f.Get("headers"); ok {
+		c.headers = r.headers(n)
+	}
 	if n, ok := f.Get("sessions"); ok {
 		if trace {
 			n.Errorf("trace classes cannot be sessions")
@@ -366,6 +373,64 @@ func (r mixReader) sessions(x yamlwalk.Node, srcType string) *sessionSpec {
 		}
 	}
 	return s
+}
+
+// classModel reads a class's model: the model or LoRA adapter its
+// prompts are sent to. It travels as the "model" parameter, which every
+// source copies onto its prompts and Prompt.ModelName reads; a params:
+// model naming another is a contradiction.
+func (r mixReader) classModel(c *class, n yamlwalk.Node) {
+	s, ok := n.Str()
+	if !ok {
+		return
+	}
+	if s == "" {
+		n.Errorf("want a model name")
+		return
+	}
+	if pm, ok := c.params["model"]; ok && pm != s {
+		n.Errorf("model %q, but params names model %v: name it once", s, pm)
+		return
+	}
+	if c.params == nil {
+		c.params = map[string]any{}
+	}
+	c.params["model"] = s
+	c.sendModel = s
+}
+
+// headers reads a class's extra request headers: names as HTTP allows
+// them, string values (a tenant id, a routing hint).
+func (r mixReader) headers(x yamlwalk.Node) map[string]string {
+	var m map[string]string
+	if err := x.Yaml().Decode(&m); err != nil {
+		x.Errorf("want a map of header names to strings: %v", err)
+		return nil
+	}
+	for k, v := range m {
+		switch {
+		case !validHeaderName(k):
+			x.Errorf("header %q: a header name is letters, digits and !#$%%&'*+-.^_`|~ only", k)
+		case strings.EqualFold(k, "content-type") || strings.EqualFold(k, "content-length") || strings.EqualFold(k, "host"):
+			x.Errorf("header %q is the client's to set", k)
+		case strings.ContainsAny(v, "\r\n\x00"):
+			x.Errorf("header %q: the value holds a line break or NUL", k)
+		}
+	}
+	return m
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(nameByte(c) || strings.IndexByte("!#$%&'*+^`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // params reads a class's request parameters.

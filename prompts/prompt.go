@@ -26,6 +26,15 @@ type Prompt struct {
 	// Params are extra body fields (temperature, top_p, ignore_eos, ...),
 	// copied into the request as they are.
 	Params map[string]any `json:"params,omitempty"`
+	// Model is the model or LoRA adapter this prompt is sent to, in place
+	// of the run's --model ("": the run's). Params["model"], which trace
+	// sources set from a mix's models: table, means the same: ModelName
+	// reads either.
+	Model string `json:"model,omitempty"`
+	// Headers are extra request headers (gRPC metadata), a tenant's
+	// x-gateway-inference-fairness-id say. Values may be credentials: they
+	// are sent, never logged.
+	Headers map[string]string `json:"-"`
 	// At is the arrival offset from the start of a replayed trace, already
 	// time-scaled; only trace sources set it.
 	At time.Duration `json:"at,omitempty"`
@@ -76,4 +85,16 @@ func (p *Prompt) Completion() string {
 		b = append(b, m.Content...)
 	}
 	return string(b)
+}
+
+// ModelName is the model this prompt names: Model, else a string
+// Params["model"], else "" (the run's model).
+func (p *Prompt) ModelName() string {
+	if p.Model != "" {
+		return p.Model
+	}
+	if s, ok := p.Params["model"].(string); ok {
+		return s
+	}
+	return ""
 }

@@ -128,6 +128,11 @@ type Config struct {
 	// StrictModel rejects requests naming another model with 404, as vLLM
 	// does; by default any model name is accepted.
 	StrictModel bool
+	// Adapters are LoRA adapter names served beside Model, listed in
+	// /v1/models with Model as their parent, as vLLM --lora-modules
+	// lists them. With any, a request naming neither Model nor an adapter
+	// is refused with 404, as vLLM refuses an unknown adapter.
+	Adapters []string
 	// Mode is ModeBatch or ModeFixed. Empty means ModeFixed when FixedTTFT
 	// or FixedITL is set, else ModeBatch.
 	Mode Mode

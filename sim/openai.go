@@ -11,21 +11,35 @@ import (
 // The OpenAI-compatible API: /v1/chat/completions and /v1/completions
 // (through the exchange, answered by a responder, stream.go), /v1/models.
 
-func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID          string  `json:"id"`
-		Object      string  `json:"object"`
-		Created     int64   `json:"created"`
-		OwnedBy     string  `json:"owned_by"`
-		Root        string  `json:"root"`
-		Parent      *string `json:"parent"`
-		MaxModelLen int     `json:"max_model_len"`
+// listedModel is one /v1/models entry in vLLM's form.
+type listedModel struct {
+	ID          string  `json:"id"`
+	Object      string  `json:"object"`
+	Created     int64   `json:"created"`
+	OwnedBy     string  `json:"owned_by"`
+	Root        string  `json:"root"`
+	Parent      *string `json:"parent"`
+	MaxModelLen int     `json:"max_model_len"`
+}
+
+// modelList is the base model, then each LoRA adapter with the base as
+// its parent, as vLLM lists --lora-modules.
+func (s *Server) modelList() []listedModel {
+	out := []listedModel{{ID: s.cfg.Model, Object: "model", Created: s.epoch.Unix(),
+		OwnedBy: "tailgate-sim", Root: s.cfg.Model, MaxModelLen: s.cfg.KVTokens}}
+	for _, a := range s.cfg.Adapters {
+		base := s.cfg.Model
+		out = append(out, listedModel{ID: a, Object: "model", Created: s.epoch.Unix(),
+			OwnedBy: "tailgate-sim", Root: a, Parent: &base, MaxModelLen: s.cfg.KVTokens})
 	}
+	return out
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
 	body, _ := json.Marshal(struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{"list", []model{{ID: s.cfg.Model, Object: "model", Created: s.epoch.Unix(),
-		OwnedBy: "tailgate-sim", Root: s.cfg.Model, MaxModelLen: s.cfg.KVTokens}}})
+		Object string        `json:"object"`
+		Data   []listedModel `json:"data"`
+	}{"list", s.modelList()})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
 }
@@ -94,6 +108,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		content-- // the last token is an EOS, made but not sent
 	}
 	x.shape(req.promptTokens, req.maxTokens, content, req.stream)
+	x.rec.update(func(t *Truth) { t.Model = req.model })
 	rs := s.newResponder(w, r, x, req)
 	x.run(rs)
 	if rs.ended && (s.cfg.CloseAfter == CloseAfterAll || s.cfg.CloseAfter == CloseAfterStream && rs.stream) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -31,6 +32,7 @@ type apiRequest struct {
 type parsedRequest struct {
 	chat, stream, includeUsage, contUsage bool
 	promptTokens, maxTokens               int
+	model                                 string // as the request named it ("" for none)
 }
 
 // requestError is a 4xx answer to a bad request.
@@ -76,11 +78,11 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, badRequest("request body: %v", err)
 	}
-	if s.cfg.StrictModel && req.Model != "" && req.Model != s.cfg.Model {
+	if (s.cfg.StrictModel || len(s.cfg.Adapters) > 0) && req.Model != "" && req.Model != s.cfg.Model && !slices.Contains(s.cfg.Adapters, req.Model) {
 		return nil, &requestError{http.StatusNotFound, "NotFoundError",
 			fmt.Sprintf("The model `%s` does not exist.", req.Model)}
 	}
-	p := &parsedRequest{chat: chat, stream: req.Stream}
+	p := &parsedRequest{chat: chat, stream: req.Stream, model: req.Model}
 	if req.StreamOptions != nil && req.Stream {
 		p.includeUsage = req.StreamOptions.IncludeUsage
 		p.contUsage = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats

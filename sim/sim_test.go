@@ -428,3 +428,51 @@ func TestStatusAndRetryAfter(t *testing.T) {
 		t.Errorf("429: status %d Retry-After %q", res.status, res.header.Get("Retry-After"))
 	}
 }
+
+// LoRA adapters are listed after the base model with it as their parent,
+// a request naming one is served and its truth names it, and a name
+// neither base nor adapter gets vLLM's 404.
+func TestAdapters(t *testing.T) {
+	cfg := fastBatch()
+	cfg.Model, cfg.Adapters = "base", []string{"lora-a", "lora-b"}
+	r := startSim(t, cfg)
+	c := testClient(t)
+	resp, err := c.Get(r.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Data []struct {
+			ID     string  `json:"id"`
+			Parent *string `json:"parent"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, m := range models.Data {
+		p := ""
+		if m.Parent != nil {
+			p = *m.Parent
+		}
+		listed = append(listed, m.ID+"<"+p)
+	}
+	if got := strings.Join(listed, " "); got != "base< lora-a<base lora-b<base" {
+		t.Errorf("listed %s", got)
+	}
+	msgs := []map[string]string{{"role": "user", "content": "x"}}
+	if res := do(context.Background(), c, r.URL, "/v1/chat/completions", map[string]any{"model": "lora-b", "max_tokens": 1, "messages": msgs}, nil); res.status != 200 {
+		t.Fatalf("lora-b: status %d %s", res.status, res.body)
+	}
+	res := do(context.Background(), c, r.URL, "/v1/chat/completions", map[string]any{"model": "lora-z", "max_tokens": 1, "messages": msgs}, nil)
+	if res.status != 404 || !strings.Contains(string(res.body), "The model `lora-z` does not exist.") {
+		t.Fatalf("lora-z: status %d %s", res.status, res.body)
+	}
+	tr := r.Truth()
+	if len(tr) != 2 || tr[0].Model != "lora-b" || tr[0].Status != 200 || tr[1].Status != 404 {
+		t.Fatalf("truth %+v", tr)
+	}
+}

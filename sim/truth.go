@@ -11,9 +11,12 @@ import (
 // Every instant is a time.Time from time.Now, so it carries the monotonic
 // clock and subtracts exactly from a client's own time.Now readings.
 type Truth struct {
-	ID     string // X-Request-Id, or "sim-<Seq>" when the client sent none
-	Seq    int64  // arrival number, from 1
-	Path   string // /v1/chat/completions or /v1/completions
+	ID   string // X-Request-Id, or "sim-<Seq>" when the client sent none
+	Seq  int64  // arrival number, from 1
+	Path string // /v1/chat/completions or /v1/completions
+	// Model is the model or adapter the request named ("" for none): the
+	// one that served it.
+	Model  string
 	Stream bool
 	Fault  FaultKind
 	Status int // HTTP status sent; 0 if the handler never answered (hang)

@@ -235,12 +235,12 @@ func (r reader) plan(root yamlwalk.Node) *Plan {
 }
 
 func (r reader) validity(n yamlwalk.Node) Validity {
-	f, _ := n.Map("max_error_rate", "max_dropped", "max_cut_at_end", "max_distortion", "max_schedule_lag", "max_client_cpu")
+	f, _ := n.Map("max_error_rate", "max_dropped", "max_cut_at_end", "max_context_length", "max_distortion", "max_schedule_lag", "max_client_cpu")
 	v := DefaultValidity
 	for _, b := range []struct {
 		key string
 		dst *Decimal
-	}{{"max_error_rate", &v.MaxErrorRate}, {"max_dropped", &v.MaxDropped}, {"max_cut_at_end", &v.MaxCutAtEnd},
+	}{{"max_error_rate", &v.MaxErrorRate}, {"max_dropped", &v.MaxDropped}, {"max_cut_at_end", &v.MaxCutAtEnd}, {"max_context_length", &v.MaxContextLength},
 		{"max_distortion", &v.MaxDistortion}, {"max_client_cpu", &v.MaxClientCPU}} {
 		if n, ok := f.Get(b.key); ok {
 			if x, ok := decimal(n); ok {

@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,35 @@ func TestCheckValidity(t *testing.T) {
 	if p := checkValidity("s", append(half, errRec("s", 0, loadgen.ErrTimeout)), v, -1); len(p) != 1 || p[0].Check != "errors" {
 		t.Fatalf("51%% errors: %v", p)
 	}
+	// Refusals for length: 1 of 100 is at the 1% bound; 2 of 100 is over,
+	// and the problem names the count, the first calls and the server's
+	// words. The error share is well within its own bound.
+	withOverflow := func(n int) []loadgen.Record {
+		r := append([]loadgen.Record(nil), ok[:100-n]...)
+		for i := 0; i < n; i++ {
+			e := errRec("s", 0, loadgen.ErrContextLength)
+			e.Seq, e.Error = int64(200+i), "HTTP 400: This model's maximum context length is 128 tokens"
+			r = append(r, e)
+		}
+		return r
+	}
+	if p := checkValidity("s", withOverflow(1), v, -1); len(p) != 0 {
+		t.Fatalf("1%% context_length: %v", p)
+	}
+	p := checkValidity("s", withOverflow(2), v, -1)
+	if len(p) != 1 || p[0].Check != "context_length" {
+		t.Fatalf("2%% context_length: %v", p)
+	}
+	for _, want := range []string{"2 of 100", "request 200: HTTP 400: This model's maximum context length is 128 tokens", "request 201:", "max_context_length"} {
+		if !strings.Contains(p[0].Detail, want) {
+			t.Errorf("context_length problem %q lacks %q", p[0].Detail, want)
+		}
+	}
+	lax := v
+	lax.MaxContextLength = MustDecimal("5%")
+	if p := checkValidity("s", withOverflow(2), lax, -1); len(p) != 0 {
+		t.Fatalf("2%% context_length under a 5%% bound: %v", p)
+	}
 	// Late sends.
 	late := append([]loadgen.Record(nil), ok...)
 	for i := 0; i < 2; i++ {
@@ -173,4 +203,29 @@ func checkValidity(stage string, recs []loadgen.Record, v Validity, cpu float64)
 		in.ClientCPU = map[string]float64{stage: cpu}
 	}
 	return Assess(&Plan{Stages: []Stage{{Name: stage}}, Validity: v}, &Spec{}, in).Problems
+}
+
+// Bounds saved before max_context_length existed read back with its
+// default; a saved bound reads back as it was.
+func TestValidityContextLengthJSON(t *testing.T) {
+	var old Validity
+	if err := json.Unmarshal([]byte(`{"max_error_rate":"5%","max_dropped":"1%","max_cut_at_end":"5%","max_distortion":"10%"}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.MaxContextLength != DefaultValidity.MaxContextLength {
+		t.Errorf("old bounds: max_context_length %s, want the default %s", old.MaxContextLength, DefaultValidity.MaxContextLength)
+	}
+	v := DefaultValidity
+	v.MaxContextLength = MustDecimal("3%")
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Validity
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.MaxContextLength != v.MaxContextLength {
+		t.Errorf("round trip of %s: max_context_length %s, want 3%%", b, back.MaxContextLength)
+	}
 }

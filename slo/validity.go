@@ -3,6 +3,7 @@ package slo
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ type Validity struct {
 	// grace period ran out than this and the figures describe the survivors
 	// only: the slowest requests are missing from every tail.
 	MaxCutAtEnd Decimal `json:"max_cut_at_end"`
+	// MaxContextLength: more of the sent requests refused for length
+	// (context_length) than this and the mix does not fit the model: the
+	// figures describe the prompts that happened to fit.
+	MaxContextLength Decimal `json:"max_context_length"`
 	// MaxDistortion is the share by which the load generator may move a
 	// reported figure or a verdict before the run is invalid (the
 	// self-check's stated share).
@@ -49,13 +54,16 @@ type Validity struct {
 // load under test; a generator that could not send more than 1% of it did
 // not offer that load. Cut at the end 5%: the requests cut are the slowest
 // (they were still running); beyond 5% even a p95 describes survivors only.
-// Distortion 10%: the self-check's stated share — a figure the generator
+// Context length 1%: the agent benchmarks' rule; a mix whose prompts
+// overflow the context more often than that measures a different
+// workload. Distortion 10%: the self-check's stated share — a figure the generator
 // could move by more than a tenth is not the server's.
 var DefaultValidity = Validity{
-	MaxErrorRate:  MustDecimal("5%"),
-	MaxDropped:    MustDecimal("1%"),
-	MaxCutAtEnd:   MustDecimal("5%"),
-	MaxDistortion: MustDecimal("10%"),
+	MaxErrorRate:     MustDecimal("5%"),
+	MaxDropped:       MustDecimal("1%"),
+	MaxCutAtEnd:      MustDecimal("5%"),
+	MaxContextLength: MustDecimal("1%"),
+	MaxDistortion:    MustDecimal("10%"),
 }
 
 // Unbounded holds a run to no error, dropped or cut share and makes the
@@ -63,22 +71,27 @@ var DefaultValidity = Validity{
 // invalid. A canary's windows use it (failures are what its objectives
 // judge), and tests that judge one other thing.
 var Unbounded = Validity{MaxErrorRate: MustDecimal("100%"), MaxDropped: MustDecimal("100%"),
-	MaxCutAtEnd: MustDecimal("100%"), MaxDistortion: DefaultValidity.MaxDistortion, DistortionWarns: true}
+	MaxCutAtEnd: MustDecimal("100%"), MaxContextLength: MustDecimal("100%"), MaxDistortion: DefaultValidity.MaxDistortion, DistortionWarns: true}
 
 type validityJSON struct {
-	MaxErrorRate    Decimal  `json:"max_error_rate"`
-	MaxDropped      Decimal  `json:"max_dropped"`
-	MaxCutAtEnd     Decimal  `json:"max_cut_at_end"`
-	MaxDistortion   Decimal  `json:"max_distortion"`
-	DistortionWarns bool     `json:"self_check_warns,omitempty"`
-	MaxScheduleLag  string   `json:"max_schedule_lag,omitempty"`
-	MaxClientCPU    *Decimal `json:"max_client_cpu,omitempty"`
+	MaxErrorRate Decimal `json:"max_error_rate"`
+	MaxDropped   Decimal `json:"max_dropped"`
+	MaxCutAtEnd  Decimal `json:"max_cut_at_end"`
+	// MaxContextLength is a pointer so that bounds saved before it
+	// existed read back with the default.
+	MaxContextLength *Decimal `json:"max_context_length,omitempty"`
+	MaxDistortion    Decimal  `json:"max_distortion"`
+	DistortionWarns  bool     `json:"self_check_warns,omitempty"`
+	MaxScheduleLag   string   `json:"max_schedule_lag,omitempty"`
+	MaxClientCPU     *Decimal `json:"max_client_cpu,omitempty"`
 }
 
 // MarshalJSON writes the bounds as the plan's validity: block would.
 func (v Validity) MarshalJSON() ([]byte, error) {
 	j := validityJSON{MaxErrorRate: v.MaxErrorRate, MaxDropped: v.MaxDropped, MaxCutAtEnd: v.MaxCutAtEnd,
 		MaxDistortion: v.MaxDistortion, DistortionWarns: v.DistortionWarns}
+	cl := v.MaxContextLength
+	j.MaxContextLength = &cl
 	if v.MaxScheduleLag > 0 {
 		j.MaxScheduleLag = v.MaxScheduleLag.String()
 	}
@@ -98,7 +111,10 @@ func (v *Validity) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*v = Validity{MaxErrorRate: j.MaxErrorRate, MaxDropped: j.MaxDropped, MaxCutAtEnd: j.MaxCutAtEnd,
-		MaxDistortion: j.MaxDistortion, DistortionWarns: j.DistortionWarns}
+		MaxContextLength: d.MaxContextLength, MaxDistortion: j.MaxDistortion, DistortionWarns: j.DistortionWarns}
+	if j.MaxContextLength != nil {
+		v.MaxContextLength = *j.MaxContextLength
+	}
 	if j.MaxScheduleLag != "" {
 		lag, err := time.ParseDuration(j.MaxScheduleLag)
 		if err != nil {
@@ -137,7 +153,7 @@ func ValidityFromErrorRate(limit float64) Validity {
 type Problem struct {
 	Stage string `json:"stage,omitempty"`
 	// Check is one of "no_requests", "unreachable", "errors", "dropped",
-	// "cut_at_end", "interrupted", "client_bottleneck" (generator
+	// "cut_at_end", "context_length", "interrupted", "client_bottleneck" (generator
 	// distortion), "results_incomplete", "incomplete", "no_data",
 	// "stage_error".
 	Check  string `json:"check"`
@@ -165,7 +181,14 @@ type StageCounts struct {
 	Cancelled uint64 `json:"cancelled,omitempty"`
 	Connect   uint64 `json:"connect_errors"`
 	Warmup    uint64 `json:"warmup"`
+	// ContextLength counts the failed requests refused for length, and
+	// ContextFirst names the first few ("request 12: HTTP 400: ...").
+	ContextLength uint64   `json:"context_length,omitempty"`
+	ContextFirst  []string `json:"-"`
 }
+
+// contextNamed is how many refusals for length a problem names.
+const contextNamed = 3
 
 func (c *StageCounts) add(r *loadgen.Record) {
 	if r.Warmup {
@@ -187,6 +210,12 @@ func (c *StageCounts) add(r *loadgen.Record) {
 		if r.ErrorKind == loadgen.ErrConnect {
 			c.Connect++
 		}
+		if r.ErrorKind == loadgen.ErrContextLength {
+			c.ContextLength++
+			if len(c.ContextFirst) < contextNamed {
+				c.ContextFirst = append(c.ContextFirst, "request "+strconv.FormatInt(r.Seq, 10)+": "+r.Error)
+			}
+		}
 	}
 }
 
@@ -194,9 +223,14 @@ func (c *StageCounts) add(r *loadgen.Record) {
 // judges a merged run from them, as the judge does from records).
 func CountsOf(q loadgen.Counts) StageCounts {
 	u := func(n int64) uint64 { return uint64(max(n, 0)) }
-	return StageCounts{Requests: u(q.Sent + q.Dropped), OK: u(q.OK), Failed: u(q.Errors), Dropped: u(q.Dropped),
+	c := StageCounts{Requests: u(q.Sent + q.Dropped), OK: u(q.OK), Failed: u(q.Errors), Dropped: u(q.Dropped),
 		CutAtEnd: u(q.CutAtEnd), Cancelled: u(q.ErrorsByKind[string(loadgen.ErrCancelled)]),
-		Connect: u(q.ErrorsByKind[string(loadgen.ErrConnect)]), Warmup: u(q.Warmup)}
+		Connect: u(q.ErrorsByKind[string(loadgen.ErrConnect)]), Warmup: u(q.Warmup),
+		ContextLength: u(q.ErrorsByKind[string(loadgen.ErrContextLength)])}
+	if e, ok := q.FirstErrors[string(loadgen.ErrContextLength)]; ok {
+		c.ContextFirst = []string{e}
+	}
+	return c
 }
 
 // Facts are what a run's validity is judged on beyond its request counts;
@@ -248,6 +282,14 @@ func (v Validity) Problems(stage string, c StageCounts, f Facts) (out []Problem)
 	if sent > 0 && v.MaxCutAtEnd.CmpRatio(c.CutAtEnd, sent) > 0 {
 		add("cut_at_end", "%d of %d sent requests were still in flight when the grace period ran out (%s), above the %s bound (max_cut_at_end, --max-cut-at-end): the figures describe the faster survivors",
 			c.CutAtEnd, sent, percent(float64(c.CutAtEnd)/float64(sent)), v.MaxCutAtEnd)
+	}
+	if finished > 0 && c.ContextLength > 0 && v.MaxContextLength.CmpRatio(c.ContextLength, finished) > 0 {
+		first := ""
+		if len(c.ContextFirst) > 0 {
+			first = "; first: " + strings.Join(c.ContextFirst, "; ")
+		}
+		add("context_length", "%d of %d sent requests were refused for length, over the model's context (%s), above the %s bound (max_context_length, --max-context-length): the mix does not fit the model%s",
+			c.ContextLength, finished, percent(float64(c.ContextLength)/float64(finished)), v.MaxContextLength, first)
 	}
 	return out
 }

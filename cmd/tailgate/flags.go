@@ -219,6 +219,7 @@ func graceOption(d time.Duration) time.Duration {
 type validityFlags struct {
 	fs                                      *pflag.FlagSet
 	errorRate, dropped, cutAtEnd, distorted float64
+	contextLength                           float64
 	selfCheck                               string
 }
 
@@ -228,6 +229,7 @@ func (v *validityFlags) register(fs *pflag.FlagSet, selfCheck bool) {
 	fs.Float64Var(&v.errorRate, "max-error-rate", d.MaxErrorRate.Float(), "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit; requests the run cancelled itself are not failures")
 	fs.Float64Var(&v.dropped, "max-dropped", d.MaxDropped.Float(), "share of scheduled requests that may be dropped (never sent: in-flight cap) before the run is invalid")
 	fs.Float64Var(&v.cutAtEnd, "max-cut-at-end", d.MaxCutAtEnd.Float(), "share of sent requests that may still be in flight when the grace period ends (cut_at_end) before the run is invalid")
+	fs.Float64Var(&v.contextLength, "max-context-length", d.MaxContextLength.Float(), "share of sent requests that may be refused for length (context_length: the prompt over the model's context) before the run is invalid")
 	fs.Float64Var(&v.distorted, "max-distortion", d.MaxDistortion.Float(), "share by which the load generator may move a figure or verdict before the run is invalid (the self-check)")
 	if selfCheck {
 		fs.StringVar(&v.selfCheck, "self-check", "fail", "when the generator's own lateness or CPU distorted the figures: fail (run invalid, exit 3) or warn")
@@ -243,7 +245,8 @@ func (v *validityFlags) bounds(base slo.Validity) (slo.Validity, error) {
 		val  float64
 		dst  *slo.Decimal
 	}{{"max-error-rate", v.errorRate, &out.MaxErrorRate}, {"max-dropped", v.dropped, &out.MaxDropped},
-		{"max-cut-at-end", v.cutAtEnd, &out.MaxCutAtEnd}, {"max-distortion", v.distorted, &out.MaxDistortion}} {
+		{"max-cut-at-end", v.cutAtEnd, &out.MaxCutAtEnd}, {"max-context-length", v.contextLength, &out.MaxContextLength},
+		{"max-distortion", v.distorted, &out.MaxDistortion}} {
 		if !v.fs.Changed(f.name) {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/protocol"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
@@ -90,7 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
 	if mix != nil {
-		src = mix.Source(mix.Seed())
+		src = mix.WithHeaders(mix.Source(mix.Seed()))
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}
 	notices := &pipeline.Notices{}
@@ -100,6 +101,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	})
 	if err != nil {
 		return err
+	}
+	if mix != nil {
+		if err := protocol.CheckModels(ctx, client, mix.Models()); err != nil {
+			return invalidErr("%s", redact.Text(err.Error(), tf.apiKey))
+		}
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {

@@ -43,6 +43,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --addr")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
 	fs.BoolVar(&cfg.StrictModel, "strict-model", false, "answer 404 to requests naming another model, as vLLM does")
+	fs.StringArrayVar(&cfg.Adapters, "lora", nil, "a LoRA adapter name served beside --model (repeatable), listed in /v1/models; with any, requests naming an unknown model get vLLM's 404")
 	fs.StringVar(&mode, "mode", "", `"batch" (continuous-batching model) or "fixed" (fixed delays); default fixed if --fixed-ttft or --fixed-itl is set, else batch`)
 	fs.IntVar(&cfg.Engines, "engines", 0, "data-parallel engines (vLLM --data-parallel-size): each its own scheduler with --slots and --kv-tokens, requests dealt round robin, /metrics series labelled engine=\"i\"")
 	fs.StringArrayVar(&restarts, "restart-engine", nil, "restart engine I at DURATION after start, as I@DURATION (repeatable): drained, then its counters start again at zero; needs --engines 2 or more")

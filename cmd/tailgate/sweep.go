@@ -135,7 +135,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	source := func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}} }
 	if mix != nil {
-		source = func() loadgen.Source { return mix.Source(mix.Seed()) }
+		source = func() loadgen.Source { return mix.WithHeaders(mix.Source(mix.Seed())) }
 	}
 	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {

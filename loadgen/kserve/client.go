@@ -273,9 +273,10 @@ func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc
 	s.feedWhole(&s.ev)
 }
 
-// fail records an error, scrubbed of every credential the client holds.
+// fail records an error, scrubbed of every credential the client holds; a
+// refusal for length is context_length, as over HTTP.
 func (c *Client) fail(rec *loadgen.Record, kind loadgen.ErrorKind, code int, msg string) {
-	rec.ErrorKind, rec.Error = kind, c.scrub(msg)
+	rec.ErrorKind, rec.Error = transport.ContextKind(kind, msg), c.scrub(msg)
 	if code != 0 {
 		rec.Status = code
 	}

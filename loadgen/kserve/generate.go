@@ -219,7 +219,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, ErrorWords: errorWords}
+	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorWords}
 	if c.root.Stream {
 		post.URL, post.Accept = c.root.Base+c.modelPath()+"/generate_stream", "text/event-stream"
 	}

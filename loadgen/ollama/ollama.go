@@ -97,9 +97,15 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 		opts["num_predict"] = maxTokens
 	}
 	for k, v := range p.Params {
-		opts[k] = v
+		if k != "model" { // a top-level field, not an option
+			opts[k] = v
+		}
 	}
-	m := map[string]any{"model": c.model, "messages": p.Chat(), "stream": c.root.Stream}
+	model := c.model
+	if pm := p.ModelName(); pm != "" {
+		model = pm
+	}
+	m := map[string]any{"model": model, "messages": p.Chat(), "stream": c.root.Stream}
 	if len(opts) > 0 {
 		m["options"] = opts
 	}
@@ -118,7 +124,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		return
 	}
 	// Ollama ignores the X-Request-Id; proxies and the simulator log it.
-	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, ErrorWords: errorWords})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorWords})
 	if resp == nil {
 		return
 	}

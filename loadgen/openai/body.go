@@ -35,9 +35,9 @@ func (c *Client) plainBody(p *prompts.Prompt, maxTokens int) []byte {
 		}
 		b = append(b, "],"...)
 	}
-	if c.model != "" {
+	if model := c.modelOf(p); model != "" {
 		b = append(b, `"model":`...)
-		b = appendString(b, c.model)
+		b = appendString(b, model)
 		b = append(b, ',')
 	}
 	if c.api != APIChat {
@@ -69,4 +69,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// modelOf is the model p is sent to: the one it names (a class's or a
+// trace's model, a LoRA adapter), else the run's.
+func (c *Client) modelOf(p *prompts.Prompt) string {
+	if m := p.ModelName(); m != "" {
+		return m
+	}
+	return c.model
 }

@@ -103,7 +103,7 @@ func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Recor
 		c.http.FailBuilding(rec, err)
 		return nil
 	}
-	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, ErrorWords: errorBodyMessage})
+	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorBodyMessage})
 }
 
 // What an answer's body is.
@@ -170,8 +170,8 @@ func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 // encoding/json (keys sorted).
 func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	m := make(map[string]any, 6+len(p.Params))
-	if c.model != "" {
-		m["model"] = c.model
+	if model := c.modelOf(p); model != "" {
+		m["model"] = model
 	}
 	if maxTokens > 0 {
 		m["max_tokens"] = maxTokens
@@ -180,7 +180,9 @@ func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 		m["stream_options"] = map[string]bool{"include_usage": true}
 	}
 	for k, v := range p.Params {
-		m[k] = v
+		if k != "model" { // modelOf has it, Prompt.Model first
+			m[k] = v
+		}
 	}
 	m["stream"] = c.stream
 	if c.api == APIChat {

@@ -422,6 +422,10 @@ func TestHTTPErrors(t *testing.T) {
 		{503, `{"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}`, loadgen.ErrServer, "HTTP 503: Loading model (code 503)"},
 		{502, "", loadgen.ErrServer, "HTTP 502"},
 		{500, `{"error":"` + strings.Repeat("é", 400) + `"}`, loadgen.ErrServer, "..."},
+		// Refusals for length, in each server's words: vLLM, llama.cpp, TGI.
+		{400, `{"object":"error","message":"This model's maximum context length is 128 tokens. However, you requested 200 tokens (150 in the messages, 50 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`, loadgen.ErrContextLength, "maximum context length is 128 tokens"},
+		{400, `{"error":{"code":400,"message":"request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":13392,"n_ctx":8192}}`, loadgen.ErrContextLength, "exceeds the available context size"},
+		{422, "{\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`\",\"error_type\":\"validation\"}", loadgen.ErrContextLength, "must be <= 4096"},
 	} {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -950,5 +954,45 @@ func TestConcurrentStreams(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// A prompt naming a model (Prompt.Model, or Params["model"] as trace
+// sources set it) is sent to it instead of the run's, in the plain body and
+// the map body alike, with its extra headers; a prompt naming none gets
+// the run's model and no extra header.
+func TestPromptModelAndHeaders(t *testing.T) {
+	type seen struct{ model, tenant string }
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- seen{body.Model, r.Header.Get("X-Gateway-Inference-Fairness-Id")}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "base", Stream: new(false)})
+	tenant := map[string]string{"x-gateway-inference-fairness-id": "tenant-a"}
+	msgs := testPrompt.Messages
+	for _, tt := range []struct {
+		name string
+		p    *prompts.Prompt
+		want seen
+	}{
+		{"Model, plain body", &prompts.Prompt{Messages: msgs, Model: "lora-a", Headers: tenant}, seen{"lora-a", "tenant-a"}},
+		{"Params model, map body", &prompts.Prompt{Messages: msgs, Params: map[string]any{"model": "lora-b", "temperature": 0}}, seen{"lora-b", ""}},
+		{"Model over Params", &prompts.Prompt{Messages: msgs, Model: "lora-a", Params: map[string]any{"model": "lora-b"}}, seen{"lora-a", ""}},
+		{"none", &prompts.Prompt{Messages: msgs}, seen{"base", ""}},
+	} {
+		rec := do(t, c, tt.p)
+		if !rec.OK() {
+			t.Fatalf("%s: %s %s", tt.name, rec.ErrorKind, rec.Error)
+		}
+		if s := <-got; s != tt.want {
+			t.Errorf("%s: server saw %+v, want %+v", tt.name, s, tt.want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,5 +315,26 @@ func TestLeanAgreesSplit(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// The simulator's refusal for length, in vLLM's words, is context_length
+// through both clients, with the server's words in the record.
+func TestSimContextLength(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Mode = sim.ModeBatch
+	cfg.KVTokens = 32
+	cfg.TruthLimit = -1
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	ref, lean := pairOf(t, Config{Endpoint: transport.Endpoint{URL: hs.URL}})
+	p := &prompts.Prompt{ID: "long", Messages: testPrompt.Messages, MaxTokens: 64}
+	rec := agree(t, ref, lean, p, testTimeout, "context")
+	if rec.ErrorKind != loadgen.ErrContextLength || rec.Status != 400 || !strings.Contains(rec.Error, "maximum context length is 32 tokens") {
+		t.Fatalf("kind %q status %d (%s), want context_length 400 with the server's words", rec.ErrorKind, rec.Status, rec.Error)
 	}
 }

@@ -170,12 +170,60 @@ func (c *Client) Preflight(ctx context.Context) error {
 	default:
 		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
 	}
-	// Ollama lists "tiny:latest" and serves it as "tiny" too.
-	latest := !strings.Contains(c.model, ":") && slices.Contains(info.Models, c.model+":latest")
-	if c.model == "" || len(info.Models) == 0 || slices.Contains(info.Models, c.model) || latest || anyName(info.Models) {
+	if c.model == "" || serves(info.Models, c.model) {
 		return nil
 	}
 	return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models)))
+}
+
+// serves reports whether a server listing models serves model: listed,
+// or listed as Ollama's "model:latest", or the list is empty or
+// llama.cpp's (anyName), which leaves nothing to check.
+func serves(models []string, model string) bool {
+	latest := !strings.Contains(model, ":") && slices.Contains(models, model+":latest")
+	return len(models) == 0 || slices.Contains(models, model) || latest || anyName(models)
+}
+
+// CheckModels checks within PreflightTimeout that the server lists every
+// one of models (vLLM and llm-d list LoRA adapters beside the base model
+// in /v1/models), and refuses naming each one missing and what the server
+// lists. A server without a model list passes, as in Preflight.
+func (c *Client) CheckModels(ctx context.Context, models []string) error {
+	if len(models) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	info, err := c.models(ctx)
+	var me *modelsError
+	switch {
+	case err == nil:
+	case errors.As(err, &me) && (me.status == http.StatusNotFound || me.status == http.StatusMethodNotAllowed || me.status == http.StatusNotImplemented):
+		return nil
+	default:
+		return fmt.Errorf("checking the mix's models at %s: %w", c.safeURL, err)
+	}
+	var missing []string
+	for _, m := range models {
+		if !serves(info.Models, m) {
+			missing = append(missing, fmt.Sprintf("%q", m))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return loadgen.NotServed(fmt.Errorf("target %s does not serve %s that the mix names: it lists %s",
+		c.safeURL, strings.Join(missing, ", "), listAll(info.Models)))
+}
+
+// listAll quotes every model listed: a refusal of the mix's models is
+// read to pick the right names, so none is left out.
+func listAll(m []string) string {
+	q := make([]string, len(m))
+	for i, s := range m {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // anyName reports whether a model list is llama.cpp's: one model, listed

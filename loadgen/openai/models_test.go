@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
@@ -181,4 +183,20 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// The mix's models are checked against the server's list before the load:
+// all listed passes; any missing is refused, naming each one missing and
+// every model the server lists.
+func TestCheckModels(t *testing.T) {
+	srv := modelServer(t, false)
+	c := newClient(t, Config{Endpoint: transport.Endpoint{URL: srv.URL, Transport: modelAuth}, Model: "sim-qwen"})
+	if err := c.CheckModels(context.Background(), []string{"sim-llama", "sim-qwen"}); err != nil {
+		t.Fatalf("both listed: %v", err)
+	}
+	err := c.CheckModels(context.Background(), []string{"lora-c", "sim-llama", "lora-d"})
+	want := `does not serve "lora-c", "lora-d" that the mix names: it lists "sim-llama", "sim-qwen"`
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, loadgen.ErrNotServed) {
+		t.Fatalf("CheckModels = %v, want ErrNotServed with %q", err, want)
+	}
 }

@@ -92,7 +92,7 @@ func checkStream(t *testing.T, c *Client, in []byte) {
 			if !bytes.Contains(in, []byte("[DONE]")) && rec.FinishReason == "" {
 				t.Fatalf("OK without [DONE] or a finish reason")
 			}
-		case loadgen.ErrStreamError, loadgen.ErrStreamTruncated, loadgen.ErrProtocol:
+		case loadgen.ErrStreamError, loadgen.ErrContextLength, loadgen.ErrStreamTruncated, loadgen.ErrProtocol:
 			if rec.Error == "" {
 				t.Fatalf("%s without a message", rec.ErrorKind)
 			}

@@ -160,6 +160,16 @@ func Open(ctx context.Context, t Target) (Client, string, error) {
 	return c, model, err
 }
 
+// CheckModels checks, before the load, that the target serves every
+// model the mix names (prompts.Mix.Models), for a client that can tell
+// (loadgen.ModelChecker); other clients pass.
+func CheckModels(ctx context.Context, c Client, models []string) error {
+	if mc, ok := c.(loadgen.ModelChecker); ok && len(models) > 0 {
+		return mc.CheckModels(ctx, models)
+	}
+	return nil
+}
+
 // Check is Open's part after the client is built, for a command that
 // builds the client first and checks the target later (validate checks
 // it as its first stage): discovery when model is empty, Preflight, and

@@ -90,7 +90,14 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 		params["max_new_tokens"] = maxTokens
 	}
 	for k, v := range p.Params {
-		params[k] = v
+		if k != "model" {
+			params[k] = v
+		}
+	}
+	// TGI serves one base model; a named model is a LoRA adapter, which
+	// its native API takes as parameters.adapter_id.
+	if m := p.ModelName(); m != "" && m != c.model {
+		params["adapter_id"] = m
 	}
 	return transport.EncodeJSON(map[string]any{"inputs": p.Completion(), "parameters": params})
 }
@@ -110,7 +117,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if c.root.Stream {
 		endpoint = "/generate_stream"
 	}
-	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, ErrorWords: errorBody})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorBody})
 	if resp == nil {
 		return
 	}

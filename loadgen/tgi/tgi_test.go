@@ -67,7 +67,7 @@ data:{"index":3,"token":{"id":2,"text":"</s>","logprob":-0.01,"special":true},"g
 
 `, loadgen.ErrNone, 2, 3, 7, "eos_token", ""},
 		{"T2 error", `data:{"error":"Input validation error: ` + "`inputs`" + ` tokens + ` + "`max_new_tokens`" + ` must be <= 4096","error_type":"validation"}` + "\n\n",
-			loadgen.ErrStreamError, 0, 0, 0, "", ""},
+			loadgen.ErrContextLength, 0, 0, 0, "", ""}, // a refusal for length, inside the stream
 		{"truncated", `data:{"index":1,"token":{"id":1014,"text":" Deep","logprob":-0.12,"special":false},"generated_text":null,"details":null}` + "\n\n",
 			loadgen.ErrStreamTruncated, 1, 1, 0, "", ""},
 	} {

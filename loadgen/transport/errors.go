@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
@@ -47,6 +48,42 @@ func ResponseKind(code int, body []byte) loadgen.ErrorKind {
 		}
 	}
 	return StatusKind(code)
+}
+
+// contextWords, lower-cased, are how servers say a prompt does not fit the
+// model's context: vLLM and OpenAI ("This model's maximum context length
+// is N tokens"), vLLM's raw-prompt check ("is longer than the maximum model
+// length"), llama.cpp ("exceeds the available context size",
+// exceed_context_size_error), TGI ("`inputs` tokens + `max_new_tokens` must
+// be <=", "`inputs` must have less than") and Ollama ("exceeds the context
+// length").
+var contextWords = []string{
+	"maximum context length",
+	"longer than the maximum model length",
+	"exceeds the available context size",
+	"exceed_context_size_error",
+	"`inputs` tokens + `max_new_tokens` must be <=",
+	"`inputs` must have less than",
+	"exceeds the context length",
+	"context length exceeded",
+	"context_length_exceeded",
+}
+
+// ContextKind refines a refusal (client_error, or an error the server sent
+// inside the stream) whose words say the prompt is too long for the
+// model's context into context_length; any other kind or text is returned
+// as it is.
+func ContextKind(kind loadgen.ErrorKind, msg string) loadgen.ErrorKind {
+	if kind != loadgen.ErrClient && kind != loadgen.ErrStreamError {
+		return kind
+	}
+	low := strings.ToLower(msg)
+	for _, w := range contextWords {
+		if strings.Contains(low, w) {
+			return loadgen.ErrContextLength
+		}
+	}
+	return kind
 }
 
 // Classify names a failure of the transport or of reading a body: the

@@ -82,6 +82,9 @@ type Post struct {
 	ID string
 	// Accept, when set, replaces the client's Accept header.
 	Accept string
+	// Header holds the prompt's extra headers (prompts.Prompt.Headers),
+	// set over the client's own; their values are never logged.
+	Header map[string]string
 	// ErrorWords finds the server's message in a non-2xx body ("" for
 	// none); the record's error is "HTTP <code>: <words>".
 	ErrorWords func(body []byte) string
@@ -106,6 +109,9 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 	req.Header.Set("X-Request-Id", id)
 	if p.Accept != "" {
 		req.Header.Set("Accept", p.Accept)
+	}
+	for k, v := range p.Header {
+		req.Header.Set(k, v)
 	}
 	rec.Sent = rec.Now()
 	resp, retries, err := cl.Do(req)
@@ -158,9 +164,10 @@ func (cl *Client) FailBuilding(rec *loadgen.Record, err error) {
 }
 
 // Fail records an error on rec, scrubbed of every credential the client
-// holds.
+// holds. A refusal whose words say the prompt exceeds the model's context
+// is recorded as context_length (ContextKind), for every protocol alike.
 func (cl *Client) Fail(rec *loadgen.Record, kind loadgen.ErrorKind, msg string) {
-	rec.ErrorKind, rec.Error = kind, cl.Scrub(msg)
+	rec.ErrorKind, rec.Error = ContextKind(kind, msg), cl.Scrub(msg)
 }
 
 // ReadWhole reads a whole (non-streamed) answer body of at most limit

@@ -265,3 +265,23 @@ func testNoRetryOnFreshConnection(t *testing.T, kind string) {
 		t.Errorf("fresh connection closed: retries %d, err %v", n, err)
 	}
 }
+
+func TestContextKind(t *testing.T) {
+	for _, tt := range []struct {
+		kind loadgen.ErrorKind
+		msg  string
+		want loadgen.ErrorKind
+	}{
+		{loadgen.ErrClient, "HTTP 400: This model's maximum context length is 128 tokens. However, you requested 200 tokens", loadgen.ErrContextLength},
+		{loadgen.ErrClient, "HTTP 400: request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it", loadgen.ErrContextLength},
+		{loadgen.ErrStreamError, "error event in stream: Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096", loadgen.ErrContextLength},
+		{loadgen.ErrClient, "HTTP 400: The decoder prompt (length 200) is longer than the maximum model length of 128.", loadgen.ErrContextLength},
+		{loadgen.ErrClient, "HTTP 400: max_tokens too large", loadgen.ErrClient},
+		// A server failing is not a refusal for length, whatever it says.
+		{loadgen.ErrServer, "HTTP 500: maximum context length", loadgen.ErrServer},
+	} {
+		if got := ContextKind(tt.kind, tt.msg); got != tt.want {
+			t.Errorf("ContextKind(%s, %q) = %s, want %s", tt.kind, tt.msg, got, tt.want)
+		}
+	}
+}

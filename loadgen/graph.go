@@ -27,8 +27,9 @@ import (
 //     whose first-token edge ended without a token: its dependents,
 //     transitively, are ErrCancelledByDependency;
 //   - a call due at or after the schedule's end (or after sending ended
-//     sooner), or whose predecessor was cut: ErrCutAtEnd, as a request the
-//     schedule's end cut; counted in Info.CutAtEnd;
+//     sooner), or whose predecessor was cut or not due: ErrNotDue, never
+//     sent and, like an arrival past the schedule, not part of the run's
+//     counts (not sent, not cut, bound by no validity rule);
 //   - a call still waiting when the run is interrupted or stopped, or whose
 //     predecessor was: ErrCancelled.
 //
@@ -212,7 +213,7 @@ func (s *session) release(emit []*Record) []*Record {
 		case stopped:
 			emit = s.skip(emit, i, ErrCancelled, "cancelled: the run stopped before the call was due", now)
 		case c.due >= endAt:
-			emit = s.skip(emit, i, ErrCutAtEnd, "not sent: due after the schedule ended", max(c.due, now))
+			emit = s.skip(emit, i, ErrNotDue, "not sent: due after the schedule ended", max(c.due, now))
 		case c.due <= now:
 			c.state = callSending
 			go s.send(i)
@@ -292,6 +293,9 @@ func (s *session) cascade(emit []*Record, from int, at time.Duration) []*Record 
 			case kind.Counted():
 				kind = ErrCancelledByDependency
 				why = fmt.Sprintf("not sent: call %q it waits for failed (%s)", s.g.Calls[e.From].ID, p.kind)
+			case kind == ErrCutAtEnd || kind == ErrNotDue:
+				kind = ErrNotDue
+				why = fmt.Sprintf("not sent: call %q it waits for was not answered before the end (%s)", s.g.Calls[e.From].ID, p.kind)
 			case kind == ErrCancelledByDependency:
 				why = fmt.Sprintf("not sent: call %q it waits for was cancelled by dependency", s.g.Calls[e.From].ID)
 			default:

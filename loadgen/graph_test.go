@@ -295,19 +295,20 @@ func TestGraphInvalidIsAnError(t *testing.T) {
 	})
 }
 
-func TestGraphCallsDueAfterTheEndAreCut(t *testing.T) {
+func TestGraphCallsDueAfterTheEndAreNotDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		recs, info := collect(t, context.Background(), c, &graphSource{n: 1},
 			Options{Stages: []Stage{{Rate: 1, Duration: 50 * time.Millisecond}}})
 		calls := bySession(t, recs)["s0"]
 		for _, id := range []string{"b", "d", "e"} {
-			if r := calls[id]; r.ErrorKind != ErrCutAtEnd || !r.NotSent {
-				t.Errorf("call %s: %s, want cut_at_end, not sent", id, r.ErrorKind)
+			if r := calls[id]; r.ErrorKind != ErrNotDue || !r.NotSent {
+				t.Errorf("call %s: %s, want not_due, not sent", id, r.ErrorKind)
 			}
 		}
-		if info.CutAtEnd != 3 || info.Sent != 3 {
-			t.Errorf("cut %d sent %d, want 3 and 3", info.CutAtEnd, info.Sent)
+		// Past the schedule, as an arrival past it: not cut, not sent.
+		if info.CutAtEnd != 0 || info.Sent != 3 {
+			t.Errorf("cut %d sent %d, want 0 and 3", info.CutAtEnd, info.Sent)
 		}
 	})
 }

@@ -183,6 +183,10 @@ func (g *Group) add(r *Record, good, judged bool) {
 		g.ErrorsByKind[string(ErrDropped)]++
 		return
 	}
+	if r.ErrorKind == ErrNotDue { // never sent, and not part of the run
+		g.ErrorsByKind[string(ErrNotDue)]++
+		return
+	}
 	g.Sent++
 	g.Retries += int64(r.Retries)
 	if !g.seen || r.Intended < g.first {

@@ -26,6 +26,12 @@ const (
 	// ErrCancelledByDependency: a session call never sent because a call
 	// it waited for failed (graph.go).
 	ErrCancelledByDependency ErrorKind = "cancelled_by_dependency"
+	// ErrNotDue: a session call never sent because it fell due after the
+	// schedule ended (or waited for one that did, or for one cut at the
+	// end). Like an arrival past the schedule it is not part of the run:
+	// not sent, not dropped, not cut, bound by no validity rule; it is
+	// recorded so that a session's records number its calls.
+	ErrNotDue ErrorKind = "not_due"
 	// ErrContextLength is a refusal for length: the prompt (plus the
 	// output asked for) exceeds the model's context. A failure, but
 	// reported apart from client_error: it says the mix is wrong for the
@@ -35,7 +41,7 @@ const (
 
 // ErrorKinds lists every kind a record can carry, in report order.
 var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
-	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency, ErrContextLength}
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency, ErrNotDue, ErrContextLength}
 
 // legacyErrorKinds maps names that requests.jsonl files and SLO files
 // written before the protocol-neutral names still carry.
@@ -65,7 +71,7 @@ func ParseErrorKind(s string) (ErrorKind, bool) {
 // they waited for failed: none was failed by the server, so all are
 // counted apart.
 func (k ErrorKind) Counted() bool {
-	return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd && k != ErrCancelled && k != ErrCancelledByDependency
+	return k != ErrNone && k != ErrDropped && k != ErrCutAtEnd && k != ErrCancelled && k != ErrCancelledByDependency && k != ErrNotDue
 }
 
 // Chunk is one content-bearing chunk of a stream: its arrival and how many

@@ -69,6 +69,10 @@ func (o *Objective) ratioEvent(r *loadgen.Record) ratioClass {
 		return ratioDropped
 	case r.ErrorKind == loadgen.ErrCancelled && !named:
 		return ratioCancelled
+	case (r.ErrorKind == loadgen.ErrNotDue || r.ErrorKind == loadgen.ErrCancelledByDependency) && !named:
+		// Never sent: the failure that cancelled it is counted once, on
+		// the call it waited for.
+		return ratioCancelled
 	case !r.OK() && (len(o.ErrorKinds) == 0 || named):
 		return ratioBad
 	}

@@ -113,7 +113,7 @@ func (j *Judge) Add(r *loadgen.Record) {
 	if r.Warmup {
 		return
 	}
-	if r.ErrorKind != loadgen.ErrDropped {
+	if r.ErrorKind != loadgen.ErrDropped && r.ErrorKind != loadgen.ErrNotDue {
 		start, end := trunc(r.Intended), trunc(r.End)
 		if !s.seen || start < s.win.From {
 			s.win.From = start

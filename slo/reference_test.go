@@ -28,7 +28,7 @@ func referenceEvaluate(spec *Spec, stage string, records []loadgen.Record, now t
 			continue
 		}
 		recs = append(recs, r)
-		if r.ErrorKind == loadgen.ErrDropped {
+		if r.ErrorKind == loadgen.ErrDropped || r.ErrorKind == loadgen.ErrNotDue {
 			continue
 		}
 		s, e := trunc(r.Intended), trunc(r.End)
@@ -156,7 +156,8 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 				dropped++
 				continue
 			}
-			if r.ErrorKind == loadgen.ErrCancelled && !named {
+			never := r.ErrorKind == loadgen.ErrNotDue || r.ErrorKind == loadgen.ErrCancelledByDependency
+			if (r.ErrorKind == loadgen.ErrCancelled || never) && !named {
 				cancelled++
 				continue
 			}

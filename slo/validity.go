@@ -195,6 +195,9 @@ func (c *StageCounts) add(r *loadgen.Record) {
 		c.Warmup++
 		return
 	}
+	if r.ErrorKind == loadgen.ErrNotDue { // never sent, not part of the run
+		return
+	}
 	c.Requests++
 	switch {
 	case r.OK():

@@ -328,6 +328,13 @@ func (j *Judge) Assess(in Input) *Report {
 		// Facts of the whole run (one pipeline over several stages).
 		r.Problems = append(r.Problems, j.validity.factProblems("", f)...)
 	}
+	if len(stages) == 0 && len(j.spec.Objectives) > 0 {
+		// No stage at all: without a plan the stages are those found in
+		// the records, so nothing was sent. Nothing is decided from
+		// nothing: no verdict is not a PASS.
+		r.Problems = append(r.Problems, Problem{Check: "no_data",
+			Detail: "no request was recorded: the run sent nothing, so no objective can be judged"})
+	}
 	v := j.validity
 	r.Validity = &v
 	r.finish()

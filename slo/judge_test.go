@@ -209,3 +209,21 @@ func TestJudgeIncremental(t *testing.T) {
 		t.Error("a second Assess differs: Assess changed the judge")
 	}
 }
+
+func TestAssessNothingSentIsNoData(t *testing.T) {
+	target, err := ParseDecimal("0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &Spec{Objectives: []Objective{{Name: "ttft", Metric: TTFT, Threshold: time.Second, Target: target}}}
+	r := Assess(nil, spec, Input{})
+	if r.Status != ReportInvalid || r.ExitCode != ExitInvalid {
+		t.Fatalf("status %s exit %d, want INVALID exit %d", r.Status, r.ExitCode, ExitInvalid)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].Check != "no_data" {
+		t.Errorf("problems %+v, want one no_data", r.Problems)
+	}
+	if r := Assess(nil, &Spec{}, Input{}); r.Status != ReportPass {
+		t.Errorf("no objectives, nothing sent: %s, want PASS (nothing was asked)", r.Status)
+	}
+}

@@ -253,6 +253,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // notJudgedReason says why an objective has no per-record events in a
 // canary, and where it is judged instead.
 func notJudgedReason(m slo.Metric) string {
+	if m.PerSession() {
+		return "a session objective judges whole agent sessions and the canary's probes are single requests; " +
+			"tailgate validate judges it at acceptance"
+	}
 	if m == slo.QueueDelay {
 		return "queue delay comes from the server's histogram, which a canary's few probes barely move and the " +
 			"rest of the traffic dominates; judge it with tailgate validate, or alert on the server's own histogram"

@@ -104,7 +104,7 @@ type SessionStats struct {
 	// TurnE2E is E2E per turn index of session calls, beside
 	// Metrics.TurnTTFT.
 	TurnE2E map[int]*hdrhistogram.Histogram
-	open    map[string]*SessionFigures
+	roll    SessionRoller
 }
 
 func newSessionStats() *SessionStats {
@@ -119,30 +119,16 @@ func (s *SessionStats) add(r *Record) {
 			turnHist(s.TurnE2E, r.Turn).RecordValue(microsOf(d))
 		}
 	}
-	f := r.SessionDone
-	if f == nil {
-		// Read back from requests.jsonl: roll the session up here, by Add
-		// as the runner does, until its last record.
-		if s.open == nil {
-			s.open = map[string]*SessionFigures{}
-		}
-		f = s.open[r.Session]
-		if f == nil {
-			f = &SessionFigures{}
-			s.open[r.Session] = f
-		}
-		f.Add(r)
-		if !r.SessionLast {
-			return
-		}
-		delete(s.open, r.Session)
+	f, done := s.roll.Add(r)
+	if !done {
+		return
 	}
 	s.Count++
 	s.CancelledCalls += int64(f.Cancelled)
-	switch {
-	case f.Failed > 0 || f.Cancelled > 0:
+	switch f.Outcome() {
+	case SessionFailed:
 		s.Failed++
-	case f.Cut > 0:
+	case SessionCut:
 		s.Cut++
 	default:
 		s.OK++
@@ -151,6 +137,66 @@ func (s *SessionStats) add(r *Record) {
 		s.Duration.RecordValue(microsOf(d))
 	}
 }
+
+// SessionOutcome is how a session ended.
+type SessionOutcome int
+
+const (
+	SessionOK     SessionOutcome = iota // every call answered
+	SessionFailed                       // the server failed a call (its cancelled dependents with it)
+	SessionCut                          // the generator cut a call (dropped, cut at the end, not due) and none failed
+)
+
+// Outcome is how the session ended, by the rule summary.json's counts use.
+func (f *SessionFigures) Outcome() SessionOutcome {
+	switch {
+	case f.Failed > 0 || f.Cancelled > 0:
+		return SessionFailed
+	case f.Cut > 0:
+		return SessionCut
+	}
+	return SessionOK
+}
+
+// SessionRoller rolls session calls' records up to their sessions: the
+// runner's figures where the last record carries them, and for records
+// read back from requests.jsonl, by SessionFigures.Add until the record
+// marked last. The summary and the SLO judge both use it, so a session is
+// the same whichever reads it.
+type SessionRoller struct {
+	open map[string]*SessionFigures
+}
+
+// Add counts r and returns its session's figures once r is the session's
+// last record. Records of no session call are ignored.
+func (s *SessionRoller) Add(r *Record) (*SessionFigures, bool) {
+	if r.Call == "" || r.Session == "" {
+		return nil, false
+	}
+	if f := r.SessionDone; f != nil {
+		if o := s.open[r.Session]; o != nil {
+			delete(s.open, r.Session)
+		}
+		return f, true
+	}
+	if s.open == nil {
+		s.open = map[string]*SessionFigures{}
+	}
+	f := s.open[r.Session]
+	if f == nil {
+		f = &SessionFigures{}
+		s.open[r.Session] = f
+	}
+	f.Add(r)
+	if !r.SessionLast {
+		return nil, false
+	}
+	delete(s.open, r.Session)
+	return f, true
+}
+
+// Open is how many sessions have records but no last record yet.
+func (s *SessionRoller) Open() int { return len(s.open) }
 
 func turnHist(m map[int]*hdrhistogram.Histogram, turn int) *hdrhistogram.Histogram {
 	h, ok := m[turn]

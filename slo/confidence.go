@@ -253,6 +253,9 @@ func applyConfidence(v *Verdict, p0, conf float64) {
 
 // eventNoun names what a verdict's Total counts.
 func eventNoun(v *Verdict) string {
+	if v.Metric.PerSession() {
+		return "sessions"
+	}
 	if m := loadgen.FindLatencyMetric(string(v.Metric)); v.Kind == KindRatio || v.Metric == QueueDelay ||
 		m != nil && m.Per == loadgen.PerRequest {
 		return "requests"

@@ -44,6 +44,10 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 		judgeLatency(&v, o, &oj.lat, oj.conf)
 		v.CensoredMisses, v.Censored = oj.censoredMiss, oj.censoredBefore
 		v.LagMissed = oj.lagMissed
+		if o.Metric == SessionDuration {
+			oj.sessionNotes(&v)
+			break
+		}
 		if v.Result == NoData && oj.censoredBefore == 0 {
 			v.Note = oj.noSamples()
 		} else if oj.metric != nil && oj.metric.Streamed && oj.unstreamed > 0 {
@@ -52,6 +56,19 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 		censorNote(&v, o, oj.conf)
 	case KindRatio:
 		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
+		if o.Metric == SessionSuccess {
+			if oj.cut > 0 {
+				v.Note = fmt.Sprintf("left out: %d sessions cut by the load generator (a call dropped, cut at the end or not due before the run ended)", oj.cut)
+			}
+			if oj.counted == 0 {
+				addNote(&v, "no session ran its course in this stage")
+				v.Result = NoData
+				break
+			}
+			v.Measured = float64(oj.bad) / float64(oj.counted)
+			applyConfidence(&v, o.Limit.Float(), oj.conf)
+			break
+		}
 		if v.LeftOut > 0 {
 			var parts []string
 			if oj.cut > 0 {
@@ -130,6 +147,44 @@ func censorNote(v *Verdict, o *Objective, conf float64) {
 		}
 	case NoData:
 		msg += "; nothing else to judge"
+	}
+	addNote(v, msg)
+}
+
+// sessionNotes says what a session_duration verdict left out and why:
+// failed sessions (session_success judges them), sessions cut by the
+// generator before or after the threshold.
+func (oj *objectiveJudge) sessionNotes(v *Verdict) {
+	o := oj.o
+	if oj.bad > 0 {
+		addNote(v, fmt.Sprintf("%d failed sessions are not timed (session_success judges them)", oj.bad))
+	}
+	if oj.cut > 0 {
+		addNote(v, fmt.Sprintf("%d sessions had no call sent", oj.cut))
+	}
+	if v.CensoredMisses > 0 {
+		addNote(v, fmt.Sprintf("%d sessions cut by the load generator after %s counted as misses (right-censored)", v.CensoredMisses, o.Threshold))
+	}
+	if v.Result == NoData && v.Censored == 0 {
+		addNote(v, "no session ran its course in this stage")
+	}
+	if v.Censored == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%d sessions cut by the load generator before %s are not counted: their duration is unknown", v.Censored, o.Threshold)
+	p0, _ := o.ErrorBudget()
+	misses := v.Total - v.Good
+	switch v.Result {
+	case Pass:
+		if s, _ := Decide(misses+v.Censored, v.Total+v.Censored, p0, oj.conf); s != Pass {
+			v.Result = Inconclusive
+			msg += "; had they missed, the objective would not pass: this sample does not decide it"
+		}
+	case Fail:
+		if s, _ := Decide(misses, v.Total+v.Censored, p0, oj.conf); s != Fail {
+			v.Result = Inconclusive
+			msg += "; had they met it, the objective would not fail: this sample does not decide it"
+		}
 	}
 	addNote(v, msg)
 }

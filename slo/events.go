@@ -21,6 +21,8 @@ import (
 //   - error_rate: one event per counted request (dropped and cut_at_end are
 //     left out unless the objective names them), bad when it failed with a
 //     kind the objective counts.
+//   - session_duration and session_success: one event per session, from
+//     its records rolled up (judge.go's addSession): none per record.
 //   - floors (output_tokens_per_s, input_tokens_per_s, requests_per_s,
 //     goodput_per_s) are rates over a window of load, and queue_delay comes
 //     from the server's histogram, not from records: neither gives
@@ -40,7 +42,7 @@ func (o *Objective) HasRecordEvents() bool {
 	case KindLatency:
 		return o.Metric.latency() != nil
 	case KindRatio:
-		return true
+		return !o.Metric.PerSession()
 	}
 	return false
 }
@@ -79,10 +81,19 @@ func (o *Objective) ratioEvent(r *loadgen.Record) ratioClass {
 	return ratioGood
 }
 
-// applies reports whether r is judged by o at all: not warm-up, and of
-// o's class when o names one.
+// applies reports whether r is judged by o at all: not warm-up, of o's
+// class when o names one, and of o's turn when o selects one.
 func (o *Objective) applies(r *loadgen.Record) bool {
-	return !r.Warmup && (o.Class == "" || o.Class == r.Class)
+	if r.Warmup || (o.Class != "" && o.Class != r.Class) {
+		return false
+	}
+	switch o.Turn {
+	case TurnFirst:
+		return r.Session != "" && r.Turn == 0
+	case TurnLater:
+		return r.Session != "" && r.Turn > 0
+	}
+	return true
 }
 
 // Events is what r counts for o by acceptance's rules, exactly as the
@@ -90,7 +101,7 @@ func (o *Objective) applies(r *loadgen.Record) bool {
 // (failures are error_rate's business).
 func (o *Objective) Events(r *loadgen.Record) Events {
 	var e Events
-	if !o.applies(r) {
+	if !o.applies(r) || !o.HasRecordEvents() {
 		return e
 	}
 	switch o.Kind() {

@@ -24,6 +24,9 @@ type Judge struct {
 	validity Validity
 	stages   map[string]*stageJudge
 	last     *stageJudge // the stage of the previous record: most records share it
+	// sessions rolls session calls up for session objectives; nil when
+	// the spec has none.
+	sessions *loadgen.SessionRoller
 }
 
 // NewJudge returns a judge of spec's objectives over plan's stages. With a
@@ -31,6 +34,11 @@ type Judge struct {
 // the default validity bounds hold.
 func NewJudge(plan *Plan, spec *Spec) *Judge {
 	j := &Judge{plan: plan, spec: spec, validity: DefaultValidity, stages: map[string]*stageJudge{}}
+	for _, o := range spec.Objectives {
+		if o.Metric.PerSession() {
+			j.sessions = &loadgen.SessionRoller{}
+		}
+	}
 	if plan != nil {
 		j.validity = plan.Validity
 		for i := range plan.Stages {
@@ -110,6 +118,17 @@ func (j *Judge) Add(r *loadgen.Record) {
 		s.firstSeq = r.Seq
 	}
 	s.counts.add(r)
+	if j.sessions != nil {
+		// Before the warm-up return: a session's last record may be a
+		// warm-up call's, and the roll-up leaves warm-up calls out itself.
+		if f, done := j.sessions.Add(r); done && f.Calls > 0 {
+			for _, oj := range s.objs {
+				if oj.o.Metric.PerSession() {
+					oj.addSession(f)
+				}
+			}
+		}
+	}
 	if r.Warmup {
 		return
 	}
@@ -133,9 +152,50 @@ func (j *Judge) Add(r *loadgen.Record) {
 		s.lagHist.RecordValue(histMicros(lag))
 	}
 	for _, oj := range s.objs {
-		if oj.o.Class == "" || oj.o.Class == r.Class {
+		if oj.o.applies(r) {
 			oj.add(r)
 		}
+	}
+}
+
+// addSession counts one session for a session objective, credited to the
+// stage of its last record. session_duration counts the sessions that ran
+// their course; one cut by the generator is right-censored as a request
+// is (a miss once it had run past the threshold, else counted apart), and
+// one that failed is session_success's business. session_success counts
+// failed among finished sessions; cut ones are left out.
+func (oj *objectiveJudge) addSession(f *loadgen.SessionFigures) {
+	o := oj.o
+	switch o.Metric {
+	case SessionDuration:
+		if !f.Sent() {
+			oj.cut++
+			return
+		}
+		d := trunc(f.End) - trunc(f.Start)
+		switch f.Outcome() {
+		case loadgen.SessionFailed:
+			oj.bad++
+		case loadgen.SessionCut:
+			if d > o.Threshold {
+				oj.censoredMiss++
+				oj.lat.add(d, false, 1)
+			} else {
+				oj.censoredBefore++
+			}
+		default:
+			oj.ok++
+			oj.lat.add(d, o.meets(d), 1)
+		}
+	case SessionSuccess:
+		switch f.Outcome() {
+		case loadgen.SessionCut:
+			oj.cut++
+			return
+		case loadgen.SessionFailed:
+			oj.bad++
+		}
+		oj.counted++
 	}
 }
 
@@ -202,6 +262,9 @@ func (c *latencyCount) add(v time.Duration, good bool, n uint64) {
 // the verdict here and for the operate phase's SLI events).
 func (oj *objectiveJudge) add(r *loadgen.Record) {
 	o := oj.o
+	if o.Metric.PerSession() {
+		return // counted per session (addSession)
+	}
 	switch o.Kind() {
 	case KindLatency:
 		if oj.metric == nil {

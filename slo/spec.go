@@ -43,7 +43,25 @@ const (
 	RequestsPerS     Metric = "requests_per_s"
 	GoodputPerS      Metric = "goodput_per_s"
 
+	// Session metrics judge agent sessions whole, one event per session
+	// (a session's records rolled up by loadgen.SessionRoller):
+	// session_duration is a latency objective over the sessions that ran
+	// their course (first call's intended start to last call's end),
+	// session_success a ratio of failed sessions, as error_rate is of
+	// failed requests.
+	SessionDuration Metric = "session_duration"
+	SessionSuccess  Metric = "session_success"
+
 	ManualResult Metric = "manual"
+)
+
+// PerSession reports whether m is judged per session, not per request.
+func (m Metric) PerSession() bool { return m == SessionDuration || m == SessionSuccess }
+
+// Turns a call-level objective may select (Objective.Turn).
+const (
+	TurnFirst = "first" // the first call of a session (turn 0)
+	TurnLater = "later" // every later call of a session
 )
 
 // otherMetrics are the metrics that are not rows of the metric table, in
@@ -54,6 +72,7 @@ var otherMetrics = []struct {
 }{
 	{QueueDelay, KindLatency}, {ErrorRate, KindRatio},
 	{OutputTokensPerS, KindFloor}, {InputTokensPerS, KindFloor}, {RequestsPerS, KindFloor}, {GoodputPerS, KindFloor},
+	{SessionDuration, KindLatency}, {SessionSuccess, KindRatio},
 }
 
 var metricKinds = func() map[Metric]Kind {
@@ -96,6 +115,9 @@ type Objective struct {
 	Description string `json:"description,omitempty"`
 	Metric      Metric `json:"metric"`
 	Class       string `json:"class,omitempty"` // "" = every class
+	// Turn selects session calls by turn: TurnFirst, TurnLater, or ""
+	// for every request. Requests of no session match neither turn.
+	Turn string `json:"turn,omitempty"`
 	// Threshold is the latency bound (latency kind): an event meets it when
 	// its value is ≤ Threshold.
 	Threshold time.Duration `json:"-"`
@@ -402,7 +424,7 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 
 func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	start := r.doc.Count()
-	f, _ := n.Map("name", "description", "metric", "class", "threshold", "target", "error_kinds", "constraints", "runbook")
+	f, _ := n.Map("name", "description", "metric", "class", "turn", "threshold", "target", "error_kinds", "constraints", "runbook")
 	o := Objective{Line: n.Line()}
 	if !n.IsMap() {
 		return o, false
@@ -483,6 +505,22 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	}
 	if o.Metric == QueueDelay && o.Class != "" {
 		f.Errorf("class", "queue_delay comes from server telemetry, which has no prompt classes")
+	}
+	if o.Metric.PerSession() && o.Class != "" {
+		f.Errorf("class", "%s judges whole sessions, whose calls may be of several classes: "+
+			"judge a class's calls with a call-level objective (ttft, e2e, error_rate) and class", o.Metric)
+	}
+	if v, ok := f.Get("turn"); ok {
+		if t, ok := v.Text(); ok {
+			switch {
+			case t != TurnFirst && t != TurnLater:
+				v.Errorf("%q is not a turn (known: %s, %s)", t, TurnFirst, TurnLater)
+			case o.Metric.PerSession() || !o.HasRecordEvents():
+				v.Errorf("only call-level objectives judged from records take a turn (ttft, e2e, itl, error_rate, …), not %s", o.Metric)
+			default:
+				o.Turn = t
+			}
+		}
 	}
 	return o, r.clean(start)
 }

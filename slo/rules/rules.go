@@ -188,6 +188,8 @@ func resolve(spec *slo.Spec, o *slo.Objective) (SLO, string) {
 	switch {
 	case o.Metric == slo.QueueDelay:
 		return s, "queue_delay comes from the server's histogram, not from probes: no good/bad events in operate; acceptance judges it"
+	case o.Metric.PerSession():
+		return s, "a session objective judges whole agent sessions, and a canary's probes are single requests; acceptance judges it"
 	case o.Kind() == slo.KindFloor:
 		return s, "a floor (work per second over a window) has no per-event outcome in operate; acceptance judges it"
 	case o.Kind() == slo.KindLatency:

@@ -11,6 +11,8 @@ LDFLAGS  := -X github.com/tailgate-llm/tailgate/internal/version.revision=$(REVI
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
+BENCH_STEPS ?= plain,streamed,ttft,lag,memory
+
 .PHONY: all build image test test-timing unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
 all: build
@@ -81,9 +83,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'WaitingSessions|DependentLag' -benchtime 1x -count 1 ./loadgen/
 
 # tailgate beside wrk, hey and a no-parse stream reader on this machine, in
-# one run: one table of ratios (installs wrk and hey when missing).
+# one run: one table of ratios (docs/performance.md). Installs nothing:
+# without wrk or hey it says what to install; BENCH_STEPS picks the steps.
 bench-peers: build
-	./scripts/bench-peers.sh
+	BENCH_STEPS=$(BENCH_STEPS) ./scripts/bench-peers.sh
 
 # Short fuzzing of every parser (FUZZTIME each).
 FUZZTIME ?= 10s

@@ -25,7 +25,7 @@ import (
 )
 
 // Exit codes are slo.Exit* (0 ok, 1 failed, 2 usage, 3 invalid, 4
-// inconclusive; README.md), tailgate's one set; a judgement's code comes
+// inconclusive; docs/exit-codes.md), tailgate's one set; a judgement's code comes
 // from results.Exit, its one precedence rule.
 
 // command is one subcommand: it parses its own flags from args and returns

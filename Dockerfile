@@ -1,6 +1,6 @@
 # tailgate's image: one static binary on distroless, running as non-root.
-#   make image                       (docker build, version and revision from git)
-#   docker run --rm ghcr.io/tailgate-llm/tailgate:dev version
+#   make image                       (docker build; the tag is internal/version's Version)
+#   docker run --rm ghcr.io/tailgate-llm/tailgate:0.1.0 version
 # The build stage fetches modules through the Go module proxy (GOPROXY,
 # proxy.golang.org by default). CGO_ENABLED=0: the binary is static, so the
 # final stage needs no libc; the NVML sampler (cgo) falls back to "no GPU
@@ -14,9 +14,8 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
 ARG REVISION=unknown
-RUN go build -ldflags "-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/tailgate ./cmd/tailgate
+RUN go build -ldflags "-s -w -X github.com/tailgate-llm/tailgate/internal/version.revision=${REVISION}" -o /out/tailgate ./cmd/tailgate
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/tailgate /usr/local/bin/tailgate

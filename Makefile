@@ -1,13 +1,17 @@
 # tailgate — see README.md.
 GO       ?= go
 BIN      := bin/tailgate
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version has one home, internal/version (CHANGELOG.md names it too);
+# the image's tag reads it from there.
+VERSION  := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/version/version.go)
 # The revision goes in by -ldflags: builds here run with GOFLAGS=-buildvcs=false,
 # so the toolchain's vcs.revision stamp is absent (tailgate_build_info{revision}).
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+LDFLAGS  := -X github.com/tailgate-llm/tailgate/internal/version.revision=$(REVISION)
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
+
+BENCH_STEPS ?= plain,streamed,ttft,lag,memory
 
 .PHONY: all build image test test-timing unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
@@ -21,7 +25,7 @@ build:
 # a docker daemon answers.
 IMAGE ?= ghcr.io/tailgate-llm/tailgate:$(VERSION)
 image:
-	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+	docker build --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 # The README's test command: formatting, vet, every test with the race
 # detector, then the end-to-end timing-accuracy tests, the tests against a
@@ -79,9 +83,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'WaitingSessions|DependentLag' -benchtime 1x -count 1 ./loadgen/
 
 # tailgate beside wrk, hey and a no-parse stream reader on this machine, in
-# one run: one table of ratios (installs wrk and hey when missing).
+# one run: one table of ratios (docs/performance.md). Installs nothing:
+# without wrk or hey it says what to install; BENCH_STEPS picks the steps.
 bench-peers: build
-	./scripts/bench-peers.sh
+	BENCH_STEPS=$(BENCH_STEPS) ./scripts/bench-peers.sh
 
 # Short fuzzing of every parser (FUZZTIME each).
 FUZZTIME ?= 10s

@@ -29,8 +29,8 @@ func knee(ls []results.SweepLevel) *results.SweepPoint {
 	for i := 0; i+1 < len(pts); i++ {
 		// The slope is read against the next level at least kneeMinStep
 		// above: bisection leaves levels a few percent apart near the
-		// SLO-max, where a median's noise of a percent or two reads as
-		// an elasticity of 3 (CI, a busy machine: 68.1 → 70.0 req/s).
+		// SLO-max, where a median's noise of a percent or two on a busy
+		// machine reads as a large elasticity.
 		j := i + 1
 		for j < len(pts) && pts[j].AchievedPerS < pts[i].AchievedPerS*kneeMinStep {
 			j++

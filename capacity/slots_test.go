@@ -11,7 +11,8 @@ import (
 // excess every second, and within a level of 299 requests most wait far
 // past 300 ms. The SLO (E2E ≤ 300 ms for 99%, errors ≤ 1%) therefore holds
 // up to the capacity and fails above: the sweep's SLO-max must be within
-// 10% of 41 req/s (issue 16: it once judged r10 FAIL and found none).
+// 10% of 41 req/s (and must not judge a level below capacity a FAIL and
+// find none).
 const (
 	slotsN       = 8
 	slotTTFT     = 150 * time.Millisecond

@@ -54,7 +54,7 @@ type Metric struct {
 }
 
 // Metrics are every metric the dashboards may use. tailgate's are the
-// canary's fixed metric contract (README.md, "Metrics"); vLLM's and
+// canary's fixed metric contract (docs/metrics.md); vLLM's and
 // dcgm-exporter's are the ones the telemetry package reads from those
 // exporters (vLLM's docs/design/metrics.md, dcgm-exporter's
 // default-counters.csv).

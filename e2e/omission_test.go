@@ -37,7 +37,7 @@ func p99E2E(recs []*loadgen.Record) float64 {
 // is (stall end − intended) + service time; the reported p99 must match
 // that within 5%. The closed loop over the same server reports a p99 near
 // the service time, because its few workers stop sending during the stall
-// (README: "Open loop versus closed loop").
+// (docs/figures.md, "Open loop versus closed loop").
 func TestCoordinatedOmission(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing accuracy is checked without -race (make test runs e2e again without it)")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	tgversion "github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -155,7 +156,7 @@ func statement(dir string, m *Manifest, manifestRaw []byte, opt SignOptions) (*S
 	p := &st.Predicate
 	// Go is the signer's toolchain: the "go" key the attestation has
 	// always had, now filled.
-	p.Tool, p.Reviewer, p.SignedAt = loadgen.Tool{Name: "tailgate", Version: opt.Version, Go: runtime.Version()}, opt.Reviewer, now.UTC()
+	p.Tool, p.Reviewer, p.SignedAt = loadgen.Tool{Name: "tailgate", Version: opt.Version, Revision: tgversion.Revision(), Go: runtime.Version()}, opt.Reviewer, now.UTC()
 	d := results.Dir(dir)
 	if b, err := os.ReadFile(d.Path(results.EnvironmentFile)); err == nil {
 		var env Environment

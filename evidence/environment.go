@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	tgversion "github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 )
@@ -87,7 +88,7 @@ var procRoot = "/"
 // Fingerprint describes this host and process. args is the command line
 // (os.Args); it is redacted.
 func Fingerprint(toolName, version string, args []string) Environment {
-	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Go: runtime.Version()},
+	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Revision: tgversion.Revision(), Go: runtime.Version()},
 		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
 	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()

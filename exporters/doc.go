@@ -1,8 +1,11 @@
-// Package exporters writes a run's results: summary.json, requests.jsonl
-// as records arrive, HdrHistogram interval logs, the terminal report, and
-// JUnit XML. Exporters only read results; they never change them.
+// Package exporters renders judged results for people and for CI: the
+// terminal summary of a run (WriteText), the verdict table (WriteVerdictTable)
+// and JUnit XML (WriteJUnit), and verdict.json with junit.xml into a results
+// directory (WriteVerdicts). The results files themselves (summary.json,
+// requests.jsonl, latency.hlog, histograms.json, …) are package results';
+// the Prometheus metrics are package exporters/prom's. Exporters only read
+// results; they never change them.
 //
-// Every file writer reports the file's path in its errors, and keeps what
-// was already written when a later write fails (a full disk), so a failed
-// run still leaves its evidence behind.
+// A file writer's failure is a *results.WriteError naming the file, so a
+// command can say which file a full disk cost it.
 package exporters

@@ -14,11 +14,12 @@ import (
 // EncodeHistogram is h's V2 compressed encoding, base64 — what
 // h.Encode(hdrhistogram.V2CompressedEncodingCookieBase) returns, byte for
 // byte (TestEncodeHistogramAsTheLibrary) — with one compressor kept for
-// reuse: the library makes a new zlib writer per histogram, ~0.7 MB of
+// reuse: the library makes a new zlib writer per histogram, a large
 // allocation each, and tailgate encodes one per metric each second
 // (latency.hlog) and each at the end (histograms.json). With thousands of
-// streams in flight that was a third of the run's allocation, and the
-// collector's mark phases that come with it delay the sends.
+// streams in flight that allocation would be a large share of the run's,
+// and the collector's mark phases that come with it delay the sends
+// (BenchmarkEncodeHistogram).
 func EncodeHistogram(h *hdrhistogram.Histogram) ([]byte, error) {
 	encoder.Lock()
 	defer encoder.Unlock()

@@ -56,12 +56,12 @@ func newGroup() *Group {
 // to the last one's end.
 func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
 
-// Metrics aggregates records into HDR histograms, overall and per class. It
-// is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
 // GoodputJudge says whether an OK record met every goodput constraint, and
 // whether it could be judged (judged false: neither good nor bad).
 type GoodputJudge func(*Record) (good, judged bool)
 
+// Metrics aggregates records into HDR histograms, overall and per class. It
+// is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
 // no locks), fed from the runner's output channel.
 type Metrics struct {
 	All     *Group
@@ -280,8 +280,9 @@ var ttftMetric = FindLatencyMetric(MetricTTFT)
 
 // TakeInterval returns the histograms recorded since the last call, tagged
 // with their metric, and starts new ones: the intervals of an .hlog file.
-// They are valid until the next call, which reuses them (a histogram of
-// tailgate's bounds is ~190 KB, one per metric each second).
+// They are valid until the next call, which reuses them: a histogram of
+// tailgate's bounds (1 µs to 1 h, 3 digits) is large, and making one per
+// metric each second would feed the garbage collector.
 func (m *Metrics) TakeInterval() []*hdrhistogram.Histogram {
 	out := make([]*hdrhistogram.Histogram, 0, len(m.interval))
 	if m.taken == nil {

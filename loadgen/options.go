@@ -13,8 +13,9 @@ const (
 	DefaultGrace       = 30 * time.Second
 	// MaxRatePerS bounds an open-loop rate. One process sends a few
 	// thousand requests a second per core; far above that every request
-	// would be dropped, one record each (--rate 1e9 wrote 25 GB of them),
-	// so such a rate is a mistake or a job for --shard.
+	// would be dropped, one record each, filling the disk with records of
+	// requests never sent, so such a rate is a mistake or a job for
+	// --shard.
 	MaxRatePerS = 100000
 )
 

@@ -414,9 +414,9 @@ func (r *Runner) request(rn *run, rec *Record, p *prompts.Prompt, done func(*Rec
 // wait for the next one goes on in a new goroutine (dispatch.loop), which
 // runs when the request first blocks (its write done, waiting for the
 // answer). A request handed to a new goroutine instead waits for a
-// processor behind every stream woken meanwhile: the execution trace of
-// 4096 streams on two busy cores showed such goroutines waiting up to
-// 37 ms, which set the schedule lag's p99.
+// processor behind every stream woken meanwhile, and with thousands of
+// streams on few cores that wait sets the schedule lag's tail
+// (docs/design/dispatcher.md; bench-peers' lag step).
 func (r *Runner) openLoop(rn *run) error {
 	arr, err := r.opts.arrivals(rn.epoch)
 	if err != nil {

@@ -170,12 +170,13 @@ type Preconnect struct {
 
 // Tool names the program that wrote a file: tailgate's one Tool, in
 // summary.json, verdict.json, sweep.json and the evidence pack. Go, the
-// toolchain it was built with, is written where it is known (the evidence
-// pack's environment and attestation).
+// toolchain it was built with, and Revision, the commit, are written where
+// they are known (the evidence pack's environment and attestation).
 type Tool struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Go      string `json:"go,omitempty"`
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Go       string `json:"go,omitempty"`
 }
 
 // NewTool is tailgate at version.

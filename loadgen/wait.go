@@ -9,16 +9,15 @@ import (
 // spinWindow is how close to a due time the dispatcher, while its timer
 // wakes late, stops sleeping on the timer and yields in a loop instead:
 // Go's timers sleep in the netpoller, whose wait rounds to whole
-// milliseconds when no thread is awake, which alone would add ~0.5 ms of
-// schedule lag to every request of an idle generator.
+// milliseconds when no thread is awake, which alone would add a fraction
+// of a millisecond of schedule lag to every request of an idle generator.
 const spinWindow = 1500 * time.Microsecond
 
 // napMargin is the part of a spun-for wait that is yielded through: the
 // rest, where the system allows it, the waiter sleeps in a system call
-// (nap), which wakes within ~0.1–0.25 ms on the machines measured, and
-// costs no processor meanwhile — a dispatcher yielding through its whole
-// spinWindow kept a core busy at 500 sends a second (bench-peers' lag step,
-// 1024 in flight: client CPU 4.8 → 3.2 s).
+// (nap), which wakes more precisely than a timer and costs no processor
+// meanwhile: a dispatcher yielding through its whole spinWindow keeps a
+// core busy at high send rates (bench-peers' lag step, TestWaiterNaps).
 const napMargin = 250 * time.Microsecond
 
 // lateBound is the lateness that switches the waiter's mode: a timer that
@@ -29,9 +28,9 @@ const lateBound = 200 * time.Microsecond
 // waiter waits for the dispatcher's due times. It yields in a loop only
 // while that is what keeps it on time. With thousands of streams in flight
 // the run queues hold thousands of goroutines, and runtime.Gosched puts the
-// dispatcher at the back of the global one: the execution trace of 4096
-// streams on two cores showed single yields taking 10–50 ms, the schedule
-// lag p99 going from ~1 ms at 1024 to 80–500 ms. A busy process runs due
+// dispatcher at the back of the global one, behind all of them, so a
+// single yield can take longer than any lag the goals allow
+// (docs/design/dispatcher.md, BenchmarkScheduleLag). A busy process runs due
 // timers at every scheduling pass and puts the woken goroutine next on its
 // processor, so there the timer alone is on time.
 type waiter struct {

@@ -215,10 +215,8 @@
 // # Cost
 //
 // Source.Next runs on the engine's scheduling goroutine: a synthetic
-// prompt is one copy of a slice of a pre-built corpus (BenchmarkNext*: about
-// 1.5 µs for 1,000 tokens and 7 µs for 8,000 on one core of a 2-core Xeon,
-// 3 allocations), a dataset prompt shares the loaded record. FollowUp
-// counts the answer's tokens (about 1 µs a token on its caller's
-// goroutine). Messages, Params and Text may be shared between prompts and
+// prompt is one copy of a slice of a pre-built corpus (BenchmarkNext*: a
+// few allocations, no tokenizing), a dataset prompt shares the loaded
+// record. FollowUp counts the answer's tokens, on its caller's goroutine. Messages, Params and Text may be shared between prompts and
 // must be treated as read-only.
 package prompts

@@ -41,7 +41,7 @@ func corpusKey(tok Tokenizer) string {
 }
 
 // corpusFor returns the tokenizer's corpus, building it on first use
-// (about 20 ms, 11 MB).
+// (it is large and slow to build: once per tokenizer and process).
 func corpusFor(tok Tokenizer) *corpus {
 	key := corpusKey(tok)
 	corporaMu.Lock()

@@ -21,7 +21,7 @@ const (
 	ReportInconclusive = "INCONCLUSIVE"
 )
 
-// Exit codes: tailgate's one set, documented in README.md, for every
+// Exit codes: tailgate's one set, documented in docs/exit-codes.md, for every
 // command (cmd/tailgate), every report (Report.ExitCode) and compare.
 // They live here, not in results, because a Report carries its code and
 // results imports slo. results.Exit is the one precedence rule:

@@ -14,7 +14,7 @@ import (
 )
 
 // ServerSample is one scrape of the serving side, normalised across vLLM,
-// SGLang, TGI and Triton (table §D7 of the reference notes). A nil field
+// SGLang, TGI and Triton (one row per server in dialect.go). A nil field
 // was not exposed. Gauges are as read; counters and histograms are the
 // server's cumulative values since it started (subtract two readings, or
 // use Run.Snapshot, for what happened in between). Where a server exposes

@@ -1,7 +1,7 @@
 // Command peers measures tailgate beside the tools users would otherwise
 // pick — wrk and hey for plain HTTP, a minimal no-parse reader for streams
 // — all on this machine in one run, and prints one table of ratios
-// (make bench-peers; scripts/bench-peers.sh installs wrk and hey).
+// (make bench-peers; scripts/bench-peers.sh checks for wrk and hey).
 //
 // Every tool is a child process, so each one's CPU time and peak RSS come
 // from the kernel's accounting of that process alone; the endpoints are a
@@ -378,7 +378,7 @@ func orchestrate(args []string) error {
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found (scripts/bench-peers.sh installs wrk and hey; make build makes bin/tailgate)", tool)
+			return fmt.Errorf("%s not found (Debian: apt-get install wrk hey; make build makes bin/tailgate)", tool)
 		}
 	}
 	tmp, err := os.MkdirTemp("", "bench-peers")

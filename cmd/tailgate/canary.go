@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/canary"
+	"github.com/tailgate-llm/tailgate/internal/version"
 )
 
 func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -45,7 +46,7 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s: ok, %d targets\n", *config, len(cfg.Targets))
 		return nil
 	}
-	d, err := canary.New(*config, canary.Options{Version: version, Revision: buildRevision(), StateFile: *state, Log: stderr})
+	d, err := canary.New(*config, canary.Options{Version: version.Version, Revision: version.Revision(), StateFile: *state, Log: stderr})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -78,7 +79,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range saved.Notes {
 		fmt.Fprintln(stderr, "tailgate check:", n)
 	}
-	rep.Tool = loadgen.NewTool(version)
+	rep.Tool = loadgen.NewTool(version.Version)
 	fmt.Fprintf(stdout, "tailgate check %s against %s (waivers judged at %s)\n\n", dir, *sloPath, now.Format(time.RFC3339))
 	if err := exporters.WriteVerdictTable(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "tailgate check:", err)

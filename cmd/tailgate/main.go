@@ -13,20 +13,19 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/acceptance"
-	"github.com/tailgate-llm/tailgate/exporters/prom"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // Exit codes are slo.Exit* (0 ok, 1 failed, 2 usage, 3 invalid, 4
-// inconclusive; README.md), tailgate's one set; a judgement's code comes
+// inconclusive; docs/exit-codes.md), tailgate's one set; a judgement's code comes
 // from results.Exit, its one precedence rule.
 
 // command is one subcommand: it parses its own flags from args and returns
@@ -70,57 +69,8 @@ var commands = map[string]command{
 	"sweep":    {"find the highest load that meets the SLO (SLO-max), the knee and the headroom", cmdSweep},
 }
 
-// version and revision are set with -ldflags "-X main.version=...
-// -X main.revision=..." (the Makefile does; an empty revision falls back
-// to the toolchain's vcs.revision stamp, then "unknown").
-var (
-	version  = "dev"
-	revision = ""
-)
-
-// buildRevision is the revision this binary says it was built from.
-func buildRevision() string {
-	if revision != "" {
-		return revision
-	}
-	return prom.Revision()
-}
-
-// (-X sets only a variable initialised to a constant: the fallback runs
-// here.)
-func init() {
-	if version == "dev" {
-		version = buildVersion("dev")
-	}
-}
-
-// buildVersion is the VCS revision the go command recorded in the binary
-// (12 hex digits, "-dirty" when the tree had changes), or def when it
-// recorded none (go run, go test, a build outside the repository).
-func buildVersion(def string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return def
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return def
-	}
-	return rev[:min(12, len(rev))] + dirty
-}
-
 func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
-	fmt.Fprintf(stdout, "tailgate %s (revision %s, %s)\n", version, buildRevision(), runtime.Version())
+	fmt.Fprintf(stdout, "tailgate %s (revision %s, %s)\n", version.Version, version.RevisionOrUnknown(), runtime.Version())
 	return nil
 }
 

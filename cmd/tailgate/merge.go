@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/merge"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -59,7 +60,7 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	opts := merge.Options{Version: version, Rejudge: acceptance.Rejudge,
+	opts := merge.Options{Version: version.Version, Rejudge: acceptance.Rejudge,
 		Judge: func(dir results.Dir, spec *slo.Spec) (*slo.Report, []string, error) {
 			rep, saved, err := acceptance.Check(dir, spec, nil, time.Now().UTC())
 			if err != nil {

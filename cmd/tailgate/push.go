@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -48,7 +49,7 @@ func (p *pushFlags) sink(spec *slo.Spec, targetURL string) (pipeline.Sink, error
 	if spec != nil {
 		specs = []*slo.Spec{spec}
 	}
-	p.metrics = prom.New(prom.Options{Specs: specs, Version: version, Revision: buildRevision()})
+	p.metrics = prom.New(prom.Options{Specs: specs, Version: version.Version, Revision: version.Revision()})
 	return p.metrics.NewSink(prom.SinkOptions{Target: p.target, Specs: specs}), nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
@@ -41,7 +42,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *format != report.FormatHTML && *format != report.FormatMarkdown {
 		return usageErr("--format %q: want html or md", *format)
 	}
-	opt := report.Options{Title: *title, Version: version}
+	opt := report.Options{Title: *title, Version: version.Version}
 	if *since != "" {
 		d, err := yamlwalk.ParseDuration(*since)
 		if err != nil || d <= 0 {
@@ -97,7 +98,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // cannot be written is results not written (exit 3); one that cannot be
 // made is said and left out.
 func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
-	err := report.Write(dir.Path(results.ReportFile), report.FormatHTML, []string{string(dir)}, report.Options{Version: version})
+	err := report.Write(dir.Path(results.ReportFile), report.FormatHTML, []string{string(dir)}, report.Options{Version: version.Version})
 	var we *results.WriteError
 	switch {
 	case err == nil:

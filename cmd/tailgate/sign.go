@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/evidence"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -78,7 +79,7 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", *key, err)
 	}
-	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version})
+	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version.Version})
 	if err != nil {
 		return &exitError{code: slo.ExitFailed, err: err}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
 )
@@ -67,7 +68,7 @@ func cmdSLORules(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	r, err := rules.Generate(spec, rules.Options{Version: version, Selector: *selector, NoCanaryAlerts: *noCanary, CanaryDownFor: *downFor})
+	r, err := rules.Generate(spec, rules.Options{Version: version.Version, Selector: *selector, NoCanaryAlerts: *noCanary, CanaryDownFor: *downFor})
 	if err != nil {
 		return err
 	}

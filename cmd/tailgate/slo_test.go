@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
@@ -24,7 +25,7 @@ func TestSLORules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rules.Generate(spec, rules.Options{Version: version})
+	r, err := rules.Generate(spec, rules.Options{Version: version.Version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/capacity"
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -151,7 +152,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxInFlight: *maxInFlight, Validity: &bounds,
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
-		Meta: loadgen.SummaryMeta{Version: version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
+		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -112,7 +113,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
 		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, Validity: &bounds, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),
-		GPUs:    gpusForEvidence(telCfg), Version: version, Args: os.Args, Log: stderr,
+		GPUs:    gpusForEvidence(telCfg), Version: version.Version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {
 			info := client.DescribeServer(ctx)
 			return &info
@@ -177,7 +178,7 @@ func recordManual(plan *slo.Plan, out results.Dir, rec, by, note string, stdout,
 		return usageErr("--record needs --by NAME: who tested it")
 	}
 	m := slo.ManualRecord{Stage: name, Pass: result == "pass", By: by, At: time.Now().UTC(), Note: note}
-	rep, err := acceptance.RecordManual(out, plan, m, version)
+	rep, err := acceptance.RecordManual(out, plan, m, version.Version)
 	if rep == nil {
 		return err
 	}

@@ -282,8 +282,8 @@ func TestDockerfile(t *testing.T) {
 	if env["CGO_ENABLED"] != "0" {
 		t.Errorf("build stage CGO_ENABLED=%q: want 0 (a static binary for distroless static)", env["CGO_ENABLED"])
 	}
-	if !regexp.MustCompile(`-X main\.revision=\$\{REVISION\}`).MatchString(build) || !strings.Contains(build, "./cmd/tailgate") {
-		t.Errorf("go build line %q: want ./cmd/tailgate with -X main.revision=${REVISION}", build)
+	if !regexp.MustCompile(`-X github\.com/tailgate-llm/tailgate/internal/version\.revision=\$\{REVISION\}`).MatchString(build) || !strings.Contains(build, "./cmd/tailgate") {
+		t.Errorf("go build line %q: want ./cmd/tailgate with -X github.com/tailgate-llm/tailgate/internal/version.revision=${REVISION}", build)
 	}
 	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
 		t.Skipf("no container builder here (docker info: %v: %s): the Dockerfile was checked, not built",

@@ -2,7 +2,6 @@ package prom
 
 import (
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -90,11 +90,10 @@ type Metrics struct {
 type Options struct {
 	// Specs give the SLO thresholds the histograms' buckets include.
 	Specs []*slo.Spec
-	// Version is tailgate's version for tailgate_build_info.
+	// Version is tailgate's version for tailgate_build_info (empty: version.Version).
 	Version string
-	// Revision is the VCS revision the binary was built from (the
-	// Makefile's -ldflags); empty: the Go toolchain's vcs.revision stamp,
-	// else "unknown".
+	// Revision is the VCS revision the binary was built from; empty:
+	// version.Revision, else "unknown".
 	Revision string
 	// Daemon adds what a long-running canary needs and a pushed run does
 	// not: the configuration-reload gauges, window coverage, target info,
@@ -131,15 +130,15 @@ func New(opts Options) *Metrics {
 		Help: "When the target's last successful request ended, Unix seconds."}, []string{LabelTarget})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: BuildInfo,
 		Help: "Always 1; labels say which tailgate build is running."}, []string{LabelVersion, LabelRevision, LabelGoVersion})
-	version := opts.Version
-	if version == "" {
-		version = "dev"
+	ver := opts.Version
+	if ver == "" {
+		ver = version.Version
 	}
 	rev := opts.Revision
 	if rev == "" {
-		rev = Revision()
+		rev = version.RevisionOrUnknown()
 	}
-	build.WithLabelValues(version, rev, runtime.Version()).Set(1)
+	build.WithLabelValues(ver, rev, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.requests, m.errors, m.outputTokens, m.sloEvents, m.objectiveRatio,
 		m.budgetRemaining, m.burnRate, m.lastSuccess, build)
 	if opts.Daemon {
@@ -158,20 +157,6 @@ func New(opts Options) *Metrics {
 	}
 	m.SetSpecs(opts.Specs)
 	return m
-}
-
-// Revision is the VCS revision the Go toolchain stamped into the binary
-// ("unknown" without VCS stamping, as under -buildvcs=false: the Makefile
-// passes the revision with -ldflags instead).
-func Revision() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
 }
 
 // Registry is the registry every collector is on (serve it, or push it).

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -143,7 +144,7 @@ func New(cfg Config) (*Client, error) {
 		c.md[strings.ToLower(name)] = vals
 	}
 	opts := []grpc.DialOption{
-		grpc.WithUserAgent("tailgate"),
+		grpc.WithUserAgent(version.UserAgent()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes)),
 		// Two streams' tokens on one connection must not wait for each
 		// other's flow-control window: start every stream with a large one.

@@ -38,8 +38,9 @@ func doGenerate(t *testing.T, c loadgen.Client, seq int64) *loadgen.Record {
 	return rec
 }
 
-// Captured and constructed generate_stream bodies (protocols.md §4.4, G3
-// and G4, and a TensorRT-LLM event with its extra keys), served as they are.
+// Captured and constructed generate_stream bodies (Triton's generate
+// extension as its servers send it, and a TensorRT-LLM event with its
+// extra keys), served as they are.
 func TestGenerateVectors(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string

@@ -15,7 +15,7 @@ import (
 
 // CodeKind is the error kind of a gRPC status a server sent, as HTTP
 // statuses map in package transport: the code itself stays in
-// Record.Status. The table is in the package documentation and the README.
+// Record.Status. The table is in the package documentation and docs/protocols.md.
 func CodeKind(c codes.Code) loadgen.ErrorKind {
 	switch c {
 	case codes.OK:

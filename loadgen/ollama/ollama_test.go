@@ -45,9 +45,10 @@ func do(t *testing.T, url string) *loadgen.Record {
 	return rec
 }
 
-// TestVectors: protocols.md §3.5's O1 (done_reason on the last line), O2
-// (the final object with metrics), O3 (an error mid-stream), and /api/chat
-// objects built from them.
+// TestVectors: Ollama's /api/generate and /api/chat lines as it sends
+// them, O1 (done_reason on the last line), O2 (the final object with
+// metrics), O3 (an error mid-stream), and /api/chat objects built from
+// them.
 func TestVectors(t *testing.T) {
 	o1 := `{"model":"gemma4","created_at":"2025-10-26T17:15:24.097767Z","response":"That","done":false}
 {"model":"gemma4","created_at":"2025-10-26T17:15:24.109172Z","response":"'","done":false}

@@ -444,8 +444,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	}
 }
 
-// errorBodyMessage finds the message in an error body: the JSON shapes of
-// protocols.md §0.4, FastAPI's {"detail": ...}, or plain text.
+// errorBodyMessage finds the message in an error body: one of the JSON
+// shapes errorFields knows, any other JSON quoted, or the first line of
+// plain text.
 func errorBodyMessage(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {

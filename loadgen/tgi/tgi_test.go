@@ -45,8 +45,9 @@ func do(t *testing.T, url string, stream bool) *loadgen.Record {
 	return rec
 }
 
-// TestVectors: protocols.md §3.3's T1 and T2 (a keep-alive comment, a
-// special end token, details) and T2's error stream.
+// TestVectors: TGI's /generate_stream events as it sends them, T1 and T2
+// (a keep-alive comment, a special end token, details), and T2's error
+// stream.
 func TestVectors(t *testing.T) {
 	for _, tc := range []struct {
 		name, body      string

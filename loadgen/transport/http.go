@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/internal/redact"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
@@ -39,12 +40,12 @@ func ParseRoot(raw, what string) (*url.URL, error) {
 }
 
 // JSONHeaders are the default headers of a JSON-over-HTTP protocol:
-// Content-Type application/json, User-Agent tailgate, and Accept when
+// Content-Type application/json, User-Agent tailgate/VERSION, and Accept when
 // accept is not empty.
 func JSONHeaders(accept string) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "tailgate")
+	h.Set("User-Agent", version.UserAgent())
 	if accept != "" {
 		h.Set("Accept", accept)
 	}

@@ -384,8 +384,9 @@ func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn
 // Held collects the connections of the lean client's requests made under
 // HoldConnections, kept out of the pool until Release: each such request
 // then opens a connection of its own, and no goroutine needs to hold an
-// answer open to keep its connection (Preconnect: a goroutine and its
-// answer held open were ~12 KiB a connection).
+// answer open to keep its connection (Preconnect: a goroutine and an
+// answer held open per connection would cost thousands of connections
+// as much memory as the run's streams).
 type Held struct {
 	mu    sync.Mutex
 	conns []heldConn

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tailgate-llm/tailgate/internal/pipenet"
+	"github.com/tailgate-llm/tailgate/internal/version"
 )
 
 func TestHTTPClientChoice(t *testing.T) {
@@ -108,7 +109,7 @@ func countConns(srv *httptest.Server) *atomic.Int32 {
 func TestLeanKeepAlive(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.Header.Get("X-Request-Id") != "9" || r.Header.Get("User-Agent") != "tailgate" || string(b) != `{"n":1}` || r.ContentLength != 7 {
+		if r.Header.Get("X-Request-Id") != "9" || r.Header.Get("User-Agent") != version.UserAgent() || string(b) != `{"n":1}` || r.ContentLength != 7 {
 			w.WriteHeader(400)
 			return
 		}

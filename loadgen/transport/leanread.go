@@ -24,9 +24,9 @@ import (
 // leanBigReadBufferBytes is the size it reads into after a read that
 // filled a small one: an answer that comes faster than it is read (a
 // zero-delay stream, a whole non-streamed body) then takes one system call
-// per 32 KiB, not per 4 (pprof, bench-peers' zero-delay streams: reads were
-// a fifth of the client's CPU). A buffer is held only while its bytes wait
-// to be consumed, so the big ones are few at a time.
+// per 32 KiB, not per 4 (reads are a large share of the client's CPU on
+// zero-delay streams: bench-peers' streamed step). A buffer is held only
+// while its bytes wait to be consumed, so the big ones are few at a time.
 const (
 	leanReadBufferBytes    = 4 << 10
 	leanBigReadBufferBytes = 32 << 10

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
@@ -80,7 +81,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestHeaderSet(t *testing.T) {
-	defaults := http.Header{"Accept": {"text/event-stream"}, "User-Agent": {"tailgate"}}
+	defaults := http.Header{"Accept": {"text/event-stream"}, "User-Agent": {version.UserAgent()}}
 	c := Config{APIKey: " sk-key-1 \n", Headers: []string{"X-Tenant: a", "User-Agent: mine", "Host: api.example",
 		"X-Api-Key: secret-value-123", "X-Short-Token: abc"}}
 	hs, err := c.HeaderSet(defaults)
@@ -93,7 +94,7 @@ func TestHeaderSet(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
-	if hs.Host != "api.example" || defaults.Get("User-Agent") != "tailgate" {
+	if hs.Host != "api.example" || defaults.Get("User-Agent") != version.UserAgent() {
 		t.Errorf("Host %q; defaults changed: %v", hs.Host, defaults)
 	}
 	if got := strings.Join(hs.Secrets, ","); got != "sk-key-1,secret-value-123" {

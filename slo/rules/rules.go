@@ -17,7 +17,7 @@ import (
 )
 
 // EventsMetric is the canary's SLI counter (the metric contract in
-// README.md): one series per slo, objective, target and outcome (good, bad).
+// docs/metrics.md): one series per slo, objective, target and outcome (good, bad).
 const EventsMetric = "tailgate_slo_events_total"
 
 // Label names, Sloth's (internal/prometheus/conventions.go).

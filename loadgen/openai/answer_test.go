@@ -1,10 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,5 +150,60 @@ func TestOutputBound(t *testing.T) {
 		if got := loadgen.OutputBound(tc.max); got != tc.want {
 			t.Errorf("OutputBound(%d) = %d, want %d", tc.max, got, tc.want)
 		}
+	}
+}
+
+// A 50 MB response header fails the request as protocol on both HTTP
+// clients, having read no more than the 1 MB limit of it.
+func TestHugeResponseHeader(t *testing.T) {
+	url := rawServer(t, func(conn net.Conn) {
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Big: "); err != nil {
+			return
+		}
+		block := bytes.Repeat([]byte("a"), 64<<10)
+		for sent := 0; sent < 50<<20; sent += len(block) {
+			if _, err := conn.Write(block); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(conn, "\r\n\r\ndata: [DONE]\n\n")
+	})
+	for _, hc := range []string{transport.HTTPClientLean, transport.HTTPClientNetHTTP} {
+		t.Run(hc, func(t *testing.T) {
+			cfg := Config{Endpoint: transport.Endpoint{URL: url}, Model: "m", MaxTokens: 8}
+			cfg.Transport.HTTPClient = hc
+			c := newClient(t, cfg)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			rec := runOne(t, c, testPrompt, false)
+			runtime.ReadMemStats(&after)
+			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, "headers exceeded") {
+				t.Errorf("kind %q (%s), want protocol: headers exceeded", rec.ErrorKind, rec.Error)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+				t.Errorf("%d MB allocated reading the head; the limit is 1 MB", got>>20)
+			}
+		})
+	}
+}
+
+// A chunk size that is not hex is the server's broken framing: protocol,
+// not a truncated stream, on both clients.
+func TestBogusChunkSize(t *testing.T) {
+	url := rawServer(t, func(conn net.Conn) {
+		defer conn.Close()
+		ev := `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` + "\n\n"
+		_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\nzz\r\n%s\r\n0\r\n\r\n", len(ev), ev, ev)
+	})
+	for _, hc := range []string{transport.HTTPClientLean, transport.HTTPClientNetHTTP} {
+		t.Run(hc, func(t *testing.T) {
+			cfg := Config{Endpoint: transport.Endpoint{URL: url}, Model: "m", MaxTokens: 8}
+			cfg.Transport.HTTPClient = hc
+			rec := runOne(t, newClient(t, cfg), testPrompt, false)
+			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, "chunk length") {
+				t.Errorf("kind %q (%s), want protocol: a bad chunk length", rec.ErrorKind, rec.Error)
+			}
+		})
 	}
 }

@@ -43,6 +43,10 @@ type Config struct {
 	// finish after a stage's schedule ends; MaxInFlight caps open loop.
 	Timeout, Grace time.Duration
 	MaxInFlight    int
+	// AcceptEmpty makes answers with no output token successes
+	// (loadgen.Options.AcceptEmpty); the mix's accept_empty classes are
+	// accepted either way.
+	AcceptEmpty bool
 	// Validity is the bounds every stage is held to (nil: the plan's
 	// validity: block, or slo.DefaultValidity); the flags' over the plan's.
 	Validity  *slo.Validity
@@ -204,6 +208,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			Seed:           plan.Seed + uint64(i),
 			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
 			Shard: cfg.Shard, StartAt: starts[st.Name],
+			AcceptEmpty: cfg.AcceptEmpty, AcceptEmptyClasses: cfg.Mix.AcceptEmpty(),
 		}
 		// Poisson unless the plan says otherwise, as in run: constant
 		// arrivals would understate queueing.

@@ -627,3 +627,32 @@ func TestWebConfigTLS(t *testing.T) {
 		t.Fatal("a daemon whose server failed kept running")
 	}
 }
+
+// A target whose answers carry no token: every probe is empty_answer, a
+// bad event for the error rate and for every latency objective, so the
+// budgets burn although every answer was a 200.
+func TestCanaryEmptyAnswersBurn(t *testing.T) {
+	cfg := fastSim()
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultEmpty, Rate: 1}}
+	srv := simtest.Start(t, cfg)
+	d, _, logs := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, ""))
+	waitFor(t, logs, 5*time.Second, "bad events of empty answers", func() bool {
+		s := status(t, d)
+		return window(objective(t, s, "sim", "errors"), "5m").Bad >= 3 && window(objective(t, s, "sim", "ttft"), "5m").Bad >= 3
+	})
+	s := status(t, d)
+	errs, ttft := objective(t, s, "sim", "errors"), objective(t, s, "sim", "ttft")
+	if w := window(errs, "5m"); w.Good != 0 || w.BurnRate <= 1 {
+		t.Errorf("errors 5m window of empty answers: %+v, want all bad, burning", w)
+	}
+	if w := window(ttft, "5m"); w.Good != 0 {
+		t.Errorf("ttft 5m window of empty answers: %+v, want no good event", w)
+	}
+	if errs.BudgetRemaining >= 1 {
+		t.Errorf("errors budget %v after empty answers, want burnt", errs.BudgetRemaining)
+	}
+	fams, _ := scrape(t, d)
+	if v := total(fams, prom.RequestErrorsTotal, map[string]string{"target": "sim", "kind": "empty_answer"}); v == 0 {
+		t.Errorf("no empty_answer counted")
+	}
+}

@@ -38,6 +38,9 @@ type Config struct {
 	MinDuration, MaxDuration time.Duration
 	Timeout, Grace           time.Duration
 	MaxInFlight              int
+	// AcceptEmpty and AcceptEmptyClasses are loadgen.Options'.
+	AcceptEmpty        bool
+	AcceptEmptyClasses []string
 	// Validity is the bounds every level is held to (nil:
 	// slo.DefaultValidity). Errors, dropped and cut requests beyond them
 	// are the server saturating (the level fails, saturated); any other
@@ -250,7 +253,7 @@ func (c *Config) options(l Level, minReq int) loadgen.Options {
 		maxDur = 5 * time.Minute
 	}
 	o := loadgen.Options{Closed: l.Closed(), Seed: c.Seed, Timeout: c.Timeout, Grace: c.Grace,
-		MaxInFlight: c.MaxInFlight}
+		MaxInFlight: c.MaxInFlight, AcceptEmpty: c.AcceptEmpty, AcceptEmptyClasses: c.AcceptEmptyClasses}
 	st := loadgen.Stage{Name: l.Name()}
 	if l.Closed() {
 		st.Concurrency = l.Concurrency

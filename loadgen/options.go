@@ -49,6 +49,13 @@ type Options struct {
 	// or by intended start) as warm-up: sent, recorded, left out of figures.
 	WarmupRequests int
 	WarmupDuration time.Duration
+	// AcceptEmpty makes an answer with no output token a success, for
+	// workloads that expect empty replies; AcceptEmptyClasses does so for
+	// the classes named (a mix's accept_empty: true). Otherwise such an
+	// answer is ErrEmptyAnswer, unless the server said it stopped at its
+	// end-of-sequence token (Record.settleAnswer).
+	AcceptEmpty        bool
+	AcceptEmptyClasses []string
 	// Timeout bounds each request (default 2m).
 	Timeout time.Duration
 	// Grace is how long requests still in flight when the schedule ends

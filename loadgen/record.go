@@ -37,11 +37,22 @@ const (
 	// reported apart from client_error: it says the mix is wrong for the
 	// model, not that the server misbehaved.
 	ErrContextLength ErrorKind = "context_length"
+	// ErrEmptyAnswer is an answer that carried no output token where the
+	// request asked for tokens: a success in the server's eyes, a user
+	// who got nothing in ours. A server that says it stopped at once at
+	// its end-of-sequence token (finish_reason stop with a usage count of
+	// at least one) is told apart and stays a success (see settleAnswer).
+	ErrEmptyAnswer ErrorKind = "empty_answer"
+	// ErrOverGeneration is an answer of more tokens than max_tokens asked
+	// for: a server that ignores the bound would otherwise pass a
+	// throughput floor with tokens nobody asked for.
+	ErrOverGeneration ErrorKind = "over_generation"
 )
 
 // ErrorKinds lists every kind a record can carry, in report order.
 var ErrorKinds = []ErrorKind{ErrClient, ErrRateLimited, ErrServer, ErrTimeout, ErrConnect, ErrStreamError,
-	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency, ErrNotDue, ErrContextLength}
+	ErrStreamTruncated, ErrProtocol, ErrCancelled, ErrDropped, ErrCutAtEnd, ErrCancelledByDependency, ErrNotDue, ErrContextLength,
+	ErrEmptyAnswer, ErrOverGeneration}
 
 // legacyErrorKinds maps names that requests.jsonl files and SLO files
 // written before the protocol-neutral names still carry.
@@ -136,6 +147,11 @@ type Record struct {
 	TokenSource          string // TokensFromUsage or TokensFromChunks
 	ChunkTokenSource     string // ChunkTokens*
 
+	// MaxTokens is the output bound the client sent (the prompt's, else
+	// the client's default; 0: none sent). Not in requests.jsonl: the
+	// record's kind already says what it meant (settleAnswer).
+	MaxTokens int
+
 	Status       int // HTTP status or gRPC code; 0 if none
 	ErrorKind    ErrorKind
 	Error        string // human-readable; never contains credentials
@@ -167,6 +183,9 @@ type Record struct {
 	Server *ServerTimings
 
 	epoch time.Time
+	// streamed counts the tokens of the chunks added so far, a chunk of
+	// unknown count as one (Overran).
+	streamed int
 	// firstToken, when set, is called as the first content chunk is added
 	// (AddChunk): the event a session's first-token edges wait for.
 	firstToken func(at time.Duration)
@@ -234,6 +253,7 @@ func (r *Record) AddChunk(c Chunk) {
 		r.firstToken(c.At)
 	}
 	r.Chunks = append(r.Chunks, c)
+	r.streamed += max(c.Tokens, 1)
 }
 
 // OK reports whether the request completed without error.

@@ -73,9 +73,11 @@ type Runner struct {
 	client Client
 	// keepsDeadline: client is a DeadlineKeeper that keeps them (do).
 	keepsDeadline bool
-	seq           *sequencer
-	opts          Options
-	grace         time.Duration
+	// acceptEmpty: the classes of Options.AcceptEmptyClasses.
+	acceptEmpty map[string]bool
+	seq         *sequencer
+	opts        Options
+	grace       time.Duration
 
 	sent atomic.Int64
 	drop atomic.Int64
@@ -120,8 +122,15 @@ func NewRunner(c Client, src Source, opts Options) (*Runner, error) {
 	case grace < 0:
 		grace = 0
 	}
+	var acceptEmpty map[string]bool
+	for _, class := range opts.AcceptEmptyClasses {
+		if acceptEmpty == nil {
+			acceptEmpty = map[string]bool{}
+		}
+		acceptEmpty[class] = true
+	}
 	dk, ok := c.(DeadlineKeeper)
-	return &Runner{client: c, keepsDeadline: ok && dk.KeepsDeadline(), seq: &sequencer{src: src, shard: opts.Shard}, opts: opts, grace: grace, measuredFrom: -1,
+	return &Runner{client: c, keepsDeadline: ok && dk.KeepsDeadline(), acceptEmpty: acceptEmpty, seq: &sequencer{src: src, shard: opts.Shard}, opts: opts, grace: grace, measuredFrom: -1,
 		stopc: make(chan struct{})}, nil
 }
 
@@ -372,13 +381,15 @@ func (r *Runner) do(rn *run, p *prompts.Prompt, rec *Record) {
 		r.client.Do(ctx, p, rec)
 		cancel()
 	}
-	r.settle(rn, rec)
+	r.settle(rn, p, rec)
 }
 
-// settle settles a record after its request returned (see do).
+// settle settles a record after its request returned (see do): its
+// cancellation's cause, its token counts, and whether its answer carried
+// what was asked for.
 //
 //go:noinline
-func (r *Runner) settle(rn *run, rec *Record) {
+func (r *Runner) settle(rn *run, p *prompts.Prompt, rec *Record) {
 	if rec.End == 0 {
 		rec.End = rec.Now()
 	}
@@ -395,6 +406,7 @@ func (r *Runner) settle(rn *run, rec *Record) {
 		}
 	}
 	rec.Finalize()
+	rec.settleAnswer(asksNoToken(p), r.opts.AcceptEmpty || r.acceptEmpty[rec.Class])
 }
 
 // request sends one request on the calling goroutine, counted by the

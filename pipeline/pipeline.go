@@ -353,6 +353,7 @@ type pipe struct {
 	streaming    bool
 	unstreamed   int64
 	empty        int64             // ok answers without a content chunk
+	emptyFailed  int64             // empty_answer failures
 	theater      *theater.Detector // nil without telemetry
 	work         *workTimeline     // nil without telemetry
 	judge        *slo.Judge
@@ -376,6 +377,9 @@ func (p *pipe) add(rec *loadgen.Record) error {
 	}
 	if rec.OK() && !rec.Warmup && len(rec.Chunks) == 0 && !rec.Compact {
 		p.empty++
+	}
+	if rec.ErrorKind == loadgen.ErrEmptyAnswer && !rec.Warmup {
+		p.emptyFailed++
 	}
 	p.metrics.Add(rec)
 	if p.work != nil {
@@ -449,7 +453,10 @@ func (p *pipe) warnings(res *Result) []string {
 		w = append(w, fmt.Sprintf("the server ignored \"stream\": %d answers came as one body; they count for TTFT and E2E but give no ICL, ITL or TPOT", p.unstreamed))
 	}
 	if p.empty > 0 {
-		w = append(w, fmt.Sprintf("%d answers were empty (the model ended at once, at its end-of-sequence token): ok, but with no TTFT, ICL, ITL or TPOT sample", p.empty))
+		w = append(w, fmt.Sprintf("%d answers were empty (the model ended at once, at its end-of-sequence token, as the server said, or empty answers were accepted): ok, but with no TTFT, ICL, ITL or TPOT sample", p.empty))
+	}
+	if p.emptyFailed > 0 {
+		w = append(w, fmt.Sprintf("%d answers carried no output token and the server did not say the model stopped at its end-of-sequence token: failed as %s (in the error rate, a miss for every latency objective); --accept-empty, or accept_empty: true on a mix class, if the workload expects empty replies", p.emptyFailed, loadgen.ErrEmptyAnswer))
 	}
 	return w
 }

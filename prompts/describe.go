@@ -31,6 +31,8 @@ type canonicalClass struct {
 	MaxTokens string            `json:"max_tokens,omitempty"`
 	Params    map[string]any    `json:"params,omitempty"`
 	Sessions  *canonicalSession `json:"sessions,omitempty"`
+	// AcceptEmpty: answers with no output token are successes.
+	AcceptEmpty bool `json:"accept_empty,omitempty"`
 }
 
 type canonicalSource struct {
@@ -63,7 +65,7 @@ func (m *Mix) canonical() canonicalMix {
 	}
 	prev := 0.0
 	for i, c := range m.classes {
-		cc := canonicalClass{Name: c.name, Params: c.params}
+		cc := canonicalClass{Name: c.name, Params: c.params, AcceptEmpty: c.acceptEmpty}
 		if !m.trace {
 			cc.Weight = c.weight
 			cc.Share = m.cum[i] - prev

@@ -9,7 +9,9 @@
 // (max_tokens: a number or a distribution) and optional request params
 // (temperature, top_p, ignore_eos, ...) copied into every request of the
 // class. The class name labels every request, so per-class figures appear
-// under "classes" in summary.json.
+// under "classes" in summary.json. A class whose
+// answers may legitimately be empty sets accept_empty: true: its answers
+// with no output token are successes, not empty_answer failures.
 //
 //	kind: Mix
 //	seed: 42                  # --seed overrides

@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 		{"weight not a number", "kind: Mix\nclasses:\n  - name: a\n    weight: lots\n" + synth, nil,
 			`mix.yaml:4: classes[0].weight: "lots" is not a number`},
 		{"typo in class field", "kind: Mix\nclasses:\n  - name: a\n    wieght: 2\n" + synth, nil,
-			"mix.yaml:4: classes[0].wieght: unknown field (want one of name, weight, source, max_tokens, params, sessions, model, headers)"},
+			"mix.yaml:4: classes[0].wieght: unknown field (want one of name, weight, source, max_tokens, params, sessions, model, headers, accept_empty)"},
 		{"unknown distribution", "kind: Mix\nclasses:\n  - name: a\n    source:\n      type: synthetic\n      input_tokens: {dist: gaussian, mean: 5}\n", nil,
 			`mix.yaml:6: classes[0].source.input_tokens.dist: unknown distribution "gaussian" (want fixed, uniform, normal or lognormal)`},
 		{"distribution parameter missing", "kind: Mix\nclasses:\n  - name: a\n" + synth + "    max_tokens: {dist: normal, mean: 5}\n", nil,

@@ -72,6 +72,9 @@ type class struct {
 	model     string            // burstgpt filter
 	sendModel string            // the class's model: key, also params["model"]
 	headers   map[string]string // the class's headers: key
+	// acceptEmpty: an answer with no output token is a success for this
+	// class (accept_empty: true), for workloads that expect empty replies.
+	acceptEmpty bool
 
 	// synthetic
 	input  dist
@@ -222,6 +225,18 @@ func (m *Mix) Classes() []string {
 	out := make([]string, len(m.classes))
 	for i, c := range m.classes {
 		out[i] = c.name
+	}
+	return out
+}
+
+// AcceptEmpty names the classes whose answers may carry no output token
+// (accept_empty: true); nil when none.
+func (m *Mix) AcceptEmpty() []string {
+	var out []string
+	for _, c := range m.classes {
+		if c.acceptEmpty {
+			out = append(out, c.name)
+		}
 	}
 	return out
 }

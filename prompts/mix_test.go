@@ -318,3 +318,27 @@ func TestCanonical(t *testing.T) {
 		t.Errorf("no file hash in %s", a.Canonical())
 	}
 }
+
+// accept_empty: true names the classes whose empty answers are successes,
+// and is part of the mix's canonical form (its hash changes with it).
+func TestMixAcceptEmpty(t *testing.T) {
+	const base = `
+kind: Mix
+classes:
+  - name: chat
+    source: {type: synthetic, input_tokens: 10}
+  - name: probe
+    source: {type: synthetic, input_tokens: 10}
+`
+	plain := loadYAML(t, base, nil)
+	if got := plain.AcceptEmpty(); got != nil {
+		t.Errorf("AcceptEmpty() = %v without the key, want none", got)
+	}
+	m := loadYAML(t, base+"    accept_empty: true\n", nil)
+	if got := m.AcceptEmpty(); len(got) != 1 || got[0] != "probe" {
+		t.Errorf("AcceptEmpty() = %v, want [probe]", got)
+	}
+	if m.Hash() == plain.Hash() {
+		t.Error("accept_empty does not change the mix's hash")
+	}
+}

@@ -15,7 +15,7 @@ import (
 // Mix file fields.
 var (
 	mixFields     = []string{"kind", "apiVersion", "name", "description", "seed", "tokenizer", "template_tokens", "time_scale", "classes"}
-	classFields   = []string{"name", "weight", "source", "max_tokens", "params", "sessions", "model", "headers"}
+	classFields   = []string{"name", "weight", "source", "max_tokens", "params", "sessions", "model", "headers", "accept_empty"}
 	sessionFields = []string{"turns", "max_turns", "think_time"}
 	// reservedParams belong to other fields or to the client.
 	reservedParams = []string{"messages", "prompt", "max_tokens", "max_completion_tokens", "stream", "stream_options"}
@@ -210,6 +210,9 @@ func (r mixReader) class(x yamlwalk.Node, names map[string]bool) (*class, bool) 
 	}
 	if n, ok := f.Get("headers"); ok {
 		c.headers = r.headers(n)
+	}
+	if n, ok := f.Get("accept_empty"); ok {
+		c.acceptEmpty, _ = n.Bool()
 	}
 	if n, ok := f.Get("sessions"); ok {
 		if trace {

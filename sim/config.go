@@ -480,11 +480,16 @@ const (
 	// FaultHTML200 answers at once with 200 and a text/html page, as a
 	// login-wall proxy in front of the API does.
 	FaultHTML200 FaultKind = "html_200"
+	// FaultEmpty answers 200 with no output token: the tokens are made
+	// (the request takes its time) but none is sent, and usage says 0
+	// completion tokens with finish_reason "length", as a server whose
+	// detokenizer or proxy lost the text does.
+	FaultEmpty FaultKind = "empty"
 )
 
 // FaultKinds lists every fault kind.
 var FaultKinds = []FaultKind{FaultStall, FaultStallMid, FaultHTTP429, FaultHTTP503,
-	FaultTruncate, FaultMalformed, FaultErrorInStream, FaultHang, FaultIgnoreStream, FaultHTML200}
+	FaultTruncate, FaultMalformed, FaultErrorInStream, FaultHang, FaultIgnoreStream, FaultHTML200, FaultEmpty}
 
 func (k FaultKind) valid() bool {
 	for _, v := range FaultKinds {

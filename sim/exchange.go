@@ -24,6 +24,8 @@ import (
 //     are the token timing's (runOnEngine, runOnTimer);
 //   - truncate, error_in_stream and malformed fire before the content
 //     chunk at half of them, rounded down (mid), in the protocol's form.
+//   - empty makes every token and sends none: the answer ends as usual,
+//     with usage of 0 completion tokens.
 type exchange struct {
 	s        *Server
 	ctx      context.Context
@@ -117,6 +119,9 @@ func (x *exchange) pickFault(header string) error {
 // streams.
 func (x *exchange) shape(prompt, max, content int, stream bool) {
 	tpc := x.s.cfg.TokensPerChunk
+	if x.fault == FaultEmpty {
+		content = 0 // made, never sent
+	}
 	x.prompt, x.max, x.content, x.stream = prompt, max, content, stream
 	x.mid = (content + tpc - 1) / tpc / 2
 	x.rec.update(func(t *Truth) {
@@ -220,7 +225,7 @@ func (x *exchange) run(a answer) ending {
 		return endCancelled
 	}
 	completion, reason := x.sent, "length"
-	if x.content < x.max { // the unsent EOS
+	if x.content < x.max && x.fault != FaultEmpty { // the unsent EOS
 		completion, reason = x.max, "stop"
 	}
 	x.rec.update(func(t *Truth) {

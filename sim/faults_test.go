@@ -162,6 +162,24 @@ func TestFaults(t *testing.T) {
 					t.Errorf("status %d", res.status)
 				}
 			})
+			t.Run("empty", func(t *testing.T) {
+				res, tr := run(t, "empty", true, 5*time.Second)
+				if ce := contentEvents(t, res.events); len(ce) != 0 || !done(res) || res.status != 200 {
+					t.Errorf("status %d, %d content events, done %v: %v", res.status, len(ce), done(res), res.events)
+				}
+				if !strings.Contains(fmt.Sprint(res.events), `"completion_tokens":0`) {
+					t.Errorf("usage does not say 0 completion tokens: %v", res.events)
+				}
+				if tr.Outcome != "ok" || tr.CompletionTokens != 0 || len(tr.Chunks) != 0 {
+					t.Errorf("truth outcome %q, %d completion tokens, %d chunks", tr.Outcome, tr.CompletionTokens, len(tr.Chunks))
+				}
+			})
+			t.Run("empty non-streaming", func(t *testing.T) {
+				res, _ := run(t, "empty", false, 5*time.Second)
+				if res.status != 200 || !strings.Contains(string(res.body), `"completion_tokens":0`) || !strings.Contains(string(res.body), `"content":""`) {
+					t.Errorf("status %d body %s", res.status, res.body)
+				}
+			})
 			t.Run("hang", func(t *testing.T) {
 				res, tr := run(t, "hang", true, 200*time.Millisecond)
 				if !errors.Is(res.err, context.DeadlineExceeded) {

@@ -122,7 +122,7 @@ func (s *Server) newResponder(w http.ResponseWriter, r *http.Request, x *exchang
 	rs := &responder{exchange: x, w: w, rc: http.NewResponseController(w),
 		chunkedOK: r.ProtoAtLeast(1, 1),
 		chat:      req.chat, includeUsage: req.includeUsage, contUsage: req.contUsage,
-		eos: s.cfg.EOSNotStreamed}
+		eos: s.cfg.EOSNotStreamed && x.fault != FaultEmpty}
 	id := x.id
 	object, prefix := "chat.completion.chunk", "chatcmpl-"
 	if !rs.chat {

@@ -43,6 +43,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 		}
 		judgeLatency(&v, o, &oj.lat, oj.conf)
 		v.CensoredMisses, v.Censored = oj.censoredMiss, oj.censoredBefore
+		v.EmptyMisses = oj.emptyMiss
 		v.LagMissed = oj.lagMissed
 		if o.Metric == SessionDuration {
 			oj.sessionNotes(&v)
@@ -54,6 +55,9 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", oj.unstreamed, oj.ok, o.Metric))
 		}
 		censorNote(&v, o, oj.conf)
+		if oj.emptyMiss > 0 {
+			addNote(&v, fmt.Sprintf("%d answers with no output token, or more than max_tokens (%s, %s), counted as misses", oj.emptyMiss, loadgen.ErrEmptyAnswer, loadgen.ErrOverGeneration))
+		}
 	case KindRatio:
 		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
 		if o.Metric == SessionSuccess {

@@ -112,7 +112,7 @@ func (o *Objective) Events(r *loadgen.Record) Events {
 		}
 		if !r.OK() {
 			switch c, v := o.censor(r); {
-			case c == censoredMiss, c == censoredSeen && !o.meets(v):
+			case c == answeredEmpty, c == censoredMiss, c == censoredSeen && !o.meets(v):
 				e.Bad = 1
 			case c == censoredSeen:
 				e.Good = 1
@@ -171,6 +171,7 @@ const (
 	censoredSeen                      // cut after the metric's instant: its value is known
 	censoredMiss                      // cut after the threshold had passed: a known miss
 	censoredBefore                    // cut before the threshold: its value is unknown
+	answeredEmpty                     // an answer with no token (or too many): a miss for every latency objective
 )
 
 // censor classes r for o. A request cut at the end (cut_at_end), timed
@@ -183,8 +184,19 @@ const (
 //
 // A TTFT or TTFAT that arrived before the cut is known (censoredSeen, with
 // its value): it counts like any other sample.
+//
+// An answer that carried no token (empty_answer) or more than were asked
+// for (over_generation) came back in time but not as an answer: it is a
+// miss for every latency objective of the server's answer, whatever the
+// metric, so a server cannot meet a TTFT objective by answering nothing.
+// Schedule lag is the generator's, not the answer's: it is not judged.
 func (o *Objective) censor(r *loadgen.Record) (censorClass, time.Duration) {
 	switch r.ErrorKind {
+	case loadgen.ErrEmptyAnswer, loadgen.ErrOverGeneration:
+		if o.Metric == ScheduleLag {
+			return notCensored, 0
+		}
+		return answeredEmpty, 0
 	case loadgen.ErrCutAtEnd, loadgen.ErrTimeout, loadgen.ErrCancelled:
 	default:
 		return notCensored, 0

@@ -123,3 +123,68 @@ func TestOperateEvents(t *testing.T) {
 		}
 	}
 }
+
+// An answer with no token is a miss for every latency objective of the
+// answer (not for schedule lag, the generator's), a failure for the error
+// rate, and no goodput, in acceptance and in operate alike: a server that
+// answers nothing cannot pass on the answers it did give.
+func TestEmptyAnswerMissesEveryLatencyObjective(t *testing.T) {
+	spec := mustSpec(t, `
+kind: SLO
+name: chat
+owner: a@example.com
+objectives:
+  - {name: ttft, metric: ttft, threshold: 100ms, target: 50%}
+  - {name: itl, metric: itl, threshold: 30ms, target: 50%}
+  - {name: tpot, metric: tpot, threshold: 30ms, target: 50%}
+  - {name: e2e, metric: e2e, threshold: 1s, target: 50%}
+  - {name: lag, metric: schedule_lag, threshold: 1s, target: 50%}
+  - {name: errors, metric: error_rate, threshold: 5%}
+  - {name: good, metric: goodput_per_s, threshold: 0.001, constraints: {ttft: 1s}}
+`)
+	good := okRec("s", 0, 50*ms1, 100*ms1, 3) // meets everything
+	good.Finalize()
+	var recs []loadgen.Record
+	recs = append(recs, good)
+	for i := 0; i < 9; i++ {
+		r := errRec("s", 0, loadgen.ErrEmptyAnswer)
+		r.Finalize()
+		recs = append(recs, r)
+	}
+	vs := judgeStage(spec, "s", recs, Input{Now: t0})
+	byName := map[string]Verdict{}
+	for _, v := range vs {
+		byName[v.Objective] = v
+	}
+	for _, name := range []string{"ttft", "e2e"} {
+		v := byName[name]
+		if v.Good != 1 || v.Total != 10 || v.EmptyMisses != 9 || v.Result != Fail {
+			t.Errorf("%s: good %d of %d, empty misses %d, %s; want 1 of 10, 9, FAIL (%s)", name, v.Good, v.Total, v.EmptyMisses, v.Result, v.Note)
+		}
+	}
+	// itl: the good record's two gaps (one token each), and one miss per empty answer.
+	if v := byName["itl"]; v.Good != 2 || v.Total != 2+9 || v.Result != Fail {
+		t.Errorf("itl: good %d of %d, %s; want 2 of 11, FAIL", v.Good, v.Total, v.Result)
+	}
+	if v := byName["lag"]; v.Total != 1 || v.EmptyMisses != 0 {
+		t.Errorf("schedule_lag: %d events, %d empty misses; want the successful record's only", v.Total, v.EmptyMisses)
+	}
+	if v := byName["errors"]; v.Total != 10 || v.Good != 1 || v.Result != Fail {
+		t.Errorf("error_rate: good %d of %d, %s; want 1 of 10, FAIL", v.Good, v.Total, v.Result)
+	}
+	if v := byName["good"]; v.Good != 1 {
+		t.Errorf("goodput: %d good requests; want 1 (empty answers are no goodput)", v.Good)
+	}
+	for i := range spec.Objectives {
+		o := &spec.Objectives[i]
+		if o.Name == "lag" || !o.HasRecordEvents() {
+			continue
+		}
+		if e := o.OperateEvents(&recs[1]); e.Bad != 1 || e.Good != 0 {
+			t.Errorf("%s: operate events of an empty answer %+v, want one bad", o.Name, e)
+		}
+		if e := o.Events(&recs[1]); e.Bad != 1 || e.Good != 0 {
+			t.Errorf("%s: events of an empty answer %+v, want one bad", o.Name, e)
+		}
+	}
+}

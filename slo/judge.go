@@ -228,6 +228,9 @@ type objectiveJudge struct {
 	// latency threshold had passed (counted as misses), censoredBefore
 	// those cut before it (counted apart: their value is unknown).
 	censoredMiss, censoredBefore uint64
+	// emptyMiss counts answers with no token, or more than asked for
+	// (empty_answer, over_generation): misses with no value.
+	emptyMiss uint64
 	// unjudged counts successful requests goodput could not judge: a TPOT
 	// bound on an answer that came as one body.
 	unjudged uint64
@@ -279,6 +282,11 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 				oj.lat.add(v, false, 1)
 			case censoredBefore:
 				oj.censoredBefore++
+			case answeredEmpty:
+				// A miss with no value: it counts, the quantile shown
+				// comes from the answers that had one.
+				oj.emptyMiss++
+				oj.lat.total++
 			}
 			return
 		}

@@ -2,6 +2,7 @@ package slo
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"sort"
@@ -68,8 +69,14 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 	case KindLatency:
 		m := o.Metric.latency()
 		var samples []refSample
-		var ok, unstreamed, misses, censored uint64
+		var ok, unstreamed, misses, censored, empty uint64
 		for _, r := range recs {
+			if (r.ErrorKind == loadgen.ErrEmptyAnswer || r.ErrorKind == loadgen.ErrOverGeneration) && o.Metric != ScheduleLag {
+				// No answer: a miss beyond every value.
+				samples = append(samples, refSample{time.Duration(math.MaxInt64), 1})
+				empty++
+				continue
+			}
 			if !r.OK() {
 				// Right-censored: cut, timed out or cancelled; TTFT, TTFAT
 				// and E2E run from the intended start.
@@ -125,6 +132,9 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 		var cum uint64
 		for _, s := range samples {
 			cum += s.n
+			if cum >= rank && s.v == time.Duration(math.MaxInt64) {
+				break
+			}
 			if cum >= rank {
 				q := ms(s.v)
 				v.QuantileMs, v.QuantileFrom = &q, "exact"
@@ -144,6 +154,10 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 			addNote(&v, fmt.Sprintf("%d of %d successful responses came unstreamed (one body): they give no %s", unstreamed, ok, o.Metric))
 		}
 		censorNote(&v, o, DefaultConfidence)
+		v.EmptyMisses = empty
+		if empty > 0 {
+			addNote(&v, fmt.Sprintf("%d answers with no output token, or more than max_tokens (%s, %s), counted as misses", empty, loadgen.ErrEmptyAnswer, loadgen.ErrOverGeneration))
+		}
 	case KindRatio:
 		var bad, total, cut, dropped, cancelled uint64
 		for _, r := range recs {

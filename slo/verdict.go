@@ -68,6 +68,11 @@ type Verdict struct {
 	// whether they could change the verdict (latency only).
 	CensoredMisses uint64 `json:"censored_misses,omitempty"`
 	Censored       uint64 `json:"censored,omitempty"`
+	// EmptyMisses counts answers that came with no output token, or more
+	// than max_tokens (empty_answer, over_generation): misses of every
+	// latency objective, in Total and not in Good, with no value for the
+	// quantile (latency only).
+	EmptyMisses uint64 `json:"empty_misses,omitempty"`
 	// Confidence is the confidence the verdict was decided at (latency and
 	// ratio objectives); NeedRequests, on an INCONCLUSIVE verdict, how many
 	// events would decide it if the observed miss rate held (0: none would).

@@ -38,6 +38,13 @@ type targetFlags struct {
 	keepalive          time.Duration
 	httpClient         string
 	apiKey             string // read by client(); never printed
+	acceptEmpty        bool   // registerAnswer's
+}
+
+// registerAnswer registers what an answer must carry (run, validate,
+// sweep).
+func (t *targetFlags) registerAnswer(fs *pflag.FlagSet) {
+	fs.BoolVar(&t.acceptEmpty, "accept-empty", false, "count answers with no output token as successes (default: empty_answer, a failure, unless the server says it stopped at its EOS token); a mix class's accept_empty: true does so for that class")
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {

@@ -30,6 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var tel telemetryFlags
 	var sc scaleFlags
 	tf.register(fs)
+	tf.registerAnswer(fs)
 	lf.register(fs)
 	tel.register(fs)
 	sc.register(fs)
@@ -91,7 +92,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageErr("%s is a trace: its timestamps set the arrivals; drop --rate/--concurrency", mix.Name())
 	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
+	opts.AcceptEmpty = tf.acceptEmpty
 	if mix != nil {
+		opts.AcceptEmptyClasses = mix.AcceptEmpty()
 		src = mix.WithHeaders(mix.Source(mix.Seed()))
 		fmt.Fprintf(stderr, "mix %s (sha256 %s):\n%s\n", mix.Name(), mix.Hash()[:12], strings.TrimRight(mix.Describe(), "\n"))
 	}

@@ -25,6 +25,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var tf targetFlags
 	var tel telemetryFlags
 	tf.register(fs)
+	tf.registerAnswer(fs)
 	tel.register(fs)
 	prompt := fs.String("prompt", "Write a short story about a lighthouse keeper.", "prompt text when no --mix or --prompts is given")
 	mixPath := fs.String("mix", "", "prompt mix file (kind: Mix)")
@@ -138,6 +139,10 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if mix != nil {
 		source = func() loadgen.Source { return mix.WithHeaders(mix.Source(mix.Seed())) }
 	}
+	var acceptClasses []string
+	if mix != nil {
+		acceptClasses = mix.AcceptEmpty()
+	}
 	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
@@ -149,7 +154,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := capacity.Config{Client: client, Source: source, SLO: spec, Search: search,
 		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
 		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
-		MaxInFlight: *maxInFlight, Validity: &bounds,
+		MaxInFlight: *maxInFlight, Validity: &bounds, AcceptEmpty: tf.acceptEmpty, AcceptEmptyClasses: acceptClasses,
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}

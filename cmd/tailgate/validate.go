@@ -29,6 +29,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var tel telemetryFlags
 	var sc scaleFlags
 	tf.register(fs)
+	tf.registerAnswer(fs)
 	tel.register(fs)
 	sc.registerShard(fs)
 	planPath := fs.String("plan", "", "acceptance plan (kind: Plan) (required)")
@@ -111,7 +112,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
-		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, Validity: &bounds, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
+		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, AcceptEmpty: tf.acceptEmpty, Validity: &bounds, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),
 		GPUs:    gpusForEvidence(telCfg), Version: version.Version, Args: os.Args, Log: stderr,
 		Server: func(ctx context.Context) *evidence.Server {

@@ -32,6 +32,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
 	}
+	rec.MaxTokens = maxTokens
 	id := p.ID
 	if id == "" {
 		id = strconv.FormatInt(rec.Seq, 10)
@@ -118,7 +119,7 @@ func (s *response) feed(ev *event) {
 	}
 	if len(ev.text) > 0 {
 		at := rec.Now()
-		rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: s.pending})
+		rec.AddChunk(loadgen.Chunk{At: at, Tokens: s.pending})
 		s.pending = 0
 		if rec.FirstAnswer == 0 {
 			rec.FirstAnswer = at
@@ -206,6 +207,12 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 			return
 		}
 		s.feed(ev)
+		if rec.Overran() {
+			// Not read on: a server that ignores max_tokens may never end.
+			rec.End = rec.Now()
+			rec.OverGeneration()
+			return
+		}
 		if s.final {
 			rec.End = rec.Now()
 			// Read the RPC's end (the server closes a half-closed stream

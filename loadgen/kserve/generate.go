@@ -214,6 +214,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 	if maxTokens == 0 {
 		maxTokens = c.root.MaxTokens
 	}
+	rec.MaxTokens = maxTokens
 	body, err := c.generateBody(c.spec.Load(), p, maxTokens)
 	if err != nil {
 		c.root.HTTP.FailBuilding(rec, err)
@@ -268,6 +269,12 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 			return
 		}
 		s.feed(&s.ev)
+		if rec.Overran() {
+			// Not read on: a server that ignores max_tokens may never end.
+			rec.End = rec.Now()
+			rec.OverGeneration()
+			return
+		}
 	}
 	rec.End = rec.Now()
 	switch err := sc.Err(); {

@@ -118,6 +118,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if maxTokens == 0 {
 		maxTokens = c.root.MaxTokens
 	}
+	rec.MaxTokens = maxTokens
 	body, err := c.body(p, maxTokens)
 	if err != nil {
 		c.root.HTTP.FailBuilding(rec, err)
@@ -159,12 +160,18 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			}
 			if content != "" || thinking != "" {
 				at := rec.Now()
-				rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at})
+				rec.AddChunk(loadgen.Chunk{At: at})
 				if content != "" && rec.FirstAnswer == 0 {
 					rec.FirstAnswer = at
 				}
 				if keepText {
 					text = append(text, content...)
+				}
+				if rec.Overran() {
+					// Not read on: a server that ignores num_predict may never end.
+					rec.End = rec.Now()
+					rec.OverGeneration()
+					return
 				}
 			}
 			if o.Done {

@@ -63,6 +63,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if maxTokens == 0 {
 		maxTokens = c.maxToks
 	}
+	rec.MaxTokens = maxTokens
 	// The drain after [DONE] is bounded by a read deadline on the lean
 	// client's bodies; on net/http's, by a child context, cancelled without
 	// touching the caller's. (A context per stream, its done channel and
@@ -209,6 +210,7 @@ type stream struct {
 
 	events    int  // JSON events decoded
 	doneSeen  bool // data: [DONE]
+	overran   bool // past the output bound: reading stopped
 	finished  bool // some chunk carried a finish_reason
 	cumTokens int  // cumulative completion tokens attributed to chunks so far
 
@@ -276,6 +278,10 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 			s.cumTokens = cum
 		}
 		rec.AddChunk(loadgen.Chunk{At: now, Tokens: tokens})
+		if rec.Overran() {
+			s.overran = true
+			return false
+		}
 		if ev.answer && rec.FirstAnswer == 0 {
 			rec.FirstAnswer = now
 		}
@@ -366,6 +372,10 @@ func (c *Client) endStream(ctx context.Context, cancel context.CancelFunc, body 
 		rec.Text = string(s.text)
 	}
 	switch {
+	case s.overran:
+		// Not drained: a server that ignores max_tokens may never end.
+		rec.OverGeneration()
+		return
 	case s.kind != loadgen.ErrNone:
 		c.http.Fail(rec, s.kind, s.msg)
 	case s.doneSeen:

@@ -56,7 +56,12 @@
 //	cancelled                     the context was cancelled (run stopped)
 //	stream_error                  an error object inside a 200 stream
 //	stream_truncated              the body ended without [DONE], or was cut
-//	protocol                      a chunk that is not valid JSON
+//	protocol                      a chunk that is not valid JSON, broken HTTP framing, a head over 1 MB
+//	over_generation               tokens past loadgen.OutputBound(max_tokens): reading stopped
+//
+// The runner then fails an answer with no output token as empty_answer and
+// one of more than max_tokens + 1 tokens as over_generation
+// (loadgen.Record's settleAnswer), for every protocol alike.
 //
 // A stream without [DONE] is accepted only if it ended cleanly after a
 // chunk with a finish_reason. Error never contains the API key or the

@@ -108,6 +108,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if maxTokens == 0 {
 		maxTokens = c.root.MaxTokens
 	}
+	rec.MaxTokens = maxTokens
 	body, err := c.body(p, maxTokens)
 	if err != nil {
 		c.root.HTTP.FailBuilding(rec, err)
@@ -177,7 +178,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			pending++
 			if !ev.Token.Special && ev.Token.Text != "" {
 				at := rec.Now()
-				rec.Chunks = append(rec.Chunks, loadgen.Chunk{At: at, Tokens: pending})
+				rec.AddChunk(loadgen.Chunk{At: at, Tokens: pending})
 				pending = 0
 				if rec.FirstAnswer == 0 {
 					rec.FirstAnswer = at
@@ -185,6 +186,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 				if keepText {
 					text = append(text, ev.Token.Text...)
 				}
+			}
+			if rec.Overran() || pending > loadgen.OutputBound(rec.MaxTokens) && rec.MaxTokens > 0 {
+				// Not read on: a server that ignores max_new_tokens may never end.
+				rec.End = rec.Now()
+				rec.OverGeneration()
+				return
 			}
 		}
 		if ev.GeneratedText != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -102,10 +103,46 @@ func Classify(ctx context.Context, err error, where string) (loadgen.ErrorKind, 
 	if errors.Is(err, context.DeadlineExceeded) {
 		return loadgen.ErrTimeout, "timed out " + where + ": " + err.Error()
 	}
+	if isFraming(err) {
+		return loadgen.ErrProtocol, "bad HTTP framing " + where + ": " + err.Error()
+	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return loadgen.ErrConnect, "connection closed " + where
 	}
 	return loadgen.ErrConnect, where + ": " + err.Error()
+}
+
+// errHeadersTooLarge is the lean client's head over MaxResponseHeaderBytes,
+// in net/http's words for the same.
+var errHeadersTooLarge = errors.New("net/http: server response headers exceeded " + strconv.Itoa(MaxResponseHeaderBytes) + " bytes; aborted")
+
+// framingErrors are the lean client's errors for an answer whose HTTP
+// framing is wrong: a server's fault, not a connection that broke.
+var framingErrors = []error{errHeadersTooLarge, errLineTooLong, errLongTrailer, errExcess, errMalformedChunked,
+	errChunkBareLF, errChunkCR, errChunkEmptyLength, errChunkLengthByte, errChunkLengthTooBig, http.ErrLineTooLong}
+
+// framingWords are net/http's texts for the same errors, which it does not
+// export (the lean client's are the same words).
+var framingWords = []string{"server response headers exceeded", "malformed chunked encoding", "chunked line ends with bare LF",
+	"invalid CR in chunked line", "empty hex number for chunk length", "invalid byte in chunk length",
+	"http chunk length too large", "chunked encoding contains too much non-data", "suspiciously long trailer",
+	"malformed HTTP response", "malformed MIME header"}
+
+// isFraming reports whether err says the answer's HTTP framing (head,
+// chunk sizes, trailer) is not HTTP/1.1.
+func isFraming(err error) bool {
+	for _, e := range framingErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	s := err.Error()
+	for _, w := range framingWords {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Unwrap drops net/http's "Post <url>:" wrapper, which repeats the URL

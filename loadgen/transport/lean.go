@@ -67,9 +67,37 @@ type leanConn struct {
 	deadline bool
 }
 
-// headPool holds the readers of response heads: http.ReadResponse wants a
-// *bufio.Reader, needed only until the head is parsed.
-var headPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, leanReadBufferBytes) }}
+// headReader is a pooled reader of response heads: http.ReadResponse
+// wants a *bufio.Reader, needed only until the head is parsed; it reads
+// through lim, so a head has at most MaxResponseHeaderBytes.
+type headReader struct {
+	br  *bufio.Reader
+	lim headLimit
+}
+
+// headLimit reads at most n more bytes of r, then io.EOF.
+type headLimit struct {
+	r io.Reader
+	n int64
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+var headPool = sync.Pool{New: func() any {
+	h := &headReader{}
+	h.br = bufio.NewReaderSize(&h.lim, leanReadBufferBytes)
+	return h
+}}
 
 func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Duration, noReuse bool) *lean {
 	return &lean{
@@ -189,10 +217,17 @@ func (l *lean) write(c *leanConn, req *http.Request) error {
 // start, and goes back to in. The body net/http made over the reader is
 // left unread: bodyReader reads in its place.
 func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
-	br := headPool.Get().(*bufio.Reader)
-	br.Reset(in)
+	h := headPool.Get().(*headReader)
+	br := h.br
+	// The limit counts what the buffer read past the head too, as
+	// net/http's does: at most one buffer's worth of the body.
+	h.lim = headLimit{r: in, n: MaxResponseHeaderBytes + leanReadBufferBytes}
+	br.Reset(&h.lim)
 	for {
 		if resp, err = http.ReadResponse(br, req); err != nil {
+			if h.lim.n <= 0 {
+				err = errHeadersTooLarge
+			}
 			break
 		}
 		// 100 Continue (and other informational answers but 101) come
@@ -203,8 +238,9 @@ func readHead(in *connReader, req *http.Request) (resp *http.Response, err error
 			break
 		}
 	}
-	br.Reset(nil)
-	headPool.Put(br)
+	br.Reset(&h.lim)
+	h.lim = headLimit{}
+	headPool.Put(h)
 	if err != nil {
 		return nil, err
 	}

@@ -162,8 +162,16 @@ func (c Config) Transport() (*http.Transport, error) {
 		// stream its size for no throughput (bench-peers' memory and
 		// streamed steps).
 		ReadBufferSize: 4 << 10,
+		// net/http's server default, not its client's 10 MB: a server
+		// that sends a huge head is broken, and every stream holds it.
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}, nil
 }
+
+// MaxResponseHeaderBytes bounds an answer's head on both HTTP clients
+// (http.DefaultMaxHeaderBytes); a longer one fails the request as
+// protocol, with what was read of it let go.
+const MaxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 
 // HeaderSet is a Config's headers made ready to send.
 type HeaderSet struct {

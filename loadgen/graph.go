@@ -485,7 +485,10 @@ func (d *dispatch) session(p *prompts.Prompt, seq int64, at time.Duration) error
 	if !d.wait.until(d.rn.send, d.rn.epoch.Add(at)) {
 		return nil
 	}
-	_, err := d.r.startSession(d.rn, p, seq, at, d.slots)
+	s, err := d.r.startSession(d.rn, p, seq, at, d.slots)
+	if s != nil {
+		d.r.capped.Add(1)
+	}
 	return err
 }
 

@@ -403,3 +403,30 @@ func metricsOf(recs []*Record) *Metrics {
 	}
 	return m
 }
+
+// A request count ends sending, not the sessions already started: with
+// --requests 3 every one of the three sessions runs to its end, open and
+// closed loop, however long their tool gaps.
+func TestGraphRequestCapLetsStartedSessionsFinish(t *testing.T) {
+	for _, o := range []Options{
+		{Closed: true, Requests: 3, Stages: []Stage{{Concurrency: 2, Duration: time.Hour}}},
+		{Requests: 3, Stages: []Stage{{Rate: 100, Duration: time.Hour}}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := &fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3}
+			recs, info := collect(t, context.Background(), c, &graphSource{}, o)
+			s := summarize(recs, info).Sessions
+			if s == nil || s.Count != 3 || s.OK != 3 || s.Cut != 0 {
+				t.Fatalf("closed %v: sessions %+v, want 3 complete", o.Closed, s)
+			}
+			for id, calls := range bySession(t, recs) {
+				checkEdges(t, agentGraph(id), calls)
+				for cid, r := range calls {
+					if r.NotSent {
+						t.Errorf("closed %v: session %s call %s not sent (%s)", o.Closed, id, cid, r.ErrorKind)
+					}
+				}
+			}
+		})
+	}
+}

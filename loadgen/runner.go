@@ -81,6 +81,9 @@ type Runner struct {
 
 	sent atomic.Int64
 	drop atomic.Int64
+	// capped is what the request cap counts: requests sent (a linear
+	// session's turns each) and agent sessions started, once each.
+	capped atomic.Int64
 	cut  atomic.Int64
 
 	// measuredFrom is the earliest intended start of a measured request
@@ -350,7 +353,8 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 
 // capReached reports whether the request count (Options.Requests) is
 // spent before the request numbered seq: sharded, by global number (the
-// count is the whole schedule's), else by requests sent and dropped.
+// count is the whole schedule's), else by requests sent (an agent session
+// counting once) and dropped.
 func (r *Runner) capReached(seq int64, dropped bool) bool {
 	if r.opts.Requests <= 0 {
 		return false
@@ -358,7 +362,7 @@ func (r *Runner) capReached(seq int64, dropped bool) bool {
 	if r.opts.Shard.Active() {
 		return seq >= int64(r.opts.Requests)
 	}
-	n := r.sent.Load()
+	n := r.capped.Load()
 	if dropped {
 		n += r.drop.Load()
 	}
@@ -496,6 +500,9 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 	}()
 	for {
 		if r.capReached(r.seq.peek(), false) {
+			// A count, not a clock, ended sending: the sessions already
+			// started run to their end, bounded by the schedule's.
+			r.graphs.waitIdle(rn)
 			return nil, nil, nil
 		}
 		p, seq, err := r.seq.draw()
@@ -551,7 +558,8 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 			pp, slots := p, d.slots
 			done = func(x *Record) { r.followUp(rn, slots, pp, x) }
 		}
-		r.sent.Add(1) // before the next dispatcher runs: the request cap reads it
+		r.sent.Add(1)
+		r.capped.Add(1) // before the next dispatcher runs: the request cap reads it
 		rn.wg.Add(1)
 		return p, rec, done
 	}
@@ -613,7 +621,13 @@ func (r *Runner) closedLoop(rn *run) error {
 			// The first worker to finish ends the schedule: the others'
 			// requests in flight then drain within the grace, and workers
 			// idle until a later stage stop waiting.
-			defer func() { r.endSending(rn, time.Since(rn.epoch)) }()
+			// Sessions other workers still run are let finish first: a
+			// worker out of budget must not cut them (waitIdle returns at
+			// the schedule's end or a stop).
+			defer func() {
+				r.graphs.waitIdle(rn)
+				r.endSending(rn, time.Since(rn.epoch))
+			}()
 			// The loop holds little: its frame is on the stack of a
 			// request waiting for its next token (see do).
 			var pending *prompts.Prompt // a session's next turn

@@ -61,6 +61,7 @@ func (r *Runner) followUp(rn *run, slots chan struct{}, prev *prompts.Prompt, re
 		nrec := r.newRecord(rn.epoch, next, r.seq.turn(), due)
 		// Sent by the goroutine that waited for it, as the open loop's.
 		r.sent.Add(1)
+		r.capped.Add(1)
 		rn.wg.Add(1)
 		r.request(rn, nrec, next, func(x *Record) { r.followUp(rn, slots, next, x) })
 	}()

@@ -200,7 +200,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.stages, "stages", "", "load stages LEVEL@DURATION,...: rates 10@1m,50@2m (open loop) or concurrencies c8@1m,c32@2m (closed loop)")
 	fs.DurationVar(&l.ramp, "ramp", 0, "linear ramp at the start of each stage from the previous level")
 	fs.DurationVar(&l.duration, "duration", 30*time.Second, "run length (without --stages), e.g. 30s or 5m")
-	fs.IntVar(&l.requests, "requests", 0, "stop after this many requests (0: no limit)")
+	fs.IntVar(&l.requests, "requests", 0, "stop after this many requests, an agent session counting once (0: no limit)")
 	fs.StringVar(&l.warmup, "warmup", "", "warm-up left out of the figures: a count (20) or a duration (10s)")
 	fs.DurationVar(&l.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout")
 	registerGrace(fs, &l.grace)

@@ -84,7 +84,7 @@ type Runner struct {
 	// capped is what the request cap counts: requests sent (a linear
 	// session's turns each) and agent sessions started, once each.
 	capped atomic.Int64
-	cut  atomic.Int64
+	cut    atomic.Int64
 
 	// measuredFrom is the earliest intended start of a measured request
 	// (-1: none yet), for the scheduled window after a warm-up by count.

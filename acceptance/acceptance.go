@@ -65,7 +65,7 @@ type Config struct {
 	// Log receives one line per stage and warnings (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each stage.
-	Progress func(label string) *pipeline.Progress
+	Progress func(label string) pipeline.Progress
 	// Shard runs one shard of every stage (see loadgen.Shard); tailgate
 	// merge combines the shards' evidence into one verdict.
 	Shard loadgen.Shard

@@ -25,7 +25,7 @@ func TestSweepEnergyAndCostPerLevel(t *testing.T) {
 	cfg := sweepConfig(t, srv, Search{Levels: []Level{{Rate: 20}, {Rate: 40}}})
 	cfg.Warmup, cfg.GPUHourCostUSD = 0, 3.0
 	var starts []float64
-	cfg.Progress = func(string) *pipeline.Progress {
+	cfg.Progress = func(string) pipeline.Progress {
 		starts = append(starts, srv.EnergyJoules())
 		return nil
 	}

@@ -68,7 +68,7 @@ type Config struct {
 	// Log gets one line per level (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each level.
-	Progress func(label string) *pipeline.Progress
+	Progress func(label string) pipeline.Progress
 	// Now is the clock for the forecast (nil: time.Now).
 	Now func() time.Time
 }

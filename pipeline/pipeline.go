@@ -47,7 +47,7 @@ type Spec struct {
 	// the end, also when the run is stopped. Empty: nothing is written.
 	Out results.Dir
 	// Progress, if set, is told how the run goes once a second.
-	Progress *Progress
+	Progress Progress
 	// Theater sets the metric-theater rule (the zero value: its defaults),
 	// judged whenever Telemetry is set; the result is summary.json's
 	// capacity section.
@@ -245,14 +245,16 @@ loop:
 			}
 			lastTick = now
 			if spec.Progress != nil {
-				spec.Progress.update(now.Sub(start), total, runner.Sent(), p.done, p.failed, metrics)
+				ttft := metrics.All.Hist[loadgen.MetricTTFT]
+				spec.Progress.Update(ProgressState{Elapsed: now.Sub(start), Total: total, Sent: runner.Sent(), Done: p.done, Failed: p.failed,
+					TTFTP99: time.Duration(ttft.ValueAtQuantile(99)) * time.Microsecond, HasTTFT: ttft.TotalCount() > 0})
 			}
 		}
 	}
 	out := <-done
 	info := out.info
 	if spec.Progress != nil {
-		spec.Progress.finish()
+		spec.Progress.Finish()
 	}
 	if err := p.tick(lastTick, time.Now()); err != nil {
 		stop(err)

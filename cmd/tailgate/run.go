@@ -129,7 +129,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ps.SLO = &pipeline.Judging{Spec: spec}
 	}
 	if isTerminal(stderr) && !*noProgress {
-		ps.Progress = pipeline.NewProgress(stderr, "")
+		ps.Progress = newProgress(stderr, "")
 	}
 	var sinks []pipeline.Sink
 	pushSink, err := pf.sink(spec, tf.target)

@@ -159,7 +159,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
 	if isTerminal(stderr) && !*noProgress {
-		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }
+		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }
 	}
 	res, err := capacity.Run(ctx, cfg)
 	if res == nil {

@@ -125,7 +125,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageErr("%v", err)
 	}
 	if isTerminal(stderr) && !*noProgress {
-		cfg.Progress = func(label string) *pipeline.Progress { return pipeline.NewProgress(stderr, label) }
+		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }
 	}
 	pushSink, err := pf.sink(plan.SLO, tf.target)
 	if err != nil {

@@ -186,3 +186,21 @@ func stringLit(n ast.Node) (string, bool) {
 	s, err := strconv.Unquote(lit.Value)
 	return s, err == nil
 }
+
+// Imports kept where they belong: terminal drawing only in cmd/, no
+// Prometheus server code outside tests (the tests run a real one), and
+// nothing of the deprecated io/ioutil.
+func TestImportBounds(t *testing.T) {
+	for path, p := range packages(t) {
+		for _, imp := range p.Imports {
+			switch {
+			case imp == "io/ioutil":
+				t.Errorf("%s imports io/ioutil: use io and os", path)
+			case within(imp, "github.com/schollz/progressbar/v3") && !within(path, "cmd"):
+				t.Errorf("%s imports %s: progress display belongs to cmd/ (pipeline.Progress is the seam)", path, imp)
+			case strings.HasPrefix(imp, "github.com/prometheus/prometheus/"):
+				t.Errorf("%s imports %s: the Prometheus server's code is for tests only", path, imp)
+			}
+		}
+	}
+}

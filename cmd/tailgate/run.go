@@ -91,6 +91,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if trace && (lf.rate > 0 || lf.concurrency > 0) {
 		return usageErr("%s is a trace: its timestamps set the arrivals; drop --rate/--concurrency", mix.Name())
 	}
+	if sh, _, err := sc.shardOptions(); err == nil {
+		o := opts
+		o.Shard = sh
+		if err := checkConnections(plannedConnections(tf.api, o), readHostLimits()); err != nil {
+			return err
+		}
+	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
 	opts.AcceptEmpty = tf.acceptEmpty
 	if mix != nil {

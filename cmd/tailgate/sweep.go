@@ -143,6 +143,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if mix != nil {
 		acceptClasses = mix.AcceptEmpty()
 	}
+	if err := checkConnections(sweepConnections(tf.api, search), readHostLimits()); err != nil {
+		return err
+	}
 	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
@@ -197,4 +200,17 @@ func cleanChanges(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// sweepConnections is the connections the sweep's highest closed-loop
+// level holds (see plannedConnections).
+func sweepConnections(api string, s capacity.Search) int64 {
+	var peak float64
+	for _, l := range append([]capacity.Level{s.To}, s.Levels...) {
+		if l.Closed() {
+			peak = max(peak, l.Value())
+		}
+	}
+	o := loadgen.Options{Closed: peak > 0, Stages: []loadgen.Stage{{Concurrency: int(peak)}}}
+	return plannedConnections(api, o)
 }

@@ -102,6 +102,20 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	sh, _, err := sc.shardOptions()
+	if err != nil {
+		return err
+	}
+	peak := loadgen.Options{Shard: sh}
+	for _, st := range plan.Stages {
+		if st.Concurrency > 0 {
+			peak.Closed = true
+			peak.Stages = append(peak.Stages, loadgen.Stage{Concurrency: st.Concurrency})
+		}
+	}
+	if err := checkConnections(plannedConnections(tf.api, peak), readHostLimits()); err != nil {
+		return err
+	}
 	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err

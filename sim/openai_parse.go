@@ -202,7 +202,7 @@ func (s *Server) blockHashes(model string, n int, texts []string, ids []int) []u
 		return b.done()
 	}
 	for k := range s.cfg.PromptOverheadTokens {
-		b.token(uint64(k) | 1<<63) // ids no word hashes to, bar chance
+		b.token(uint64(k) | 1<<63) // the template's markers: the same ids in every prompt
 	}
 	for _, t := range texts {
 		b.text(t)

@@ -104,6 +104,9 @@ func (r *Runner) startSession(rn *run, p *prompts.Prompt, seq int64, start time.
 	s := &session{r: r, rn: rn, g: g, seq: seq, slots: slots, done: make(chan struct{}),
 		calls: make([]callState, len(g.Calls))}
 	s.fig = SessionFigures{Session: g.ID, Trace: g.Trace}
+	if g.HashIDs && g.PromptTokens > 0 {
+		s.fig.Promised, s.fig.PromisedOf = g.PromisedPrefixTokens, g.PromptTokens
+	}
 	rn.wg.Add(1)
 	if !r.graphs.add(rn, s) {
 		rn.wg.Done()

@@ -23,7 +23,22 @@ type SessionFigures struct {
 	InputTokens, OutputTokens         int64
 	// ToolWait sums the tool delays on the edges of the calls sent.
 	ToolWait time.Duration
-	sent     bool
+	// Promised is the prompt tokens the trace's hash ids say repeat an
+	// earlier call's blocks, of PromisedOf prompt tokens in the trace's
+	// calls: the hit rate a perfect prefix cache would give. PromisedOf
+	// is 0 when the trace gave no hash ids (nothing is promised, not
+	// even 0). Only the runner knows them: records do not carry them.
+	Promised, PromisedOf int
+	sent                 bool
+}
+
+// PromisedShare is Promised / PromisedOf; ok is false when the trace
+// promised nothing.
+func (f *SessionFigures) PromisedShare() (float64, bool) {
+	if f.PromisedOf <= 0 {
+		return 0, false
+	}
+	return float64(f.Promised) / float64(f.PromisedOf), true
 }
 
 // Add counts one record of the session.
@@ -85,13 +100,22 @@ type SessionLine struct {
 	InputTokens  int64  `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
 	ToolWaitUs   int64  `json:"tool_wait_us"`
+	// PromisedPrefixTokens and PromisedPrefixShare are the prefix the
+	// trace's hash ids promise (absent without hash ids).
+	PromisedPrefixTokens *int     `json:"promised_prefix_tokens,omitempty"`
+	PromisedPrefixShare  *float64 `json:"promised_prefix_share,omitempty"`
 }
 
 // Line is f as its sessions.jsonl line.
 func (f *SessionFigures) Line() SessionLine {
-	return SessionLine{Session: f.Session, Trace: f.Trace, StartUs: us(f.Start), EndUs: us(f.End),
+	l := SessionLine{Session: f.Session, Trace: f.Trace, StartUs: us(f.Start), EndUs: us(f.End),
 		Calls: f.Calls, OK: f.OK, Failed: f.Failed, Cancelled: f.Cancelled, Cut: f.Cut,
 		InputTokens: f.InputTokens, OutputTokens: f.OutputTokens, ToolWaitUs: us(f.ToolWait)}
+	if share, ok := f.PromisedShare(); ok {
+		n := f.Promised
+		l.PromisedPrefixTokens, l.PromisedPrefixShare = &n, &share
+	}
+	return l
 }
 
 // SessionStats roll sessions up for summary.json: counts by outcome and
@@ -100,7 +124,11 @@ func (f *SessionFigures) Line() SessionLine {
 // with it), cut when the generator cut one and none failed.
 type SessionStats struct {
 	Count, OK, Failed, Cut, CancelledCalls int64
-	Duration                               *hdrhistogram.Histogram
+	// Promised and PromisedOf sum the sessions' promised prefix tokens
+	// and the prompt tokens they are of, over sessions whose trace gave
+	// hash ids.
+	Promised, PromisedOf int64
+	Duration             *hdrhistogram.Histogram
 	// TurnE2E is E2E per turn index of session calls, beside
 	// Metrics.TurnTTFT.
 	TurnE2E map[int]*hdrhistogram.Histogram
@@ -125,6 +153,10 @@ func (s *SessionStats) add(r *Record) {
 	}
 	s.Count++
 	s.CancelledCalls += int64(f.Cancelled)
+	if f.PromisedOf > 0 {
+		s.Promised += int64(f.Promised)
+		s.PromisedOf += int64(f.PromisedOf)
+	}
 	switch f.Outcome() {
 	case SessionFailed:
 		s.Failed++
@@ -213,6 +245,8 @@ func (s *SessionStats) merge(o *SessionStats) {
 	s.Failed += o.Failed
 	s.Cut += o.Cut
 	s.CancelledCalls += o.CancelledCalls
+	s.Promised += o.Promised
+	s.PromisedOf += o.PromisedOf
 	s.Duration.Merge(o.Duration)
 	for t, h := range o.TurnE2E {
 		turnHist(s.TurnE2E, t).Merge(h)
@@ -230,6 +264,22 @@ type SessionSummary struct {
 	CancelledCalls int64                      `json:"cancelled_calls"`
 	DurationMs     Hist                       `json:"duration_ms"`
 	Turns          map[string]map[string]Hist `json:"turns,omitempty"`
+	// PromisedPrefixShare is the prefix share the traces' hash ids
+	// promise over every session that has them; ServerPrefixHitRate is
+	// what the server measured over the run (vLLM's prefix-cache hits /
+	// queries, from the telemetry): the two side by side say whether the
+	// cache kept what the sessions share. Each is absent when unknown.
+	PromisedPrefixShare *float64 `json:"promised_prefix_share,omitempty"`
+	ServerPrefixHitRate *float64 `json:"server_prefix_hit_rate,omitempty"`
+}
+
+// SetServerPrefixHitRate sets the server's measured prefix-cache hit
+// rate beside the promise, when there are sessions and a rate.
+func (s *SessionSummary) SetServerPrefixHitRate(rate *float64) {
+	if s != nil && rate != nil {
+		v := *rate
+		s.ServerPrefixHitRate = &v
+	}
 }
 
 func (m *Metrics) sessionSummary() *SessionSummary {
@@ -239,6 +289,10 @@ func (m *Metrics) sessionSummary() *SessionSummary {
 	}
 	out := &SessionSummary{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls,
 		DurationMs: HistOf(s.Duration), Turns: map[string]map[string]Hist{}}
+	if s.PromisedOf > 0 {
+		share := float64(s.Promised) / float64(s.PromisedOf)
+		out.PromisedPrefixShare = &share
+	}
 	for name, in := range map[string]map[int]*hdrhistogram.Histogram{"ttft": m.TurnTTFT, "e2e": s.TurnE2E} {
 		first, later := NewHistogram(), NewHistogram()
 		for t, h := range in {
@@ -270,6 +324,8 @@ type SessionsState struct {
 	CancelledCalls int64             `json:"cancelled_calls"`
 	Duration       string            `json:"duration"`
 	TurnE2E        map[string]string `json:"e2e_by_turn,omitempty"`
+	Promised       int64             `json:"promised_prefix_tokens,omitempty"`
+	PromisedOf     int64             `json:"promised_of_tokens,omitempty"`
 }
 
 func (s *SessionStats) state() (*SessionsState, error) {
@@ -277,7 +333,8 @@ func (s *SessionStats) state() (*SessionsState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &SessionsState{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls, Duration: d}
+	st := &SessionsState{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls, Duration: d,
+		Promised: s.Promised, PromisedOf: s.PromisedOf}
 	for t, h := range s.TurnE2E {
 		if st.TurnE2E == nil {
 			st.TurnE2E = map[string]string{}
@@ -292,6 +349,7 @@ func (s *SessionStats) state() (*SessionsState, error) {
 func (st *SessionsState) stats() (*SessionStats, error) {
 	s := newSessionStats()
 	s.Count, s.OK, s.Failed, s.Cut, s.CancelledCalls = st.Count, st.OK, st.Failed, st.Cut, st.CancelledCalls
+	s.Promised, s.PromisedOf = st.Promised, st.PromisedOf
 	var err error
 	if s.Duration, err = decodeHist(st.Duration); err != nil {
 		return nil, err

@@ -168,6 +168,9 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	// samples stand for all; shard 0's are kept.
 	if t := shards[0].sum; t != nil && t.Telemetry != nil {
 		sum.Telemetry = t.Telemetry
+		if t.Telemetry.Capacity != nil {
+			sum.Sessions.SetServerPrefixHitRate(t.Telemetry.Capacity.PrefixCacheHitRate)
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("telemetry from shard 0 (%s): every shard samples the same server", shards[0].dir))
 	}
 	for _, name := range []string{results.TelemetryFile, results.QueueDelayFile} {

@@ -276,6 +276,9 @@ loop:
 	if tel != nil {
 		ts, qd, serr := tel.stop()
 		res.Summary.Telemetry = &ts
+		if ts.Capacity != nil {
+			res.Summary.Sessions.SetServerPrefixHitRate(ts.Capacity.PrefixCacheHitRate)
+		}
 		res.QueueDelay = qd
 		res.Summary.MetricTheater = p.theater.Section()
 		if w := res.Summary.MetricTheater.Warning(); w != "" {

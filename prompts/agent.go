@@ -252,6 +252,9 @@ func (cs *classState) buildGraph(s *mixSource, gs *gsession, idx uint64) *Prompt
 		ID: gid, Trace: traceName(c, gs.id), Calls: make([]Call, len(calls)),
 		PromisedPrefixTokens: gs.promised, PromptTokens: gs.prompt,
 	}
+	for i := range gs.calls {
+		g.HashIDs = g.HashIDs || len(gs.calls[i].hashes) > 0
+	}
 	blockSeed := s.seed ^ int64(c.key)
 	if !gs.global {
 		blockSeed ^= int64(fnv64(gs.id))

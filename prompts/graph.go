@@ -84,6 +84,9 @@ type Graph struct {
 	// PromptTokens is the sum of the calls' InputTokens, the denominator
 	// of the promised hit rate.
 	PromptTokens int
+	// HashIDs says the trace gave hash ids, so PromisedPrefixTokens is a
+	// promise (0 included) rather than unknown.
+	HashIDs bool
 }
 
 // Validate checks what the engine relies on: at least one call, every

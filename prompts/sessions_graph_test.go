@@ -372,3 +372,17 @@ func TestSessionTraceErrors(t *testing.T) {
 		})
 	}
 }
+
+// A trace with hash ids promises a prefix, 0 included; one without
+// (recorded messages) promises nothing, so figures leave it out.
+func TestGraphHashIDs(t *testing.T) {
+	for path, want := range map[string]bool{"../testdata/mixes/trace-weka.yaml": true, "../testdata/mixes/trace-dynamo.yaml": true,
+		"../testdata/mixes/trace-otel.yaml": false} {
+		_, ps := drawAll(t, path, LoadOptions{}, 3)
+		for _, p := range ps {
+			if p.Graph.HashIDs != want {
+				t.Errorf("%s session %s: HashIDs %v, want %v", path, p.Graph.ID, p.Graph.HashIDs, want)
+			}
+		}
+	}
+}

@@ -154,6 +154,20 @@ type Config struct {
 	PrefillPerToken time.Duration
 	DecodeBase      time.Duration // fixed cost of every step
 	DecodePerSeq    time.Duration // added per running (not paused) sequence
+	// BlockSize is the prefix cache's block in tokens (vLLM --block-size);
+	// 0 means 16, vLLM's default.
+	BlockSize int
+	// PrefixCacheBlocks is the prefix cache's capacity in blocks (see
+	// prefixCache): 0 means KVTokens / BlockSize, the whole KV cache's
+	// worth, as vLLM keeps freed blocks cached until it needs them; −1
+	// turns the cache off (no hits, no prefix-cache series). Each engine
+	// has its own, as each vLLM data-parallel rank does.
+	PrefixCacheBlocks int
+	// ToolCallShare is the share (0–1) of chat requests answered with a
+	// tool call instead of text, drawn from Seed and the arrival number;
+	// a request that carries tools is always answered with one. See
+	// the tool-call answer in toolcall.go.
+	ToolCallShare float64
 	// TokensPerChunk is the number of tokens every running sequence emits per
 	// step, and so per streamed chunk (the last chunk may carry fewer).
 	TokensPerChunk int
@@ -266,7 +280,8 @@ type Config struct {
 
 // DefaultConfig is a plausible single-GPU engine serving an 8B model with
 // vLLM: 64 slots, 131072 KV tokens, prefill 2 ms + 0.1 ms/token, decode
-// 8 ms + 0.15 ms per running sequence, one token per chunk.
+// 8 ms + 0.15 ms per running sequence, one token per chunk, and a
+// prefix cache of 16-token blocks as large as the KV cache.
 func DefaultConfig() Config {
 	return Config{
 		Model:            "sim-llama-8b",
@@ -278,6 +293,7 @@ func DefaultConfig() Config {
 		DecodeBase:       8 * time.Millisecond,
 		DecodePerSeq:     150 * time.Microsecond,
 		TokensPerChunk:   1,
+		BlockSize:        16,
 		DefaultMaxTokens: 128,
 		StallFor:         2 * time.Second,
 		TruthLimit:       1000,
@@ -341,6 +357,12 @@ func (c Config) withDefaults() Config {
 	if c.TokensPerChunk == 0 {
 		c.TokensPerChunk = d.TokensPerChunk
 	}
+	if c.BlockSize == 0 {
+		c.BlockSize = d.BlockSize
+	}
+	if c.PrefixCacheBlocks == 0 && c.BlockSize > 0 {
+		c.PrefixCacheBlocks = max(1, c.KVTokens/c.BlockSize)
+	}
 	if c.DefaultMaxTokens == 0 {
 		c.DefaultMaxTokens = d.DefaultMaxTokens
 	}
@@ -384,7 +406,7 @@ func (c Config) validate() error {
 	}
 	for name, v := range map[string]int{"slots": c.Slots, "kv tokens": c.KVTokens,
 		"max batch tokens": c.MaxBatchTokens, "tokens per chunk": c.TokensPerChunk,
-		"default max tokens": c.DefaultMaxTokens, "KV bytes per token": c.KVBytesPerToken} {
+		"default max tokens": c.DefaultMaxTokens, "KV bytes per token": c.KVBytesPerToken, "block size": c.BlockSize} {
 		if v < 1 {
 			bad("sim: %s %d: must be at least 1", name, v)
 		}
@@ -399,6 +421,12 @@ func (c Config) validate() error {
 	}
 	if c.Profile != "" && c.Profile != ProfileLlamaCpp && c.Profile != ProfileOllama {
 		bad("sim: profile %q: want %q, %q or none", c.Profile, ProfileLlamaCpp, ProfileOllama)
+	}
+	if c.PrefixCacheBlocks < -1 {
+		bad("sim: prefix cache blocks %d: want -1 (off), 0 (default) or a count", c.PrefixCacheBlocks)
+	}
+	if c.ToolCallShare < 0 || c.ToolCallShare > 1 {
+		bad("sim: tool call share %v: want a share in [0, 1]", c.ToolCallShare)
 	}
 	if c.MaxQueue < 0 {
 		bad("sim: max queue %d: must not be negative", c.MaxQueue)

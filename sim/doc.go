@@ -46,6 +46,11 @@
 // /metrics has vLLM's vllm:* series per engine and the simulated GPU's
 // DCGM_FI_DEV_* series (metrics.go), or llama-server's llamacpp:* series,
 // or nothing; KServe-shaped requests add Triton's nv_inference_* series.
+// With the prefix cache on (prefixcache.go) it also has vLLM's
+// vllm:prefix_cache_queries_total and _hits_total, in tokens, and usage
+// carries prompt_tokens_details.cached_tokens. A chat request with tools,
+// or one drawn by Config.ToolCallShare, is answered with a tool call
+// (toolcall.go).
 // Truth returns, for every request, its arrival, headers, admission,
 // every content chunk's instant and token count, and its end, as
 // monotonic time.Time values comparable with a client's own.

@@ -11,6 +11,8 @@ import (
 type seq struct {
 	prompt, max, kv int
 	arrived         time.Time
+	blocks          []uint64      // the prompt's full blocks' hashes, for the prefix cache
+	cached          int           // prompt tokens the prefix cache held; set before admittedAt
 	pauseAt         int           // stall_mid: pause once this many tokens are out (0 with pauseFor: before the first)
 	pauseFor        time.Duration // 0: no pause
 
@@ -60,6 +62,9 @@ func (q *seq) signal() {
 //	DecodeBase + DecodePerSeq × running
 //	  + (PrefillBase + PrefillPerToken × prompt tokens admitted), if any were admitted
 //
+// where a prompt's tokens the prefix cache held (prefixCache) are not
+// counted, in the step's time or its MaxBatchTokens budget.
+//
 // and at its end every running sequence, the newly admitted included (its
 // prefill produced its first token), emits TokensPerChunk tokens. So a
 // prefill holds up the whole batch's next token, as in a non-chunked or
@@ -85,6 +90,10 @@ type engine struct {
 	cancels []*seq
 	scrapes []chan struct{} // MetricsFromLoop: closed when the loop is between steps
 	wake    chan struct{}
+
+	// cache is the engine's prefix cache (nil: off); the scheduler alone
+	// uses it.
+	cache *prefixCache
 
 	// scheduler-owned
 	waiting []*seq
@@ -203,7 +212,8 @@ func (e *engine) admit(now time.Time) (prefillTokens, admitted int) {
 		if e.kvUsed+q.kv > e.cfg.KVTokens {
 			break
 		}
-		if admitted > 0 && prefillTokens+q.prompt > e.cfg.MaxBatchTokens {
+		hit := e.cache.hits(q.blocks, q.prompt)
+		if admitted > 0 && prefillTokens+q.prompt-hit > e.cfg.MaxBatchTokens {
 			break
 		}
 		e.waiting[0] = nil
@@ -211,7 +221,8 @@ func (e *engine) admit(now time.Time) (prefillTokens, admitted int) {
 		q.state = stRunning
 		e.running = append(e.running, q)
 		e.kvUsed += q.kv
-		prefillTokens += q.prompt
+		q.cached = e.cache.admit(q.blocks, q.prompt)
+		prefillTokens += q.prompt - q.cached
 		admitted++
 		q.admittedAt.Store(int64(now.Sub(e.epoch)) + 1)
 		if q.pauseFor > 0 && q.pauseAt == 0 { // stall_mid on a one-chunk answer
@@ -221,6 +232,7 @@ func (e *engine) admit(now time.Time) (prefillTokens, admitted int) {
 		m := e.metrics.engine(e.index)
 		m.queueTime.Observe(now.Sub(q.arrived).Seconds())
 		m.promptTokens.Add(float64(q.prompt))
+		m.prefix(q.prompt, q.cached)
 	}
 	return prefillTokens, admitted
 }

@@ -80,6 +80,7 @@ func (s *Server) RestartEngine(ctx context.Context, i int) error {
 		return errClosed
 	}
 	s.metrics.reset(i)
+	e.cache.clear()
 	restarted = true
 	s.draining[i].Store(false)
 	return nil
@@ -122,6 +123,10 @@ type engineJob struct {
 	faultFor    time.Duration
 	mid         int   // content chunks before a mid-stream stall
 	seqNo       int64 // seeds the jitter of ModeFixed
+	// blocks are the prompt's full blocks' hashes for the prefix cache;
+	// hit, when set, is told the prompt tokens it hit, before admitted.
+	blocks []uint64
+	hit    *int
 }
 
 // runOnEngine feeds one request through a batching engine, for every
@@ -139,6 +144,7 @@ func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i i
 		}
 	}
 	q := newSeq(j.prompt, j.max, j.arrived)
+	q.blocks = j.blocks
 	if j.fault == FaultStallMid {
 		q.pauseAt = min(j.mid*s.cfg.TokensPerChunk, j.max)
 		q.pauseFor = j.faultFor
@@ -158,6 +164,9 @@ func (s *Server) runOnEngine(ctx context.Context, j engineJob, onEngine func(i i
 		avail := int(q.avail.Load())
 		if !isAdmitted && avail > 0 {
 			isAdmitted = true
+			if j.hit != nil {
+				*j.hit = q.cached
+			}
 			admitted(s.epoch.Add(time.Duration(q.admittedAt.Load() - 1)))
 		}
 		if !produced(avail) {
@@ -198,10 +207,15 @@ func (s *Server) runOnTimer(ctx context.Context, j engineJob, admitted func(at t
 		s.fixedKV.Add(-kv)
 		s.fixedRunning.Add(-1)
 	}()
+	cached := s.cache.admit(j.blocks, j.prompt)
+	if j.hit != nil {
+		*j.hit = cached
+	}
 	admitted(now)
 	eng := s.metrics.engine(0)
 	eng.queueTime.Observe(now.Sub(j.arrived).Seconds())
 	eng.promptTokens.Add(float64(j.prompt))
+	eng.prefix(j.prompt, cached)
 	var rng *rand.Rand
 	if s.cfg.Jitter > 0 {
 		rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(j.seqNo)))

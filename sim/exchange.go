@@ -36,12 +36,15 @@ type exchange struct {
 	fault    FaultKind
 	faultFor time.Duration
 
-	stream  bool // answered chunk by chunk; else once, when the answer is complete
-	prompt  int  // prompt tokens
-	max     int  // tokens generated
-	content int  // tokens sent: max, or max−1 when the last is an unsent EOS
-	mid     int  // content chunks before a mid-stream fault fires
-	engine  int  // the engine serving it (0 in ModeFixed): whose series it feeds
+	stream  bool     // answered chunk by chunk; else once, when the answer is complete
+	prompt  int      // prompt tokens
+	max     int      // tokens generated
+	content int      // tokens sent: max, or max−1 when the last is an unsent EOS
+	mid     int      // content chunks before a mid-stream fault fires
+	engine  int      // the engine serving it (0 in ModeFixed): whose series it feeds
+	blocks  []uint64 // the prompt's full blocks' hashes (nil: not cached)
+	cached  int      // prompt tokens the prefix cache held, known at admission
+	tool    bool     // answered with a tool call: finish_reason "tool_calls"
 
 	sent, chunks int       // content tokens and chunks sent (or, not streaming, made)
 	admitted     time.Time // left the queue
@@ -228,6 +231,9 @@ func (x *exchange) run(a answer) ending {
 	if x.content < x.max && x.fault != FaultEmpty { // the unsent EOS
 		completion, reason = x.max, "stop"
 	}
+	if x.tool {
+		reason = "tool_calls"
+	}
 	x.rec.update(func(t *Truth) {
 		t.CompletionTokens, t.FinishReason = completion, reason
 		if !x.stream {
@@ -244,7 +250,8 @@ func (x *exchange) run(a answer) ending {
 
 // job is the exchange as runOnEngine and runOnTimer take it.
 func (x *exchange) job() engineJob {
-	return engineJob{prompt: x.prompt, max: x.max, arrived: x.arrived, fault: x.fault, faultFor: x.faultFor, mid: x.mid, seqNo: x.seqNo}
+	return engineJob{prompt: x.prompt, max: x.max, arrived: x.arrived, fault: x.fault, faultFor: x.faultFor, mid: x.mid, seqNo: x.seqNo,
+		blocks: x.blocks, hit: &x.cached}
 }
 
 // admit records the request's admission (left the queue).
@@ -253,7 +260,7 @@ func (x *exchange) admit(at time.Time) {
 	if x.onAdmit != nil {
 		x.onAdmit()
 	}
-	x.rec.update(func(t *Truth) { t.Admitted = at })
+	x.rec.update(func(t *Truth) { t.Admitted, t.CachedTokens = at, x.cached })
 }
 
 // produce times the tokens, by the engine (ModeBatch) or fixed delays

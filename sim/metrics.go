@@ -31,7 +31,9 @@ var (
 // as histograms with vLLM's buckets; vllm:prompt_tokens_total,
 // vllm:generation_tokens_total and
 // vllm:request_success_total{finished_reason="length"|"abort"} as
-// counters. The simulated GPU (labels gpu, UUID, device, modelName,
+// counters, and with the prefix cache on, vllm:prefix_cache_queries_total
+// and vllm:prefix_cache_hits_total in tokens, as vLLM counts them. The
+// simulated GPU (labels gpu, UUID, device, modelName,
 // Hostname) has DCGM_FI_DEV_GPU_UTIL, the percentage of time the engine
 // spent in steps since the previous scrape (at least 100 ms), and
 // DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE in MiB: Config.WeightsMiB plus
@@ -44,6 +46,8 @@ type metrics struct {
 	queueTime, ttft, itl, e2e *prometheus.HistogramVec
 	promptTokens, genTokens   *prometheus.CounterVec
 	success                   *prometheus.CounterVec // engine, finished_reason
+	// prefixQueries and prefixHits are nil with the prefix cache off.
+	prefixQueries, prefixHits *prometheus.CounterVec
 	engines                   []atomic.Pointer[engineSeries]
 
 	llama *llamaStats // MetricsLlamaCpp only
@@ -54,6 +58,16 @@ type engineSeries struct {
 	queueTime, ttft, itl, e2e prometheus.Observer
 	promptTokens, genTokens   prometheus.Counter
 	successLen, successAbort  prometheus.Counter
+	prefixQueries, prefixHits prometheus.Counter // nil with the prefix cache off
+}
+
+// prefix counts one prefix-cache lookup of prompt tokens that hit cached.
+func (e *engineSeries) prefix(prompt, cached int) {
+	if e.prefixQueries == nil {
+		return
+	}
+	e.prefixQueries.Add(float64(prompt))
+	e.prefixHits.Add(float64(cached))
 }
 
 // state is what the gauges read at scrape time: one engine's, or the
@@ -94,6 +108,10 @@ func newMetrics(cfg Config, st state, engines []state, busy *busyMeter) *metrics
 	m.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
 	m.success = counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason")
+	if cfg.PrefixCacheBlocks > 0 {
+		m.prefixQueries = counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
+		m.prefixHits = counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
+	}
 	for i, est := range engines {
 		m.engines[i].Store(m.newSeries(i))
 		el := prometheus.Labels{"model_name": cfg.Model, "engine": strconv.Itoa(i)}
@@ -141,12 +159,16 @@ func newMetrics(cfg Config, st state, engines []state, busy *busyMeter) *metrics
 // newSeries creates (at zero) engine i's series.
 func (m *metrics) newSeries(i int) *engineSeries {
 	e := strconv.Itoa(i)
-	return &engineSeries{
+	es := &engineSeries{
 		queueTime: m.queueTime.WithLabelValues(e), ttft: m.ttft.WithLabelValues(e),
 		itl: m.itl.WithLabelValues(e), e2e: m.e2e.WithLabelValues(e),
 		promptTokens: m.promptTokens.WithLabelValues(e), genTokens: m.genTokens.WithLabelValues(e),
 		successLen: m.success.WithLabelValues(e, "length"), successAbort: m.success.WithLabelValues(e, "abort"),
 	}
+	if m.prefixQueries != nil {
+		es.prefixQueries, es.prefixHits = m.prefixQueries.WithLabelValues(e), m.prefixHits.WithLabelValues(e)
+	}
+	return es
 }
 
 // engine returns engine i's series.
@@ -163,6 +185,10 @@ func (m *metrics) reset(i int) {
 	m.genTokens.DeleteLabelValues(e)
 	m.success.DeleteLabelValues(e, "length")
 	m.success.DeleteLabelValues(e, "abort")
+	if m.prefixQueries != nil {
+		m.prefixQueries.DeleteLabelValues(e)
+		m.prefixHits.DeleteLabelValues(e)
+	}
 	m.engines[i].Store(m.newSeries(i))
 }
 

@@ -108,8 +108,18 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		content-- // the last token is an EOS, made but not sent
 	}
 	x.shape(req.promptTokens, req.maxTokens, content, req.stream)
-	x.rec.update(func(t *Truth) { t.Model = req.model })
+	x.blocks = req.blocks
+	tool := ""
+	if req.chat && x.fault != FaultEmpty && !(req.stream && s.cfg.Dialect == DialectLlamaCpp) &&
+		(req.hasTools || toolDraw(s.cfg.ToolCallShare, s.cfg.Seed, x.seqNo)) {
+		tool, x.tool = req.tool, true
+		if tool == "" {
+			tool = defaultToolName
+		}
+	}
+	x.rec.update(func(t *Truth) { t.Model, t.ToolCall = req.model, tool })
 	rs := s.newResponder(w, r, x, req)
+	rs.tool = tool
 	x.run(rs)
 	if rs.ended && (s.cfg.CloseAfter == CloseAfterAll || s.cfg.CloseAfter == CloseAfterStream && rs.stream) {
 		rs.closeConn()

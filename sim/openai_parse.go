@@ -17,11 +17,16 @@ type apiRequest struct {
 	Messages []struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Prompt              json.RawMessage `json:"prompt"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	N                   *int            `json:"n"`
-	Stream              bool            `json:"stream"`
+	Prompt json.RawMessage `json:"prompt"`
+	Tools  []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	N                   *int `json:"n"`
+	Stream              bool `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage         bool `json:"include_usage"`
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
@@ -33,6 +38,13 @@ type parsedRequest struct {
 	chat, stream, includeUsage, contUsage bool
 	promptTokens, maxTokens               int
 	model                                 string // as the request named it ("" for none)
+	// blocks are the prompt's full blocks' hashes (nil with the prefix
+	// cache off or a prompt shorter than a block).
+	blocks []uint64
+	// tool is the first tool's function name when the request carries
+	// tools ("" for none).
+	tool     string
+	hasTools bool
 }
 
 // requestError is a 4xx answer to a bad request.
@@ -97,20 +109,31 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 		// Each message on its own, as prompts sizes a system prefix and a
 		// body apart; the template's markers are PromptOverheadTokens.
 		n := 0
+		texts := make([]string, len(req.Messages))
 		for i, m := range req.Messages {
 			text, err := contentText(m.Content)
 			if err != nil {
 				return nil, badRequest("messages[%d]: %v", i, err)
 			}
+			texts[i] = text
 			n += s.cfg.TokenCounter(text)
 		}
 		p.promptTokens = n + s.cfg.PromptOverheadTokens
+		p.blocks = s.blockHashes(req.Model, p.promptTokens, texts, nil)
 	} else {
-		n, err := s.promptTokens(req.Prompt)
+		n, ids, text, err := s.promptTokens(req.Prompt)
 		if err != nil {
 			return nil, err
 		}
 		p.promptTokens = n
+		if ids != nil {
+			p.blocks = s.blockHashes(req.Model, n, nil, ids)
+		} else {
+			p.blocks = s.blockHashes(req.Model, n, []string{text}, nil)
+		}
+	}
+	if chat && len(req.Tools) > 0 {
+		p.hasTools, p.tool = true, req.Tools[0].Function.Name
 	}
 	p.maxTokens = s.cfg.DefaultMaxTokens
 	switch {
@@ -131,26 +154,58 @@ func (s *Server) parse(body []byte, chat bool) (*parsedRequest, error) {
 
 // promptTokens counts a completions prompt: a string or a one-element array
 // of strings (plus PromptOverheadTokens), or token ids (counted exactly, as
-// given).
-func (s *Server) promptTokens(raw json.RawMessage) (int, error) {
+// given). It returns the ids, or else the text.
+func (s *Server) promptTokens(raw json.RawMessage) (int, []int, string, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, badRequest("prompt: required")
+		return 0, nil, "", badRequest("prompt: required")
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return s.cfg.TokenCounter(str) + s.cfg.PromptOverheadTokens, nil
+		return s.cfg.TokenCounter(str) + s.cfg.PromptOverheadTokens, nil, str, nil
 	}
 	var strs []string
 	if json.Unmarshal(raw, &strs) == nil {
 		if len(strs) != 1 {
-			return 0, badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
+			return 0, nil, "", badRequest("prompt: the simulator takes one prompt, got %d", len(strs))
 		}
-		return s.cfg.TokenCounter(strs[0]) + s.cfg.PromptOverheadTokens, nil
+		return s.cfg.TokenCounter(strs[0]) + s.cfg.PromptOverheadTokens, nil, strs[0], nil
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
-		return len(ids), nil
+		return len(ids), ids, "", nil
 	}
-	return 0, badRequest("prompt: want a string, one string in an array, or token ids")
+	return 0, nil, "", badRequest("prompt: want a string, one string in an array, or token ids")
+}
+
+// blockHashes names a prompt of n tokens (texts in order, or token ids)
+// block by block for the prefix cache. The model or adapter seeds the
+// chain, as vLLM keys an adapter's blocks apart; a chat template's
+// PromptOverheadTokens come first, the same in every prompt.
+func (s *Server) blockHashes(model string, n int, texts []string, ids []int) []uint64 {
+	if s.cfg.PrefixCacheBlocks <= 0 || n < s.cfg.BlockSize {
+		return nil
+	}
+	if model == "" {
+		model = s.cfg.Model
+	}
+	seed := uint64(fnvOffset)
+	for i := 0; i < len(model); i++ {
+		seed ^= uint64(model[i])
+		seed *= fnvPrime
+	}
+	b := newBlockHasher(seed, s.cfg.BlockSize, n)
+	if ids != nil {
+		for _, id := range ids {
+			b.token(uint64(id))
+		}
+		return b.done()
+	}
+	for k := range s.cfg.PromptOverheadTokens {
+		b.token(uint64(k) | 1<<63) // the template's markers: the same ids in every prompt
+	}
+	for _, t := range texts {
+		b.text(t)
+	}
+	return b.done()
 }

@@ -39,6 +39,7 @@ type Server struct {
 	kserve    *kserve // the KServe-shaped protocols' shared part
 	text      *textTable
 	modelJSON []byte
+	cache     *prefixCache // ModeFixed's prefix cache (nil: off or ModeBatch)
 
 	seq    atomic.Int64
 	faults atomic.Pointer[[]FaultRule]
@@ -93,11 +94,16 @@ func New(cfg Config) (*Server, error) {
 		for i := range max(cfg.Engines, 1) {
 			e := newEngine(cfg, now, s.gate, s.busy, s.quit)
 			e.index, e.watch = i, watch
+			if cfg.PrefixCacheBlocks > 0 {
+				e.cache = newPrefixCache(cfg.PrefixCacheBlocks, cfg.BlockSize)
+			}
 			s.engines = append(s.engines, e)
 			states = append(states, engineGauges{e})
 		}
 		s.draining = make([]atomic.Bool, len(s.engines))
 		s.engReqs = make([]atomic.Int64, len(s.engines))
+	} else if cfg.PrefixCacheBlocks > 0 {
+		s.cache = newPrefixCache(cfg.PrefixCacheBlocks, cfg.BlockSize)
 	}
 	s.metrics = newMetrics(cfg, s, states, s.busy)
 	for _, e := range s.engines {

@@ -110,6 +110,11 @@ type responder struct {
 	chunkedOK                     bool // HTTP/1.1: a body without Content-Length is chunked
 	eos                           bool // the answer ends at an EOS token (Config.EOSNotStreamed)
 
+	// tool is the function a tool-call answer calls ("": a text answer);
+	// argsClosed says its arguments' closing piece was sent.
+	tool       string
+	argsClosed bool
+
 	llama bool   // DialectLlamaCpp stream
 	tail  []byte // llama: `,"created":…,"id":"…","model":"…","system_fingerprint":"…","object":"…"`
 	base  []byte // `data: {"id":"…","object":"…","created":…,"model":"…"`
@@ -201,6 +206,11 @@ func (rs *responder) appendUsage(b []byte, completion int) []byte {
 	b = strconv.AppendInt(b, int64(rs.prompt+completion), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
+	if rs.s.cfg.PrefixCacheBlocks > 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(rs.cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -317,9 +327,17 @@ func (rs *responder) midFault(f FaultKind) (fired, goOn bool) {
 func (rs *responder) chunk(text []byte, n int, final bool) bool {
 	// With an unsent EOS the finish comes in its own chunk, a step later.
 	last := final && rs.s.cfg.FinishWithLastChunk && !rs.llama
-	b := append(rs.buf[:0], rs.open...)
-	b = append(b, text...)
+	var b []byte
+	if rs.tool != "" {
+		b = append(rs.buf[:0], rs.base...)
+		b = rs.appendToolChunk(b, text, rs.sent == n, final, last)
+		rs.argsClosed = final
+	} else {
+		b = append(rs.buf[:0], rs.open...)
+		b = append(b, text...)
+	}
 	switch {
+	case rs.tool != "":
 	case rs.llama && rs.chat:
 		b = append(b, llamaChatClose...)
 		b = append(b, rs.tail...)
@@ -365,6 +383,9 @@ func (rs *responder) completionTokens() int {
 // finishReason is "stop" for an answer that ended at its EOS token, else
 // "length" (max_tokens reached).
 func (rs *responder) finishReason() string {
+	if rs.tool != "" {
+		return "tool_calls"
+	}
 	if rs.eos {
 		return "stop"
 	}
@@ -384,9 +405,14 @@ func (rs *responder) finish() {
 		return
 	}
 	b := rs.buf[:0]
+	if rs.tool != "" && !rs.argsClosed {
+		b = rs.appendToolClose(b)
+	}
 	if !rs.s.cfg.FinishWithLastChunk || rs.eos {
 		b = append(b, rs.base...)
 		switch {
+		case rs.tool != "":
+			b = append(b, chatFinishTool...)
 		case rs.chat && rs.eos:
 			b = append(b, chatFinishStop...)
 		case rs.chat:
@@ -488,15 +514,16 @@ func (rs *responder) appendTimings(b []byte, completion int, now time.Time) []by
 func (rs *responder) finishJSON() {
 	b := append(rs.buf[:0], rs.base...)
 	text := answerText(rs.sent)
-	if rs.chat {
+	switch {
+	case rs.tool != "":
+		b = rs.appendToolMessage(b, text)
+	case rs.chat:
 		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
-	} else {
-		b = append(b, `,"choices":[{"index":0,"text":"`...)
-	}
-	b = append(b, text...)
-	if rs.chat {
+		b = append(b, text...)
 		b = append(b, '"', '}')
-	} else {
+	default:
+		b = append(b, `,"choices":[{"index":0,"text":"`...)
+		b = append(b, text...)
 		b = append(b, '"')
 	}
 	b = append(b, `,"logprobs":null,"finish_reason":"`...)

@@ -22,13 +22,19 @@ type Truth struct {
 	Status int // HTTP status sent; 0 if the handler never answered (hang)
 
 	PromptTokens int
+	// CachedTokens is the prompt tokens the prefix cache held at
+	// admission (usage prompt_tokens_details.cached_tokens).
+	CachedTokens int
 	MaxTokens    int
 	OutputTokens int // content tokens actually sent
 	// CompletionTokens is the usage completion_tokens of a complete answer:
 	// OutputTokens, plus the unsent EOS token with Config.EOSNotStreamed.
 	CompletionTokens int
-	// FinishReason of a complete answer: "length", or "stop" at an EOS.
+	// FinishReason of a complete answer: "length", "stop" at an EOS, or
+	// "tool_calls".
 	FinishReason string
+	// ToolCall is the function a tool-call answer called ("" for text).
+	ToolCall string
 
 	Arrived time.Time // handler entered, before the body was read
 	// Headers is when the response headers (and, for chat streams, the

@@ -24,4 +24,4 @@ esac
 GO=${GO:-go}
 [ -x bin/tailgate ] || $GO build -o bin/tailgate ./cmd/tailgate
 $GO build -o bin/bench-peers ./bench/peers
-exec bin/bench-peers -tailgate bin/tailgate -duration "${BENCH_DURATION:-5s}" -steps "$steps"
+exec bin/bench-peers -tailgate bin/tailgate -duration "${BENCH_DURATION:-5s}" -steps "$steps" ${BENCH_MARKDOWN:+-markdown}

@@ -278,6 +278,9 @@ type summary struct {
 		OK     int64 `json:"ok"`
 		Errors int64 `json:"errors"`
 	} `json:"requests"`
+	Tokens struct {
+		Output int64 `json:"output"`
+	} `json:"tokens"`
 	Throughput struct {
 		RequestsPerS     float64 `json:"requests_per_s"`
 		OutputTokensPerS float64 `json:"output_tokens_per_s"`
@@ -363,6 +366,7 @@ func orchestrate(args []string) error {
 	tailgate := fs.String("tailgate", "bin/tailgate", "the tailgate binary")
 	d := fs.Duration("duration", 5*time.Second, "length of each measurement")
 	only := fs.String("steps", "plain,streamed,ttft,lag,memory", "which measurements to make, comma-separated")
+	markdown := fs.Bool("markdown", false, "print the table as Markdown, for docs/performance.md")
 	fs.Parse(args)
 	self, err := os.Executable()
 	if err != nil {
@@ -404,11 +408,15 @@ func orchestrate(args []string) error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("bench-peers on %s, %d CPUs, %s per measurement, load average %s at the end; tools are separate processes, the endpoint another one\n\n",
 		host, numCPU(), *d, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
-	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	for _, r := range b.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	if *markdown {
+		writeMarkdown(os.Stdout, b.rows)
+	} else {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		for _, r := range b.rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	for _, n := range b.notes {
 		fmt.Println("\n" + n)
 	}
@@ -470,6 +478,7 @@ func (b *bench) streamed(ctx context.Context) error {
 	defer srv.stop()
 	b.row("")
 	b.row("streamed tokens/s, zero delay, 128 tokens", "tailgate", "no-parse reader", "", "tailgate/reader", "goal")
+	var perCPU []string
 	for _, c := range []int{64, 256, 1024} {
 		rc, err := runChild(ctx, b.self, "read", "-url", srv.url+chatPath, "-c", strconv.Itoa(c), "-d", b.d.String(), "-tokens", "128")
 		if err != nil {
@@ -480,12 +489,21 @@ func (b *bench) streamed(ctx context.Context) error {
 		fmt.Sscan(rc.stdout, &ev, &reqs, &el)
 		rate := float64(ev) / el
 		for _, hc := range httpClients {
-			s, _, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--max-tokens", "128", "--duration", b.d.String(), "--http-client", hc)
+			s, tc, err := b.tg(ctx, "--target", srv.url, "--concurrency", strconv.Itoa(c), "--max-tokens", "128", "--duration", b.d.String(), "--http-client", hc)
 			if err != nil {
 				return err
 			}
 			b.row(fmt.Sprintf("  c%d, %s", c, hc), fmt.Sprintf("%.0f", s.Throughput.OutputTokensPerS), fmt.Sprintf("%.0f", rate), "", ratio(s.Throughput.OutputTokensPerS, rate), "≥ 0.90×")
+			if tc.cpu > 0 {
+				// Every token timestamped and in the histograms; the
+				// CPU-seconds include start-up and the results files.
+				perCPU = append(perCPU, fmt.Sprintf("c%d %s %.2f M (the reader %.2f M)", c, hc,
+					float64(s.Tokens.Output)/tc.cpu.Seconds()/1e6, float64(ev)/rc.cpu.Seconds()/1e6))
+			}
 		}
+	}
+	if len(perCPU) > 0 {
+		b.notes = append(b.notes, "streamed tokens per client CPU-second: "+strings.Join(perCPU, "; ")+".")
 	}
 	return nil
 }
@@ -745,3 +763,25 @@ func memStats(path string) map[string]int64 {
 // httpClients are tailgate's two HTTP clients (--http-client), measured
 // side by side.
 var httpClients = []string{"lean", "nethttp"}
+
+// writeMarkdown prints rows as Markdown tables: a blank row ends a table,
+// and the row after it is the next table's header.
+func writeMarkdown(w io.Writer, rows [][]string) {
+	header := true
+	for _, r := range rows {
+		if strings.Join(r, "") == "" {
+			fmt.Fprintln(w)
+			header = true
+			continue
+		}
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = strings.ReplaceAll(strings.TrimSpace(c), "|", "\\|")
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+		if header {
+			fmt.Fprintln(w, strings.TrimSuffix(strings.Repeat("| --- ", len(r)), " ")+" |")
+			header = false
+		}
+	}
+}

@@ -59,6 +59,23 @@
 // [SLO-max, SLO-max × (1 + Precision)). A list of levels (--levels) is run
 // in ascending order, all of them, until one saturates.
 //
+// # Floors against demand
+//
+// An open-loop level is judged with its rate as the stage's demand
+// (slo.Demand): a throughput or goodput floor its offered load could not
+// show whatever the server does is N/A there, and the level is judged by
+// the objectives that apply. A level that fails only on floors, below
+// every level that passed, is too little demand: the search reads it as
+// low (a list goes on, a range bracket moves up) and it draws no
+// non-monotone warning, since floors rise with load.
+//
+// # Lower bound
+//
+// When no valid level above the SLO-max failed (the top of the range or
+// of the list passed, or the sweep stopped first), the SLO-max is a lower
+// bound (Sweep.LowerBound): said "SLO-max ≥ …", and the headroom and the
+// forecast are at least theirs.
+//
 // # Knee
 //
 // The knee is where latency starts to climb faster than load: over the

@@ -91,9 +91,20 @@ func ParseGrowth(s string) (*Growth, error) {
 // daysPerMonth is the mean Gregorian month.
 const daysPerMonth = 365.2425 / 12
 
-func headroom(current, max float64, g *Growth, now time.Time) *results.SweepHeadroom {
-	h := &results.SweepHeadroom{CurrentRatePerS: current, SLOMaxRatePerS: max, HeadroomPct: 100 * (max/current - 1)}
-	h.Note = fmt.Sprintf("%.0f%% headroom: %.3g req/s now, SLO-max %.3g req/s", h.HeadroomPct, current, max)
+// headroom is the room from current to the SLO-max rate max and, with a
+// growth, when demand reaches it; bound says max is only a lower bound,
+// so both are at least what they say (and past it says only that demand
+// is beyond what the sweep showed).
+func headroom(current, max float64, g *Growth, now time.Time, bound bool) *results.SweepHeadroom {
+	h := &results.SweepHeadroom{CurrentRatePerS: current, SLOMaxRatePerS: max, HeadroomPct: 100 * (max/current - 1), LowerBound: bound}
+	atLeast := ""
+	if bound {
+		atLeast = "at least "
+	}
+	h.Note = fmt.Sprintf("%s%.0f%% headroom: %.3g req/s now, SLO-max %s%.3g req/s", atLeast, h.HeadroomPct, current, map[bool]string{true: "≥ ", false: ""}[bound], max)
+	if bound && h.HeadroomPct < 0 {
+		h.Note = fmt.Sprintf("demand (%.3g req/s) is past the highest level the sweep showed passing (%.3g req/s), a lower bound: the true headroom is unknown; sweep higher", current, max)
+	}
 	if g == nil {
 		return h
 	}
@@ -104,10 +115,12 @@ func headroom(current, max float64, g *Growth, now time.Time) *results.SweepHead
 	}
 	at := now.Add(time.Duration(months * daysPerMonth * 24 * float64(time.Hour))).UTC()
 	h.MonthsToSLOMax, h.ReachesAt = &months, &at
-	if months == 0 {
+	switch {
+	case months == 0 && bound:
+	case months == 0:
 		h.Note += "; demand is already at or past the SLO-max"
-	} else {
-		h.Note += fmt.Sprintf("; growing %s, demand reaches the SLO-max in %.1f months (%s)", g.Text, months, at.Format("2006-01-02"))
+	default:
+		h.Note += fmt.Sprintf("; growing %s, demand reaches the SLO-max in %s%.1f months (%s%s)", g.Text, atLeast, months, map[bool]string{true: "not before ", false: ""}[bound], at.Format("2006-01-02"))
 	}
 	return h
 }

@@ -12,6 +12,10 @@ type Outcome struct {
 	// Score is the worst latency objective's quantile over its threshold
 	// (1 is the boundary); 0 when unknown.
 	Score float64
+	// FloorsOnly: the level failed on throughput floors alone. Floors
+	// rise with load, so below every level that passed such a level is
+	// too little demand, not too much load: the search reads it as low.
+	FloorsOnly bool
 }
 
 // runFunc runs one level, for the attempt-th time (1, or 2 for a
@@ -63,7 +67,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok, limited boo
 			if o.Pass && !failed {
 				best, ok = l, true
 			}
-			if !o.Pass {
+			if !o.Pass && !(o.FloorsOnly && !ok) {
 				failed = true // monotone: a pass above a failure is not the SLO-max
 			}
 			if o.Saturated {
@@ -75,11 +79,13 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok, limited boo
 
 	b := bracket{lo: s.From, hi: s.To}
 	o, err := do(b.lo)
-	if err != nil || !o.Pass {
+	if err != nil || !o.Pass && !o.FloorsOnly {
 		return best, false, false, err
 	}
 	b.loOut = o
-	best, ok = b.lo, true
+	if o.Pass {
+		best, ok = b.lo, true
+	}
 	o, err = do(b.hi)
 	if err != nil {
 		return best, ok, false, err
@@ -113,7 +119,7 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok, limited boo
 			}
 			// The first failure was noise: the level passes, and the next
 			// failure above it is the bracket's top.
-			b.lo, b.loOut, best = b.hi, o, b.hi
+			b.lo, b.loOut, best, ok = b.hi, o, b.hi, true
 			b.hi, b.hiOut = nextFailAbove(fails, b.lo)
 			continue
 		}
@@ -126,10 +132,13 @@ func (s Search) run(ctx context.Context, f runFunc) (best Level, ok, limited boo
 			return best, ok, false, err
 		}
 		end := -1
-		if o.Pass {
+		switch {
+		case o.Pass:
 			b.lo, b.loOut = next, o
-			best, end = next, 1
-		} else {
+			best, ok, end = next, true, 1
+		case o.FloorsOnly && !ok:
+			b.lo, b.loOut, end = next, o, 1 // too little demand: look higher
+		default:
 			b.hi, b.hiOut = next, o
 			fails = append(fails, bracketEnd{next, o})
 		}

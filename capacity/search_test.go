@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,14 +108,23 @@ func TestGrowthAndHeadroom(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// 50 → 100 req/s at 8%/month: ln 2 / ln 1.08 = 9.006 months.
-	h := headroom(50, 100, g, now)
+	h := headroom(50, 100, g, now, false)
 	if h.HeadroomPct != 100 || math.Abs(*h.MonthsToSLOMax-9.006) > 0.001 {
 		t.Errorf("headroom %+v", h)
+	}
+	// A lower bound: the same figures, said as at least them.
+	b := headroom(50, 100, g, now, true)
+	if !b.LowerBound || !strings.HasPrefix(b.Note, "at least 100% headroom") || !strings.Contains(b.Note, "SLO-max ≥ 100 req/s") ||
+		!strings.Contains(b.Note, "in at least 9.0 months (not before 2026-10") {
+		t.Errorf("lower-bound headroom: %q", b.Note)
+	}
+	if p := headroom(200, 100, g, now, true); !strings.Contains(p.Note, "true headroom is unknown") || strings.Contains(p.Note, "already at or past") {
+		t.Errorf("demand past a lower bound: %q", p.Note)
 	}
 	if h.ReachesAt.Format("2006-01") != "2026-10" {
 		t.Errorf("reaches at %v", h.ReachesAt)
 	}
-	if h := headroom(120, 100, g, now); *h.MonthsToSLOMax != 0 || h.HeadroomPct > -16 {
+	if h := headroom(120, 100, g, now, false); *h.MonthsToSLOMax != 0 || h.HeadroomPct > -16 {
 		t.Errorf("past the SLO-max: %+v", h)
 	}
 }

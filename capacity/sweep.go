@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -75,7 +76,9 @@ type Config struct {
 
 // Run runs the sweep and writes sweep.json. The error is for a sweep that
 // could not start or finish (bad configuration, results not writable); an
-// interrupted sweep returns its partial result with Interrupted set.
+// interrupted sweep returns its partial result with Interrupted set and
+// an error that says where it stopped and what was kept, wrapping the
+// context's (errors.Is(err, context.Canceled)).
 func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	if cfg.SLO == nil {
 		return nil, errors.New("capacity: a sweep needs an SLO (--slo)")
@@ -162,7 +165,9 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 		lr := passing(res, best)
 		res.SLOMax = &results.SweepPoint{Level: best.Name(), RatePerS: best.Rate, Concurrency: best.Concurrency,
 			AchievedPerS: lr.AchievedPerS, Energy: lr.Energy}
-		notePoint(res.SLOMax, cfg.Search, best, res.Levels)
+		res.LowerBound = lowerBound(res.Levels, best)
+		res.SLOMax.LowerBound = res.LowerBound
+		notePoint(res.SLOMax, cfg.Search, best, res.Levels, res.Interrupted)
 	case passed:
 		res.Warnings = append(res.Warnings, "a level passed, but not as the SLO-max (a lower level failed or was invalid, or the sweep stopped first): no SLO-max is claimed")
 	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid && res.Levels[0].Requests.OK == 0:
@@ -171,6 +176,8 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 		l := res.Levels[0] // the bottom of the range, or the first of the list
 		res.Broken = fmt.Sprintf("the target failed every request at the lowest load, %s (%d of %d): a failing server, not a capacity limit; no SLO-max can be read", l.Name, l.Requests.Errors, l.Requests.Sent)
 		res.Warnings = append(res.Warnings, res.Broken)
+	case len(res.Levels) > 0 && !res.Interrupted && lowest(res.Levels).FloorsOnly:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: %s failed only on throughput floors, too little demand to meet them, and no level above it passed: no SLO-max is claimed", lowest(res.Levels).Name))
 	case len(res.Levels) > 0 && !res.Interrupted && res.Levels[0].Valid:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no level met every objective: the SLO-max is below %s", res.Levels[0].Name))
 	case len(res.Levels) > 0 && !res.Interrupted:
@@ -181,15 +188,95 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	}
 	res.Knee = knee(res.Levels)
 	if cfg.CurrentRate > 0 && res.SLOMax != nil {
-		res.Headroom = headroom(cfg.CurrentRate, res.SLOMax.Rate(), cfg.Growth, res.Ended)
+		res.Headroom = headroom(cfg.CurrentRate, res.SLOMax.Rate(), cfg.Growth, res.Ended, res.LowerBound)
 	}
+	res.Warnings = append(res.Warnings, demandNotes(res.Levels)...)
 	res.Warnings = append(res.Warnings, monotoneWarnings(res.Levels)...)
+	var werr error
 	if cfg.Out != "" {
-		if werr := cfg.Out.WriteSweep(res); werr != nil && err == nil {
+		if werr = cfg.Out.WriteSweep(res); werr != nil && err == nil {
 			err = werr
 		}
 	}
+	if res.Interrupted && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		cause := err
+		if cause == nil || errors.Is(cause, werr) {
+			cause = ctx.Err()
+		}
+		err = interrupted(res, cfg.Out, werr, cause)
+	}
 	return res, err
+}
+
+// interrupted says which level an interruption cut and what was kept,
+// wrapping cause so callers still see the cancellation.
+func interrupted(r *results.Sweep, out results.Dir, werr, cause error) error {
+	at := "before its first level"
+	done := 0
+	for _, l := range r.Levels {
+		if l.Valid {
+			done++
+		}
+	}
+	if n := len(r.Levels); n > 0 {
+		at = "during level " + r.Levels[n-1].Name
+		if r.Levels[n-1].Valid {
+			at = "after level " + r.Levels[n-1].Name
+		}
+	}
+	kept := "nothing was written"
+	switch {
+	case out != "" && werr == nil:
+		kept = fmt.Sprintf("%d completed level(s) and the interrupted one are in %s", done, out.Path(results.SweepFile))
+	case out != "":
+		kept = fmt.Sprintf("%s could not be written (%v)", out.Path(results.SweepFile), werr)
+	}
+	return fmt.Errorf("sweep interrupted %s (%d of %d levels run completed): %s: %w", at, done, len(r.Levels), kept, cause)
+}
+
+// lowest is the level of lowest load run (the first run's, for a list).
+func lowest(ls []results.SweepLevel) *results.SweepLevel {
+	lo := &ls[0]
+	for i := range ls {
+		if ls[i].Value() < lo.Value() {
+			lo = &ls[i]
+		}
+	}
+	return lo
+}
+
+// lowerBound reports whether no valid level above best failed: then the
+// SLO-max shows only that the capacity is at least best. An INVALID level
+// above it (interrupted, distorted) is no failure.
+func lowerBound(ls []results.SweepLevel, best Level) bool {
+	for _, l := range ls {
+		if l.Value() > best.Value() && l.Valid && !l.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// demandNotes say which levels had floors set aside (N/A) or failed only
+// on floors below the SLO-max: demand, not capacity.
+func demandNotes(ls []results.SweepLevel) []string {
+	var na, low []string
+	for _, l := range ls {
+		if len(l.NotApplicable) > 0 {
+			na = append(na, fmt.Sprintf("%s (%s)", l.Name, strings.Join(l.NotApplicable, ", ")))
+		}
+		if l.FloorsOnly {
+			low = append(low, l.Name)
+		}
+	}
+	var w []string
+	if len(na) > 0 {
+		w = append(w, "floors out of reach of the offered load are N/A, not FAIL (the verdicts say why): "+strings.Join(na, "; "))
+	}
+	if len(low) > 0 {
+		w = append(w, "failed only on throughput floors (the offered load did not yield them; floors rise with load, so this is demand, not capacity): "+strings.Join(low, ", "))
+	}
+	return w
 }
 
 func (s Search) check() error {
@@ -287,7 +374,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	meta := c.Meta
 	meta.Load = opts.Describe()
 	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
-		Streaming: c.Streaming, SLO: &pipeline.Judging{Spec: c.SLO}, Validity: c.Validity, Telemetry: c.Telemetry, Out: dir,
+		Streaming: c.Streaming, SLO: c.judging(l), Validity: c.Validity, Telemetry: c.Telemetry, Out: dir,
 		Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD}
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
@@ -310,7 +397,18 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	if err == nil && res.Info.Interrupted {
 		err = ctx.Err()
 	}
-	return lr, Outcome{Pass: lr.Pass, Saturated: lr.Saturated, Score: lr.Score}, err
+	return lr, Outcome{Pass: lr.Pass, Saturated: lr.Saturated, Score: lr.Score, FloorsOnly: lr.FloorsOnly}, err
+}
+
+// judging is what a level is judged against: the SLO, and in open loop
+// the level's rate as its demand, so a floor the rate cannot reach is N/A
+// there (a closed loop offers what the server serves: every floor applies).
+func (c *Config) judging(l Level) *pipeline.Judging {
+	j := &pipeline.Judging{Spec: c.SLO}
+	if !l.Closed() {
+		j.Demand = &slo.Demand{OfferedPerS: l.Rate}
+	}
+	return j
 }
 
 func (c *Config) bounds() slo.Validity {
@@ -392,6 +490,19 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 	lr.Saturated = lr.Saturation != ""
 	lr.Score = score(rep.Verdicts)
 	lr.Pass = rep.Status == slo.ReportPass && lr.Valid && !lr.Saturated && !lr.Short
+	floorFails, otherFails := 0, 0
+	for _, v := range rep.Verdicts {
+		switch {
+		case v.Status == slo.NotApplicable:
+			lr.NotApplicable = append(lr.NotApplicable, v.Objective)
+		case v.Status == slo.Pass || v.Status == slo.Waived:
+		case v.Kind == slo.KindFloor:
+			floorFails++
+		default:
+			otherFails++
+		}
+	}
+	lr.FloorsOnly = !lr.Pass && lr.Valid && !lr.Saturated && !lr.Short && floorFails > 0 && otherFails == 0 && len(rep.Problems) == 0
 	return lr
 }
 
@@ -413,10 +524,14 @@ func saturation(s *results.Summary, lr *results.SweepLevel, bounds slo.Validity)
 }
 
 // score is the worst latency objective's quantile over its threshold, 0
-// when a failed objective has none (a ratio, a quantile in +Inf).
+// when a failed objective other than a floor has none (a ratio, a
+// quantile in +Inf).
 func score(vs []slo.Verdict) float64 {
 	worst := 0.0
 	for _, v := range vs {
+		if v.Kind == slo.KindFloor {
+			continue // work done, not latency: FloorsOnly says what floors did
+		}
 		if v.Kind != slo.KindLatency || v.QuantileMs == nil || v.Threshold <= 0 {
 			if v.Status == slo.Fail {
 				return 0
@@ -473,7 +588,10 @@ func monotoneWarnings(ls []results.SweepLevel) []string {
 	slices.SortFunc(sorted, func(a, b results.SweepLevel) int { return cmpFloat(a.Value(), b.Value()) })
 	var w []string
 	for i, a := range sorted {
-		if a.Pass {
+		// A floor met only above some load is expected, not noise: floors
+		// rise with load, latency does not fall with it.
+		// An INVALID level says nothing of the curve.
+		if a.Pass || a.FloorsOnly || !a.Valid {
 			continue
 		}
 		for _, b := range sorted[i+1:] {

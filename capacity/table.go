@@ -55,8 +55,13 @@ func WriteTable(w io.Writer, r *results.Sweep) {
 			verdict = "FAIL saturated"
 		case l.Short:
 			verdict = "FAIL short"
+		case l.FloorsOnly:
+			verdict = "FAIL floors"
 		case !l.Pass:
 			verdict = "FAIL"
+		}
+		if len(l.NotApplicable) > 0 {
+			verdict += fmt.Sprintf(" (%d N/A)", len(l.NotApplicable))
 		}
 		goodput := "-" // not judged
 		if l.GoodputPerS != nil {
@@ -68,7 +73,11 @@ func WriteTable(w io.Writer, r *results.Sweep) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	if r.SLOMax != nil {
-		fmt.Fprintf(w, "SLO-max: %s (%.1f req/s achieved): %s\n", r.SLOMax.Level, r.SLOMax.AchievedPerS, r.SLOMax.Note)
+		sep := ":" // "SLO-max: r40 (…)", a bound "SLO-max ≥ r16 (…)"
+		if r.SLOMax.LowerBound {
+			sep = ""
+		}
+		fmt.Fprintf(w, "SLO-max%s %s: %s\n", sep, r.SLOMax.Label(), r.SLOMax.Note)
 	} else {
 		fmt.Fprintln(w, "SLO-max: none: "+noSLOMax(r))
 	}

@@ -116,6 +116,9 @@ func WriteJUnit(w io.Writer, r *slo.Report) error {
 			case slo.NoData:
 				s.Errors++
 				c.Error = &junitMessage{Message: "no data: " + v.Note, Type: "slo.NO_DATA"}
+			case slo.NotApplicable:
+				s.Skipped++
+				c.Skipped = &junitMessage{Message: v.Note}
 			case slo.Waived:
 				s.Skipped++
 				c.Skipped = &junitMessage{Message: v.Waiver.Describe()}

@@ -77,7 +77,7 @@ func WriteVerdictTable(w io.Writer, r *slo.Report) error {
 
 func countLine(r *slo.Report) string {
 	var parts []string
-	for _, s := range []slo.Status{slo.Pass, slo.Fail, slo.Inconclusive, slo.Waived, slo.NoData, slo.Pending} {
+	for _, s := range []slo.Status{slo.Pass, slo.Fail, slo.Inconclusive, slo.Waived, slo.NoData, slo.Pending, slo.NotApplicable} {
 		if n := r.Counts[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(strings.ReplaceAll(string(s), "_", " "))))
 		}

@@ -108,6 +108,9 @@ type Judging struct {
 	Waivers []slo.Waiver
 	// Now is the instant waivers are judged at (zero: when the run ends).
 	Now time.Time
+	// Demand, if set, is the load the run's one stage offers by itself (a
+	// sweep's open-loop level): floors beyond its reach are N/A there.
+	Demand *slo.Demand
 }
 
 // Result is what a run produced. Summary's figures are complete even when

@@ -63,8 +63,12 @@ func judgeRun(judge *slo.Judge, spec Spec, res *Result, runErr error) *slo.Repor
 	if spec.SLO != nil && !spec.SLO.Now.IsZero() {
 		now = spec.SLO.Now
 	}
-	rep := judge.Assess(slo.Input{Now: now, QueueDelay: results.QueueDelayByStage(res.QueueDelay),
-		ClientCPU: cpu, Facts: map[string]slo.Facts{key: f}})
+	in := slo.Input{Now: now, QueueDelay: results.QueueDelayByStage(res.QueueDelay),
+		ClientCPU: cpu, Facts: map[string]slo.Facts{key: f}}
+	if spec.SLO != nil && spec.SLO.Demand != nil && key != "" {
+		in.Demand = map[string]*slo.Demand{key: spec.SLO.Demand}
+	}
+	rep := judge.Assess(in)
 	rep.Tool = loadgen.NewTool(spec.Meta.Version)
 	return rep
 }

@@ -75,10 +75,12 @@ type theaterView struct {
 
 type sweepView struct {
 	Mode, SLOMax, Knee, Headroom string
-	Levels                       []levelView
-	Plots                        template.HTML
-	Rules                        []string
-	Warnings                     []string
+	// SLOMaxBound: the SLO-max is a lower bound ("SLO-max ≥ r16").
+	SLOMaxBound bool
+	Levels      []levelView
+	Plots       template.HTML
+	Rules       []string
+	Warnings    []string
 }
 
 type levelView struct {
@@ -300,7 +302,7 @@ func viewSweep(src *Source, plots bool) (*sweepView, error) {
 	sw := src.Sweep
 	v := &sweepView{Mode: sw.Mode, SLOMax: "none: no level met every objective", Knee: "not found among the levels run", Warnings: sw.Warnings}
 	if m := sw.SLOMax; m != nil {
-		v.SLOMax = fmt.Sprintf("%s (%.1f req/s achieved): %s", m.Level, m.AchievedPerS, m.Note)
+		v.SLOMax, v.SLOMaxBound = m.Label()+": "+m.Note, m.LowerBound
 	}
 	if k := sw.Knee; k != nil {
 		v.Knee = fmt.Sprintf("%s (%.1f req/s achieved): %s", k.Level, k.AchievedPerS, k.Note)
@@ -322,16 +324,23 @@ func viewSweep(src *Source, plots bool) (*sweepView, error) {
 		}
 		lv.Queue = queueP99(l.QueueDelay)
 		switch {
+		case !l.Valid:
+			lv.Verdict = "INVALID"
 		case l.Saturated:
 			lv.Verdict = "FAIL (saturated: " + l.Saturation + ")"
 		case l.Short:
 			lv.Verdict = "FAIL (short)"
+		case l.FloorsOnly:
+			lv.Verdict = "FAIL (floors only: too little demand)"
 		case !l.Pass:
 			lv.Verdict = "FAIL"
 		}
+		if len(l.NotApplicable) > 0 {
+			lv.Verdict += " · N/A: " + strings.Join(l.NotApplicable, ", ")
+		}
 		v.Levels = append(v.Levels, lv)
 	}
-	for _, k := range []string{"min_requests", "search", "saturation", "knee", "headroom"} {
+	for _, k := range []string{"min_requests", "search", "saturation", "floors", "lower_bound", "knee", "headroom"} {
 		if r, ok := sw.Rules[k]; ok {
 			v.Rules = append(v.Rules, k+": "+r)
 		}
@@ -391,7 +400,7 @@ td.l, th.l { text-align: left; }
 {{end}}</table>{{end}}
 {{range .Problems}}<p class="fail">problem: {{.}}</p>{{end}}
 {{with .Sweep}}<h3>Sweep ({{.Mode}} loop)</h3>
-<p><b>SLO-max:</b> {{.SLOMax}}<br><b>Knee:</b> {{.Knee}}{{if .Headroom}}<br><b>Headroom:</b> {{.Headroom}}{{end}}</p>
+<p><b>SLO-max{{if not .SLOMaxBound}}:{{end}}</b> {{.SLOMax}}<br><b>Knee:</b> {{.Knee}}{{if .Headroom}}<br><b>Headroom:</b> {{.Headroom}}{{end}}</p>
 <table>
 <tr><th class="l">level</th><th>offered/s</th><th>achieved/s</th><th>goodput/s</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p99</th><th>GPU util</th><th>queue p99</th><th class="l">verdict</th></tr>
 {{range .Levels}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Achieved}}</td><td>{{.Goodput}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E99}}</td><td>{{.GPU}}</td><td>{{.Queue}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</td></tr>

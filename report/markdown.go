@@ -38,7 +38,11 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 			fmt.Fprintf(b, "\n- problem: %s", md(p))
 		}
 		if sw := s.Sweep; sw != nil {
-			fmt.Fprintf(b, "\n### Sweep (%s loop)\n\n- **SLO-max:** %s\n- **Knee:** %s\n", sw.Mode, md(sw.SLOMax), md(sw.Knee))
+			sep := ":"
+			if sw.SLOMaxBound {
+				sep = ""
+			}
+			fmt.Fprintf(b, "\n### Sweep (%s loop)\n\n- **SLO-max%s** %s\n- **Knee:** %s\n", sw.Mode, sep, md(sw.SLOMax), md(sw.Knee))
 			if sw.Headroom != "" {
 				fmt.Fprintf(b, "- **Headroom:** %s\n", md(sw.Headroom))
 			}

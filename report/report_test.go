@@ -154,3 +154,17 @@ func TestReportOfARunAndASweep(t *testing.T) {
 }
 
 func theaterOptions() theater.Options { return theater.Options{Bucket: time.Second} }
+
+// A lower-bound SLO-max reads "SLO-max ≥ r16" in the HTML, not as the
+// capacity.
+func TestSweepLowerBoundInHTML(t *testing.T) {
+	sw := &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r16", RatePerS: 16, AchievedPerS: 15.3, Pass: true, Valid: true}},
+		SLOMax: &results.SweepPoint{Level: "r16", RatePerS: 16, AchievedPerS: 15.3, LowerBound: true, Note: "the SLO-max is at least this"}, LowerBound: true}
+	v, err := viewSweep(&Source{Sweep: sw}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.SLOMaxBound || !strings.HasPrefix(v.SLOMax, "≥ r16 (15.3 req/s achieved)") {
+		t.Errorf("view: bound %v %q", v.SLOMaxBound, v.SLOMax)
+	}
+}

@@ -69,10 +69,12 @@ type Change struct {
 
 // SweepEntry is a sweep's capacity finding.
 type SweepEntry struct {
-	Dir        string     `json:"dir"`
-	At         time.Time  `json:"at"`
-	SLOMax     string     `json:"slo_max"`
-	SLOMaxRate float64    `json:"slo_max_rate_per_s,omitempty"`
+	Dir        string    `json:"dir"`
+	At         time.Time `json:"at"`
+	SLOMax     string    `json:"slo_max"`
+	SLOMaxRate float64   `json:"slo_max_rate_per_s,omitempty"`
+	// LowerBound: the SLO-max is only a lower bound ("≥ r16").
+	LowerBound bool       `json:"lower_bound,omitempty"`
 	Knee       string     `json:"knee,omitempty"`
 	Headroom   string     `json:"headroom,omitempty"`
 	ReachesAt  *time.Time `json:"reaches_slo_max_at,omitempty"`
@@ -251,6 +253,9 @@ func readEntry(dir string) (Entry, *Source, error) {
 		e.Status = "no SLO-max"
 		if m := src.Sweep.SLOMax; m != nil {
 			e.Status = "SLO-max " + m.Level
+			if m.LowerBound {
+				e.Status = "SLO-max ≥ " + m.Level
+			}
 		}
 	case src.Verdict != nil:
 		e.Status = src.Verdict.Status
@@ -277,7 +282,7 @@ func readEntry(dir string) (Entry, *Source, error) {
 func sweepEntry(e Entry, sw *results.Sweep) SweepEntry {
 	s := SweepEntry{Dir: e.Dir, At: e.At, SLOMax: "none: no level met every objective"}
 	if m := sw.SLOMax; m != nil {
-		s.SLOMax = fmt.Sprintf("%s (%.1f req/s achieved)", m.Level, m.AchievedPerS)
+		s.SLOMax, s.LowerBound = m.Label(), m.LowerBound
 		s.SLOMaxRate = m.RatePerS
 		if m.Concurrency > 0 {
 			s.SLOMaxRate = m.AchievedPerS

@@ -92,7 +92,7 @@ th { background: #f2f2f2; } .note { color: #555; font-size: 0.85em; } .fail { co
 {{if .Changes}}<ul>{{range .Changes}}<li>{{.ID}}: {{.Dir}} ({{date .At}})</li>{{end}}</ul>{{else}}<p class="note">No change ids recorded (--change) in the period.</p>{{end}}
 <h2>Capacity and forecast</h2>
 {{if .Capacity}}<table><tr><th>when</th><th>sweep</th><th>SLO-max</th><th>knee</th><th>headroom</th><th>demand reaches SLO-max</th></tr>
-{{range .Capacity}}<tr><td>{{date .At}}</td><td>{{.Dir}}</td><td>{{.SLOMax}}</td><td>{{.Knee}}</td><td>{{.Headroom}}</td><td>{{reaches .ReachesAt}}</td></tr>
+{{range .Capacity}}<tr><td>{{date .At}}</td><td>{{.Dir}}</td><td>{{.SLOMax}}</td><td>{{.Knee}}</td><td>{{.Headroom}}</td><td>{{if and .LowerBound .ReachesAt}}not before {{end}}{{reaches .ReachesAt}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No sweep in the period: capacity was not measured.</p>{{end}}
 <h2>Efficiency</h2>
 {{if .Efficiency}}<table><tr><th>result</th><th>part</th><th>GPU utilisation (mean)</th><th>GPU idle share</th><th>output tokens/s</th><th>J per output token</th><th>$ per million output tokens</th></tr>
@@ -136,7 +136,7 @@ No change ids recorded in the period.{{end}}
 {{if .Capacity}}
 | when | sweep | SLO-max | knee | headroom | demand reaches SLO-max |
 |---|---|---|---|---|---|
-{{range .Capacity}}| {{date .At}} | {{md .Dir}} | {{md .SLOMax}} | {{md .Knee}} | {{md .Headroom}} | {{reaches .ReachesAt}} |
+{{range .Capacity}}| {{date .At}} | {{md .Dir}} | {{md .SLOMax}} | {{md .Knee}} | {{md .Headroom}} | {{if and .LowerBound .ReachesAt}}not before {{end}}{{reaches .ReachesAt}} |
 {{end}}{{else}}
 No sweep in the period: capacity was not measured.
 {{end}}

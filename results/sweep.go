@@ -37,8 +37,11 @@ type Sweep struct {
 	// Changes are the change-record ids given (--change).
 	Changes []string `json:"changes,omitempty"`
 	// Levels are in the order they ran.
-	Levels      []SweepLevel   `json:"levels"`
-	SLOMax      *SweepPoint    `json:"slo_max"`
+	Levels []SweepLevel `json:"levels"`
+	SLOMax *SweepPoint  `json:"slo_max"`
+	// LowerBound says the SLO-max is only a lower bound: no valid level
+	// above it failed, so the capacity may lie anywhere above it.
+	LowerBound  bool           `json:"lower_bound"`
 	Knee        *SweepPoint    `json:"knee"`
 	Headroom    *SweepHeadroom `json:"headroom,omitempty"`
 	Interrupted bool           `json:"interrupted"`
@@ -84,6 +87,13 @@ type SweepLevel struct {
 	InvalidReasons []string `json:"invalid_reasons,omitempty"`
 	Saturated      bool     `json:"saturated"`
 	Saturation     string   `json:"saturation,omitempty"`
+	// FloorsOnly marks a failed level whose only failures were throughput
+	// floors (the run valid, not saturated, not short): below the levels
+	// that pass, that is demand, not capacity (floors rise with load).
+	FloorsOnly bool `json:"floors_only,omitempty"`
+	// NotApplicable names the floors the level's offered load could not
+	// reach (N/A there, their notes say why).
+	NotApplicable []string `json:"not_applicable,omitempty"`
 	// TTFT medians of the first and last quarter of measured requests.
 	TTFTFirstQuarterP50Ms float64 `json:"ttft_first_quarter_p50_ms"`
 	TTFTLastQuarterP50Ms  float64 `json:"ttft_last_quarter_p50_ms"`
@@ -131,6 +141,19 @@ type SweepPoint struct {
 	// Energy is the level's (the SLO-max's: energy and cost per token at
 	// the highest load that meets the SLO).
 	Energy *Energy `json:"energy,omitempty"`
+	// LowerBound (the SLO-max's): no valid level above it failed, so the
+	// SLO-max is at least this, not this.
+	LowerBound bool `json:"lower_bound,omitempty"`
+}
+
+// Label is the point as a reader says it: "r16 (15.3 req/s achieved)",
+// or "≥ r16 (…)" for a lower bound.
+func (p *SweepPoint) Label() string {
+	s := fmt.Sprintf("%s (%.1f req/s achieved)", p.Level, p.AchievedPerS)
+	if p.LowerBound {
+		s = "≥ " + s
+	}
+	return s
 }
 
 // Value is the point's own load: its concurrency (closed loop) or rate.
@@ -158,8 +181,11 @@ type SweepHeadroom struct {
 	HeadroomPct    float64 `json:"headroom_pct"`
 	Growth         string  `json:"growth,omitempty"`
 	GrowthPerMonth float64 `json:"growth_per_month,omitempty"`
+	// LowerBound: the SLO-max is a lower bound, so the headroom and the
+	// months are at least these.
+	LowerBound bool `json:"lower_bound,omitempty"`
 	// MonthsToSLOMax and ReachesAt say when demand growing at Growth
-	// reaches the SLO-max.
+	// reaches the SLO-max (with LowerBound: at the earliest).
 	MonthsToSLOMax *float64   `json:"months_to_slo_max,omitempty"`
 	ReachesAt      *time.Time `json:"reaches_slo_max_at,omitempty"`
 	Note           string     `json:"note"`

@@ -14,7 +14,11 @@
 //   - ratio (error_rate): failed requests / all requests ≤ threshold.
 //   - floor (output_tokens_per_s, input_tokens_per_s, requests_per_s,
 //     goodput_per_s): a count of successful work over the measured window
-//     ≥ threshold.
+//     ≥ threshold; with share_of_offered (requests_per_s, goodput_per_s)
+//     completed (good) requests / offered requests ≥ threshold. Given the
+//     stage's Demand (a sweep's open-loop level), a fixed floor above what
+//     the offered load could show whatever the server does is N/A there
+//     (demand.go).
 //
 // # Populations
 //

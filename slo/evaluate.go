@@ -115,6 +115,21 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			break
 		}
 		v.WindowS = w.Seconds()
+		if o.ShareOfOffered {
+			v.ShareOfOffered, v.Offered = true, oj.offered
+			if oj.offered == 0 {
+				v.Result, v.Note = NoData, "no request was offered in this stage"
+				break
+			}
+			v.Total = oj.offered
+			v.Measured = float64(oj.work) / float64(oj.offered)
+			v.Result = Fail
+			if o.Limit.CmpRatio(oj.work, oj.offered) >= 0 {
+				v.Result = Pass
+			}
+			addNote(&v, fmt.Sprintf("%d of %d offered requests %s", oj.work, oj.offered, map[bool]string{true: "good", false: "completed"}[o.Metric == GoodputPerS]))
+			break
+		}
 		v.Measured = loadgen.PerSecond(oj.work, w)
 		v.Result = Fail
 		if rateAtLeast(oj.work, w, o.Limit) {

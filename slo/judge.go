@@ -234,8 +234,12 @@ type objectiveJudge struct {
 	// unjudged counts successful requests goodput could not judge: a TPOT
 	// bound on an answer that came as one body.
 	unjudged uint64
-	// floor: requests or tokens of successful requests.
-	work uint64
+	// floor: requests or tokens of successful requests; offered the
+	// requests offered (failed and dropped too), maxTokens the largest
+	// max_tokens sent, unbounded when a request was sent without one.
+	work, offered uint64
+	maxTokens     int
+	unbounded     bool
 	// conf is the confidence verdicts are decided at (confidence.go).
 	conf float64
 	// lagMissed: latency events that missed only by their schedule lag
@@ -317,6 +321,13 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		}
 		oj.counted++
 	case KindFloor:
+		if r.ErrorKind != loadgen.ErrNotDue && r.ErrorKind != loadgen.ErrCancelledByDependency {
+			oj.offered++
+		}
+		if r.ErrorKind != loadgen.ErrDropped && !r.NotSent {
+			oj.maxTokens = max(oj.maxTokens, r.MaxTokens)
+			oj.unbounded = oj.unbounded || r.MaxTokens <= 0
+		}
 		if !r.OK() {
 			return
 		}
@@ -372,7 +383,7 @@ func (j *Judge) Assess(in Input) *Report {
 			s = j.newStage(st.Name, st)
 		}
 		sr.Counts = s.counts
-		vs := j.evaluate(s, in.Now, in.QueueDelay[st.Name], extra)
+		vs := j.evaluate(s, in.Now, in.QueueDelay[st.Name], extra, in.Demand[st.Name])
 		for _, v := range vs {
 			if v.Kind == KindFloor && v.WindowS > 0 {
 				sr.WindowS = v.WindowS
@@ -444,11 +455,12 @@ func (j *Judge) stageOrder() []string {
 
 // evaluate gives the verdicts of the stage's objectives, the spec's
 // waivers and extra applied at now; qd is the stage's server queue delay.
-func (j *Judge) evaluate(s *stageJudge, now time.Time, qd *promhist.Histogram, extra []Waiver) []Verdict {
+func (j *Judge) evaluate(s *stageJudge, now time.Time, qd *promhist.Histogram, extra []Waiver, d *Demand) []Verdict {
 	waivers := append(append([]Waiver(nil), j.spec.Waivers...), extra...)
 	out := make([]Verdict, 0, len(s.objs))
 	for _, oj := range s.objs {
 		v := oj.verdict(s.name, s.win, qd)
+		oj.applyDemand(&v, d) // demand.go
 		applyWaivers(&v, waivers, now)
 		out = append(out, v)
 	}

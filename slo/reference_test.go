@@ -348,7 +348,7 @@ func TestJudgeMatchesReference(t *testing.T) {
 			if s == nil {
 				s = j.newStage(stage, nil)
 			}
-			got := j.evaluate(s, t0, nil, nil)
+			got := j.evaluate(s, t0, nil, nil, nil)
 			if len(got) != len(want) {
 				t.Fatalf("%s/%s: %d verdicts, want %d", c.name, stage, len(got), len(want))
 			}

@@ -106,6 +106,10 @@ type Input struct {
 	// Facts are what validity is judged on beyond the records, by stage
 	// ("" for the whole run).
 	Facts map[string]Facts
+	// Demand is the load a stage offered by itself (an open loop's rate),
+	// by stage: a floor it could not reach is NotApplicable there
+	// (demand.go). Absent: every floor applies.
+	Demand map[string]*Demand
 }
 
 // Assess judges a whole run: every applicable objective on every stage, the
@@ -137,6 +141,9 @@ func (r *Report) finish() {
 	case r.Counts[Fail] > 0 || r.Counts[Pending] > 0:
 		r.Status, r.ExitCode = ReportFail, ExitFailed
 	case r.Counts[Inconclusive] > 0:
+		r.Status, r.ExitCode = ReportInconclusive, ExitInconclusive
+	case len(r.Verdicts) > 0 && r.Counts[NotApplicable] == len(r.Verdicts):
+		// Nothing is decided from nothing: no objective applied.
 		r.Status, r.ExitCode = ReportInconclusive, ExitInconclusive
 	default:
 		r.Status, r.ExitCode = ReportPass, ExitOK

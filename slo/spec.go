@@ -126,6 +126,11 @@ type Objective struct {
 	// Limit is the ratio's maximum (ratio kind, ≤) or the rate's minimum per
 	// second (floor kind, ≥).
 	Limit Decimal `json:"limit,omitzero"`
+	// ShareOfOffered judges a floor as a share of the offered load: Limit
+	// is the fraction of offered requests that must complete
+	// (requests_per_s) or be good (goodput_per_s), so the floor scales
+	// with the load instead of asking a fixed rate of any load.
+	ShareOfOffered bool `json:"share_of_offered,omitempty"`
 	// ErrorKinds restricts error_rate to these kinds; empty counts them all.
 	ErrorKinds []loadgen.ErrorKind `json:"error_kinds,omitempty"`
 	// Constraints overrides the spec's goodput constraints (goodput_per_s).
@@ -424,7 +429,7 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 
 func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	start := r.doc.Count()
-	f, _ := n.Map("name", "description", "metric", "class", "turn", "threshold", "target", "error_kinds", "constraints", "runbook")
+	f, _ := n.Map("name", "description", "metric", "class", "turn", "threshold", "target", "error_kinds", "constraints", "runbook", "share_of_offered")
 	o := Objective{Line: n.Line()}
 	if !n.IsMap() {
 		return o, false
@@ -465,6 +470,22 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 			}
 		case KindFloor:
 			o.Limit, _ = decimal(v)
+		}
+	}
+	if v, ok := f.Get("share_of_offered"); ok {
+		if b, ok := v.Bool(); ok && b {
+			switch {
+			case o.Metric != RequestsPerS && o.Metric != GoodputPerS:
+				// A request's max_tokens is a ceiling, not a demand: no
+				// offered count of tokens exists to take a share of.
+				v.Errorf("only requests_per_s and goodput_per_s floors take a share of the offered requests, not %s", o.Metric)
+			case o.Limit.IsZero() || o.Limit.CmpRatio(1, 1) < 0:
+				if th, ok := f.Get("threshold"); ok {
+					th.Errorf("%s is not a fraction in (0, 1]: with share_of_offered the threshold is the share of offered requests (0.95 or 95%%)", o.Limit)
+				}
+			default:
+				o.ShareOfOffered = true
+			}
 		}
 	}
 	if kind == KindLatency {

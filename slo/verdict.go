@@ -15,6 +15,10 @@ const (
 	Waived  Status = "WAIVED"  // a FAIL or NO_DATA that an unexpired waiver covers
 	NoData  Status = "NO_DATA" // nothing to measure: the run is invalid
 	Pending Status = "PENDING" // a manual stage nobody has recorded yet
+	// NotApplicable: a floor the stage's offered load could not reach by
+	// itself, whatever the server (Input.Demand): demand, not capacity.
+	// It neither passes nor fails the stage; the note says why.
+	NotApplicable Status = "N/A"
 	// Inconclusive (confidence.go): the sample does not decide the objective.
 )
 
@@ -61,6 +65,15 @@ type Verdict struct {
 	// (dropped), neither a failure of the server; the note says which.
 	LeftOut uint64  `json:"left_out,omitempty"`
 	WindowS float64 `json:"window_s,omitempty"`
+	// Offered counts the requests the floor's stage offered (its class
+	// and turn, failed and dropped ones too), for a floor judged as a
+	// share of them (ShareOfOffered: Measured is Good / Offered, Threshold
+	// a fraction) or held against what they could reach (ReachablePerS:
+	// the most the offered load could give whatever the server; 0 when
+	// not known). A floor above its reachable rate is NotApplicable.
+	Offered        uint64  `json:"offered,omitempty"`
+	ShareOfOffered bool    `json:"share_of_offered,omitempty"`
+	ReachablePerS  float64 `json:"reachable_per_s,omitempty"`
 	// CensoredMisses counts requests cut at the end, timed out or
 	// cancelled by the run after a latency threshold had passed: known
 	// misses, in Total and not in Good. Censored counts those cut before
@@ -118,6 +131,9 @@ func (v *Verdict) MeasuredText() string {
 	case KindRatio:
 		return percent(v.Measured)
 	case KindFloor:
+		if v.ShareOfOffered {
+			return percent(v.Measured) + " of offered"
+		}
 		return fmt.Sprintf("%.1f/s", v.Measured)
 	case KindManual:
 		return strings.ToLower(string(v.Result))
@@ -131,6 +147,9 @@ func (v *Verdict) ThresholdLabel() string {
 	case KindLatency, KindRatio:
 		return "≤ " + v.ThresholdText
 	case KindFloor:
+		if v.ShareOfOffered {
+			return "≥ " + v.ThresholdText + " of offered"
+		}
 		return "≥ " + v.ThresholdText + "/s"
 	}
 	return "-"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -175,12 +176,17 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		capacity.WriteTable(stdout, res)
 	}
-	if err == nil && !*noReport {
-		err = writeDefaultReport(out, stderr)
+	// An interrupted sweep's completed levels are in sweep.json: the
+	// report shows them too.
+	stopped := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if (err == nil || stopped) && !*noReport {
+		if rerr := writeDefaultReport(out, stderr); err == nil {
+			err = rerr
+		}
 	}
 	fmt.Fprintf(stderr, "sweep in %s\n", out)
 	if err != nil {
-		return invalidErr("%v", err)
+		return invalidErr("%w", err)
 	}
 	return judgedExit(results.SweepExit(res))
 }

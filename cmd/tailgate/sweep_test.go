@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +88,48 @@ func TestSweepCommand(t *testing.T) {
 		args[6] = "200"
 		if code, stdout, _ := tgCmd(args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
 			t.Errorf("nothing passes: %d\n%s", code, stdout)
+		}
+	})
+}
+
+// An interrupted sweep ends saying which level it cut and what it kept,
+// exit 3, with the completed levels in sweep.json and report.html.
+func TestSweepInterruptedSaysWhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server) {
+		dir := t.TempDir()
+		sloFile := filepath.Join(dir, "slo.yaml")
+		os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
+		out := filepath.Join(dir, "out")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Each level lasts its 200 ms warm-up and 5 s measured on the fake
+		// clock (the 29 requests a 90% target needs take less): 7 s is
+		// inside r50.
+		time.AfterFunc(7*time.Second, cancel)
+		var o, e strings.Builder
+		err := cmdSweep(ctx, []string{"--target", sims["sim"].URL, "--slo", sloFile, "--levels", "40,50", "--arrival", "constant",
+			"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "5s", "--grace", "1s", "--self-check", "warn", "--no-progress", "--out", out}, &o, &e)
+		code := finish("sweep", err, &e)
+		if code != slo.ExitInvalid || !errors.Is(err, context.Canceled) {
+			t.Fatalf("exit %d, err %v: want 3 and a cancellation\n%s\n%s", code, err, o.String(), e.String())
+		}
+		want := "tailgate sweep: sweep interrupted during level r50 (1 of 2 levels run completed): 1 completed level(s) and the interrupted one are in " + filepath.Join(out, results.SweepFile)
+		if !strings.Contains(e.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, e.String())
+		}
+		t.Logf("stderr:\n%s", e.String())
+		if strings.Contains(e.String(), "tailgate sweep: context canceled") {
+			t.Errorf("a bare cancellation:\n%s", e.String())
+		}
+		res, rerr := results.Dir(out).ReadSweep()
+		if rerr != nil || !res.Interrupted || len(res.Levels) != 2 || !res.Levels[0].Valid {
+			t.Fatalf("sweep.json: %v %+v", rerr, res)
+		}
+		if _, serr := os.Stat(filepath.Join(out, results.ReportFile)); serr != nil {
+			t.Errorf("no report of the completed levels: %v", serr)
 		}
 	})
 }

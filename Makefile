@@ -13,7 +13,7 @@ export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
 BENCH_STEPS ?= plain,streamed,ttft,lag,memory
 
-.PHONY: all build image test test-timing unit fmt-check vet demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
+.PHONY: all build image test test-timing unit fmt-check vet lint demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
 all: build
 
@@ -33,7 +33,7 @@ image:
 # and the timing tests (test-timing).
 # Packages run one at a time (-p 1): many tests time real streams, and two
 # packages' simulators fighting over two cores made them flaky.
-test: fmt-check vet
+test: fmt-check vet lint
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
@@ -66,6 +66,17 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# Static checks beyond vet, at pinned versions fetched through the module
+# proxy (go run pkg@version keeps them out of go.mod): staticcheck's
+# default checks, errorlint with -errorf (errors compared, asserted or wrapped in ways
+# that break errors.Is/As), and go.mod and go.sum as go mod tidy leaves them.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ERRORLINT   ?= codeberg.org/polyfloyd/go-errorlint@v1.9.1
+lint:
+	$(GO) mod tidy -diff
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(ERRORLINT) -errorf ./...
 
 # The README's first command: start the simulator, replay a prompt mix
 # against it, run an acceptance validate, print the reports.

@@ -13,7 +13,7 @@ import (
 func Brief(baseline, candidate string) (*results.ComparisonOutcome, error) {
 	bs, err := Read(baseline)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", results.ErrNotComparable, err)
+		return nil, fmt.Errorf("%w: %w", results.ErrNotComparable, err)
 	}
 	cs, err := Read(candidate)
 	if err != nil {

@@ -506,7 +506,7 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 			return nil, nil, nil
 		}
 		p, seq, err := r.seq.draw()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			r.graphs.waitIdle(rn) // sending ends with the last session
 			return nil, nil, nil
 		}
@@ -686,7 +686,7 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt) (*prompts.Prompt, *Re
 		}
 		p, seq, err := r.closedNext(rn, pending)
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				cw.errOnce.Do(func() { cw.srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
 			}
 			return nil, nil

@@ -557,7 +557,7 @@ func TestStopOnDemand(t *testing.T) {
 		if el := time.Since(start); el != 150*time.Millisecond {
 			t.Errorf("run took %v, want to end at the Stop (150ms)", el)
 		}
-		if info.Stopped != reason || info.Interrupted {
+		if !errors.Is(info.Stopped, reason) || info.Interrupted {
 			t.Errorf("Stopped %v Interrupted %v", info.Stopped, info.Interrupted)
 		}
 		n := 0

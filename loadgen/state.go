@@ -76,7 +76,7 @@ func (g *Group) state() (GroupState, error) {
 	for n, h := range g.Hist {
 		e, err := encodeHist(h)
 		if err != nil {
-			return s, fmt.Errorf("%s: %v", n, err)
+			return s, fmt.Errorf("%s: %w", n, err)
 		}
 		s.Hist[n] = e
 	}
@@ -103,7 +103,7 @@ func (s GroupState) group() (*Group, error) {
 	for n, e := range s.Hist {
 		h, err := decodeHist(e)
 		if err != nil {
-			return nil, fmt.Errorf("histogram %s: %v", n, err)
+			return nil, fmt.Errorf("histogram %s: %w", n, err)
 		}
 		g.Hist[n] = h
 	}
@@ -119,12 +119,12 @@ func (m *Metrics) State() (*MetricsState, error) {
 	}
 	for n, g := range m.Classes {
 		if st.Classes[n], err = g.state(); err != nil {
-			return nil, fmt.Errorf("class %s: %v", n, err)
+			return nil, fmt.Errorf("class %s: %w", n, err)
 		}
 	}
 	for n, g := range m.Stages {
 		if st.Stages[n], err = g.state(); err != nil {
-			return nil, fmt.Errorf("stage %s: %v", n, err)
+			return nil, fmt.Errorf("stage %s: %w", n, err)
 		}
 	}
 	for turn, h := range m.TurnTTFT {
@@ -139,7 +139,7 @@ func (m *Metrics) State() (*MetricsState, error) {
 	}
 	if m.Sessions != nil {
 		if st.Sessions, err = m.Sessions.state(); err != nil {
-			return nil, fmt.Errorf("sessions: %v", err)
+			return nil, fmt.Errorf("sessions: %w", err)
 		}
 	}
 	for n, h := range m.LagCorrected {
@@ -164,12 +164,12 @@ func (st *MetricsState) Metrics() (*Metrics, error) {
 	}
 	for n, gs := range st.Classes {
 		if m.Classes[n], err = gs.group(); err != nil {
-			return nil, fmt.Errorf("class %s: %v", n, err)
+			return nil, fmt.Errorf("class %s: %w", n, err)
 		}
 	}
 	for n, gs := range st.Stages {
 		if m.Stages[n], err = gs.group(); err != nil {
-			return nil, fmt.Errorf("stage %s: %v", n, err)
+			return nil, fmt.Errorf("stage %s: %w", n, err)
 		}
 	}
 	m.Warmup = st.Warmup
@@ -179,17 +179,17 @@ func (st *MetricsState) Metrics() (*Metrics, error) {
 			return nil, fmt.Errorf("turn %q: not a number", k)
 		}
 		if m.TurnTTFT[turn], err = decodeHist(e); err != nil {
-			return nil, fmt.Errorf("turn %d: %v", turn, err)
+			return nil, fmt.Errorf("turn %d: %w", turn, err)
 		}
 	}
 	if st.Sessions != nil {
 		if m.Sessions, err = st.Sessions.stats(); err != nil {
-			return nil, fmt.Errorf("sessions: %v", err)
+			return nil, fmt.Errorf("sessions: %w", err)
 		}
 	}
 	for n, e := range st.LagCorrected {
 		if m.LagCorrected[n], err = decodeHist(e); err != nil {
-			return nil, fmt.Errorf("lag-corrected %s: %v", n, err)
+			return nil, fmt.Errorf("lag-corrected %s: %w", n, err)
 		}
 	}
 	return m, nil
@@ -340,7 +340,7 @@ func (i Info) State() InfoState {
 func (s InfoState) Info() (Info, error) {
 	started, err := time.Parse(time.RFC3339Nano, s.Started)
 	if err != nil {
-		return Info{}, fmt.Errorf("started %q: %v", s.Started, err)
+		return Info{}, fmt.Errorf("started %q: %w", s.Started, err)
 	}
 	i := Info{Started: started, Elapsed: time.Duration(s.ElapsedNs), Interrupted: s.Interrupted,
 		Sent: s.Sent, Dropped: s.Dropped, CutAtEnd: s.CutAtEnd, Grace: time.Duration(s.GraceNs),
@@ -362,7 +362,7 @@ func (s InfoState) Info() (Info, error) {
 	}
 	if s.StartAt != "" {
 		if i.StartAt, err = time.Parse(time.RFC3339Nano, s.StartAt); err != nil {
-			return Info{}, fmt.Errorf("start_at %q: %v", s.StartAt, err)
+			return Info{}, fmt.Errorf("start_at %q: %w", s.StartAt, err)
 		}
 	}
 	return i, nil

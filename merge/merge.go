@@ -116,7 +116,7 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		}
 		info.Interrupted = info.Interrupted || s.info.Interrupted
 		if info.Stopped == nil && s.info.Stopped != nil {
-			info.Stopped = fmt.Errorf("shard %d: %v", s.info.Shard.Index, s.info.Stopped)
+			info.Stopped = fmt.Errorf("shard %d: %w", s.info.Shard.Index, s.info.Stopped)
 		}
 		info.Sent += s.info.Sent
 		info.Dropped += s.info.Dropped

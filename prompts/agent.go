@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -398,12 +397,4 @@ func laneTurns(calls []gcall) {
 		calls[i].turn = n[calls[i].agent]
 		n[calls[i].agent]++
 	}
-}
-
-// recordField names a record in a JSON file without lines: "record 3".
-func recordField(i int, field string) string {
-	if field == "" {
-		return "record " + strconv.Itoa(i)
-	}
-	return "record " + strconv.Itoa(i) + ": " + field
 }

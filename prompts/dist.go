@@ -203,17 +203,6 @@ func (d dist) String() string {
 	}
 }
 
-// mean is the nominal mean (ignoring truncation), for descriptions.
-func (d dist) nominalMean() float64 {
-	switch d.kind {
-	case DistFixed:
-		return d.value
-	case DistUniform:
-		return (d.min + d.max) / 2
-	}
-	return d.mean
-}
-
 // dist reads a distribution: a bare value is fixed; a mapping names dist
 // and its parameters. minDefault is the least value allowed for tokens (1
 // for lengths).

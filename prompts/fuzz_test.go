@@ -146,7 +146,7 @@ func fuzzTrace(t *testing.T, typ string, rows []traceRow, t0 int64) {
 	var last time.Duration
 	for {
 		p, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if p.At < last || p.At < 0 || p.InputTokens < 1 || p.MaxTokens < 1 || p.Text == "" {
@@ -234,7 +234,7 @@ func fuzzSessions(t *testing.T, typ string, data []byte) {
 	var last time.Duration
 	for i := 0; i < len(c.sessions); i++ {
 		p, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if p.Graph == nil || p.At < last {

@@ -2,6 +2,7 @@ package prompts
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +58,7 @@ func drawAll(t *testing.T, path string, opts LoadOptions, n int) (*Mix, []*Promp
 	var out []*Prompt
 	for n == 0 || len(out) < n {
 		p, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -60,7 +60,7 @@ func parseShareGPT(name string, r io.Reader, limit int) (convs []conv, skipped i
 	if perr == nil && b == '[' {
 		array = true
 		if _, terr := dec.Token(); terr != nil {
-			return nil, 0, &offsetError{0, "", fmt.Errorf("not JSON: %v", terr), true}
+			return nil, 0, &offsetError{0, "", fmt.Errorf("not JSON: %w", terr), true}
 		}
 	} else if perr != nil {
 		return nil, 0, errAt(name, 0, "", "no conversations in file")
@@ -155,12 +155,12 @@ func peekNonSpace(br *bufio.Reader) (byte, int64, error) {
 func syntaxAt(dec *json.Decoder, err error, field string) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return &offsetError{se.Offset, field, fmt.Errorf("not JSON: %v", err), true}
+		return &offsetError{se.Offset, field, fmt.Errorf("not JSON: %w", err), true}
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return &offsetError{dec.InputOffset(), field, errors.New("not JSON: unexpected end of file"), false}
 	}
-	return &offsetError{dec.InputOffset(), field, fmt.Errorf("not JSON: %v", err), true}
+	return &offsetError{dec.InputOffset(), field, fmt.Errorf("not JSON: %w", err), true}
 }
 
 // lineAt is the line of byte offset off of the reader's content, or with

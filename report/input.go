@@ -109,7 +109,7 @@ func Read(dir string) (*Source, error) {
 		if b, err := os.ReadFile(d.Path(results.VerdictFile)); err == nil {
 			var v slo.Report
 			if err := json.Unmarshal(b, &v); err != nil {
-				return nil, fmt.Errorf("%s: %v", d.Path(results.VerdictFile), err)
+				return nil, fmt.Errorf("%s: %w", d.Path(results.VerdictFile), err)
 			}
 			s.Verdict = &v
 		}
@@ -262,7 +262,7 @@ func readTelemetry(path string) ([]telPoint, error) {
 			if len(b) == 0 {
 				break // a torn last line
 			}
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		tp := telPoint{t: s.Elapsed}
 		var sum float64

@@ -142,7 +142,7 @@ func (h *HlogWriter) WriteInterval(hists []*hdrhistogram.Histogram, from, to tim
 }
 
 // badTag is the library's test of an interval tag.
-var badTag = regexp.MustCompile(".[, \\r\\n].")
+var badTag = regexp.MustCompile(`.[, \r\n].`)
 
 // writeInterval writes one interval line as hdrhistogram's
 // OutputIntervalHistogram does (its base time is 0 here; TestHlogLineAsTheLibrary

@@ -79,7 +79,7 @@ func (d Dir) ReadHistograms() (*Histograms, error) {
 	}
 	var h Histograms
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	if h.Schema != HistogramsSchema {
 		return nil, fmt.Errorf("%s: schema %q, want %q", p, h.Schema, HistogramsSchema)

@@ -153,8 +153,9 @@ type WriteError struct {
 }
 
 func (e *WriteError) Error() string {
-	// Errors from os already name the path.
-	if pe, ok := e.Err.(*os.PathError); ok && pe.Path == e.Path {
+	// Errors from os ("write PATH: ...") already name the path: say it
+	// once. A wrapped one ("line 3: write PATH: ...") still needs it first.
+	if head, _, ok := strings.Cut(e.Err.Error(), ": "); ok && strings.HasSuffix(head, " "+e.Path) {
 		return e.Err.Error()
 	}
 	return fmt.Sprintf("%s: %v", e.Path, e.Err)

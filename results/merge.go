@@ -137,7 +137,7 @@ func MergeHlogs(paths []string, base time.Time, path string) error {
 	next := func(r *reader) error {
 		h, err := r.r.NextIntervalHistogram()
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %v", r.path, err)
+			return fmt.Errorf("%s: %w", r.path, err)
 		}
 		r.head = h
 		return nil

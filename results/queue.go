@@ -55,7 +55,7 @@ func (d Dir) ReadQueueDelay(stages []string) (map[string]*telemetry.Histogram, e
 	}
 	var in map[string]*telemetry.Histogram
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	out := map[string]*telemetry.Histogram{}
 	for st, h := range in {

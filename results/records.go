@@ -55,7 +55,7 @@ func ReadRecords(path string, fn func(*loadgen.Record) error) (ReadStats, error)
 						st.TornTail, st.TornLine, st.TornPath = true, line, path
 						return st, nil
 					}
-					return st, fmt.Errorf("%s:%d: %v", path, line, err)
+					return st, fmt.Errorf("%s:%d: %w", path, line, err)
 				}
 				st.Records++
 				if err := fn(&rec); err != nil {

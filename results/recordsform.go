@@ -257,14 +257,14 @@ func openRecords(path string) (io.Reader, func(), error) {
 		z, err := gzip.NewReader(br)
 		if err != nil {
 			f.Close()
-			return nil, nil, fmt.Errorf("%s: gzip: %v", path, err)
+			return nil, nil, fmt.Errorf("%s: gzip: %w", path, err)
 		}
 		return bufio.NewReaderSize(z, 1<<20), func() { z.Close(); f.Close() }, nil
 	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			f.Close()
-			return nil, nil, fmt.Errorf("%s: zstd: %v", path, err)
+			return nil, nil, fmt.Errorf("%s: zstd: %w", path, err)
 		}
 		return bufio.NewReaderSize(z, 1<<20), func() { z.Close(); f.Close() }, nil
 	}

@@ -117,7 +117,7 @@ func (d Dir) ReadSummary() (*Summary, error) {
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &s, nil
 }

@@ -203,7 +203,7 @@ func (d Dir) ReadSweep() (*Sweep, error) {
 	}
 	var r Sweep
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	if r.Schema != SweepSchema {
 		return nil, fmt.Errorf("%s: schema %q, want %q", p, r.Schema, SweepSchema)

@@ -583,7 +583,7 @@ func ParseFaultRule(s string) (FaultRule, error) {
 		r.Rate = p
 	}
 	if err := r.validate(); err != nil {
-		return FaultRule{}, fmt.Errorf("fault %q: %v", s, err)
+		return FaultRule{}, fmt.Errorf("fault %q: %w", s, err)
 	}
 	return r, nil
 }

@@ -218,13 +218,6 @@ func truthByID(t testing.TB, s *Server, id string) Truth {
 	return Truth{}
 }
 
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
-}
-
 // fastBatch is a small, quick engine for tests.
 func fastBatch() Config {
 	c := DefaultConfig()

@@ -124,7 +124,7 @@ func tokenCounter(name string) (TokenCounter, string, error) {
 	}
 	tok, err := prompts.NewTokenizer(name)
 	if err != nil {
-		return nil, "", fmt.Errorf("sim: %v (or %s)", err, TokenizerBytes4)
+		return nil, "", fmt.Errorf("sim: %w (or %s)", err, TokenizerBytes4)
 	}
 	return tok.Count, name, nil
 }
@@ -153,7 +153,7 @@ func (s *Server) Stalled() bool { return s.gate.stalled() }
 func (s *Server) SetFaults(rules []FaultRule) error {
 	for i, r := range rules {
 		if err := r.validate(); err != nil {
-			return fmt.Errorf("sim: fault rule %d: %v", i, err)
+			return fmt.Errorf("sim: fault rule %d: %w", i, err)
 		}
 	}
 	rules = append([]FaultRule(nil), rules...)

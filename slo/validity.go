@@ -118,7 +118,7 @@ func (v *Validity) UnmarshalJSON(b []byte) error {
 	if j.MaxScheduleLag != "" {
 		lag, err := time.ParseDuration(j.MaxScheduleLag)
 		if err != nil {
-			return fmt.Errorf("max_schedule_lag: %v", err)
+			return fmt.Errorf("max_schedule_lag: %w", err)
 		}
 		v.MaxScheduleLag = lag
 	}

@@ -128,7 +128,7 @@ func (s *scraper) scrapeURL(ctx context.Context, raw string, fallback bool) (*Se
 	}
 	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {
-		return sample, fmt.Errorf("parse: %v", err)
+		return sample, fmt.Errorf("parse: %w", err)
 	}
 	return sample, nil
 }

@@ -67,7 +67,7 @@ func runFloor(w *os.File, target string, c int, d time.Duration, tokens int, pre
 	if pre {
 		for i := range conns {
 			if conns[i], err = net.Dial("tcp", u.Host); err != nil {
-				return fmt.Errorf("preconnect %d: %v", i, err)
+				return fmt.Errorf("preconnect %d: %w", i, err)
 			}
 		}
 	}

@@ -38,7 +38,7 @@ func runFloorLag(w *os.File, target string, rate float64, d, warmup time.Duratio
 	for i := 0; i < poolN; i++ {
 		c, err := net.Dial("tcp", u.Host)
 		if err != nil {
-			return fmt.Errorf("preconnect %d: %v", i, err)
+			return fmt.Errorf("preconnect %d: %w", i, err)
 		}
 		idle = append(idle, c)
 	}
@@ -141,7 +141,7 @@ func parseFloorLag(out string) (lags []int64, failed int, err error) {
 		line := sc.Text()
 		if n, ok := strings.CutPrefix(line, "failed "); ok {
 			if failed, err = strconv.Atoi(n); err != nil {
-				return nil, 0, fmt.Errorf("floor -rate: %q: %v", line, err)
+				return nil, 0, fmt.Errorf("floor -rate: %q: %w", line, err)
 			}
 			done = true
 			continue

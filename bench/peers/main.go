@@ -230,7 +230,7 @@ func runChildEnv(ctx context.Context, env []string, name string, args ...string)
 		var ee *exec.ExitError
 		// tailgate's 1 and 3 still wrote a summary; the caller judges it.
 		if !errors.As(err, &ee) || !strings.HasPrefix(filepath.Base(name), "tailgate") {
-			return c, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(c.stderr))
+			return c, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(c.stderr))
 		}
 	}
 	return c, nil
@@ -262,7 +262,7 @@ func startServer(self string, args ...string) (*server, error) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
-		return nil, fmt.Errorf("server did not start: %v", err)
+		return nil, fmt.Errorf("server did not start: %w", err)
 	}
 	return &server{url: strings.TrimSpace(line), cmd: cmd}, nil
 }
@@ -330,7 +330,7 @@ func (b *bench) tgOut(ctx context.Context, env []string, keep func(dir string, s
 		return s, c, err
 	}
 	if err := json.Unmarshal([]byte(c.stdout), &s); err != nil {
-		return s, c, fmt.Errorf("tailgate run %s: summary: %v\n%s", strings.Join(args, " "), err, tail(c.stderr))
+		return s, c, fmt.Errorf("tailgate run %s: summary: %w\n%s", strings.Join(args, " "), err, tail(c.stderr))
 	}
 	if keep != nil {
 		if err := keep(out, s); err != nil {
@@ -617,7 +617,7 @@ func (s *server) truth() ([]served, error) {
 	defer resp.Body.Close()
 	var t []served
 	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
-		return nil, fmt.Errorf("server's /truth: %v", err)
+		return nil, fmt.Errorf("server's /truth: %w", err)
 	}
 	return t, nil
 }

@@ -79,7 +79,7 @@ func meanP99(errs []int64) (mean, p99 float64, ok bool) {
 func parseTailgate(started string, r io.Reader) ([]clientReq, error) {
 	t0, err := time.Parse(time.RFC3339Nano, started)
 	if err != nil {
-		return nil, fmt.Errorf("run.started %q: %v", started, err)
+		return nil, fmt.Errorf("run.started %q: %w", started, err)
 	}
 	base := t0.UnixNano()
 	var reqs []clientReq
@@ -93,7 +93,7 @@ func parseTailgate(started string, r io.Reader) ([]clientReq, error) {
 			ErrorKind string `json:"error_kind"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("requests.jsonl line %d: %v", n, err)
+			return nil, fmt.Errorf("requests.jsonl line %d: %w", n, err)
 		}
 		c := clientReq{ID: strconv.FormatInt(rec.Seq, 10), Sent: base + rec.Sent*1000, Failed: rec.ErrorKind != "" || rec.First == nil}
 		if rec.First != nil {
@@ -102,7 +102,7 @@ func parseTailgate(started string, r io.Reader) ([]clientReq, error) {
 		reqs = append(reqs, c)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("requests.jsonl: %v", err)
+		return nil, fmt.Errorf("requests.jsonl: %w", err)
 	}
 	return reqs, nil
 }
@@ -118,7 +118,7 @@ func parseFloor(r io.Reader) (start int64, reqs []clientReq, err error) {
 				return 0, nil, fmt.Errorf("floor output line 1: %q, want \"start <ns>\"", sc.Text())
 			}
 			if start, err = strconv.ParseInt(f[1], 10, 64); err != nil {
-				return 0, nil, fmt.Errorf("floor output line 1: %v", err)
+				return 0, nil, fmt.Errorf("floor output line 1: %w", err)
 			}
 			continue
 		}
@@ -131,7 +131,7 @@ func parseFloor(r io.Reader) (start int64, reqs []clientReq, err error) {
 			c.First, err = strconv.ParseInt(f[2], 10, 64)
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("floor output line %d: %v", n, err)
+			return 0, nil, fmt.Errorf("floor output line %d: %w", n, err)
 		}
 		c.Failed = c.First == 0
 		reqs = append(reqs, c)

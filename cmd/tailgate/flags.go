@@ -417,7 +417,7 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 		case err == nil:
 			cfg.GPU = g
 		case t.nvml == "on":
-			return nil, fmt.Errorf("--nvml on: %v", err)
+			return nil, fmt.Errorf("--nvml on: %w", err)
 		case !errors.Is(err, telemetry.ErrNoNVML):
 			fmt.Fprintf(warn, "warning: NVML: %v; local GPUs are not sampled\n", err)
 		}

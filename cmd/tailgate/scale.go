@@ -50,7 +50,7 @@ func (s *scaleFlags) shardOptions() (loadgen.Shard, time.Time, error) {
 	if s.shard != "" {
 		v, err := loadgen.ParseShard(s.shard)
 		if err != nil {
-			return sh, at, fmt.Errorf("--shard: %v", err)
+			return sh, at, fmt.Errorf("--shard: %w", err)
 		}
 		sh = v
 	}
@@ -83,11 +83,11 @@ func (s *scaleFlags) apply(ps *pipeline.Spec, identity map[string]string, stderr
 	}
 	form, err := results.ParseRecordsForm(s.records)
 	if err != nil {
-		return fmt.Errorf("--records: %v", err)
+		return fmt.Errorf("--records: %w", err)
 	}
 	comp, err := results.ParseCompression(s.compress)
 	if err != nil {
-		return fmt.Errorf("--records-compress: %v", err)
+		return fmt.Errorf("--records-compress: %w", err)
 	}
 	ps.Records, ps.RecordsCompression = form, comp
 	if s.preconnect != "" {

@@ -77,7 +77,7 @@ func cmdSign(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	priv, err := evidence.ParsePrivateKey(b)
 	if err != nil {
-		return fmt.Errorf("%s: %v", *key, err)
+		return fmt.Errorf("%s: %w", *key, err)
 	}
 	env, err := evidence.Sign(fs.Arg(0), priv, evidence.SignOptions{Reviewer: *reviewer, Version: version.Version})
 	if err != nil {
@@ -122,7 +122,7 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	key, err := evidence.ParsePublicKey(b)
 	if err != nil {
-		return fmt.Errorf("%s: %v", *pub, err)
+		return fmt.Errorf("%s: %w", *pub, err)
 	}
 	m, err := evidence.Verify(fs.Arg(0), key)
 	if err != nil {

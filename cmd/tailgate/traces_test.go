@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -83,7 +84,7 @@ func TestTraceFormatsReplayExactly(t *testing.T) {
 				}
 				for len(recs) > 0 {
 					p, err := src.Next()
-					if err == io.EOF {
+					if errors.Is(err, io.EOF) {
 						break
 					}
 					if err != nil || p.Graph == nil {

@@ -3,6 +3,7 @@ package ollama
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func TestOllamaSessionTrace(t *testing.T) {
 	consts := map[string]int{}
 	for range 3 {
 		p, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil || p.Graph == nil {

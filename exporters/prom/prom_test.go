@@ -3,6 +3,7 @@ package prom
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -316,7 +317,7 @@ func TestPush(t *testing.T) {
 	for {
 		var mf dto.MetricFamily
 		if err := dec.Decode(&mf); err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				t.Fatalf("decode push body: %v", err)
 			}
 			break

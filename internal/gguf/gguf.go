@@ -225,7 +225,7 @@ func (r *reader) bytes(n uint64) []byte {
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.r, b); err != nil {
-		r.err = fmt.Errorf("at byte %d: %v", r.n, err)
+		r.err = fmt.Errorf("at byte %d: %w", r.n, err)
 		return nil
 	}
 	r.n += n
@@ -337,7 +337,7 @@ func Read(in io.Reader) (*File, error) {
 		k := r.str()
 		f.KV = append(f.KV, KV{Key: k, Value: r.value()})
 		if r.err != nil {
-			r.err = fmt.Errorf("key %q: %v", k, r.err)
+			r.err = fmt.Errorf("key %q: %w", k, r.err)
 		}
 	}
 	offs := make([]uint64, 0, nt)
@@ -380,7 +380,7 @@ func Read(in io.Reader) (*File, error) {
 		}
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("gguf: %v", r.err)
+		return nil, fmt.Errorf("gguf: %w", r.err)
 	}
 	return f, nil
 }

@@ -178,7 +178,7 @@ func (s *Server) Restart() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("starting ollama: %v", err)
+		return fmt.Errorf("starting ollama: %w", err)
 	}
 	s.cmd, s.log, s.done = cmd, log, make(chan struct{})
 	go func() { cmd.Wait(); close(s.done) }()
@@ -279,7 +279,7 @@ func (s *Server) create(name string, eosLogit float64) error {
 	cmd := exec.CommandContext(ctx, s.bin, "create", name, "-f", mf)
 	cmd.Env, cmd.Dir = s.env, s.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("ollama create %s: %v: %s", name, err, out)
+		return fmt.Errorf("ollama create %s: %w: %s", name, err, out)
 	}
 	return nil
 }

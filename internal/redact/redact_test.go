@@ -1,6 +1,10 @@
 package redact
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,5 +62,26 @@ func TestArgs(t *testing.T) {
 	}
 	if in[3] != "sk-123" {
 		t.Fatal("Args changed its input")
+	}
+}
+
+// A scrubbed error says only its scrubbed words and still answers
+// errors.Is and errors.As for every cause it was built from.
+func TestErrorKeepsChain(t *testing.T) {
+	cause := &url.Error{Op: "Get", URL: "http://u:SECRET@h/?key=SECRET", Err: context.DeadlineExceeded}
+	err := Wrap(Text(cause.Error()), cause, nil, context.Canceled)
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("a secret in %q", err)
+	}
+	wrapped := fmt.Errorf("preflight: %w", err)
+	if !errors.Is(wrapped, context.DeadlineExceeded) || !errors.Is(wrapped, context.Canceled) {
+		t.Errorf("the chain is lost: %v", wrapped)
+	}
+	var ue *url.Error
+	if !errors.As(wrapped, &ue) || ue != cause {
+		t.Errorf("errors.As does not reach the *url.Error")
+	}
+	if strings.Contains(wrapped.Error(), "SECRET") {
+		t.Errorf("a secret in %q", wrapped)
 	}
 }

@@ -2,6 +2,7 @@ package syncbuf
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ func TestWaitFor(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := b.WaitFor(ctx, "never"); err != context.Canceled {
+	if err := b.WaitFor(ctx, "never"); !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitFor after cancel: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func (e *Error) Error() string {
 	b = append(b, ": "...)
 	if e.Field != "" {
 		b = append(b, e.Field...)
-		if e.Err == ErrMissing {
+		if errors.Is(e.Err, ErrMissing) {
 			return string(append(b, " missing"...))
 		}
 		b = append(b, ": "...)

@@ -136,7 +136,7 @@ func New(cfg Config) (*Client, error) {
 
 	hs, err := cfg.Transport.HeaderSet(nil)
 	if err != nil {
-		return nil, fmt.Errorf("kserve: %v", err)
+		return nil, fmt.Errorf("kserve: %w", err)
 	}
 	c.secrets = hs.Secrets
 	c.md = metadata.MD{}
@@ -157,7 +157,7 @@ func New(cfg Config) (*Client, error) {
 	if useTLS {
 		tc, err := cfg.Transport.TLSConfig()
 		if err != nil {
-			return nil, fmt.Errorf("kserve: %v", err)
+			return nil, fmt.Errorf("kserve: %w", err)
 		}
 		tc.NextProtos = []string{"h2"}
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
@@ -185,7 +185,7 @@ func New(cfg Config) (*Client, error) {
 		cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("kserve: target %s: %v", c.safeTarget, err)
+			return nil, fmt.Errorf("kserve: target %s: %w", c.safeTarget, err)
 		}
 		c.conns = append(c.conns, cc)
 		c.clients = append(c.clients, pb.NewGRPCInferenceServiceClient(cc))

@@ -54,7 +54,7 @@ var (
 func NewGenerate(cfg Config) (*GenerateClient, error) {
 	root, err := transport.RootConfig{Endpoint: cfg.Endpoint, Stream: cfg.Stream, MaxTokens: cfg.MaxTokens}.Open("generate target")
 	if err != nil {
-		return nil, fmt.Errorf("kserve: %v", err)
+		return nil, fmt.Errorf("kserve: %w", err)
 	}
 	switch cfg.Tensors {
 	case TensorsAuto, TensorsVLLM, TensorsTRTLLM:
@@ -154,16 +154,16 @@ func (g *generateEvent) decode(b []byte, ev *event) error {
 	}
 	var err error
 	if ev.text, err = jsonText(g.Text, ev.text); err != nil {
-		return fmt.Errorf("text_output: %v", err)
+		return fmt.Errorf("text_output: %w", err)
 	}
 	if ev.finish, err = jsonText(g.FinishText, ev.finish); err != nil {
-		return fmt.Errorf("finish_reason: %v", err)
+		return fmt.Errorf("finish_reason: %w", err)
 	}
 	if ev.tokens, err = jsonCount(g.OutTokens); err != nil {
-		return fmt.Errorf("num_output_tokens: %v", err)
+		return fmt.Errorf("num_output_tokens: %w", err)
 	}
 	if ev.inTokens, err = jsonCount(g.InTokens); err != nil {
-		return fmt.Errorf("num_input_tokens: %v", err)
+		return fmt.Errorf("num_input_tokens: %w", err)
 	}
 	return nil
 }
@@ -317,7 +317,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
 		code, b, err := c.get(ctx, http.MethodGet, step.path)
 		if err != nil {
-			return fmt.Errorf("target %s does not answer: GET %s: %v", c.root.SafeBase, step.path, err)
+			return fmt.Errorf("target %s does not answer: GET %s: %w", c.root.SafeBase, step.path, err)
 		}
 		if code != http.StatusOK {
 			return fmt.Errorf("target %s: the server says it is not %s (GET %s: %s)", c.root.SafeBase, step.what, step.path, transport.StatusText(code, errorWords(b)))
@@ -325,14 +325,14 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	}
 	code, b, err := c.get(ctx, http.MethodGet, c.modelPath()+"/ready")
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
+		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
 	}
 	if code != http.StatusOK {
 		return fmt.Errorf("target %s: model %q is not ready (%s): not loaded, still loading, or not served", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)))
 	}
 	code, b, err = c.get(ctx, http.MethodGet, c.modelPath())
 	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q metadata: %s %v", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)), err)
+		return fmt.Errorf("target %s: model %q metadata: %s %w", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)), err)
 	}
 	var md struct {
 		Name    string `json:"name"`
@@ -340,7 +340,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 		Outputs []tensorJSON
 	}
 	if err := json.Unmarshal(b, &md); err != nil {
-		return fmt.Errorf("target %s: model %q metadata: %v", c.root.SafeBase, c.model, err)
+		return fmt.Errorf("target %s: model %q metadata: %w", c.root.SafeBase, c.model, err)
 	}
 	m := &pb.ModelMetadataResponse{Name: md.Name}
 	for _, t := range md.Inputs {
@@ -396,11 +396,11 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 	defer cancel()
 	code, b, err := c.get(ctx, http.MethodPost, "/v2/repository/index")
 	if err != nil || code != http.StatusOK {
-		return "", fmt.Errorf("discovering the model: POST /v2/repository/index: HTTP %d %v (name one with --model)", code, err)
+		return "", fmt.Errorf("discovering the model: POST /v2/repository/index: HTTP %d %w (name one with --model)", code, err)
 	}
 	var idx []struct{ Name, State string }
 	if err := json.Unmarshal(b, &idx); err != nil {
-		return "", fmt.Errorf("discovering the model: repository index: %v", err)
+		return "", fmt.Errorf("discovering the model: repository index: %w", err)
 	}
 	var names []string
 	for _, m := range idx {

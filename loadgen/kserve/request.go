@@ -162,7 +162,7 @@ func (c *Client) buildRequest(spec *modelSpec, p *prompts.Prompt, id string, max
 		}
 		raw, err := encodeScalar(ts.datatype, v)
 		if err != nil {
-			return fmt.Errorf("input %q: %v", name, err)
+			return fmt.Errorf("input %q: %w", name, err)
 		}
 		req.Inputs = append(req.Inputs, &pb.ModelInferRequest_InferInputTensor{Name: name, Datatype: ts.datatype, Shape: shapeFor(ts.shape)})
 		req.RawInputContents = append(req.RawInputContents, raw)
@@ -212,7 +212,7 @@ func (c *Client) buildRequest(spec *modelSpec, p *prompts.Prompt, id string, max
 			for pk, pv := range m {
 				ip, err := inferParameter(pv)
 				if err != nil {
-					return nil, fmt.Errorf("params.parameters.%s: %v", pk, err)
+					return nil, fmt.Errorf("params.parameters.%s: %w", pk, err)
 				}
 				req.Parameters[pk] = ip
 			}
@@ -228,13 +228,13 @@ func (c *Client) buildRequest(spec *modelSpec, p *prompts.Prompt, id string, max
 			}
 		case spec.has(k) && !slices.Contains(sent, k):
 			if err := add(k, v); err != nil {
-				return nil, fmt.Errorf("params.%s: %v", k, err)
+				return nil, fmt.Errorf("params.%s: %w", k, err)
 			}
 		case spec.has(k): // a tensor tailgate sets (max_tokens): the prompt's wins
 			i := slices.Index(sent, k)
 			raw, err := encodeScalar(spec.inputs[k].datatype, v)
 			if err != nil {
-				return nil, fmt.Errorf("params.%s: %v", k, err)
+				return nil, fmt.Errorf("params.%s: %w", k, err)
 			}
 			req.RawInputContents[i] = raw
 		case spec.tensors == TensorsVLLM:
@@ -242,7 +242,7 @@ func (c *Client) buildRequest(spec *modelSpec, p *prompts.Prompt, id string, max
 		default:
 			ip, err := inferParameter(v)
 			if err != nil {
-				return nil, fmt.Errorf("params.%s: %v", k, err)
+				return nil, fmt.Errorf("params.%s: %w", k, err)
 			}
 			req.Parameters[k] = ip
 		}
@@ -252,7 +252,7 @@ func (c *Client) buildRequest(spec *modelSpec, p *prompts.Prompt, id string, max
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(sampling); err != nil {
-			return nil, fmt.Errorf("sampling_parameters: %v", err)
+			return nil, fmt.Errorf("sampling_parameters: %w", err)
 		}
 		if err := add(inSampling, string(bytes.TrimSpace(buf.Bytes()))); err != nil {
 			return nil, err

@@ -50,12 +50,6 @@ func EachBytesElement(raw []byte, f func(elem []byte)) error {
 	return nil
 }
 
-// input is one input tensor ready to send: its header and its raw bytes.
-type input struct {
-	t   *pb.ModelInferRequest_InferInputTensor
-	raw []byte
-}
-
 // shapeFor is the shape to send for a tensor of one element: the model's
 // declared shape with every variable (-1) dimension 1, so a TensorRT-LLM
 // ensemble's batch dimension ([-1, 1]) gets [1, 1] and the vLLM backend's
@@ -173,7 +167,7 @@ func (o *outputTensor) appendText(b []byte) ([]byte, error) {
 	if o.hasRaw {
 		err := EachBytesElement(o.raw, func(e []byte) { b = append(b, e...) })
 		if err != nil {
-			return b, fmt.Errorf("output %q: %v", o.name, err)
+			return b, fmt.Errorf("output %q: %w", o.name, err)
 		}
 		return b, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -231,7 +232,7 @@ func TestSimulatorMultiplexesOneStream(t *testing.T) {
 	for {
 		m, err := st.Recv()
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
 			break

@@ -65,7 +65,7 @@ var (
 func New(cfg Config) (*Client, error) {
 	root, err := cfg.Open("base URL")
 	if err != nil {
-		return nil, fmt.Errorf("ollama: %v", err)
+		return nil, fmt.Errorf("ollama: %w", err)
 	}
 	return &Client{root: root, model: cfg.Model}, nil
 }
@@ -210,7 +210,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	for {
 		b, err := r.ReadSlice('\n')
 		out = append(out, b...)
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(out) > maxLineBytes {
 				return out, errors.New("line too long")
 			}
@@ -246,7 +246,7 @@ func (c *Client) tags(ctx context.Context) ([]string, error) {
 		} `json:"models"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("GET /api/tags: %v", err)
+		return nil, fmt.Errorf("GET /api/tags: %w", err)
 	}
 	var names []string
 	for _, m := range list.Models {
@@ -267,7 +267,7 @@ func has(names []string, m string) bool {
 func (c *Client) Preflight(ctx context.Context) error {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
+		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
 	}
 	if c.model != "" && !has(names, c.model) {
 		return loadgen.NotServed(fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names))
@@ -279,7 +279,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %v", err)
+		return "", fmt.Errorf("discovering the model: %w", err)
 	}
 	if len(names) == 0 {
 		return "", errors.New("discovering the model: the server has no model pulled")

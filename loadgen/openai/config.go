@@ -104,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 		c.lean = c.http.LeanFor(c.url)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("openai: %v", err)
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	return c, nil
 }

@@ -37,9 +37,11 @@ func (c *Client) modelsURL() string {
 type modelsError struct {
 	status int
 	msg    string
+	err    error // the cause, for errors.Is; its words are in msg, scrubbed
 }
 
 func (e *modelsError) Error() string { return e.msg }
+func (e *modelsError) Unwrap() error { return e.err }
 
 // models fetches /v1/models with the client's headers (the API key
 // included) and keeps the server's version-bearing headers (Server, and
@@ -51,7 +53,7 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 	where := "GET " + c.http.Scrub(u)
 	resp, err := c.http.SideRequest(ctx, http.MethodGet, u, "application/json")
 	if err != nil {
-		return info, &modelsError{msg: where + ": " + err.Error()}
+		return info, &modelsError{msg: where + ": " + err.Error(), err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes))
@@ -72,7 +74,7 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 		return info, &modelsError{status: resp.StatusCode, msg: c.http.Scrub(msg)}
 	}
 	if err != nil {
-		return info, &modelsError{status: resp.StatusCode, msg: where + ": reading body: " + c.http.Scrub(err.Error())}
+		return info, &modelsError{status: resp.StatusCode, msg: where + ": reading body: " + c.http.Scrub(err.Error()), err: err}
 	}
 	var list struct {
 		Data []struct {
@@ -166,9 +168,9 @@ func (c *Client) Preflight(ctx context.Context) error {
 	case errors.As(err, &me) && (me.status == http.StatusNotFound || me.status == http.StatusMethodNotAllowed || me.status == http.StatusNotImplemented):
 		return nil
 	case errors.As(err, &me) && (me.status == http.StatusUnauthorized || me.status == http.StatusForbidden):
-		return fmt.Errorf("target %s refuses the credentials (check the API key and headers): %v", c.safeURL, err)
+		return fmt.Errorf("target %s refuses the credentials (check the API key and headers): %w", c.safeURL, err)
 	default:
-		return fmt.Errorf("target %s does not answer: %v", c.safeURL, err)
+		return fmt.Errorf("target %s does not answer: %w", c.safeURL, err)
 	}
 	if c.model == "" || serves(info.Models, c.model) {
 		return nil
@@ -256,7 +258,7 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	defer cancel()
 	info, err := c.models(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %v", err)
+		return "", fmt.Errorf("discovering the model: %w", err)
 	}
 	if len(info.Models) == 0 {
 		return "", errors.New("discovering the model: the server lists no models at " + c.http.Scrub(c.modelsURL()))

@@ -200,3 +200,35 @@ func TestCheckModels(t *testing.T) {
 		t.Fatalf("CheckModels = %v, want ErrNotServed with %q", err, want)
 	}
 }
+
+// A preflight that runs out of time keeps context.DeadlineExceeded in its
+// chain (a caller tells a slow target from a refusing one by errors.Is),
+// and its words carry no credential of the target URL or the headers.
+func TestPreflightTimeoutUnwraps(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	u := strings.Replace(srv.URL, "http://", "http://user:SECRET-pass@", 1) + "/?key=SECRET-query"
+	c, err := New(Config{Endpoint: transport.Endpoint{URL: u, Transport: modelAuth}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = c.Preflight(ctx)
+	if err == nil {
+		t.Fatal("a target that never answers passed the preflight")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
+	}
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("a credential in %q", err)
+	}
+}

@@ -49,7 +49,7 @@ func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 	get := func(ctx context.Context) *http.Response {
 		resp, err := c.http.SideRequest(ctx, http.MethodGet, c.modelsURL(), "application/json")
 		if err != nil {
-			errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %v", c.http.Scrub(c.modelsURL()), err) })
+			errOnce.Do(func() { first = fmt.Errorf("preconnect GET %s: %w", c.http.Scrub(c.modelsURL()), err) })
 		}
 		return resp
 	}

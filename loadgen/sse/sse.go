@@ -204,7 +204,7 @@ func (s *Scanner) Next() bool {
 			s.err = err
 			// Lines before EOF were complete: dispatch them rather than
 			// lose a final "data: [DONE]" sent without its blank line.
-			return err == io.EOF && (s.hasData || len(s.errData) > 0)
+			return errors.Is(err, io.EOF) && (s.hasData || len(s.errData) > 0)
 		}
 		if !s.started {
 			s.started = true
@@ -310,9 +310,9 @@ func (s *Scanner) readLine() ([]byte, error) {
 	if err == nil {
 		return trimEOL(line), nil
 	}
-	if err == bufio.ErrBufferFull {
+	if errors.Is(err, bufio.ErrBufferFull) {
 		s.line = append(s.line[:0], line...)
-		for err == bufio.ErrBufferFull {
+		for errors.Is(err, bufio.ErrBufferFull) {
 			line, err = s.r.ReadSlice('\n')
 			if len(s.line)+len(line) > s.maxEventBytes {
 				return nil, ErrEventTooLarge
@@ -356,7 +356,7 @@ func (s *Scanner) ErrorData() []byte { return s.errData }
 
 // Err is the error that ended the stream, or nil at a clean end of input.
 func (s *Scanner) Err() error {
-	if s.err == io.EOF {
+	if errors.Is(s.err, io.EOF) {
 		return nil
 	}
 	return s.err

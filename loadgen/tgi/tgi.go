@@ -63,7 +63,7 @@ var (
 func New(cfg Config) (*Client, error) {
 	root, err := cfg.Open("base URL")
 	if err != nil {
-		return nil, fmt.Errorf("tgi: %v", err)
+		return nil, fmt.Errorf("tgi: %w", err)
 	}
 	return &Client{root: root, model: cfg.Model}, nil
 }
@@ -267,7 +267,7 @@ func (c *Client) info(ctx context.Context) (modelID, version string, err error) 
 		Version string `json:"version"`
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
-		return "", "", fmt.Errorf("GET /info: %v", err)
+		return "", "", fmt.Errorf("GET /info: %w", err)
 	}
 	return in.ModelID, in.Version, nil
 }
@@ -277,7 +277,7 @@ func (c *Client) info(ctx context.Context) (modelID, version string, err error) 
 func (c *Client) Preflight(ctx context.Context) error {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %v", c.root.SafeBase, err)
+		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
 	}
 	if c.model != "" && id != "" && id != c.model {
 		return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id))
@@ -289,7 +289,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %v", err)
+		return "", fmt.Errorf("discovering the model: %w", err)
 	}
 	if id == "" {
 		return "", errors.New("discovering the model: /info names none")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -203,7 +202,7 @@ func ClassifyBody(ctx context.Context, err error, where string) (loadgen.ErrorKi
 func (cl *Client) SideRequest(ctx context.Context, method, url, accept string) (*http.Response, error) {
 	req, err := cl.NewRequest(ctx, method, url, nil)
 	if err != nil {
-		return nil, errors.New(cl.Scrub(Unwrap(err).Error()))
+		return nil, redact.Wrap(cl.Scrub(Unwrap(err).Error()), err)
 	}
 	req.Header.Del("Content-Type")
 	if accept != "" {
@@ -212,7 +211,7 @@ func (cl *Client) SideRequest(ctx context.Context, method, url, accept string) (
 	resp, _, err := cl.Do(req)
 	if err != nil {
 		_, msg := Classify(ctx, err, "before the response")
-		return nil, errors.New(cl.Scrub(msg))
+		return nil, redact.Wrap(cl.Scrub(msg), err, ctx.Err())
 	}
 	return resp, nil
 }

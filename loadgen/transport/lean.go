@@ -556,14 +556,14 @@ func (b *leanBody) WaitRead() error {
 	}
 	err := b.r.ready()
 	b.check(err)
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return nil // Read says it
 	}
 	return err
 }
 
 func (b *leanBody) check(err error) {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		b.finish(true)
 	} else if err != nil {
 		// Classify looks at the caller's context before the error, so the

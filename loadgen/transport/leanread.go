@@ -254,7 +254,7 @@ func (b *bodyReader) ready() error {
 		}
 		if err != nil {
 			switch {
-			case err != io.EOF:
+			case !errors.Is(err, io.EOF):
 			case b.mode == bodyClose:
 			case b.mode == bodyChunked && b.state == chunkTrailer && len(b.line) < 2:
 				err = errTrailerEOF
@@ -346,7 +346,7 @@ func (b *bodyReader) trailer() {
 	block := b.line[:end+4]
 	br := bufio.NewReader(bytes.NewReader(block))
 	if _, err := textproto.NewReader(br).ReadMIMEHeader(); err != nil {
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = errTrailerEOF
 		}
 		b.err = err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -52,31 +53,31 @@ func (c *pieceConn) Read(p []byte) (int, error) {
 // readHead, the body through bodyReader, over reads of size bytes. held
 // counts the reads that found the connection still holding a buffer when
 // it had to wait for more bytes.
-func leanRead(wire []byte, size int) (body []byte, err error, held int) {
+func leanRead(wire []byte, size int) (body []byte, held int, err error) {
 	in := &connReader{conn: &pieceConn{in: wire, size: size}}
 	if err := in.fill(); err != nil {
-		return nil, err, 0
+		return nil, 0, err
 	}
 	resp, err := readHead(in, &http.Request{Method: http.MethodPost})
 	if err != nil {
-		return nil, err, 0
+		return nil, 0, err
 	}
 	var b bodyReader
 	if !b.init(in, resp) {
-		return nil, nil, 0
+		return nil, 0, nil
 	}
 	buf := make([]byte, 7)
 	for {
-		if err := b.ready(); err != nil && err != io.EOF {
-			return body, err, held
+		if err := b.ready(); err != nil && !errors.Is(err, io.EOF) {
+			return body, held, err
 		}
 		n, err := b.Read(buf)
 		body = append(body, buf[:n]...)
-		if err == io.EOF {
-			return body, nil, held
+		if errors.Is(err, io.EOF) {
+			return body, held, nil
 		}
 		if err != nil {
-			return body, err, held
+			return body, held, err
 		}
 		if in.buffered() == 0 && in.buf != nil {
 			held++
@@ -108,7 +109,7 @@ func checkBodyAgrees(t *testing.T, body []byte) {
 		wire := append([]byte(head), body...)
 		want, wantErr := netHTTPRead(wire)
 		for _, size := range []int{1, 2, 3, 5, 16, 4096} {
-			got, err, held := leanRead(wire, size)
+			got, held, err := leanRead(wire, size)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
 				t.Fatalf("%q%q in pieces of %d:\nlean     %q, %v\nnet/http %q, %v", head, body, size, got, err, want, wantErr)
 			}

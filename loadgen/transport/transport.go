@@ -115,7 +115,7 @@ func (c Config) TLSConfig() (*tls.Config, error) {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
 			// The error names neither file's contents, only what is wrong.
-			return nil, fmt.Errorf("client certificate %s / key %s: %v", c.CertFile, c.KeyFile, err)
+			return nil, fmt.Errorf("client certificate %s / key %s: %w", c.CertFile, c.KeyFile, err)
 		}
 		tlsCfg.Certificates = []tls.Certificate{cert}
 	case c.CertFile != "" || c.KeyFile != "":
@@ -200,7 +200,7 @@ func (c Config) HeaderSet(defaults http.Header) (HeaderSet, error) {
 			return HeaderSet{}, fmt.Errorf("header line %d: want \"Name: value\"", i+1)
 		}
 		if err := hs.add(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
-			return HeaderSet{}, fmt.Errorf("header line %d: %v", i+1, err)
+			return HeaderSet{}, fmt.Errorf("header line %d: %w", i+1, err)
 		}
 	}
 	return hs, nil

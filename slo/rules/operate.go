@@ -56,11 +56,11 @@ func ParseSelector(sel string) (string, error) {
 		}
 		v, err := strconv.Unquote(m[3])
 		if err != nil {
-			return "", fmt.Errorf("selector %q: %s: %v", sel, m[3], err)
+			return "", fmt.Errorf("selector %q: %s: %w", sel, m[3], err)
 		}
 		if m[2] == "=~" || m[2] == "!~" {
 			if _, err := regexp.Compile("^(?:" + v + ")$"); err != nil {
-				return "", fmt.Errorf("selector %q: %s: %v", sel, m[0], err)
+				return "", fmt.Errorf("selector %q: %s: %w", sel, m[0], err)
 			}
 		}
 		switch m[1] {

@@ -44,13 +44,15 @@ func openStream(path string, shift func(*loadgen.Record) time.Duration) *recordS
 			rs.c <- &cp
 			return nil
 		})
-		if err == nil && st.TornTail {
-			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", path, st.TornLine)
-		}
+		// Records that disagree with the shard's summary first: a torn
+		// tail under a summary is one of the ways they do.
 		if err == nil && len(st.Files) == 1 {
 			if d := RecordsDisagree(st.Files[0]); d != "" {
 				err = &DisagreeError{Dir: Dir(filepath.Dir(path)), Detail: d}
 			}
+		}
+		if err == nil && st.TornTail {
+			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", path, st.TornLine)
 		}
 		rs.errc <- err
 	}()

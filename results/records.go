@@ -105,7 +105,8 @@ func CreateRecords(path string) (*RecordsWriter, error) { return CreateJSONL(pat
 // replaced file shows. It is "" when they agree or when there is nothing
 // to hold them against (no summary: the run was cut short, said apart). A
 // summary written before it kept the records' digest is held to its
-// request count (every request sent or dropped has one record).
+// request count, when it has one (every request sent or dropped has one
+// record).
 func RecordsDisagree(fd FileDigest) string {
 	d := Dir(filepath.Dir(fd.Path))
 	s, err := d.ReadSummary()
@@ -123,7 +124,9 @@ func RecordsDisagree(fd FileDigest) string {
 		}
 		return ""
 	}
-	if want := s.Requests.Sent + s.Requests.Dropped; want != fd.Count {
+	// A summary with no request count (hand-made, or cut before its
+	// counts) has nothing to say about the file.
+	if want := s.Requests.Sent + s.Requests.Dropped; want > 0 && want != fd.Count {
 		return fmt.Sprintf("%s holds %d records, but %s counts %d requests (sent and dropped, one record each): the file was emptied, torn or replaced after the run",
 			fd.Path, fd.Count, d.Path(SummaryFile), want)
 	}

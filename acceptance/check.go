@@ -42,6 +42,13 @@ type Saved struct {
 // (interrupted, the self-check), so check of a run directory gives the
 // verdict and exit code the run gave.
 func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo.Report, *Saved, error) {
+	return CheckDemand(dir, spec, plan, now, nil)
+}
+
+// CheckDemand is Check of a run whose one stage offered demand by itself
+// (a sweep level's rate; nil: none), so a floor that load could not reach
+// is N/A, as the sweep judged it.
+func CheckDemand(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time, demand *slo.Demand) (*slo.Report, *Saved, error) {
 	j := slo.NewJudge(plan, spec)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
@@ -49,6 +56,9 @@ func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo
 	}
 	facts := savedJudgement(dir, j, plan, sv)
 	in := slo.Input{Now: now, ClientCPU: map[string]float64{}, Facts: facts}
+	if demand != nil && len(sv.Stages) == 1 {
+		in.Demand = map[string]*slo.Demand{sv.Stages[0]: demand}
+	}
 	if in.QueueDelay, err = dir.ReadQueueDelay(sv.Stages); err != nil {
 		return nil, sv, err
 	}

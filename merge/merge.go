@@ -182,10 +182,14 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	form, comp := recordsForm(shards, opts)
 	var writeErr error
 	if form != results.RecordsNone {
-		d, err := mergeRecords(shards, base, out.Path(results.RecordsFileName(comp)), form, comp)
+		path := out.Path(results.RecordsFileName(comp))
+		d, err := mergeRecords(shards, base, path, form, comp)
 		res.Records = d.Count
 		var de *results.DisagreeError
 		if errors.As(err, &de) {
+			// The shard is found out only once read: take back the
+			// merged records begun, so no half merge reads as results.
+			os.Remove(path)
 			return nil, &RefusedError{Problems: []string{de.Error()}}
 		}
 		if err != nil {

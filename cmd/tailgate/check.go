@@ -28,8 +28,9 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate check --slo slo.yaml [flags] DIR\n\n"+
 			"Re-judges a saved run (DIR/"+results.RecordsFile+", read as a stream) against an SLO without re-running\n"+
-			"it, so a reviewer can reproduce the verdict. A torn last line is skipped and said; a run that\n"+
-			"was cut short (no "+results.SummaryFile+") is judged on what it wrote and is invalid.\n"+
+			"it, so a reviewer can reproduce the verdict. Records that disagree with "+results.SummaryFile+"'s\n"+
+			"count or checksum (emptied, torn, changed) make it invalid; a run that was cut short (no\n"+
+			results.SummaryFile+") is judged on what it wrote, a torn last line skipped and said, and is invalid.\n"+
 			"DIR may be a sweep's: each level is re-judged and the sweep's verdict read from "+results.SweepFile+";\n"+
 			"a level re-judged as the sweep judged it leaves the sweep's verdict to decide, one judged otherwise\n"+
 			"(records lost or changed, another SLO) counts by its own. The exit is the worst of them.\n"+

@@ -24,6 +24,10 @@ type Saved struct {
 	Notes []string
 	// Previous is the verdict.json found there, if any.
 	Previous *slo.Report
+	// Disagree says, per records file, how it disagrees with the
+	// summary.json beside it (results.RecordsDisagree): records lost or
+	// changed after the run, which no verdict may PASS.
+	Disagree []string
 }
 
 // Check re-judges the saved run in dir against spec (and plan, which may be
@@ -38,6 +42,13 @@ type Saved struct {
 // (interrupted, the self-check), so check of a run directory gives the
 // verdict and exit code the run gave.
 func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo.Report, *Saved, error) {
+	return CheckDemand(dir, spec, plan, now, nil)
+}
+
+// CheckDemand is Check of a run whose one stage offered demand by itself
+// (a sweep level's rate; nil: none), so a floor that load could not reach
+// is N/A, as the sweep judged it.
+func CheckDemand(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time, demand *slo.Demand) (*slo.Report, *Saved, error) {
 	j := slo.NewJudge(plan, spec)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
@@ -45,6 +56,9 @@ func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo
 	}
 	facts := savedJudgement(dir, j, plan, sv)
 	in := slo.Input{Now: now, ClientCPU: map[string]float64{}, Facts: facts}
+	if demand != nil && len(sv.Stages) == 1 {
+		in.Demand = map[string]*slo.Demand{sv.Stages[0]: demand}
+	}
 	if in.QueueDelay, err = dir.ReadQueueDelay(sv.Stages); err != nil {
 		return nil, sv, err
 	}
@@ -62,7 +76,18 @@ func Check(dir results.Dir, spec *slo.Spec, plan *slo.Plan, now time.Time) (*slo
 	}
 	rep := j.Assess(in)
 	markIncomplete(rep, dir, sv)
+	markDisagree(rep, sv)
 	return rep, sv, nil
+}
+
+// markDisagree makes the report invalid when the records read are not
+// those the run wrote: nothing is decided from records that disagree with
+// the summary.
+func markDisagree(rep *slo.Report, sv *Saved) {
+	for _, d := range sv.Disagree {
+		rep.Problems = append(rep.Problems, slo.Problem{Check: "records_disagree", Detail: d})
+		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
+	}
 }
 
 // savedJudgement sets j's bounds to those saved with the run in dir and
@@ -143,6 +168,11 @@ func readSaved(dir results.Dir, add func(*loadgen.Record)) (*Saved, error) {
 	if err != nil {
 		return sv, err
 	}
+	for _, fd := range st.Files {
+		if d := results.RecordsDisagree(fd); d != "" {
+			sv.Disagree = append(sv.Disagree, d)
+		}
+	}
 	if st.TornTail {
 		sv.Notes = append(sv.Notes, fmt.Sprintf("%s: line %d is torn (the run was killed or the disk filled while writing it); judged the %d records before it",
 			st.TornPath, st.TornLine, st.Records))
@@ -202,6 +232,7 @@ func RecordManual(dir results.Dir, plan *slo.Plan, m slo.ManualRecord, version s
 		}
 	}
 	rep := j.Assess(in)
+	markDisagree(rep, sv)
 	if err := Finish(dir, rep, readEnvironment(dir), version); err != nil {
 		return rep, err
 	}

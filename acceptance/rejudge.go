@@ -33,5 +33,6 @@ func Rejudge(dir results.Dir, plan *slo.Plan, cpu map[string]float64, env *evide
 	}
 	facts := savedJudgement(dir, j, plan, sv)
 	rep := j.Assess(slo.Input{Now: now, Manual: manual, ClientCPU: cpu, QueueDelay: queue, Facts: facts})
+	markDisagree(rep, sv)
 	return rep, Finish(dir, rep, env, version)
 }

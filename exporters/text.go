@@ -64,16 +64,31 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	fmt.Fprintln(ew)
 
 	fmt.Fprintln(ew)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "latency ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+	// A metric with no sample is absent, never a row of zeros: zero would
+	// read as a measurement.
+	var rows, none []string
 	for _, name := range loadgen.MetricNames {
 		h := s.LatencyMs[name]
-		if name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]) {
-			continue // no reasoning tokens: TTFAT is TTFT
+		switch {
+		case name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]):
+			// no reasoning tokens: TTFAT is TTFT
+		case h.Count == 0:
+			none = append(none, name)
+		default:
+			rows = append(rows, name)
 		}
-		histRow(tw, name, h)
 	}
-	tw.Flush()
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "latency ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+		for _, name := range rows {
+			histRow(tw, name, s.LatencyMs[name])
+		}
+		tw.Flush()
+	}
+	if len(none) > 0 {
+		fmt.Fprintf(ew, "no sample: %s\n", strings.Join(none, ", "))
+	}
 
 	if len(s.Classes) > 1 {
 		groupTable(ew, "class", s.Classes)
@@ -84,7 +99,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	if len(s.Turns) > 0 {
 		turns := slices.SortedFunc(maps.Keys(s.Turns), naturalLess)
 		fmt.Fprintln(ew)
-		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "turn\tcount\tttft p50\tttft p90\tttft p99\t")
 		for _, k := range turns {
 			h := s.Turns[k]
@@ -230,10 +245,19 @@ func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummar
 	for _, n := range names {
 		c := groups[n]
 		l := c.LatencyMs
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t\n", n,
+		// A metric with no sample in the group is "-", never 0.
+		q := func(m string, f string, v func(loadgen.Hist) float64) string {
+			if h := l[m]; h.Count > 0 {
+				return fmt.Sprintf(f, v(h))
+			}
+			return "-"
+		}
+		p50 := func(h loadgen.Hist) float64 { return h.P50 }
+		p99 := func(h loadgen.Hist) float64 { return h.P99 }
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
 			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
-			l[loadgen.MetricTTFT].P50, l[loadgen.MetricTTFT].P99, l[loadgen.MetricITL].P50, l[loadgen.MetricITL].P99,
-			l[loadgen.MetricE2E].P50, l[loadgen.MetricE2E].P99)
+			q(loadgen.MetricTTFT, "%.1f", p50), q(loadgen.MetricTTFT, "%.1f", p99), q(loadgen.MetricITL, "%.2f", p50), q(loadgen.MetricITL, "%.2f", p99),
+			q(loadgen.MetricE2E, "%.1f", p50), q(loadgen.MetricE2E, "%.1f", p99))
 	}
 	tw.Flush()
 }

@@ -86,3 +86,38 @@ func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {
 		}
 	}
 }
+
+// A metric with no sample is absent from the latency table, named on a
+// "no sample" line, never a row of zeros; in the class table it is "-".
+func TestWriteTextNoSampleAbsent(t *testing.T) {
+	m := loadgen.NewMetrics()
+	for i := 0; i < 2; i++ {
+		// One content chunk each: TTFT and E2E, but no gap for ICL or
+		// ITL and too few tokens for TPOT.
+		r := &loadgen.Record{Class: []string{"chat", "rag"}[i], End: 50 * time.Millisecond,
+			Chunks: []loadgen.Chunk{{At: 20 * time.Millisecond, Tokens: 1}}}
+		r.Finalize()
+		m.Add(r)
+	}
+	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, loadgen.SummaryMeta{Version: "v", Target: "http://x"})
+	var b bytes.Buffer
+	if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "no sample: icl, itl, tpot") {
+		t.Errorf("no \"no sample\" line naming icl, itl and tpot:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && (f[0] == "icl" || f[0] == "itl" || f[0] == "tpot") {
+			t.Errorf("row for a metric with no sample: %q", line)
+		}
+		if len(f) > 8 && (f[0] == "chat" || f[0] == "rag") && (f[7] != "-" || f[8] != "-") {
+			t.Errorf("class row shows an ITL with no sample as a figure: %q", line)
+		}
+	}
+	if !strings.Contains(out, "ttft") || !strings.Contains(out, "e2e") {
+		t.Errorf("the measured metrics are missing:\n%s", out)
+	}
+}

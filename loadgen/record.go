@@ -148,8 +148,9 @@ type Record struct {
 	ChunkTokenSource     string // ChunkTokens*
 
 	// MaxTokens is the output bound the client sent (the prompt's, else
-	// the client's default; 0: none sent). Not in requests.jsonl: the
-	// record's kind already says what it meant (settleAnswer).
+	// the client's default; 0: none sent). Kept in requests.jsonl so
+	// check judges a throughput floor against the demand the run judged
+	// it against (slo's applyDemand reads the most asked).
 	MaxTokens int
 
 	Status       int // HTTP status or gRPC code; 0 if none
@@ -388,6 +389,7 @@ type recordJSON struct {
 	RequestedInputTokens int      `json:"requested_input_tokens,omitempty"`
 	InputTokens          int      `json:"input_tokens"`
 	OutputTokens         int      `json:"output_tokens"`
+	MaxTokens            int      `json:"max_tokens,omitempty"`
 	TokenSource          string   `json:"token_source,omitempty"`
 	ChunkTokenSource     string   `json:"chunk_token_source,omitempty"`
 	Status               int      `json:"status,omitempty"`
@@ -451,7 +453,7 @@ func (r *Record) jsonForm(compact bool) *recordJSON {
 		Call: r.Call, After: r.After, ToolWaitUs: us(r.ToolWait), NotSent: r.NotSent, SessionLast: r.SessionLast,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
+		OutputTokens: r.OutputTokens, MaxTokens: r.MaxTokens, TokenSource: r.TokenSource, ChunkTokenSource: r.ChunkTokenSource,
 		Status: r.Status, ErrorKind: string(r.ErrorKind), Error: r.Error, FinishReason: r.FinishReason,
 		Unstreamed: r.Unstreamed, Retries: r.Retries, Server: r.Server.jsonForm(),
 	}
@@ -502,7 +504,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		Call: j.Call, After: j.After, ToolWait: d(j.ToolWaitUs), NotSent: j.NotSent, SessionLast: j.SessionLast,
 		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,
-		OutputTokens: j.OutputTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,
+		OutputTokens: j.OutputTokens, MaxTokens: j.MaxTokens, TokenSource: j.TokenSource, ChunkTokenSource: j.ChunkTokenSource,
 		Status: j.Status, ErrorKind: ErrorKind(j.ErrorKind), Error: j.Error, FinishReason: j.FinishReason,
 		Unstreamed: j.Unstreamed, Retries: j.Retries,
 	}

@@ -78,6 +78,9 @@ func (r *Record) AppendJSON(b []byte, compact bool) []byte {
 	}
 	b = appendIntField(b, "input_tokens", int64(r.InputTokens))
 	b = appendIntField(b, "output_tokens", int64(r.OutputTokens))
+	if r.MaxTokens != 0 {
+		b = appendIntField(b, "max_tokens", int64(r.MaxTokens))
+	}
 	b = appendStrField(b, "token_source", r.TokenSource)
 	b = appendStrField(b, "chunk_token_source", r.ChunkTokenSource)
 	if r.Status != 0 {

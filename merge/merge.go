@@ -182,11 +182,20 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	form, comp := recordsForm(shards, opts)
 	var writeErr error
 	if form != results.RecordsNone {
-		n, err := mergeRecords(shards, base, out.Path(results.RecordsFileName(comp)), form, comp)
-		res.Records = n
+		path := out.Path(results.RecordsFileName(comp))
+		d, err := mergeRecords(shards, base, path, form, comp)
+		res.Records = d.Count
+		var de *results.DisagreeError
+		if errors.As(err, &de) {
+			// The shard is found out only once read: take back the
+			// merged records begun, so no half merge reads as results.
+			os.Remove(path)
+			return nil, &RefusedError{Problems: []string{de.Error()}}
+		}
 		if err != nil {
 			return nil, err
 		}
+		sum.Records = &d
 	} else {
 		res.Notes = append(res.Notes, "records: none (a shard kept none); check cannot re-judge this directory")
 	}
@@ -425,7 +434,7 @@ func recordsForm(shards []*shard, opts Options) (results.RecordsForm, results.Co
 // mergeRecords writes every shard's records into one file, in order of
 // their end (the order a single process writes them), instants moved onto
 // the merged epoch. Memory stays flat: one record per shard is held.
-func mergeRecords(shards []*shard, base time.Time, path string, form results.RecordsForm, comp results.Compression) (int64, error) {
+func mergeRecords(shards []*shard, base time.Time, path string, form results.RecordsForm, comp results.Compression) (results.RecordsDigest, error) {
 	var paths []string
 	var shifts []func(*loadgen.Record) time.Duration
 	for _, s := range shards {
@@ -433,7 +442,7 @@ func mergeRecords(shards []*shard, base time.Time, path string, form results.Rec
 		paths = append(paths, s.dir.RecordsPath())
 		shifts = append(shifts, func(*loadgen.Record) time.Duration { return d })
 	}
-	return results.MergeRecordFiles(paths, shifts, path, form, comp)
+	return results.MergeRecords(paths, shifts, path, form, comp)
 }
 
 // mergeSessions writes every shard's sessions.jsonl lines into one, on

@@ -164,11 +164,11 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	judge := newJudge(spec)
 	start := time.Now()
 	var own []Sink
+	var rw *results.RecordWriter
 	if spec.Out != "" {
 		if err := spec.Out.Create(); err != nil {
 			return nil, err
 		}
-		var rw *results.RecordWriter
 		if spec.Records != results.RecordsNone {
 			form := spec.Records
 			if form == "" {
@@ -276,6 +276,12 @@ loop:
 		}), append(ls.SelfCheck.Reasons, ls.SelfCheck.Warnings...)...)
 	}
 	res.Summary = &results.Summary{Summary: *ls}
+	if rw != nil {
+		// What was written, as it was written: check and merge hold the
+		// file to it.
+		d := rw.Digest()
+		res.Summary.Records = &d
+	}
 	if tel != nil {
 		ts, qd, serr := tel.stop()
 		res.Summary.Telemetry = &ts

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -43,6 +44,13 @@ func openStream(path string, shift func(*loadgen.Record) time.Duration) *recordS
 			rs.c <- &cp
 			return nil
 		})
+		// Records that disagree with the shard's summary first: a torn
+		// tail under a summary is one of the ways they do.
+		if err == nil && len(st.Files) == 1 {
+			if d := RecordsDisagree(st.Files[0]); d != "" {
+				err = &DisagreeError{Dir: Dir(filepath.Dir(path)), Detail: d}
+			}
+		}
 		if err == nil && st.TornTail {
 			err = fmt.Errorf("%s: line %d is torn: the shard was killed while writing; merge needs whole shards", path, st.TornLine)
 		}
@@ -70,9 +78,28 @@ func (h *streamHeap) Pop() any {
 // record per file is held. It returns the records written; a torn last
 // line is an error (a merge needs whole files).
 func MergeRecordFiles(paths []string, shifts []func(*loadgen.Record) time.Duration, path string, form RecordsForm, comp Compression) (int64, error) {
+	d, err := MergeRecords(paths, shifts, path, form, comp)
+	return d.Count, err
+}
+
+// DisagreeError is a shard whose records disagree with its summary.json
+// (RecordsDisagree): merging it would count requests that are not there.
+type DisagreeError struct {
+	Dir    Dir
+	Detail string
+}
+
+func (e *DisagreeError) Error() string {
+	return fmt.Sprintf("%s: records disagree with its %s: %s", e.Dir, SummaryFile, e.Detail)
+}
+
+// MergeRecords is MergeRecordFiles, returning the digest of what it wrote
+// (the merged summary's records). A file whose records disagree with the
+// summary.json beside it is a *DisagreeError.
+func MergeRecords(paths []string, shifts []func(*loadgen.Record) time.Duration, path string, form RecordsForm, comp Compression) (RecordsDigest, error) {
 	w, err := CreateRecordWriter(path, form, comp)
 	if err != nil {
-		return 0, err
+		return RecordsDigest{}, err
 	}
 	var streams []*recordStream
 	h := &streamHeap{}
@@ -108,13 +135,14 @@ func MergeRecordFiles(paths []string, shifts []func(*loadgen.Record) time.Durati
 		}
 	}
 	cerr := w.Close()
+	d := w.Digest()
 	switch {
 	case rerr != nil:
-		return n, rerr
+		return d, rerr
 	case werr != nil:
-		return n, werr
+		return d, werr
 	}
-	return n, cerr
+	return d, cerr
 }
 
 // MergeHlogs writes the intervals of the interval logs at paths (those

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,6 +124,21 @@ type RecordWriter struct {
 	line  []byte
 	err   error
 	Lines int64
+	// sum and written are the SHA-256 and the line count of the
+	// uncompressed bytes handed to the file so far, kept as they are
+	// written so the summary can vouch for the file without reading it
+	// back (a re-read would hash what the disk holds, not what was meant).
+	sum     hash.Hash
+	pending int64 // lines buffered, not yet handed to the file
+	written int64
+}
+
+// RecordsDigest is summary.json's "records": how many lines the run wrote
+// to its records file and the SHA-256 of their uncompressed bytes, so
+// check and merge can tell an emptied or torn file from the one written.
+type RecordsDigest struct {
+	Count  int64  `json:"count"`
+	SHA256 string `json:"sha256"`
 }
 
 // compressor is gzip.Writer's and zstd.Encoder's common ground.
@@ -139,7 +157,7 @@ func CreateRecordWriter(path string, form RecordsForm, c Compression) (*RecordWr
 	if err != nil {
 		return nil, &WriteError{Path: path, Err: err}
 	}
-	w := &RecordWriter{path: path, form: form, f: f}
+	w := &RecordWriter{path: path, form: form, f: f, sum: sha256.New()}
 	switch c {
 	case CompressGzip:
 		w.z, _ = gzip.NewWriterLevel(f, gzip.BestSpeed)
@@ -168,6 +186,7 @@ func (w *RecordWriter) Write(rec *loadgen.Record) error {
 	w.line = append(w.line, '\n')
 	w.buf.Write(w.line)
 	w.Lines++
+	w.pending++
 	if w.z != nil && w.buf.Len() < 64<<10 {
 		return nil // compressed in batches; Flush and Close write the rest
 	}
@@ -185,11 +204,22 @@ func (w *RecordWriter) drain() error {
 	} else {
 		_, err = w.f.Write(w.buf.Bytes())
 	}
+	if err == nil {
+		w.sum.Write(w.buf.Bytes())
+		w.written += w.pending
+	}
 	w.buf.Reset()
+	w.pending = 0
 	if err != nil {
 		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.Lines, err)}
 	}
 	return w.err
+}
+
+// Digest is the count and SHA-256 of the lines handed to the file so far
+// (after Close: every line the file holds, unless a write failed).
+func (w *RecordWriter) Digest() RecordsDigest {
+	return RecordsDigest{Count: w.written, SHA256: hex.EncodeToString(w.sum.Sum(nil))}
 }
 
 // Flush writes what is buffered and, compressed, ends the block, so the

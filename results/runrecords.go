@@ -50,6 +50,7 @@ func (d Dir) ReadRunRecords(fn func(*loadgen.Record) error) (ReadStats, error) {
 		}
 		read++
 		all.Records += st.Records
+		all.Files = append(all.Files, st.Files...)
 		if st.TornTail {
 			all.TornTail, all.TornLine, all.TornPath = true, st.TornLine, st.TornPath
 		}

@@ -43,6 +43,10 @@ type Summary struct {
 	// energy was read; EnergyUnavailable then says why).
 	Energy            map[string]*Energy `json:"energy,omitempty"`
 	EnergyUnavailable string             `json:"energy_unavailable,omitempty"`
+	// Records is the count and SHA-256 of the lines written to the
+	// records file, taken as they were written (absent with --records
+	// none and in a summary written before it was kept).
+	Records *RecordsDigest `json:"records,omitempty"`
 }
 
 // MarshalJSON writes MetricTheater under both its keys.

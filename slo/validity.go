@@ -155,7 +155,7 @@ type Problem struct {
 	// Check is one of "no_requests", "unreachable", "errors", "dropped",
 	// "cut_at_end", "context_length", "interrupted", "client_bottleneck" (generator
 	// distortion), "results_incomplete", "incomplete", "no_data",
-	// "stage_error".
+	// "stage_error", "records_disagree".
 	Check  string `json:"check"`
 	Detail string `json:"detail"`
 }

@@ -79,6 +79,18 @@ func TestSweepCommand(t *testing.T) {
 		if err != nil || s.SLO == nil || len(s.Changes) != 1 {
 			t.Fatalf("level summary: %v %+v", err, s)
 		}
+		// check of the sweep directory re-judges each level and reads
+		// the sweep's verdict: the sweep's exit, and r200 (above the
+		// SLO-max, failing as the sweep judged it) does not count apart.
+		if c, cout, cerr := tgCmd("check", "--slo", sloFile, out); c != code || !strings.Contains(cout, "level r40") ||
+			!strings.Contains(cout, "level r200") || strings.Contains(cout+cerr, "counts by its own exit") {
+			t.Errorf("check of the sweep: exit %d, sweep's %d\n%s\n%s", c, code, cout, cerr)
+		}
+		// A level whose records were lost makes the check invalid.
+		os.WriteFile(filepath.Join(out, "levels", "r40", results.RecordsFile), nil, 0o644)
+		if c, cout, cerr := tgCmd("check", "--slo", sloFile, out); c != slo.ExitInvalid || !strings.Contains(cout+cerr, "records_disagree") {
+			t.Errorf("check of the sweep with r40's records emptied: exit %d, want %d\n%s\n%s", c, slo.ExitInvalid, cout, cerr)
+		}
 		// Again without --force: refused.
 		if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
 			t.Errorf("second sweep: %d %s", code, e)

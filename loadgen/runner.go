@@ -673,10 +673,10 @@ type closedWork struct {
 // prompt drawn), once the stage wants w at work; nil when the worker is
 // done.
 //
-//go:noinline
-//
 // due, if not negative, is when the request was due had the worker not
 // backed off: its intended start.
+//
+//go:noinline
 func (cw *closedWork) next(w int, pending *prompts.Prompt, due time.Duration) (*prompts.Prompt, *Record) {
 	r, rn := cw.r, cw.rn
 	for rn.send.Err() == nil {

@@ -66,14 +66,14 @@ type Mix struct {
 
 // class is one named class of a mix.
 type class struct {
-	name      string
-	key       uint64 // stream key: fnv64 of the name
-	line      int
-	weight    float64
-	srcType   string
-	st        *sourceType
-	path      string
-	sha256    string
+	name    string
+	key     uint64 // stream key: fnv64 of the name
+	line    int
+	weight  float64
+	srcType string
+	st      *sourceType
+	path    string
+	sha256  string
 	// stopNs, if > 0, is how much of a trace from its first row to read
 	// (mooncake): a run of a known length needs only its start.
 	stopNs int64

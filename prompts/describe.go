@@ -172,6 +172,9 @@ func (m *Mix) Describe() string {
 			if s.Skipped > 0 {
 				fmt.Fprintf(&b, ", %d skipped", s.Skipped)
 			}
+			if s.ReadBytes > 0 {
+				fmt.Fprintf(&b, ", read to the run's end plus %v: %d of %d bytes", TraceLookAhead, s.ReadBytes, s.FileSize)
+			}
 			b.WriteByte(')')
 		}
 		if s.InputTokens != "" {

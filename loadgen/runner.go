@@ -631,12 +631,25 @@ func (r *Runner) closedLoop(rn *run) error {
 			// The loop holds little: its frame is on the stack of a
 			// request waiting for its next token (see do).
 			var pending *prompts.Prompt // a session's next turn
+			var bo backoff
 			for {
-				p, rec := cw.next(w, pending)
+				// After connection failures the worker waits before its
+				// next request, so a dead server is not hammered and its
+				// records do not fill the disk. The wait counts from
+				// where the request was due: it shows as schedule lag.
+				due := time.Duration(-1)
+				if d := bo.wait(); d > 0 {
+					due = time.Since(rn.epoch)
+					if !sleep(rn.send, min(d, max(rn.end-due, 0)), rn.ended) {
+						return
+					}
+				}
+				p, rec := cw.next(w, pending, due)
 				if rec == nil {
 					return
 				}
 				r.do(rn, p, rec)
+				bo.note(rec.ErrorKind)
 				pending = nextTurn(p, rec)
 				rn.out <- rec
 			}
@@ -660,8 +673,11 @@ type closedWork struct {
 // prompt drawn), once the stage wants w at work; nil when the worker is
 // done.
 //
+// due, if not negative, is when the request was due had the worker not
+// backed off: its intended start.
+//
 //go:noinline
-func (cw *closedWork) next(w int, pending *prompts.Prompt) (*prompts.Prompt, *Record) {
+func (cw *closedWork) next(w int, pending *prompts.Prompt, due time.Duration) (*prompts.Prompt, *Record) {
 	r, rn := cw.r, cw.rn
 	for rn.send.Err() == nil {
 		now := time.Since(rn.epoch)
@@ -701,11 +717,48 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt) (*prompts.Prompt, *Re
 			continue
 		}
 		at, _ := cw.arr.Next(p)
+		if due >= 0 {
+			at = min(at, due)
+		}
 		rec := r.newRecord(rn.epoch, p, seq, at)
 		r.sent.Add(1)
 		return p, rec
 	}
 	return nil, nil
+}
+
+// Backoff bounds of a closed-loop worker after consecutive connection
+// failures: the first wait, doubled at each failure up to the cap.
+const (
+	backoffFirst = 10 * time.Millisecond
+	backoffCap   = time.Second
+)
+
+// backoff counts a closed-loop worker's consecutive connection failures.
+// Only a failure to reach the server counts: an HTTP error is an answer,
+// and any answer or other outcome resets it.
+type backoff struct{ fails int }
+
+// note records the outcome of the worker's last request.
+func (b *backoff) note(k ErrorKind) {
+	if k == ErrConnect {
+		b.fails++
+	} else {
+		b.fails = 0
+	}
+}
+
+// wait is how long to wait before the next request: 0 after anything but
+// a connection failure, then backoffFirst doubling up to backoffCap.
+func (b *backoff) wait() time.Duration {
+	if b.fails == 0 {
+		return 0
+	}
+	d := backoffFirst
+	for i := 1; i < b.fails && d < backoffCap; i++ {
+		d *= 2
+	}
+	return min(d, backoffCap)
 }
 
 // sleep waits d, false if ctx ends or stop is closed first.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // canonicalMix is the resolved mix as JSON: what the evidence pack records
@@ -50,6 +51,11 @@ type canonicalSource struct {
 	From         string `json:"from,omitempty"`
 	Until        string `json:"until,omitempty"`
 	SpanMs       int64  `json:"span_ms,omitempty"`
+	// ReadBytes, FileSize and ModTime: a trace read only up to a horizon;
+	// SHA256 is then of its first ReadBytes bytes.
+	ReadBytes int64  `json:"read_bytes,omitempty"`
+	FileSize  int64  `json:"file_size,omitempty"`
+	ModTime   string `json:"mod_time,omitempty"`
 }
 
 type canonicalSession struct {
@@ -96,6 +102,9 @@ func (m *Mix) canonical() canonicalMix {
 				src.Until = c.until.String()
 			}
 			src.SpanMs = c.at[len(c.at)-1].Milliseconds()
+			if c.readBytes > 0 {
+				src.ReadBytes, src.FileSize, src.ModTime = c.readBytes, c.fileSize, c.modTime.Format(time.RFC3339Nano)
+			}
 		}
 		cc.Source = src
 		if c.maxTokens != nil {
@@ -162,6 +171,9 @@ func (m *Mix) Describe() string {
 			fmt.Fprintf(&b, " %s (%d records", s.File, s.Records)
 			if s.Skipped > 0 {
 				fmt.Fprintf(&b, ", %d skipped", s.Skipped)
+			}
+			if s.ReadBytes > 0 {
+				fmt.Fprintf(&b, ", read to the run's end plus %v: %d of %d bytes", TraceLookAhead, s.ReadBytes, s.FileSize)
 			}
 			b.WriteByte(')')
 		}

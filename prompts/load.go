@@ -64,11 +64,26 @@ func (c *class) readFile(parse func(r io.Reader) error) error {
 	}
 	defer f.Close()
 	h := sha256.New()
-	tee := io.TeeReader(f, h)
-	if err := parse(tee); err != nil {
+	if err := parse(f); err != nil {
 		return err
 	}
-	if _, err := io.Copy(io.Discard, tee); err != nil {
+	// The identity is the file's bytes: all of them, or where reading
+	// stopped early (a trace read to a horizon) the part read, with the
+	// file's size and modification time beside it, so that reading the
+	// rest of a long trace costs nothing.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return &Error{File: c.path, Err: err}
+	}
+	src := io.Reader(f)
+	if c.readBytes > 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return &Error{File: c.path, Err: err}
+		}
+		c.fileSize, c.modTime = fi.Size(), fi.ModTime().UTC()
+		src = io.LimitReader(f, c.readBytes)
+	}
+	if _, err := io.Copy(h, src); err != nil {
 		return &Error{File: c.path, Err: err}
 	}
 	c.sha256 = hex.EncodeToString(h.Sum(nil))
@@ -233,6 +248,13 @@ func countAll(tok Tokenizer, tasks []countTask) {
 }
 
 func (m *Mix) loadTrace(c *class) error {
+	if m.horizon > 0 && c.srcType == SourceMooncake {
+		run := float64(m.horizon+TraceLookAhead) / m.timeScale
+		c.stopNs = int64(c.from) + int64(min(run, float64(math.MaxInt64/2)))
+		if c.until > 0 {
+			c.stopNs = min(c.stopNs, int64(c.until))
+		}
+	}
 	var rows []traceRow
 	var t0 int64
 	err := c.readFile(func(r io.Reader) error {

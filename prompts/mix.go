@@ -36,7 +36,16 @@ type LoadOptions struct {
 	// Tokenizer is used when the mix file names none; nil means
 	// cl100k_base.
 	Tokenizer Tokenizer
+	// Horizon, when non-zero, is how long the run lasts: a Mooncake trace
+	// is read only up to the rows that fall within it plus TraceLookAhead,
+	// not parsed whole (its identity then hashes the part read).
+	Horizon time.Duration
 }
+
+// TraceLookAhead is how far past LoadOptions.Horizon (in run time) a
+// trace is read: rows a little out of order still arrive on time, and the
+// schedule's end is not cut short by a row just past it.
+const TraceLookAhead = 30 * time.Second
 
 // Mix is a loaded, validated mix: what to send, class by class. It is
 // immutable and safe to share; each Source drawn from it has its own state.
@@ -48,6 +57,7 @@ type Mix struct {
 	tok            Tokenizer
 	templateTokens int
 	timeScale      float64
+	horizon        time.Duration // LoadOptions.Horizon
 	classes        []*class
 	trace          bool
 	corp           *corpus
@@ -56,14 +66,22 @@ type Mix struct {
 
 // class is one named class of a mix.
 type class struct {
-	name      string
-	key       uint64 // stream key: fnv64 of the name
-	line      int
-	weight    float64
-	srcType   string
-	st        *sourceType
-	path      string
-	sha256    string
+	name    string
+	key     uint64 // stream key: fnv64 of the name
+	line    int
+	weight  float64
+	srcType string
+	st      *sourceType
+	path    string
+	sha256  string
+	// stopNs, if > 0, is how much of a trace from its first row to read
+	// (mooncake): a run of a known length needs only its start.
+	stopNs int64
+	// readBytes > 0: reading stopped there, before the end; sha256 is of
+	// those bytes, and fileSize and modTime say which file they began.
+	readBytes int64
+	fileSize  int64
+	modTime   time.Time
 	order     string
 	limit     int
 	maxTokens *dist // nil: the request's own, the dataset's reference, or 0
@@ -178,7 +196,7 @@ func LoadPromptsFile(path string, opts LoadOptions) (*Mix, error) {
 		c.blockTokens = 512
 	}
 	m := &Mix{
-		file: path, name: name, seed: opts.Seed, tok: tok, timeScale: 1,
+		file: path, name: name, seed: opts.Seed, tok: tok, timeScale: 1, horizon: opts.Horizon,
 		classes: []*class{c}, trace: isTraceType(typ),
 	}
 	if opts.TimeScale != 0 {

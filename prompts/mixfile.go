@@ -56,7 +56,7 @@ func (r mixReader) mix(root yamlwalk.Node, opts LoadOptions) *Mix {
 	}
 	top.Only(mixFields...)
 	file := r.doc.File()
-	m := &Mix{file: file, name: className(file), timeScale: 1}
+	m := &Mix{file: file, name: className(file), timeScale: 1, horizon: opts.Horizon}
 	if n, ok := top.Get("apiVersion"); ok {
 		n.Str()
 	}

@@ -100,6 +100,7 @@ func burstRows(c *class, r io.Reader) ([]traceRow, int64, error) {
 }
 
 func mooncakeRows(c *class, r io.Reader) ([]traceRow, int64, error) {
-	rows, err := parseMooncake(c.path, r, c.limit)
+	rows, read, err := readMooncake(c.path, r, c.limit, c.stopNs)
+	c.readBytes = read
 	return rows, math.MaxInt64, err
 }

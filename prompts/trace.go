@@ -242,31 +242,47 @@ func parseBurstGPT(name string, r io.Reader, limit int, model string) (rows []tr
 // parseMooncake reads a Mooncake trace: JSONL records {"timestamp": ms,
 // "input_length": n, "output_length": n, "hash_ids": [...]}.
 func parseMooncake(name string, r io.Reader, limit int) ([]traceRow, error) {
+	rows, _, err := readMooncake(name, r, limit, 0)
+	return rows, err
+}
+
+// readMooncake is parseMooncake that, with stopNs > 0, stops at the first
+// row stopNs or more after the first row's timestamp (that row not kept):
+// a run that needs only the trace's start reads only it. read is the
+// length of the lines consumed, the whole file's when it read to the end
+// (-1 then): what the trace's identity hashes.
+func readMooncake(name string, r io.Reader, limit int, stopNs int64) (rows []traceRow, read int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var rows []traceRow
+	var first int64
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			return nil, errAt(name, line, "", "read: %v", err)
+		b, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return nil, 0, errAt(name, line, "", "read: %v", rerr)
 		}
 		if t := bytes.TrimSpace(b); len(t) > 0 {
 			row, perr := parseMooncakeLine(name, line, t)
 			if perr != nil {
-				return nil, perr
+				return nil, 0, perr
+			}
+			if len(rows) == 0 {
+				first = row.tsNs
+			} else if stopNs > 0 && row.tsNs-first >= stopNs {
+				return rows, read, nil
 			}
 			rows = append(rows, row)
 			if limit > 0 && len(rows) >= limit {
 				break
 			}
 		}
-		if err == io.EOF {
+		read += int64(len(b))
+		if rerr == io.EOF {
 			break
 		}
 	}
 	if len(rows) == 0 {
-		return nil, errAt(name, 0, "", "no records in file")
+		return nil, 0, errAt(name, 0, "", "no records in file")
 	}
-	return rows, nil
+	return rows, -1, nil
 }
 
 func parseMooncakeLine(name string, line int, b []byte) (traceRow, *Error) {

@@ -75,7 +75,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if out != "" && out.HasResults() && !*force {
 		return usageErr("--out %s already holds results (--force to replace them)", out)
 	}
-	mix, err := loadPrompts(fs, *mixPath, *promptsPath, lf.seed, *timeScale)
+	// A run of a given length reads of a trace only what it will send
+	// (plus a look-ahead), not the whole file.
+	var horizon time.Duration
+	if fs.Changed("duration") && lf.stages == "" {
+		horizon = lf.duration
+	}
+	mix, err := loadPrompts(fs, *mixPath, *promptsPath, lf.seed, *timeScale, horizon)
 	if err != nil {
 		return err
 	}
@@ -217,14 +223,17 @@ func isTerminal(w io.Writer) bool {
 
 // loadPrompts loads --mix or --prompts (nil, nil when neither is given);
 // every file error names file, line and field, before anything is sent.
-func loadPrompts(fs *pflag.FlagSet, mixPath, promptsPath string, seed uint64, timeScale float64) (*prompts.Mix, error) {
+//
+// horizon, if not zero, is the run's length: a trace is read only as far
+// as the run needs (prompts.LoadOptions.Horizon).
+func loadPrompts(fs *pflag.FlagSet, mixPath, promptsPath string, seed uint64, timeScale float64, horizon time.Duration) (*prompts.Mix, error) {
 	if mixPath != "" && promptsPath != "" {
 		return nil, fmt.Errorf("--mix and --prompts: give one")
 	}
 	if timeScale < 0 {
 		return nil, fmt.Errorf("--time-scale %v: must be positive", timeScale)
 	}
-	opts := prompts.LoadOptions{TimeScale: timeScale}
+	opts := prompts.LoadOptions{TimeScale: timeScale, Horizon: horizon}
 	if fs.Changed("seed") {
 		opts.Seed = int64(seed)
 	}

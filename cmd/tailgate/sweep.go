@@ -129,7 +129,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if out.HasResults() && !*force {
 		return usageErr("--out %s already holds results (--force to replace them)", out)
 	}
-	mix, err := loadPrompts(fs, *mixPath, *promptsPath, *seed, 0)
+	mix, err := loadPrompts(fs, *mixPath, *promptsPath, *seed, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 
 // FileName is the report's name in a results directory, as llm-d's
 // harnesses name it.
-const FileName = "benchmark_report.json"
+const FileName = results.LLMDReportFile
 
 // Version is the benchmark-report schema version written.
 const Version = "0.2"

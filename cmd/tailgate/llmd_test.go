@@ -146,3 +146,24 @@ func TestLLMDReportLeavesOutWhatWasNotMeasured(t *testing.T) {
 		t.Errorf("standardized %v: want concurrency 2, no rate", st)
 	}
 }
+
+// The schema is not a formality: a planted wrong unit and a planted
+// unknown key are each refused.
+func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
+	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"standardized":{"tool":"tailgate","tool_version":"1"}}},
+	"results":{"request_performance":{"aggregate":{"requests":{"total":1,"failures":0},
+	"latency":{"time_to_first_token":{"units":"%s","mean":1,"min":1,"p50":1,"p90":1,"p95":1,"p99":1,"max":1%s}}}}}}`
+	sch := llmdSchema(t)
+	for _, c := range []struct {
+		name, units, extra string
+		ok                 bool
+	}{{"good", "ms", "", true}, {"wrong unit", "ms/token", "", false}, {"unknown key", "ms", `,"p42":1`, false}} {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(fmt.Sprintf(good, c.units, c.extra)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := sch.Validate(inst); (err == nil) != c.ok {
+			t.Errorf("%s: validate %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}

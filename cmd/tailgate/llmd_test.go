@@ -80,6 +80,9 @@ func TestRunWritesLLMDReport(t *testing.T) {
 	if st.Tool != "tailgate" || st.ToolVersion != s.Tool.Version || st.RateQPS == nil || *st.RateQPS != 40 || st.Concurrency != nil {
 		t.Errorf("standardized load %+v", st)
 	}
+	if in := st.InputSeqLen; in == nil || s.Tokens.Input == 0 || in.Value != float64(s.Tokens.Input)/float64(s.Requests.OK) || st.Source != "unknown" {
+		t.Errorf("input_seq_len %+v, source %q; summary tokens %+v over %d", in, st.Source, s.Tokens, s.Requests.OK)
+	}
 	agg := r.Results.RequestPerformance.Aggregate
 	if agg.Requests.Total != s.Requests.Sent || agg.Requests.Failures != s.Requests.Errors || agg.Requests.Failures == 0 {
 		t.Errorf("requests %+v, summary %+v", agg.Requests, s.Requests)
@@ -150,7 +153,7 @@ func TestLLMDReportLeavesOutWhatWasNotMeasured(t *testing.T) {
 // The schema is not a formality: a planted wrong unit and a planted
 // unknown key are each refused.
 func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
-	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"standardized":{"tool":"tailgate","tool_version":"1"}}},
+	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown"}}},
 	"results":{"request_performance":{"aggregate":{"requests":{"total":1,"failures":0},
 	"latency":{"time_to_first_token":{"units":"%s","mean":1,"min":1,"p50":1,"p90":1,"p95":1,"p99":1,"max":1%s}}}}}}`
 	sch := llmdSchema(t)

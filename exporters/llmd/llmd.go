@@ -78,10 +78,24 @@ type Standardized struct {
 	Tool        string `json:"tool"`
 	ToolVersion string `json:"tool_version"`
 	// Parallelism is the number of load generators (shards merged).
-	Parallelism int      `json:"parallelism,omitempty"`
-	Stage       *int     `json:"stage,omitempty"`
-	RateQPS     *float64 `json:"rate_qps,omitempty"`
-	Concurrency *int     `json:"concurrency,omitempty"`
+	Parallelism int `json:"parallelism,omitempty"`
+	// Source is how prompts were made: summary.json does not say, so
+	// "unknown", one of the schema's words for it.
+	Source string `json:"source"`
+	// InputSeqLen is the mean input tokens per completed request (the
+	// server's count, else what tailgate asked for); absent when neither
+	// was counted.
+	InputSeqLen *SequenceLength `json:"input_seq_len,omitempty"`
+	Stage       *int            `json:"stage,omitempty"`
+	RateQPS     *float64        `json:"rate_qps,omitempty"`
+	Concurrency *int            `json:"concurrency,omitempty"`
+}
+
+// SequenceLength is a sequence length's distribution: tailgate knows
+// the mean only, so "other".
+type SequenceLength struct {
+	Distribution string  `json:"distribution"`
+	Value        float64 `json:"value"`
 }
 
 // Native is scenario.load.native: tailgate's own description of the load.
@@ -181,6 +195,16 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 		st.Parallelism = 1
 	}
 	st.RateQPS, st.Concurrency = loadLevel(s.Run.Load)
+	st.Source = "unknown"
+	if n := s.Requests.OK; n > 0 {
+		in := s.Tokens.Input
+		if in == 0 {
+			in = s.Tokens.RequestedInput
+		}
+		if in > 0 {
+			st.InputSeqLen = &SequenceLength{Distribution: "other", Value: float64(in) / float64(n)}
+		}
+	}
 	cfg := map[string]any{"model": s.Run.Model, "api": s.Run.API, "target_host": host}
 	if len(s.Run.Load) > 0 {
 		cfg["load"] = s.Run.Load

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -285,9 +286,10 @@ func hostOf(target string) string {
 	return u.Host
 }
 
-// isoDuration is seconds as an ISO-8601 duration (PT49.97S).
+// isoDuration is seconds as an ISO-8601 duration (PT49.97S), to the
+// millisecond: the float's last digits are noise, not resolution.
 func isoDuration(s float64) string {
-	return "PT" + strconv.FormatFloat(s, 'f', -1, 64) + "S"
+	return "PT" + strconv.FormatFloat(math.Round(s*1000)/1000, 'f', -1, 64) + "S"
 }
 
 // Write writes dir's report into dir/benchmark_report.json.

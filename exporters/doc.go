@@ -3,7 +3,8 @@
 // and JUnit XML (WriteJUnit), and verdict.json with junit.xml into a results
 // directory (WriteVerdicts). The results files themselves (summary.json,
 // requests.jsonl, latency.hlog, histograms.json, …) are package results';
-// the Prometheus metrics are package exporters/prom's. Exporters only read
+// the Prometheus metrics are package exporters/prom's, and llm-d's
+// benchmark report package exporters/llmd's. Exporters only read
 // results; they never change them.
 //
 // A file writer's failure is a *results.WriteError naming the file, so a

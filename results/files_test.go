@@ -165,7 +165,7 @@ func TestHlogLineAsTheLibrary(t *testing.T) {
 func TestReplaceClearsTheLayoutOnly(t *testing.T) {
 	d := Dir(t.TempDir())
 	for _, f := range []string{VerdictFile, JUnitFile, ManifestFile, SignatureFile, EnvironmentFile, ReportFile,
-		RecordsFile, "requests.jsonl.zst", SweepFile, "notes.txt"} {
+		LLMDReportFile, RecordsFile, "requests.jsonl.zst", SweepFile, "notes.txt"} {
 		if err := os.WriteFile(d.Path(f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -49,6 +49,9 @@ const (
 	CanonicalMixFile = "mix.canonical.json"
 	// ReportFile is the HTML report written into a results directory.
 	ReportFile = "report.html"
+	// LLMDReportFile is llm-d-benchmark's benchmark report of a run
+	// (package exporters/llmd), under the name llm-d's harnesses give it.
+	LLMDReportFile = "benchmark_report.json"
 )
 
 // ShardDir is, under ShardsDir of a merged evidence pack, the directory
@@ -62,7 +65,7 @@ const ShardDirs = "shard-*"
 // what --force removes, and nothing else.
 var layoutNames = append([]string{SummaryFile, HlogFile, TelemetryFile, QueueDelayFile, VerdictFile, JUnitFile,
 	ManualFile, HistogramsFile, StagesDir, SweepFile, LevelsDir, ReadyFile, EnvironmentFile, InputsDir,
-	ManifestFile, SignatureFile, ShardsDir, ReportFile, SessionsFile}, recordsNames...)
+	ManifestFile, SignatureFile, ShardsDir, ReportFile, LLMDReportFile, SessionsFile}, recordsNames...)
 
 // Dir is a results directory.
 type Dir string

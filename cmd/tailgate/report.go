@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/comparison"
+	"github.com/tailgate-llm/tailgate/exporters/llmd"
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
@@ -21,12 +23,13 @@ import (
 func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	out := fs.String("out", "", "file to write (default: stdout)")
-	format := fs.String("format", report.FormatHTML, "html (one self-contained page with plots) or md (a Markdown summary)")
+	format := fs.String("format", report.FormatHTML, "html (one self-contained page with plots), md (a Markdown summary) or llm-d (DIR/"+llmd.FileName+", llm-d-benchmark's report v"+llmd.Version+")")
 	title := fs.String("title", "", "page title (default: the directories)")
 	since := fs.String("since", "", "a periodic review instead: every run, validate, sweep and saved canary /status under DIR\nfrom this long ago (30d, 4w, 720h): SLO performance, changes, capacity and forecast,\nefficiency, regressions against the previous result of the same plan or mix, open waivers")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate report DIR... [--out FILE.html] [--format html|md]\n"+
-			"       tailgate report --since 30d DIR [--out FILE.html] [--format html|md]\n\n"+
+			"       tailgate report --since 30d DIR [--out FILE.html] [--format html|md]\n"+
+			"       tailgate report --format llm-d DIR... [--out FILE.json|-]\n\n"+
 			"Writes one report of results directories (run, validate or sweep): summary and verdicts, the latency\n"+
 			"percentile spectrum of every run overlaid, latency and throughput over time with stage boundaries,\n"+
 			"per class, GPU utilisation beside queue delay and TTFT (metric theater marked), and for a sweep\n"+
@@ -39,8 +42,11 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() == 0 {
 		return usageErr("want at least one results directory\nRun 'tailgate help report' for the flags.")
 	}
+	if *format == formatLLMD {
+		return writeLLMDReports(fs.Args(), *out, stdout, stderr)
+	}
 	if *format != report.FormatHTML && *format != report.FormatMarkdown {
-		return usageErr("--format %q: want html or md", *format)
+		return usageErr("--format %q: want html, md or llm-d", *format)
 	}
 	opt := report.Options{Title: *title, Version: version.Version}
 	if *since != "" {
@@ -107,6 +113,46 @@ func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
 		return err
 	default:
 		fmt.Fprintf(stderr, "warning: no "+results.ReportFile+": %v\n", err)
+	}
+	return nil
+}
+
+// formatLLMD is report's --format for llm-d-benchmark's report.
+const formatLLMD = "llm-d"
+
+// writeLLMDReports writes each run directory's llm-d benchmark report
+// into it, or, with --out, the one directory's report to that file ("-":
+// stdout).
+func writeLLMDReports(dirs []string, out string, stdout, stderr io.Writer) error {
+	if out != "" && len(dirs) != 1 {
+		return usageErr("--format llm-d --out writes one directory's report, not %d", len(dirs))
+	}
+	for _, d := range dirs {
+		dir := results.Dir(d)
+		if out == "" {
+			if err := llmd.Write(dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "llm-d report in %s\n", dir.Path(llmd.FileName))
+			continue
+		}
+		r, err := llmd.Read(dir)
+		if err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		b = append(b, '\n')
+		if out == "-" {
+			_, err = stdout.Write(b)
+			return err
+		}
+		if err := atomicfile.Write(out, b); err != nil {
+			return &results.WriteError{Path: out, Err: err}
+		}
+		fmt.Fprintf(stderr, "llm-d report in %s\n", out)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/exporters/llmd"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -42,6 +43,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	outDir := fs.String("out", "", "directory for "+results.SummaryFile+", "+results.RecordsFile+", "+results.HlogFile+" and "+results.TelemetryFile)
 	force := fs.Bool("force", false, "replace the results already in --out")
 	asJSON := fs.Bool("json", false, "print "+results.SummaryFile+" to stdout instead of the table")
+	llmdReport := fs.Bool("llm-d-report", false, "also write --out/"+llmd.FileName+", llm-d-benchmark's report v"+llmd.Version+" of the run")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
 	pf.register(fs)
@@ -72,6 +74,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		spec = s
 	}
 	out := results.Dir(*outDir)
+	if *llmdReport && out == "" {
+		return usageErr("--llm-d-report writes into the results directory: give --out")
+	}
 	if out != "" && out.HasResults() && !*force {
 		return usageErr("--out %s already holds results (--force to replace them)", out)
 	}
@@ -176,6 +181,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "results in %s\n", out)
 	}
 	outcome := runOutcome(res, err, stderr)
+	if *llmdReport && out != "" {
+		if lerr := llmd.Write(out); lerr != nil {
+			// A report not written is results not delivered: 3, as for
+			// summary.json.
+			fmt.Fprintf(stderr, "tailgate run: %v\n", lerr)
+			if exitCode(outcome) != slo.ExitInvalid {
+				outcome = &exitError{code: slo.ExitInvalid, err: lerr}
+			}
+		} else {
+			fmt.Fprintf(stderr, "llm-d report in %s\n", out.Path(llmd.FileName))
+		}
+	}
 	if perr := pf.push(ctx, stderr); perr != nil {
 		// Metrics that did not reach the Pushgateway are results not
 		// delivered: 3, whatever the verdict (as for results not written).

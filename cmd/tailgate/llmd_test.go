@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tailgate-llm/tailgate/exporters/llmd"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+// llmdSchema is the JSON Schema of the report tailgate writes.
+func llmdSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	s, err := c.Compile(filepath.Join("..", "..", "testdata", "schema", "llmd-benchmark-report-v0.2.json"))
+	if err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	return s
+}
+
+func validateLLMD(t *testing.T, path string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inst, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := llmdSchema(t).Validate(inst); err != nil {
+		t.Fatalf("%s does not validate: %v", path, err)
+	}
+	return inst.(map[string]any)
+}
+
+// A real run against the simulator, with --llm-d-report, writes a
+// report that validates against the schema, states the run's rate, keeps
+// credentials out, and whose every figure is summary.json's.
+func TestRunWritesLLMDReport(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 3*time.Millisecond, time.Millisecond
+	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 5}}
+	srv := simtest.Start(t, cfg)
+	target := strings.Replace(srv.URL, "http://", "http://admin:hunter2hunter2@", 1) + "/v1"
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", target, "--model", "sim-llama-8b", "--rate", "40", "--duration", "500ms",
+		"--out", dir, "--max-error-rate", "1", "--llm-d-report")
+	if code != slo.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(dir, llmd.FileName)
+	validateLLMD(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "admin") {
+		t.Errorf("report holds the target's credentials:\n%s", b)
+	}
+	var r llmd.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, dir)
+	st := r.Scenario.Load.Standardized
+	if st.Tool != "tailgate" || st.ToolVersion != s.Tool.Version || st.RateQPS == nil || *st.RateQPS != 40 || st.Concurrency != nil {
+		t.Errorf("standardized load %+v", st)
+	}
+	if in := st.InputSeqLen; in == nil || s.Tokens.Input == 0 || in.Value != float64(s.Tokens.Input)/float64(s.Requests.OK) || st.Source != "unknown" {
+		t.Errorf("input_seq_len %+v, source %q; summary tokens %+v over %d", in, st.Source, s.Tokens, s.Requests.OK)
+	}
+	agg := r.Results.RequestPerformance.Aggregate
+	if agg.Requests.Total != s.Requests.Sent || agg.Requests.Failures != s.Requests.Errors || agg.Requests.Failures == 0 {
+		t.Errorf("requests %+v, summary %+v", agg.Requests, s.Requests)
+	}
+	if agg.Latency == nil {
+		t.Fatal("no latency block")
+	}
+	for name, got := range map[string]*llmd.Statistics{loadgen.MetricTTFT: agg.Latency.TimeToFirstToken,
+		loadgen.MetricE2E: agg.Latency.RequestLatency, loadgen.MetricITL: agg.Latency.InterTokenLatency,
+		loadgen.MetricTPOT: agg.Latency.TimePerOutputToken} {
+		h := s.LatencyMs[name]
+		if got == nil || h.Count == 0 {
+			t.Fatalf("%s: report %v, summary count %d", name, got, h.Count)
+		}
+		if got.Mean != h.Mean || *got.Min != h.Min || *got.P50 != h.P50 || *got.P90 != h.P90 || *got.P95 != h.P95 ||
+			*got.P99 != h.P99 || *got.P99p9 != h.P999 || *got.Max != h.Max {
+			t.Errorf("%s: report %+v, summary %+v", name, *got, h)
+		}
+	}
+	th := agg.Throughput
+	if th == nil || th.RequestRate.Mean != s.Throughput.RequestsPerS || th.OutputTokenRate.Mean != s.Throughput.OutputTokensPerS ||
+		th.RequestRate.Mean <= 0 {
+		t.Errorf("throughput %+v, summary %+v", th, s.Throughput)
+	}
+
+	// report --format llm-d of the same directory gives the same report.
+	var out, errb strings.Builder
+	if code := dispatch([]string{"report", "--format", "llm-d", "--out", "-", dir}, &out, &errb); code != 0 {
+		t.Fatalf("report exit %d: %s", code, errb.String())
+	}
+	if strings.TrimSpace(out.String()) != strings.TrimSpace(string(b)) {
+		t.Errorf("report --format llm-d differs from run --llm-d-report:\n%s\n---\n%s", out.String(), b)
+	}
+}
+
+// A closed-loop run without streaming measured no ITL or TPOT: they are
+// absent from the report, not zero, and the concurrency is stated.
+func TestLLMDReportLeavesOutWhatWasNotMeasured(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "sim-llama-8b", "--concurrency", "2",
+		"--requests", "6", "--duration", "5s", "--stream=false", "--out", dir)
+	if code != slo.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var errb strings.Builder
+	if code := dispatch([]string{"report", "--format", "llm-d", dir}, &strings.Builder{}, &errb); code != 0 {
+		t.Fatalf("report exit %d: %s", code, errb.String())
+	}
+	inst := validateLLMD(t, filepath.Join(dir, llmd.FileName))
+	lat := inst["results"].(map[string]any)["request_performance"].(map[string]any)["aggregate"].(map[string]any)["latency"].(map[string]any)
+	for _, k := range []string{"inter_token_latency", "time_per_output_token"} {
+		if v, ok := lat[k]; ok {
+			t.Errorf("%s = %v for an unstreamed run: want it absent", k, v)
+		}
+	}
+	if _, ok := lat["request_latency"]; !ok {
+		t.Error("no request_latency")
+	}
+	st := inst["scenario"].(map[string]any)["load"].(map[string]any)["standardized"].(map[string]any)
+	if fmt.Sprint(st["concurrency"]) != "2" || st["rate_qps"] != nil {
+		t.Errorf("standardized %v: want concurrency 2, no rate", st)
+	}
+}
+
+// The schema is not a formality: a planted wrong unit and a planted
+// unknown key are each refused.
+func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
+	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown"}}},
+	"results":{"request_performance":{"aggregate":{"requests":{"total":1,"failures":0},
+	"latency":{"time_to_first_token":{"units":"%s","mean":1,"min":1,"p50":1,"p90":1,"p95":1,"p99":1,"max":1%s}}}}}}`
+	sch := llmdSchema(t)
+	for _, c := range []struct {
+		name, units, extra string
+		ok                 bool
+	}{{"good", "ms", "", true}, {"wrong unit", "ms/token", "", false}, {"unknown key", "ms", `,"p42":1`, false}} {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(fmt.Sprintf(good, c.units, c.extra)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := sch.Validate(inst); (err == nil) != c.ok {
+			t.Errorf("%s: validate %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}

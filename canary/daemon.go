@@ -79,6 +79,7 @@ type Daemon struct {
 	cfg       *Config
 	loadedAt  time.Time
 	reloadErr string
+	stateErr  string // why the latest state-file write failed; "" after a success
 	states    map[stateKey]*objState
 	stats     map[string]*targetStats
 	runs      map[string]*targetRun
@@ -585,6 +586,10 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if stuck := d.stuck(time.Now()); stuck != "" {
 			http.Error(w, "unhealthy: "+stuck, http.StatusServiceUnavailable)
+			return
+		}
+		if e := d.stateWriteError(); e != "" {
+			http.Error(w, "unhealthy: "+e+" (the windows are not kept: a restart would lose them)", http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, "ok\n")

@@ -3,6 +3,7 @@ package canary
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -79,6 +80,7 @@ type Daemon struct {
 	cfg       *Config
 	loadedAt  time.Time
 	reloadErr string
+	stateErr  string // why the latest state-file write failed; "" after a success
 	states    map[stateKey]*objState
 	stats     map[string]*targetStats
 	runs      map[string]*targetRun
@@ -155,7 +157,8 @@ func (d *Daemon) Metrics() *prom.Metrics { return d.metrics }
 
 // Start listens on the configured address, starts every probe loop and
 // the evaluation loop, and returns; the daemon runs until ctx ends (then
-// Wait returns). The error is a listen failure.
+// Wait returns). The error is a listen failure, or a web_config (or a
+// certificate, key or CA file it names) that cannot be read or used.
 func (d *Daemon) Start(ctx context.Context) error {
 	d.mu.Lock()
 	cfg := d.cfg
@@ -164,15 +167,28 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: listen: %w", cfg.File, err)
 	}
-	d.ln = ln
 	d.srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serve := func() error { return d.srv.Serve(ln) }
+	if cfg.WebConfig != "" {
+		logger := slog.New(slog.NewTextHandler(d.log.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		tk, err := toolkit(cfg.WebConfig, d.srv.Handler, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("%s: web_config %s: %w", cfg.File, cfg.WebConfig, err)
+		}
+		d.srv.Handler = probesOpen(d.srv.Handler, tk.guarded)
+		if tk.tls != nil {
+			d.srv.TLSConfig = tk.tls
+			if !tk.http2 {
+				d.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+			}
+			serve = func() error { return d.srv.ServeTLS(ln, "", "") }
+		}
+	}
+	d.ln = ln
 	d.serveErr = make(chan error, 1)
-	webCfg := cfg.WebConfig
-	noSystemd := false
-	flags := &web.FlagConfig{WebConfigFile: &webCfg, WebSystemdSocket: &noSystemd, WebListenAddresses: &[]string{}}
-	logger := slog.New(slog.NewTextHandler(d.log.Writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() {
-		err := web.Serve(ln, d.srv, flags, logger)
+		err := serve()
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -193,6 +209,71 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return nil
 }
 
+// toolkitServing is what exporter-toolkit makes of a web_config: the
+// handler behind its basic auth, headers and rate limit, and its TLS
+// configuration (nil: plain HTTP), which re-reads the certificate and
+// key at every connection as Prometheus' own servers do.
+type toolkitServing struct {
+	guarded http.Handler
+	tls     *tls.Config
+	http2   bool
+}
+
+// toolkit has exporter-toolkit (web.Serve) set up a server for h under the
+// web config at file, on a listener that is already closed, and keeps what
+// it set up: the toolkit has no other way to hand out its guarded handler
+// and reloading TLS configuration, and the canary needs them apart, to
+// answer the kubelet's probes without basic auth. web.Serve reads every
+// file the config names first (web.Validate), so a certificate or key
+// that cannot be read fails here, at the start, naming the file.
+func toolkit(file string, h http.Handler, logger *slog.Logger) (toolkitServing, error) {
+	if err := web.Validate(file); err != nil {
+		return toolkitServing{}, err
+	}
+	noSystemd := false
+	flags := &web.FlagConfig{WebConfigFile: &file, WebSystemdSocket: &noSystemd, WebListenAddresses: &[]string{}}
+	s := &http.Server{Handler: h}
+	err := web.Serve(closedListener{}, s, flags, logger)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return toolkitServing{}, err
+	}
+	if s.Handler == h {
+		// A toolkit that stopped wrapping the handler would serve /metrics
+		// unguarded; refuse rather than drop the config's basic auth.
+		return toolkitServing{}, errors.New("exporter-toolkit did not set up its handler (basic auth); not serving without it")
+	}
+	tk := toolkitServing{guarded: s.Handler}
+	// With TLS on, the toolkit sets the reloading GetConfigForClient (a
+	// plain server may have a TLSConfig of net/http's own making), and
+	// HTTP/2 unless the config turned it off (an empty TLSNextProto).
+	if s.TLSConfig != nil && s.TLSConfig.GetConfigForClient != nil {
+		tk.tls, tk.http2 = s.TLSConfig, s.TLSNextProto == nil || s.TLSNextProto["h2"] != nil
+	}
+	return tk, nil
+}
+
+// closedListener is a listener that is already closed: web.Serve returns
+// at its first Accept, after setting up its server.
+type closedListener struct{}
+
+func (closedListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (closedListener) Close() error              { return nil }
+func (closedListener) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// probesOpen answers /healthz and /readyz with open, everything else with
+// guarded: kubelet probes carry no credentials, and the probes say only
+// "alive" or "ready", never the metrics or the status.
+func probesOpen(open, guarded http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz":
+			open.ServeHTTP(w, r)
+		default:
+			guarded.ServeHTTP(w, r)
+		}
+	})
+}
+
 // Addr is the address the daemon listens on (after Start).
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
@@ -202,8 +283,9 @@ func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 // probe loops within StopTimeout, writes a last evaluation line and
 // closes the server. The error is the server's, if it failed.
 //
-// If the server fails (a TLS key it cannot read, say), the daemon shuts
-// down the same way and Wait returns the server's error.
+// If the server fails, the daemon shuts down the same way and Wait
+// returns the server's error (a web_config's certificate or key that
+// cannot be read fails Start instead).
 func (d *Daemon) Wait() error {
 	var serveErr error
 	served := true
@@ -585,6 +667,10 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if stuck := d.stuck(time.Now()); stuck != "" {
 			http.Error(w, "unhealthy: "+stuck, http.StatusServiceUnavailable)
+			return
+		}
+		if e := d.stateWriteError(); e != "" {
+			http.Error(w, "unhealthy: "+e+" (the windows are not kept: a restart would lose them)", http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, "ok\n")

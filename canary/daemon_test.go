@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -351,7 +352,9 @@ func TestCanaryAgainstSimulator(t *testing.T) {
 func TestMetricsPassPromtool(t *testing.T) {
 	path := promtest.Promtool(t)
 	srv := simtest.Start(t, fastSim())
-	d, _, logs := startCanary(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget))
+	// A state file, so the state-write timestamp has its series too.
+	d, _, logs := startCanaryWith(t, fmt.Sprintf(canaryFile, srv.URL, "2s", 20, downTarget),
+		Options{StateFile: filepath.Join(t.TempDir(), "state.json")})
 	// A family appears with its first series: wait for a scrape that has
 	// them all (one gathered mid-record may have a probe's request counted
 	// and not yet its tokens).
@@ -507,7 +510,9 @@ func TestCanaryReload(t *testing.T) {
 	}
 }
 
-// web_config (exporter-toolkit): basic auth guards every endpoint.
+// web_config (exporter-toolkit): basic auth guards /metrics, /status and
+// the index; /healthz and /readyz answer without credentials (kubelet
+// probes carry none), and a path that only cleans to a probe's is guarded.
 func TestWebConfigBasicAuth(t *testing.T) {
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	if err != nil {
@@ -531,19 +536,49 @@ func TestWebConfigBasicAuth(t *testing.T) {
 		user, pass string
 		want       int
 	}{{"", "", http.StatusUnauthorized}, {"prometheus", "wrong", http.StatusUnauthorized}, {"prometheus", "s3cret", http.StatusOK}} {
-		req, _ := http.NewRequest("GET", "http://"+d.Addr()+"/metrics", nil)
-		if c.user != "" {
-			req.SetBasicAuth(c.user, c.pass)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("%q/%q: %d, want %d", c.user, c.pass, resp.StatusCode, c.want)
+		for _, path := range []string{"/metrics", "/status", "/"} {
+			if code := getAs(t, "http://"+d.Addr()+path, c.user, c.pass); code != c.want {
+				t.Errorf("%s as %q/%q: %d, want %d", path, c.user, c.pass, code, c.want)
+			}
 		}
 	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code := getAs(t, "http://"+d.Addr()+path, "", ""); code != http.StatusOK {
+			t.Errorf("%s without credentials: %d, want 200", path, code)
+		}
+	}
+	// A path that cleans to /metrics is not a probe's: guarded.
+	conn, err := net.Dial("tcp", d.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz/../metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/healthz/../metrics without credentials: %d, want 401", resp.StatusCode)
+	}
+}
+
+// getAs GETs url with basic auth (none when user is "") and returns the
+// status code.
+func getAs(t *testing.T, url, user, pass string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // selfSigned writes a certificate and key for 127.0.0.1 into dir.
@@ -605,26 +640,36 @@ func TestWebConfigTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The key disappears after the file was checked: Serve fails.
-	d2, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(filepath.Join(dir, "tls.key"))
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	if err := d2.Start(ctx2); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d2.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("Wait: nil after the server failed")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a daemon whose server failed kept running")
+	// The key or the certificate cannot be read after the file was checked
+	// (gone, or a directory where the file should be, which fails as root
+	// too): Start fails at once naming the file, and probes nothing.
+	for _, name := range []string{"tls.key", "tls.crt"} {
+		t.Run(name, func(t *testing.T) {
+			selfSigned(t, dir)
+			d2, err := New(filepath.Join(dir, "canary.yaml"), Options{Log: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, name)
+			os.Remove(p)
+			os.Mkdir(p, 0o755)
+			defer os.Remove(p)
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			defer cancel2()
+			err = d2.Start(ctx2)
+			if err == nil {
+				cancel2()
+				d2.Wait()
+				t.Fatalf("Start with an unreadable %s: nil, want an error", name)
+			}
+			if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "web_config") {
+				t.Errorf("Start: %v, want an error naming %s", err, p)
+			}
+			if d2.ready.Load() || len(d2.runs) != 0 {
+				t.Errorf("a daemon that failed to start is ready or probing")
+			}
+			// The port is free again: nothing was left listening.
+		})
 	}
 }
 

@@ -64,10 +64,28 @@ func (d *Daemon) saveState(now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// Every outcome is told: a write that failed costs the windows at the
+	// next restart, so it counts, and /healthz fails until one succeeds.
 	if err := atomicfile.Write(d.opts.StateFile, b); err != nil {
-		return fmt.Errorf("state file: %w", err)
+		err = fmt.Errorf("state file %s: write failed: %w", d.opts.StateFile, err)
+		d.metrics.SetStateWrite(false, now)
+		d.mu.Lock()
+		d.stateErr = err.Error()
+		d.mu.Unlock()
+		return err
 	}
+	d.metrics.SetStateWrite(true, now)
+	d.mu.Lock()
+	d.stateErr = ""
+	d.mu.Unlock()
 	return nil
+}
+
+// stateWriteError is why the latest write of the state file failed, or "".
+func (d *Daemon) stateWriteError() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stateErr
 }
 
 // loadState restores the windows of the objectives the state file holds

@@ -11,6 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -172,4 +175,85 @@ func TestHealthzFailsWhenProbeLoopIsStuck(t *testing.T) {
 			t.Errorf("a loop that ended on its own: /healthz %d %s", code, body)
 		}
 	})
+}
+
+// A state file that cannot be written is told three ways: the error
+// counter, the success timestamp that stops moving, and /healthz, which
+// answers 503 naming the file while the latest write failed and 200 again
+// after one succeeds. The path's parent is a regular file, so the write
+// fails even as root.
+func TestStateWriteFailureIsMeasuredAndUnhealthy(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"canary.yaml": stateCanary, "slo.yaml": sloFile, "blocker": "a file, not a directory\n"})
+	state := filepath.Join(dir, "blocker", "canary.json")
+	d, err := New(filepath.Join(dir, "canary.yaml"), Options{StateFile: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	health := func() (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return w.Code, w.Body.String()
+	}
+	metrics := func() (errs float64, last float64, hasLast bool) {
+		fams, err := d.metrics.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			switch f.GetName() {
+			case prom.CanaryStateWriteErrorsTotal:
+				if f.GetHelp() == "" || f.GetType() != dto.MetricType_COUNTER {
+					t.Errorf("%s: help %q type %v", f.GetName(), f.GetHelp(), f.GetType())
+				}
+				errs = f.Metric[0].GetCounter().GetValue()
+			case prom.CanaryStateLastSuccessTimestampSeconds:
+				if f.GetHelp() == "" || f.GetType() != dto.MetricType_GAUGE {
+					t.Errorf("%s: help %q type %v", f.GetName(), f.GetHelp(), f.GetType())
+				}
+				last, hasLast = f.Metric[0].GetGauge().GetValue(), true
+			}
+		}
+		return errs, last, hasLast
+	}
+	if code, body := health(); code != 200 {
+		t.Fatalf("before any write: /healthz %d %s", code, body)
+	}
+	if errs, _, has := metrics(); errs != 0 || has {
+		t.Fatalf("before any write: %v errors, success timestamp present %v", errs, has)
+	}
+
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		err := d.saveState(t0.Add(time.Duration(i) * time.Minute))
+		if err == nil || !strings.Contains(err.Error(), state) {
+			t.Fatalf("write %d under a regular file: %v, want an error naming %s", i, err, state)
+		}
+	}
+	errs, _, has := metrics()
+	if errs != 2 || has {
+		t.Errorf("after 2 failed writes: %v errors, success timestamp present %v", errs, has)
+	}
+	code, body := health()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "state file "+state) || !strings.Contains(body, "write failed") {
+		t.Errorf("while writes fail: /healthz %d %q, want 503 naming %s", code, body, state)
+	}
+
+	// The directory appears: the next write succeeds and health returns.
+	os.Remove(filepath.Join(dir, "blocker"))
+	os.Mkdir(filepath.Join(dir, "blocker"), 0o755)
+	at := t0.Add(5 * time.Minute)
+	if err := d.saveState(at); err != nil {
+		t.Fatal(err)
+	}
+	errs, last, has := metrics()
+	if errs != 2 || !has || last != float64(at.Unix()) {
+		t.Errorf("after a good write: %v errors, success timestamp %v (present %v), want 2 and %d", errs, last, has, at.Unix())
+	}
+	if code, body := health(); code != 200 {
+		t.Errorf("after a good write: /healthz %d %s", code, body)
+	}
+	if _, err := os.Stat(state); err != nil {
+		t.Error(err)
+	}
 }

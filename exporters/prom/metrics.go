@@ -80,6 +80,8 @@ type Metrics struct {
 	lastSuccess                    *prometheus.GaugeVec
 	coverage, targetInfo           *prometheus.GaugeVec
 	reloadOK, reloadAt             prometheus.Gauge
+	stateErrors                    prometheus.Counter
+	stateWritten                   *prometheus.GaugeVec // no labels: absent until the first write
 
 	mu      sync.RWMutex
 	hists   map[string]*prometheus.HistogramVec // by metric-table name
@@ -152,7 +154,11 @@ func New(opts Options) *Metrics {
 		m.targetInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: TargetInfo,
 			Help: "Always 1; labels say what a target probes: its URL (credentials redacted), API and model."},
 			[]string{LabelTarget, LabelURL, LabelAPI, LabelModel})
-		m.reg.MustRegister(m.reloadOK, m.reloadAt, m.coverage, m.targetInfo,
+		m.stateErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: CanaryStateWriteErrorsTotal,
+			Help: "Failed writes of the canary's state file; the windows not kept are lost at the next restart, and /healthz fails while the latest write failed."})
+		m.stateWritten = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: CanaryStateLastSuccessTimestampSeconds,
+			Help: "When the canary's state file was last written successfully, Unix seconds (absent before the first write and without a state file)."}, nil)
+		m.reg.MustRegister(m.reloadOK, m.reloadAt, m.coverage, m.targetInfo, m.stateErrors, m.stateWritten,
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	}
 	m.SetSpecs(opts.Specs)
@@ -244,6 +250,19 @@ func (m *Metrics) SetReload(ok bool, at time.Time) {
 	}
 	m.reloadOK.Set(1)
 	m.reloadAt.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// SetStateWrite records a write of the canary's state file: ok, and when
+// it succeeded.
+func (m *Metrics) SetStateWrite(ok bool, at time.Time) {
+	if m.stateErrors == nil {
+		return
+	}
+	if !ok {
+		m.stateErrors.Inc()
+		return
+	}
+	m.stateWritten.WithLabelValues().Set(float64(at.UnixNano()) / 1e9)
 }
 
 // Forget deletes every series of a target that is no longer configured,

@@ -57,6 +57,14 @@ const (
 	// ConfigLastReloadSuccessTimestampSeconds is when the configuration was
 	// last loaded successfully, Unix seconds.
 	ConfigLastReloadSuccessTimestampSeconds = "tailgate_config_last_reload_success_timestamp_seconds"
+	// CanaryStateWriteErrorsTotal counts failed writes of the canary's
+	// state file (canary only): windows not kept are lost at the next
+	// restart.
+	CanaryStateWriteErrorsTotal = "tailgate_canary_state_write_errors_total"
+	// CanaryStateLastSuccessTimestampSeconds is when the canary's state
+	// file was last written, Unix seconds (canary only; absent until the
+	// first write succeeds, and without a state file).
+	CanaryStateLastSuccessTimestampSeconds = "tailgate_canary_state_last_success_timestamp_seconds"
 )
 
 // Label names and values of the contract.
@@ -100,4 +108,5 @@ var Names = []string{
 	LastSuccessTimestampSeconds, BuildInfo,
 	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
 	SLOWindowCoverageRatio, TargetInfo,
+	CanaryStateWriteErrorsTotal, CanaryStateLastSuccessTimestampSeconds,
 }

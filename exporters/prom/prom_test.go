@@ -256,6 +256,7 @@ func TestNamesAreWhatIsExported(t *testing.T) {
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}, Daemon: true})
 	m.SetReload(true, time.Now())
+	m.SetStateWrite(true, time.Now())
 	s := m.NewSink(SinkOptions{Target: "sim", Specs: []*slo.Spec{spec}, Operate: true})
 	s.Add(rec("chat", 100*time.Millisecond, 10*time.Millisecond, 3))
 	s.Add(failed("chat", loadgen.ErrServer))

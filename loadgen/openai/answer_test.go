@@ -154,7 +154,8 @@ func TestOutputBound(t *testing.T) {
 }
 
 // A 50 MB response header fails the request as protocol on both HTTP
-// clients, having read no more than the 1 MB limit of it.
+// clients, having read no more than the 1 MB limit of it; the lean client
+// stops at the line bound, far sooner.
 func TestHugeResponseHeader(t *testing.T) {
 	url := rawServer(t, func(conn net.Conn) {
 		defer conn.Close()
@@ -178,11 +179,36 @@ func TestHugeResponseHeader(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			rec := runOne(t, c, testPrompt, false)
 			runtime.ReadMemStats(&after)
-			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, "headers exceeded") {
-				t.Errorf("kind %q (%s), want protocol: headers exceeded", rec.ErrorKind, rec.Error)
+			words, bound := "headers exceeded", uint64(16<<20)
+			if hc == transport.HTTPClientLean {
+				words, bound = "header line exceeded", 1<<20 // the whole head would cost twice the head limit
 			}
-			if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
-				t.Errorf("%d MB allocated reading the head; the limit is 1 MB", got>>20)
+			if rec.ErrorKind != loadgen.ErrProtocol || !strings.Contains(rec.Error, words) {
+				t.Errorf("kind %q (%s), want protocol: %s", rec.ErrorKind, rec.Error, words)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > bound {
+				t.Errorf("%d KiB allocated reading the head, want at most %d", got>>10, bound>>10)
+			}
+		})
+	}
+}
+
+// A header line just under the lean client's line bound, in a head under
+// the head limit, is an answer like any other.
+func TestLongHeaderLineUnderBound(t *testing.T) {
+	url := rawServer(t, func(conn net.Conn) {
+		defer conn.Close()
+		ev := `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+		long := strings.Repeat("a", transport.MaxResponseHeaderLineBytes-64)
+		_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Long: %s\r\nContent-Length: %d\r\n\r\n%s", long, len(ev), ev)
+	})
+	for _, hc := range []string{transport.HTTPClientLean, transport.HTTPClientNetHTTP} {
+		t.Run(hc, func(t *testing.T) {
+			cfg := Config{Endpoint: transport.Endpoint{URL: url}, Model: "m", MaxTokens: 8}
+			cfg.Transport.HTTPClient = hc
+			rec := runOne(t, newClient(t, cfg), testPrompt, false)
+			if !rec.OK() || rec.OutputTokens != 1 {
+				t.Errorf("kind %q (%s), %d tokens: want ok with 1", rec.ErrorKind, rec.Error, rec.OutputTokens)
 			}
 		})
 	}

@@ -116,14 +116,18 @@ func Classify(ctx context.Context, err error, where string) (loadgen.ErrorKind, 
 // in net/http's words for the same.
 var errHeadersTooLarge = errors.New("net/http: server response headers exceeded " + strconv.Itoa(MaxResponseHeaderBytes) + " bytes; aborted")
 
+// errHeaderLineTooLong is the lean client's head line over
+// MaxResponseHeaderLineBytes.
+var errHeaderLineTooLong = errors.New("server response header line exceeded " + strconv.Itoa(MaxResponseHeaderLineBytes) + " bytes; aborted")
+
 // framingErrors are the lean client's errors for an answer whose HTTP
 // framing is wrong: a server's fault, not a connection that broke.
-var framingErrors = []error{errHeadersTooLarge, errLineTooLong, errLongTrailer, errExcess, errMalformedChunked,
+var framingErrors = []error{errHeadersTooLarge, errHeaderLineTooLong, errLineTooLong, errLongTrailer, errExcess, errMalformedChunked,
 	errChunkBareLF, errChunkCR, errChunkEmptyLength, errChunkLengthByte, errChunkLengthTooBig, http.ErrLineTooLong}
 
 // framingWords are net/http's texts for the same errors, which it does not
 // export (the lean client's are the same words).
-var framingWords = []string{"server response headers exceeded", "malformed chunked encoding", "chunked line ends with bare LF",
+var framingWords = []string{"server response headers exceeded", "server response header line exceeded", "malformed chunked encoding", "chunked line ends with bare LF",
 	"invalid CR in chunked line", "empty hex number for chunk length", "invalid byte in chunk length",
 	"http chunk length too large", "chunked encoding contains too much non-data", "suspiciously long trailer",
 	"malformed HTTP response", "malformed MIME header"}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -77,12 +78,14 @@ type headReader struct {
 
 // headLimit reads at most n more bytes of r, then io.EOF.
 type headLimit struct {
-	r io.Reader
-	n int64
+	r    io.Reader
+	n    int64
+	line int64 // bytes since the last newline
+	long bool  // a line went past MaxResponseHeaderLineBytes
 }
 
 func (l *headLimit) Read(p []byte) (int, error) {
-	if l.n <= 0 {
+	if l.n <= 0 || l.long {
 		return 0, io.EOF
 	}
 	if int64(len(p)) > l.n {
@@ -90,6 +93,16 @@ func (l *headLimit) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
+	// What the buffer reads past the head (at most one buffer of body,
+	// far below the line bound) counts as a line too, harmlessly.
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.line = int64(n - 1 - i)
+	} else {
+		l.line += int64(n)
+	}
+	if l.line > MaxResponseHeaderLineBytes {
+		l.long = true
+	}
 	return n, err
 }
 
@@ -225,7 +238,10 @@ func readHead(in *connReader, req *http.Request) (resp *http.Response, err error
 	br.Reset(&h.lim)
 	for {
 		if resp, err = http.ReadResponse(br, req); err != nil {
-			if h.lim.n <= 0 {
+			switch {
+			case h.lim.long:
+				err = errHeaderLineTooLong
+			case h.lim.n <= 0:
 				err = errHeadersTooLarge
 			}
 			break

@@ -173,6 +173,13 @@ func (c Config) Transport() (*http.Transport, error) {
 // protocol, with what was read of it let go.
 const MaxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 
+// MaxResponseHeaderLineBytes bounds one line of an answer's head on the
+// lean client. net/http's parser holds a whole line in memory, so the head
+// limit alone lets each of N streams hold a line of MaxResponseHeaderBytes;
+// proxies in front of model servers refuse far shorter lines, so a longer
+// one is a broken server.
+const MaxResponseHeaderLineBytes = 64 << 10
+
 // HeaderSet is a Config's headers made ready to send.
 type HeaderSet struct {
 	Header http.Header // clone it per request

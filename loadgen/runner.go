@@ -625,6 +625,8 @@ func (r *Runner) closedLoop(rn *run) error {
 			// worker out of budget must not cut them (waitIdle returns at
 			// the schedule's end or a stop).
 			defer func() {
+				for cw.claims.Load() > 0 && sleep(rn.send, time.Millisecond, rn.ended) {
+				}
 				r.graphs.waitIdle(rn)
 				r.endSending(rn, time.Since(rn.epoch))
 			}()
@@ -665,6 +667,7 @@ type closedWork struct {
 	rn      *run
 	arr     Arrivals
 	budget  atomic.Int64
+	claims  atomic.Int64 // budget taken, session not yet registered
 	errOnce sync.Once
 	srcErr  error
 }
@@ -700,31 +703,47 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt, due time.Duration) (*
 		if r.opts.Requests > 0 && cw.budget.Add(-1) < 0 {
 			return nil, nil
 		}
-		p, seq, err := r.closedNext(rn, pending)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				cw.errOnce.Do(func() { cw.srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
-			}
-			return nil, nil
-		}
-		if p == nil {
-			return nil, nil // interrupted during a think time
-		}
-		if p.Graph != nil {
-			if !cw.session(p, seq) {
-				return nil, nil
-			}
+		// Between taking a request from the budget and registering its
+		// session, a session is neither live nor done: a worker out of
+		// budget waits for such claims before it ends sending.
+		cw.claims.Add(1)
+		p, rec, again := cw.claim(pending, due)
+		cw.claims.Add(-1)
+		if again {
 			continue
 		}
-		at, _ := cw.arr.Next(p)
-		if due >= 0 {
-			at = min(at, due)
-		}
-		rec := r.newRecord(rn.epoch, p, seq, at)
-		r.sent.Add(1)
 		return p, rec
 	}
 	return nil, nil
+}
+
+// claim is next's part after the budget: the prompt drawn and its record,
+// or again when it started a session (draw the next); nil when done.
+func (cw *closedWork) claim(pending *prompts.Prompt, due time.Duration) (*prompts.Prompt, *Record, bool) {
+	r, rn := cw.r, cw.rn
+	p, seq, err := r.closedNext(rn, pending)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			cw.errOnce.Do(func() { cw.srcErr = fmt.Errorf("loadgen: prompt source: %w", err) })
+		}
+		return nil, nil, false
+	}
+	if p == nil {
+		return nil, nil, false // interrupted during a think time
+	}
+	if p.Graph != nil {
+		if !cw.session(p, seq) {
+			return nil, nil, false
+		}
+		return nil, nil, true
+	}
+	at, _ := cw.arr.Next(p)
+	if due >= 0 {
+		at = min(at, due)
+	}
+	rec := r.newRecord(rn.epoch, p, seq, at)
+	r.sent.Add(1)
+	return p, rec, false
 }
 
 // Backoff bounds of a closed-loop worker after consecutive connection

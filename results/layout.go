@@ -156,9 +156,10 @@ type WriteError struct {
 }
 
 func (e *WriteError) Error() string {
-	// Errors from os ("write PATH: ...") already name the path: say it
-	// once. A wrapped one ("line 3: write PATH: ...") still needs it first.
-	if head, _, ok := strings.Cut(e.Err.Error(), ": "); ok && strings.HasSuffix(head, " "+e.Path) {
+	// An error from os itself ("write PATH: ...") already names the path:
+	// say it once. A wrapped one ("line 3: write PATH: ...") still needs
+	// it first, so only the error itself counts, not its chain.
+	if pe := (*os.PathError)(nil); errors.As(e.Err, &pe) && pe.Error() == e.Err.Error() && pe.Path == e.Path {
 		return e.Err.Error()
 	}
 	return fmt.Sprintf("%s: %v", e.Path, e.Err)

@@ -20,6 +20,8 @@ const (
 	ReloadMetric      = "tailgate_config_last_reload_successful"
 	LastSuccessMetric = "tailgate_last_success_timestamp_seconds"
 	TargetInfoMetric  = "tailgate_target_info"
+	// StateWriteErrorsMetric counts the canary's failed state-file writes.
+	StateWriteErrorsMetric = "tailgate_canary_state_write_errors_total"
 )
 
 // Alert names of the canary's own alerts.
@@ -27,6 +29,7 @@ const (
 	AlertCanaryDown      = "TailgateCanaryDown"
 	AlertReloadFailed    = "TailgateCanaryConfigReloadFailed"
 	AlertNoRecentSuccess = "TailgateCanaryNoRecentSuccess"
+	AlertStateWriteFails = "TailgateCanaryStateWriteFailing"
 )
 
 // noSuccessAfter is how long without one successful probe of a target
@@ -82,8 +85,9 @@ func braces(matchers string) string {
 }
 
 // canaryGroup is the canary's own alerts: it is gone (page), its last
-// reload failed (ticket), a target has had no successful probe for a while
-// (ticket; inhibited while its availability pages).
+// reload failed (ticket), its state file cannot be written (ticket), a
+// target has had no successful probe for a while (ticket; inhibited while
+// its availability pages).
 func canaryGroup(spec *slo.Spec, matchers string, downFor time.Duration) Group {
 	owner := map[string]string{}
 	if spec.Owner != "" {
@@ -113,6 +117,21 @@ func canaryGroup(spec *slo.Spec, matchers string, downFor time.Duration) Group {
 			Annotations: map[string]string{
 				"summary":     "The tailgate canary's configuration failed to reload; it runs the previous one.",
 				"description": "{{ $labels.instance }}: the last reload of the canary file failed; /status says why (config.last_reload_error).",
+			},
+		},
+		{
+			// Failing writes cost the windows at the next restart. The
+			// canary writes at every evaluation, so writes that keep
+			// failing keep the increase above 0; one that failed once,
+			// and the next succeeded, falls out of the window first.
+			Alert:  AlertStateWriteFails,
+			Expr:   fmt.Sprintf("increase(%s%s[10m]) > 0\n", StateWriteErrorsMetric, sel),
+			For:    "10m",
+			Labels: merge(owner, map[string]string{"severity": "ticket", "tailgate_alert": "state_write_failing"}),
+			Annotations: map[string]string{
+				"summary": "The tailgate canary cannot write its state file: a restart would lose its windows.",
+				"description": "{{ $labels.instance }}: writes of the canary's --state file keep failing; its /healthz answers 503 naming the file and the error, " +
+					"and its log says the same.",
 			},
 		},
 		{

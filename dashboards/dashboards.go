@@ -74,6 +74,7 @@ var Metrics = []Metric{
 	{"tailgate_last_success_timestamp_seconds", Gauge, "tailgate", []string{"target"}},
 	{"tailgate_build_info", Gauge, "tailgate", []string{"version", "revision", "goversion"}},
 	{"tailgate_config_last_reload_successful", Gauge, "tailgate", nil},
+	{"tailgate_canary_state_write_errors_total", Counter, "tailgate", nil},
 
 	{"vllm:request_queue_time_seconds", Histogram, "vllm", []string{"model_name"}},
 	{"vllm:time_to_first_token_seconds", Histogram, "vllm", []string{"model_name"}},

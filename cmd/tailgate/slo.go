@@ -38,7 +38,7 @@ func cmdSLORules(_ context.Context, args []string, stdout, stderr io.Writer) err
 		"alertmanager: the Alertmanager route and inhibition rules for these alerts (one outage, one page);\n"+
 		"sloth: a Sloth prometheus/v1 spec, for teams that generate rules with Sloth")
 	selector := fs.String("selector", "", "extra label matchers every tailgate series the rules read must carry, e.g. 'job=\"tailgate-canary\"'\n(keeps pushed runs, job \"tailgate\" on the Pushgateway, out of the canary's SLI)")
-	noCanary := fs.Bool("no-canary-alerts", false, "leave out the canary's own alerts (down, reload failed, no recent success),\nwhen another SLO file's rules already carry them")
+	noCanary := fs.Bool("no-canary-alerts", false, "leave out the canary's own alerts (down, reload failed, state file not written, no recent success),\nwhen another SLO file's rules already carry them")
 	downFor := fs.Duration("canary-down-for", 2*time.Minute, "how long the canary's series must be gone before TailgateCanaryDown pages")
 	namespace := fs.String("namespace", "", "metadata.namespace of the PrometheusRule (--format prometheusrule)")
 	ruleLabels := fs.StringToString("rule-label", nil, "metadata label of the PrometheusRule, for the Prometheus' ruleSelector (repeatable: release=kube-prometheus-stack)")
@@ -50,8 +50,8 @@ func cmdSLORules(_ context.Context, args []string, stdout, stderr io.Writer) err
 			"multiwindow, multi-burn-rate page and ticket alerts, their factors from the SLO window.\n"+
 			"Floor objectives and queue_delay have no events in operate: they are left out, with a warning;\n"+
 			"so is an objective whose budget no burn rate can spend fast enough to page (a 90%% target needs 144%% bad events for 14.4×).\n"+
-			"The canary's own alerts come too: TailgateCanaryDown (page), TailgateCanaryConfigReloadFailed and\n"+
-			"TailgateCanaryNoRecentSuccess (tickets). --format alertmanager writes the route and inhibition for them.\n\nFlags:\n%s", fs.FlagUsages())
+			"The canary's own alerts come too: TailgateCanaryDown (page), TailgateCanaryConfigReloadFailed,\n"+
+			"TailgateCanaryStateWriteFailing and TailgateCanaryNoRecentSuccess (tickets). --format alertmanager writes the route and inhibition for them.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err

@@ -41,8 +41,9 @@
 //     waits until the canary has data for its short window, and a firing
 //     alert holds while the canary's series are gone (condition);
 //   - the canary's own alerts (operate.go): TailgateCanaryDown (page),
-//     TailgateCanaryConfigReloadFailed and TailgateCanaryNoRecentSuccess
-//     (tickets); Options.Selector narrows every series read to the canary's
+//     TailgateCanaryConfigReloadFailed, TailgateCanaryStateWriteFailing
+//     (its --state file cannot be written, so a restart would lose the
+//     windows) and TailgateCanaryNoRecentSuccess (tickets); Options.Selector narrows every series read to the canary's
 //     (pushed runs are job "tailgate" on the Pushgateway).
 //
 // # The SLI

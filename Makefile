@@ -67,16 +67,16 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# Static checks beyond vet, at pinned versions fetched through the module
-# proxy (go run pkg@version keeps them out of go.mod): staticcheck's
-# default checks, errorlint with -errorf (errors compared, asserted or wrapped in ways
-# that break errors.Is/As), and go.mod and go.sum as go mod tidy leaves them.
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-ERRORLINT   ?= codeberg.org/polyfloyd/go-errorlint@v1.9.1
+# Static checks beyond vet, by golangci-lint at a pinned version fetched
+# through the module proxy (go run pkg@version keeps it out of go.mod); the
+# linters and their settings are .golangci.yml's: errorlint -errorf,
+# staticcheck's own defaults, revive's exported-doc and stutter rules,
+# misspell, unparam, depguard, unused and ineffassign. go.mod and go.sum must
+# be as go mod tidy leaves them.
+GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 lint:
 	$(GO) mod tidy -diff
-	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(ERRORLINT) -errorf ./...
+	$(GO) run $(GOLANGCI_LINT) run ./...
 
 # The README's first command: start the simulator, replay a prompt mix
 # against it, run an acceptance validate, print the reports.

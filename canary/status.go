@@ -10,18 +10,26 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// The /status document's types are results' (report reads saved ones):
-// these are their names here.
+// StatusSchema and the types below are results' (report reads saved
+// /status documents): these are their names here.
 const StatusSchema = results.CanaryStatusSchema
 
+// The /status document, section by section.
 type (
-	Status          = results.CanaryStatus
-	ConfigStatus    = results.CanaryConfigStatus
-	TargetStatus    = results.CanaryTargetStatus
-	ProbeCounts     = results.CanaryProbeCounts
+	// Status is the whole document.
+	Status = results.CanaryStatus
+	// ConfigStatus is the canary file loaded and the last reload.
+	ConfigStatus = results.CanaryConfigStatus
+	// TargetStatus is one target: its probes and objectives.
+	TargetStatus = results.CanaryTargetStatus
+	// ProbeCounts is a target's probes by outcome.
+	ProbeCounts = results.CanaryProbeCounts
+	// ObjectiveStatus is one objective of one target: windows, burn rates, budget left.
 	ObjectiveStatus = results.CanaryObjectiveStatus
-	WindowStatus    = results.CanaryWindowStatus
-	NotJudged       = results.CanaryNotJudged
+	// WindowStatus is one rolling window of an objective.
+	WindowStatus = results.CanaryWindowStatus
+	// NotJudged is an objective the canary does not judge, and why.
+	NotJudged = results.CanaryNotJudged
 )
 
 // Status evaluates the windows now and returns the document.

@@ -39,6 +39,7 @@ func Read(name string) ([]byte, error) { return files.ReadFile(name) }
 // Type is a metric's Prometheus type.
 type Type string
 
+// The metric types the dashboards read.
 const (
 	Counter   Type = "counter"
 	Gauge     Type = "gauge"

@@ -27,6 +27,7 @@ const (
 // SamplePer says what one sample of a metric is.
 type SamplePer string
 
+// How many samples a metric takes from one record.
 const (
 	PerRequest  SamplePer = "request"   // at most one sample per record
 	PerChunkGap SamplePer = "chunk_gap" // one per gap between content chunks

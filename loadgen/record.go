@@ -10,6 +10,7 @@ import (
 // protocol-neutral: the HTTP status or gRPC code stays in Record.Status.
 type ErrorKind string
 
+// The kinds of error a record can carry; ErrNone is success.
 const (
 	ErrNone            ErrorKind = ""
 	ErrClient          ErrorKind = "client_error" // the server refused the request (HTTP 4xx other than 429; gRPC InvalidArgument, NotFound, …)
@@ -23,10 +24,10 @@ const (
 	ErrCancelled       ErrorKind = "cancelled"        // the run was stopped while the request was in flight
 	ErrDropped         ErrorKind = "dropped"          // never sent: no free slot before the run ended
 	ErrCutAtEnd        ErrorKind = "cut_at_end"       // still in flight when the schedule's grace period ran out
-	// ErrCancelledByDependency: a session call never sent because a call
+	// ErrCancelledByDependency is a session call never sent because a call
 	// it waited for failed (graph.go).
 	ErrCancelledByDependency ErrorKind = "cancelled_by_dependency"
-	// ErrNotDue: a session call never sent because it fell due after the
+	// ErrNotDue is a session call never sent because it fell due after the
 	// schedule ended (or waited for one that did, or for one cut at the
 	// end). Like an arrival past the schedule it is not part of the run:
 	// not sent, not dropped, not cut, bound by no validity rule; it is

@@ -173,6 +173,7 @@ func (s *SessionStats) add(r *Record) {
 // SessionOutcome is how a session ended.
 type SessionOutcome int
 
+// How a session ended.
 const (
 	SessionOK     SessionOutcome = iota // every call answered
 	SessionFailed                       // the server failed a call (its cancelled dependents with it)

@@ -23,14 +23,14 @@ func IsPlanRun(dir results.Dir) bool {
 	return err == nil && st.IsDir() && errors.Is(herr, os.ErrNotExist)
 }
 
-// PlanResult is what MergePlan wrote.
+// PlanResult is what Plan wrote.
 type PlanResult struct {
 	Report *slo.Report
 	Stages map[string]*Result
 	Notes  []string
 }
 
-// MergePlan merges the evidence directories of the shards of one sharded
+// Plan merges the evidence directories of the shards of one sharded
 // validate (validate --shard I/N): every stage as Merge does (its records
 // with it: a validate keeps them per stage only), the inputs (which must
 // be byte for byte the same in every shard), and every shard's
@@ -38,7 +38,7 @@ type PlanResult struct {
 // the plan exactly as a single validate does and writes one verdict,
 // junit.xml and manifest. A shard written when validate also kept a
 // plan-wide requests.jsonl merges alike: that copy is not read.
-func MergePlan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error) {
+func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error) {
 	envs := make([]*evidence.Environment, len(dirs))
 	var problems []string
 	for i, d := range dirs {

@@ -32,7 +32,7 @@ const (
 // csvRows reads a CSV file with a header, finding columns by name
 // (case-insensitive, so files that reorder or add columns still read), and
 // calls row for each record with a getter for the named columns.
-func csvRows(name string, r io.Reader, required, optional []string, row func(line int, get func(col string) (string, *Error)) (stop bool, err *Error)) error {
+func csvRows(name string, r io.Reader, required []string, row func(line int, get func(col string) (string, *Error)) (stop bool, err *Error)) error {
 	cr := csv.NewReader(bufio.NewReaderSize(r, 64<<10))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -128,7 +128,7 @@ func tokenField(name string, line int, get func(string) (string, *Error), col st
 // "2023-11-16 18:15:46.6805900" or "2024-05-10 00:00:00.009930+00:00".
 func parseAzureTrace(name string, r io.Reader, limit int) ([]traceRow, error) {
 	var rows []traceRow
-	err := csvRows(name, r, []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}, nil,
+	err := csvRows(name, r, []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"},
 		func(line int, get func(string) (string, *Error)) (bool, *Error) {
 			ts, err := get("TIMESTAMP")
 			if err != nil {
@@ -199,7 +199,7 @@ func parseBurstGPT(name string, r io.Reader, limit int, model string) (rows []tr
 	if model != "" {
 		req = append(req, "Model")
 	}
-	err = csvRows(name, r, req, nil,
+	err = csvRows(name, r, req,
 		func(line int, get func(string) (string, *Error)) (bool, *Error) {
 			ts, err := get("Timestamp")
 			if err != nil {

@@ -18,6 +18,6 @@ type ComparisonOutcome struct {
 	Rows []string
 }
 
-// ErrNotComparable: the baseline cannot serve for the candidate (another
+// ErrNotComparable says the baseline cannot serve for the candidate (another
 // plan or mix, or it cannot be read); an earlier one may.
 var ErrNotComparable = errors.New("not a comparable baseline")

@@ -53,6 +53,7 @@ func ParseRecordsForm(s string) (RecordsForm, error) {
 // Compression is how requests.jsonl is compressed; the file name says it.
 type Compression string
 
+// How records.jsonl is stored; CompressNone is plain text.
 const (
 	CompressNone Compression = ""
 	CompressGzip Compression = "gzip"

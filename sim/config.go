@@ -476,6 +476,7 @@ func (c Config) validate() error {
 // X-Sim-Fault request header.
 type FaultKind string
 
+// The faults the simulator can inject; FaultNone injects none.
 const (
 	FaultNone FaultKind = ""
 	// FaultStall delays the first content chunk by StallFor (the response

@@ -51,10 +51,10 @@ func (b *blockHasher) start() uint64 {
 	return h
 }
 
-// token adds one token id; false once the prompt's count is reached.
-func (b *blockHasher) token(id uint64) bool {
+// token adds one token id; ids past the prompt's count are ignored.
+func (b *blockHasher) token(id uint64) {
 	if b.n >= b.limit {
-		return false
+		return
 	}
 	b.n++
 	b.last = id
@@ -68,7 +68,6 @@ func (b *blockHasher) token(id uint64) bool {
 		b.prev, b.inBlk = b.h, 0
 		b.h = b.start()
 	}
-	return true
 }
 
 // text adds a text's tokens. Tokens are taken as whitespace-led words,

@@ -13,6 +13,7 @@ import (
 // Kind is the shape of an objective.
 type Kind string
 
+// The kinds of objective.
 const (
 	KindLatency Kind = "latency" // fraction of events ≤ threshold ≥ target
 	KindRatio   Kind = "ratio"   // bad / all ≤ threshold
@@ -25,6 +26,7 @@ const (
 // summary.json: a new row there is a new objective metric here.
 type Metric string
 
+// The metrics an objective can judge.
 const (
 	TTFT        Metric = loadgen.MetricTTFT
 	TTFAT       Metric = loadgen.MetricTTFAT
@@ -43,9 +45,9 @@ const (
 	RequestsPerS     Metric = "requests_per_s"
 	GoodputPerS      Metric = "goodput_per_s"
 
-	// Session metrics judge agent sessions whole, one event per session
-	// (a session's records rolled up by loadgen.SessionRoller):
-	// session_duration is a latency objective over the sessions that ran
+	// SessionDuration and SessionSuccess judge agent sessions whole, one
+	// event per session (a session's records rolled up by
+	// loadgen.SessionRoller): session_duration is a latency objective over the sessions that ran
 	// their course (first call's intended start to last call's end),
 	// session_success a ratio of failed sessions, as error_rate is of
 	// failed requests.

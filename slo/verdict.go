@@ -9,13 +9,14 @@ import (
 // Status is a verdict's outcome.
 type Status string
 
+// The verdicts an objective, a stage or a plan can get.
 const (
 	Pass    Status = "PASS"
 	Fail    Status = "FAIL"
 	Waived  Status = "WAIVED"  // a FAIL or NO_DATA that an unexpired waiver covers
 	NoData  Status = "NO_DATA" // nothing to measure: the run is invalid
 	Pending Status = "PENDING" // a manual stage nobody has recorded yet
-	// NotApplicable: a floor the stage's offered load could not reach by
+	// NotApplicable is a floor the stage's offered load could not reach by
 	// itself, whatever the server (Input.Demand): demand, not capacity.
 	// It neither passes nor fails the stage; the note says why.
 	NotApplicable Status = "N/A"

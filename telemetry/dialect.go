@@ -16,6 +16,7 @@ import (
 // "triton+vllm".
 type Family string
 
+// The server families whose metrics the telemetry reads.
 const (
 	FamilyUnknown Family = "unknown"
 	FamilyVLLM    Family = "vllm"

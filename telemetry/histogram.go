@@ -8,12 +8,15 @@ import (
 	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
-// Bucket, Histogram and Estimate are promhist's: one histogram type from
-// the scrape to the judge and the results files.
+// The histogram types are promhist's: one histogram type from the scrape
+// to the judge and the results files.
 type (
-	Bucket    = promhist.Bucket
+	// Bucket is one cumulative bucket.
+	Bucket = promhist.Bucket
+	// Histogram is a scraped histogram.
 	Histogram = promhist.Histogram
-	Estimate  = promhist.Estimate
+	// Estimate is a quantile read from a Histogram, with its bounds.
+	Estimate = promhist.Estimate
 )
 
 // QueueDelay is the histogram of the time requests waited in the server's

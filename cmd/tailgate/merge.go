@@ -115,7 +115,7 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 // mergePlan merges the evidence of a sharded validate and prints the one
 // verdict; its exit is the verdict's, as validate's is.
 func mergePlan(dirs []results.Dir, out results.Dir, opts merge.Options, stdout, stderr io.Writer) error {
-	res, err := merge.MergePlan(dirs, out, opts)
+	res, err := merge.Plan(dirs, out, opts)
 	if err != nil {
 		var re *merge.RefusedError
 		if errors.As(err, &re) {

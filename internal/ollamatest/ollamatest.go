@@ -28,7 +28,7 @@ import (
 // Version is the Ollama release scripts/ollama.sh builds.
 const Version = "v0.17.4"
 
-// RequireEnv, set to 1, makes a missing binary a failure rather than a skip.
+// RequireEnv names the variable that, set to 1, makes a missing binary a failure rather than a skip.
 const RequireEnv = "TAILGATE_REQUIRE_OLLAMA"
 
 // BinaryEnv names the binary to use instead of the cached build.

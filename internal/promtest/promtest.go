@@ -21,7 +21,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 )
 
-// RequireEnv, set to 1, makes a missing tool a failure rather than a skip.
+// RequireEnv names the variable that, set to 1, makes a missing tool a failure rather than a skip.
 const RequireEnv = "TAILGATE_REQUIRE_PROMTOOL"
 
 // Tool returns the path of name (promtool, prometheus), or skips or fails

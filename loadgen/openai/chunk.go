@@ -405,14 +405,14 @@ func (d *fastDecoder) usage(key []byte) error {
 	p, ev := &d.p, d.ev
 	switch string(key) {
 	case "prompt_tokens":
-		lit, isNum, err := p.numOrSkip(2)
+		lit, isNum, err := p.numOrSkip()
 		ev.promptTokens = -1
 		if isNum {
 			ev.promptTokens = tokenCount(string(lit))
 		}
 		return err
 	case "completion_tokens":
-		lit, isNum, err := p.numOrSkip(2)
+		lit, isNum, err := p.numOrSkip()
 		ev.completionTokens = -1
 		if isNum {
 			ev.completionTokens = tokenCount(string(lit))
@@ -427,7 +427,7 @@ func (d *fastDecoder) timings(key []byte) error {
 	p, ev := &d.p, d.ev
 	switch string(key) {
 	case "prompt_ms", "predicted_ms":
-		lit, isNum, err := p.numOrSkip(2)
+		lit, isNum, err := p.numOrSkip()
 		ms := -1.0
 		if isNum {
 			ms = timingMs(string(lit))
@@ -442,7 +442,7 @@ func (d *fastDecoder) timings(key []byte) error {
 	default:
 		return p.skip(2)
 	}
-	lit, isNum, err := p.numOrSkip(2)
+	lit, isNum, err := p.numOrSkip()
 	ev.predictedTokens = -1
 	if isNum {
 		ev.predictedTokens = tokenCount(string(lit))
@@ -475,7 +475,7 @@ func (d *fastDecoder) codeValue() (raw []byte, isStr bool, err error) {
 		b := s.bytes(p.b)
 		return b[:len(b):len(b)], true, err
 	}
-	lit, isNum, err := p.numOrSkip(2)
+	lit, isNum, err := p.numOrSkip()
 	if !isNum {
 		return nil, false, err
 	}

@@ -503,13 +503,14 @@ func (p *parser) strOrSkip(depth int) (rawStr, error) {
 	return rawStr{int32(start), int32(len(b)), uint8(f), true}, err
 }
 
-// numOrSkip reads a number or string literal for codes and counts.
-func (p *parser) numOrSkip(depth int) (lit []byte, isNum bool, err error) {
+// numOrSkip reads a number or string literal for codes and counts, which
+// sit two levels down (an object inside the chunk).
+func (p *parser) numOrSkip() (lit []byte, isNum bool, err error) {
 	if c := p.peek(); c == '-' || ('0' <= c && c <= '9') {
 		lit, err = p.number()
 		return lit, true, err
 	}
-	return nil, false, p.skip(depth)
+	return nil, false, p.skip(2)
 }
 
 // tokenCount is the count a literal stands for, or -1: only plain integer

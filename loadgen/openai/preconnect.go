@@ -15,6 +15,10 @@ import (
 
 var _ loadgen.Preconnector = (*Client)(nil)
 
+// preconnectAtOnce bounds the lean client's preconnect requests in
+// flight: as many as the kernel's default accept backlog takes at once.
+const preconnectAtOnce = 512
+
 // Preconnect opens n connections to the target before the run, so the
 // first wave of requests does not pay TCP (and TLS) set-up inside its
 // latency: n GET /v1/models, each on a connection of its own, all left
@@ -26,10 +30,6 @@ var _ loadgen.Preconnector = (*Client)(nil)
 // It returns how many distinct connections the n requests held (fewer
 // under HTTP/2, which multiplexes one): new ones, and one the preflight
 // left idle, which is as ready as a new one; and the first error.
-// preconnectAtOnce bounds the lean client's preconnect requests in
-// flight: as many as the kernel's default accept backlog takes at once.
-const preconnectAtOnce = 512
-
 func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, nil

@@ -148,7 +148,7 @@ func (s *Scanner) putReader() {
 	}
 }
 
-// Wait, on a pooled scanner over a Waiter, gives its read buffer back if
+// Wait gives, on a pooled scanner over a Waiter, its read buffer back if
 // it holds no unread input and waits for more without one; otherwise it
 // does nothing. Next waits so itself, but a caller that calls Wait between
 // events waits higher up its stack: the wait of an idle stream then keeps

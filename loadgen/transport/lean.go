@@ -341,18 +341,14 @@ func appendRequest(b []byte, req *http.Request, close bool) ([]byte, error) {
 	if close || req.Close {
 		b = append(b, "Connection: close\r\n"...)
 	}
-	bodyAt := -1
 	if req.Body != nil && req.Body != http.NoBody {
 		b = append(b, "Content-Length: "...)
 		if req.ContentLength > 0 {
 			b = strconv.AppendInt(b, req.ContentLength, 10)
-			b = append(b, "\r\n\r\n"...)
-			bodyAt = len(b)
-		} else {
-			// Unknown length: read it first, then say it.
-			b = append(b, "\r\n\r\n"...)
-			bodyAt = len(b)
 		}
+		// An unknown length is read first and said after (below).
+		b = append(b, "\r\n\r\n"...)
+		bodyAt := len(b)
 		for {
 			if len(b) == cap(b) {
 				b = append(b, 0)[:len(b)]

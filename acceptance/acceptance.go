@@ -111,31 +111,81 @@ func StageStarts(plan *slo.Plan, start time.Time, grace time.Duration) map[strin
 // status. An error is a run that could not start or finish writing: a
 // *results.WriteError, an *InvalidError (target unreachable) or a
 // configuration error.
+//
+// The steps: prepare the directory (after the preflight, so an unreachable
+// target leaves it untouched), record the inputs and the environment, run
+// the stages, judge the plan and finish the pack.
 func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
-	plan, out := cfg.Plan, cfg.Out
 	log := cfg.Log
 	if log == nil {
 		log = io.Discard
 	}
+	if err := prepare(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	env, err := recordInputs(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	bounds := cfg.Plan.Validity
+	if cfg.Validity != nil {
+		bounds = *cfg.Validity
+	}
+	// Every stage judges its waivers at the same instant, the plan's start,
+	// so check (which judges at verdict.json's evaluated_at) agrees.
+	judgedAt := env.Started
+	ran, err := runStages(ctx, cfg, env, bounds, judgedAt, log)
+	if err != nil {
+		return nil, err
+	}
+	if len(ran.queue) > 0 {
+		if err := cfg.Out.WriteQueueDelay(ran.queue); err != nil && ran.writeErr == nil {
+			ran.writeErr = err
+		}
+	}
+	manual, err := cfg.Out.ReadManual()
+	if err != nil {
+		return nil, err
+	}
+	env.Ended = time.Now().UTC()
+	rep := judge(ctx, cfg.Plan, ran, bounds, slo.Input{Now: judgedAt, Manual: manual})
+	if err := Finish(cfg.Out, rep, env, cfg.Version); err != nil {
+		return rep, err
+	}
+	if ran.writeErr != nil {
+		return rep, ran.writeErr
+	}
+	return rep, nil
+}
+
+// prepare refuses an output directory that holds results unless forced,
+// runs the preflight, then clears (when forced) and creates the directory.
+func prepare(ctx context.Context, cfg Config, log io.Writer) error {
+	out := cfg.Out
 	if out.HasResults() && !cfg.Force {
-		return nil, fmt.Errorf("%s already holds results (--force to replace them)", out)
+		return fmt.Errorf("%s already holds results (--force to replace them)", out)
 	}
 	if cfg.Preflight != nil {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := cfg.Preflight(pctx)
 		cancel()
 		if err != nil {
-			return nil, &InvalidError{fmt.Errorf("preflight: %w", err)}
+			return &InvalidError{fmt.Errorf("preflight: %w", err)}
 		}
 	}
 	if cfg.Force {
 		if err := out.Replace(log); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := out.Create(); err != nil {
-		return nil, err
-	}
+	return out.Create()
+}
+
+// recordInputs copies the plan, SLO and mix files into the pack, writes
+// the resolved mix, and returns the environment as far as it is known
+// before the load: the host, the server's description and the GPUs.
+func recordInputs(ctx context.Context, cfg Config) (*evidence.Environment, error) {
+	plan, out := cfg.Plan, cfg.Out
 	env := evidence.Fingerprint("tailgate", cfg.Version, cfg.Args)
 	env.Started = time.Now().UTC()
 	env.Inputs = map[string]evidence.Input{}
@@ -160,21 +210,27 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	if len(cfg.GPUs) > 0 {
 		env.GPUs = cfg.GPUs
 	}
+	return &env, nil
+}
 
-	// Each stage's pipeline writes its records into its own directory,
-	// the only copy: readers of the whole plan read the stages in turn
-	// (results.Dir.ReadRunRecords).
-	bounds := plan.Validity
-	if cfg.Validity != nil {
-		bounds = *cfg.Validity
-	}
-	// Every stage judges its waivers at the same instant, the plan's start,
-	// so check (which judges at verdict.json's evaluated_at) agrees.
-	judgedAt := env.Started
-	reports := map[string]*slo.Report{}
-	queue := map[string]*telemetry.Histogram{}
-	var problems []slo.Problem
-	var writeErr error
+// stagesRun is what the stages left: each one's report and queue delay,
+// the stages that ended in error, and the first write error (after which
+// no stage ran).
+type stagesRun struct {
+	reports  map[string]*slo.Report
+	queue    map[string]*telemetry.Histogram
+	problems []slo.Problem
+	writeErr error
+}
+
+// runStages runs the plan's load stages in order, each through its own
+// pipeline into its own directory, the only copy of its records: readers
+// of the whole plan read the stages in turn (results.Dir.ReadRunRecords).
+// It stops at a write error, an interrupted stage or a cancelled ctx; the
+// error is a stage that could not start at all.
+func runStages(ctx context.Context, cfg Config, env *evidence.Environment, bounds slo.Validity, judgedAt time.Time, log io.Writer) (stagesRun, error) {
+	plan, out := cfg.Plan, cfg.Out
+	ran := stagesRun{reports: map[string]*slo.Report{}, queue: map[string]*telemetry.Histogram{}}
 	stages := 0
 	for _, st := range plan.Stages {
 		if !st.Manual {
@@ -199,22 +255,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 			break
 		}
 		fmt.Fprintf(log, "stage %s: %s for %s\n", st.Name, loadText(st), st.Duration)
-		opts := loadgen.Options{
-			Stages:  []loadgen.Stage{{Name: st.Name, Rate: st.Rate, Concurrency: st.Concurrency, Duration: st.Duration}},
-			Closed:  st.Concurrency > 0,
-			Arrival: st.Arrival, Burstiness: st.Burstiness,
-			// One seed per stage: the same plan sends the same prompts on
-			// the same schedule, whatever earlier stages measured.
-			Seed:           plan.Seed + uint64(i),
-			WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
-			Shard: cfg.Shard, StartAt: starts[st.Name],
-			AcceptEmpty: cfg.AcceptEmpty, AcceptEmptyClasses: cfg.Mix.AcceptEmpty(),
-		}
-		// Poisson unless the plan says otherwise, as in run: constant
-		// arrivals would understate queueing.
-		if opts.Arrival == "" && !opts.Closed {
-			opts.Arrival = loadgen.ArrivalPoisson
-		}
+		opts := stageOptions(cfg, i, starts[st.Name])
 		stage := st
 		spec := pipeline.Spec{Client: cfg.Client, Source: cfg.Mix.Source(int64(plan.Seed) + int64(i)), Options: opts,
 			Out: out.Stage(st.Name), Telemetry: cfg.Telemetry, Validity: &bounds,
@@ -226,56 +267,69 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		}
 		res, err := pipeline.Run(ctx, spec, cfg.Sinks...)
 		if res == nil {
-			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
+			return ran, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 		if err != nil {
-			problems = append(problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
+			ran.problems = append(ran.problems, slo.Problem{Check: "stage_error", Detail: fmt.Sprintf("stage %s: %v", st.Name, err)})
 		}
-		reports[st.Name] = res.Report
+		ran.reports[st.Name] = res.Report
 		if q := results.QueueDelay(res.QueueDelay[st.Name]); q != nil {
-			queue[st.Name] = q
+			ran.queue[st.Name] = q
 		}
 		for _, w := range res.Summary.Warnings {
 			fmt.Fprintf(log, "stage %s: warning: %s\n", st.Name, w)
 		}
 		if we := res.WriteErr(); we != nil {
-			writeErr = we
+			ran.writeErr = we
 			break
 		}
 		if res.Info.Interrupted {
 			break
 		}
 	}
-	if len(queue) > 0 {
-		if err := out.WriteQueueDelay(queue); err != nil && writeErr == nil {
-			writeErr = err
-		}
+	return ran, nil
+}
+
+// stageOptions are the load options of the plan's stage i, starting at
+// startAt (zero: when its turn comes).
+func stageOptions(cfg Config, i int, startAt time.Time) loadgen.Options {
+	st := cfg.Plan.Stages[i]
+	opts := loadgen.Options{
+		Stages:  []loadgen.Stage{{Name: st.Name, Rate: st.Rate, Concurrency: st.Concurrency, Duration: st.Duration}},
+		Closed:  st.Concurrency > 0,
+		Arrival: st.Arrival, Burstiness: st.Burstiness,
+		// One seed per stage: the same plan sends the same prompts on
+		// the same schedule, whatever earlier stages measured.
+		Seed:           cfg.Plan.Seed + uint64(i),
+		WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
+		Shard: cfg.Shard, StartAt: startAt,
+		AcceptEmpty: cfg.AcceptEmpty, AcceptEmptyClasses: cfg.Mix.AcceptEmpty(),
 	}
-	manual, err := out.ReadManual()
-	if err != nil {
-		return nil, err
+	// Poisson unless the plan says otherwise, as in run: constant
+	// arrivals would understate queueing.
+	if opts.Arrival == "" && !opts.Closed {
+		opts.Arrival = loadgen.ArrivalPoisson
 	}
-	now := time.Now().UTC()
-	rep := slo.Combine(plan, reports, bounds, slo.Input{Now: judgedAt, Manual: manual})
-	rep.Problems = append(rep.Problems, problems...)
+	return opts
+}
+
+// judge combines the stages' reports into the plan's, and makes it
+// INVALID (exit 3) when results are missing, the run was stopped, or a
+// stage ended in error: a verdict over part of the plan is no verdict.
+func judge(ctx context.Context, plan *slo.Plan, ran stagesRun, bounds slo.Validity, in slo.Input) *slo.Report {
+	rep := slo.Combine(plan, ran.reports, bounds, in)
+	rep.Problems = append(rep.Problems, ran.problems...)
 	switch {
-	case writeErr != nil:
-		rep.Problems = append(rep.Problems, slo.Problem{Check: "results_incomplete", Detail: writeErr.Error()})
+	case ran.writeErr != nil:
+		rep.Problems = append(rep.Problems, slo.Problem{Check: "results_incomplete", Detail: ran.writeErr.Error()})
 		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
 	case ctx.Err() != nil:
 		rep.Problems = append(rep.Problems, slo.Problem{Check: "interrupted", Detail: "the run was stopped before every stage finished"})
 		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
-	case len(problems) > 0:
+	case len(ran.problems) > 0:
 		rep.Status, rep.ExitCode = slo.ReportInvalid, slo.ExitInvalid
 	}
-	env.Ended = now
-	if err := Finish(out, rep, &env, cfg.Version); err != nil {
-		return rep, err
-	}
-	if writeErr != nil {
-		return rep, writeErr
-	}
-	return rep, nil
+	return rep
 }
 
 func loadText(st slo.Stage) string {

@@ -96,7 +96,40 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
+	metrics, info, merged := combine(shards)
+	sum := summarize(shards, metrics, info, merged, opts)
+	if err := keepTelemetry(shards, out, sum, res); err != nil {
+		return nil, err
+	}
+	form, err := writeRecords(shards, info.Started, out, sum, res, opts)
+	if err != nil {
+		return nil, err
+	}
+	validity(shards, sum)
+	if err := writeState(shards, metrics, info, form, out); err != nil {
+		return nil, err
+	}
+	if opts.SLO == nil {
+		if w := unjudged(shards, out); w != "" {
+			sum.Warnings = append(sum.Warnings, w) // printed with the summary
+		}
+	}
+	if err := out.WriteSummary(sum); err != nil {
+		return nil, err
+	}
+	res.Summary = sum
+	if opts.SLO != nil && form != results.RecordsNone {
+		if err := judge(out, sum, res, opts); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
 
+// combine merges the shards' histograms onto one clock, the earliest
+// shard's start, and their run facts into one Info: counts add up, the
+// schedule spans them all, and the self-check judges the busiest shard.
+func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *loadgen.MergedInfo) {
 	base := shards[0].info.Started
 	for _, s := range shards[1:] {
 		if s.info.Started.Before(base) {
@@ -147,7 +180,12 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 			CPUUtilization: s.info.CPUUtilization, Sent: s.info.Sent, Records: string(s.h.Records)})
 	}
 	info.Elapsed = end.Sub(base)
+	return metrics, info, merged
+}
 
+// summarize is the merged run's summary, with every shard's warnings
+// named by shard.
+func summarize(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, merged *loadgen.MergedInfo, opts Options) *results.Summary {
 	meta := shards[0].h.Meta.SummaryMeta()
 	if opts.Version != "" {
 		meta.Version = opts.Version
@@ -163,9 +201,12 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 			sum.Warnings = append(sum.Warnings, prefixed(s, s.sum.Warnings)...)
 		}
 	}
+	return sum
+}
 
-	// Telemetry: every shard samples the same server, so one shard's
-	// samples stand for all; shard 0's are kept.
+// keepTelemetry keeps shard 0's telemetry: every shard samples the same
+// server, so one shard's samples stand for all.
+func keepTelemetry(shards []*shard, out results.Dir, sum *results.Summary, res *Result) error {
 	if t := shards[0].sum; t != nil && t.Telemetry != nil {
 		sum.Telemetry = t.Telemetry
 		if t.Telemetry.Capacity != nil {
@@ -175,12 +216,18 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 	}
 	for _, name := range []string{results.TelemetryFile, results.QueueDelayFile} {
 		if err := copyFile(shards[0].dir.Path(name), out.Path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
+// writeRecords merges the shards' records (in the form they all kept),
+// interval log and sessions onto the clock at base. A shard whose
+// records disagree with its summary refuses the merge, and the merged
+// records begun are taken back.
+func writeRecords(shards []*shard, base time.Time, out results.Dir, sum *results.Summary, res *Result, opts Options) (results.RecordsForm, error) {
 	form, comp := recordsForm(shards, opts)
-	var writeErr error
 	if form != results.RecordsNone {
 		path := out.Path(results.RecordsFileName(comp))
 		d, err := mergeRecords(shards, base, path, form, comp)
@@ -190,26 +237,27 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 			// The shard is found out only once read: take back the
 			// merged records begun, so no half merge reads as results.
 			os.Remove(path)
-			return nil, &RefusedError{Problems: []string{de.Error()}}
+			return form, &RefusedError{Problems: []string{de.Error()}}
 		}
 		if err != nil {
-			return nil, err
+			return form, err
 		}
 		sum.Records = &d
 	} else {
 		res.Notes = append(res.Notes, "records: none (a shard kept none); check cannot re-judge this directory")
 	}
 	if err := mergeHlogs(shards, base, out.Path(results.HlogFile)); err != nil {
-		return nil, err
+		return form, err
 	}
-	if err := mergeSessions(shards, base, out.Path(results.SessionsFile)); err != nil {
-		return nil, err
-	}
+	return form, mergeSessions(shards, base, out.Path(results.SessionsFile))
+}
 
-	// One run, judged by the one model with the bounds the shards were
-	// held to (saved with each: shard 0's, as check of the merged
-	// directory reads them back).
-	sum.Validity = pipeline.Validity(sum, shards[0].h.Bounds(), writeErr)
+// validity judges the merged run by the one model, with the bounds the
+// shards were held to (saved with each: shard 0's, as check of the merged
+// directory reads them back); a shard invalid on its own makes the merge
+// invalid, naming it.
+func validity(shards []*shard, sum *results.Summary) {
+	sum.Validity = pipeline.Validity(sum, shards[0].h.Bounds(), nil)
 	for _, s := range shards {
 		if s.sum != nil && !s.sum.Validity.Valid {
 			for _, r := range s.sum.Validity.Reasons {
@@ -218,46 +266,39 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 			sum.Validity.Valid = false
 		}
 	}
+}
 
+// writeState writes the merged histograms and run facts, so the merged
+// directory merges and re-judges like a shard's.
+func writeState(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, form results.RecordsForm, out results.Dir) error {
 	st, err := metrics.State()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h := *shards[0].h
 	h.Metrics, h.Info, h.Records = st, info.State(), form
 	h.Identity = copyMap(h.Identity)
 	h.Identity["merged"] = fmt.Sprint(len(shards))
-	if err := out.WriteHistograms(&h); err != nil {
-		return nil, err
+	return out.WriteHistograms(&h)
+}
+
+// judge judges the merged records by opts.SLO and writes the verdicts
+// beside the summary.
+func judge(out results.Dir, sum *results.Summary, res *Result, opts Options) error {
+	if opts.Judge == nil {
+		return errors.New("merge: an SLO to judge by, but no Judge")
 	}
-	if opts.SLO == nil {
-		if w := unjudged(shards, out); w != "" {
-			sum.Warnings = append(sum.Warnings, w) // printed with the summary
-		}
+	rep, notes, err := opts.Judge(out, opts.SLO)
+	if err != nil {
+		return err
 	}
-	if err := out.WriteSummary(sum); err != nil {
-		return nil, err
+	res.Notes = append(res.Notes, notes...)
+	rep.Tool = loadgen.NewTool(opts.Version)
+	sum.SLO = rep
+	if err := exporters.WriteVerdicts(out, rep); err != nil {
+		return err
 	}
-	res.Summary = sum
-	if opts.SLO != nil && form != results.RecordsNone {
-		if opts.Judge == nil {
-			return nil, errors.New("merge: an SLO to judge by, but no Judge")
-		}
-		rep, notes, err := opts.Judge(out, opts.SLO)
-		if err != nil {
-			return nil, err
-		}
-		res.Notes = append(res.Notes, notes...)
-		rep.Tool = loadgen.NewTool(opts.Version)
-		sum.SLO = rep
-		if err := exporters.WriteVerdicts(out, rep); err != nil {
-			return nil, err
-		}
-		if err := out.WriteSummary(sum); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	return out.WriteSummary(sum)
 }
 
 // unjudged says, for a merge without an SLO of shards that were judged

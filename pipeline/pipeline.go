@@ -163,40 +163,14 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	}
 	judge := newJudge(spec)
 	start := time.Now()
-	var own []Sink
-	var rw *results.RecordWriter
-	if spec.Out != "" {
-		if err := spec.Out.Create(); err != nil {
-			return nil, err
-		}
-		if spec.Records != results.RecordsNone {
-			form := spec.Records
-			if form == "" {
-				form = results.RecordsFull
-			}
-			name := results.RecordsFileName(spec.RecordsCompression)
-			if rw, err = results.CreateRecordWriter(spec.Out.Path(name), form, spec.RecordsCompression); err != nil {
-				return nil, err
-			}
-		}
-		hw, err := results.CreateHlog(spec.Out.Path(results.HlogFile), start)
-		if err != nil {
-			if rw != nil {
-				rw.Close()
-			}
-			return nil, err
-		}
-		if rw != nil {
-			own = append(own, &recordsSink{w: rw})
-		}
-		own = append(own, &sessionsSink{path: spec.Out.Path(results.SessionsFile)})
-		own = append(own, &hlogSink{w: hw, m: metrics})
+	own, rw, err := openFiles(spec, metrics, start)
+	if err != nil {
+		return nil, err
 	}
 	p := &pipe{metrics: metrics, streaming: spec.Streaming, judge: judge}
 	for _, s := range append(own, sinks...) {
 		p.sinks = append(p.sinks, &sinkState{Sink: s})
 	}
-
 	var tel *telemetryRun
 	if spec.Telemetry != nil {
 		p.work = &workTimeline{}
@@ -206,7 +180,91 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 			return nil, err
 		}
 	}
+	info, runErr, stopped := p.drain(ctx, runner, spec, tel, start)
+	p.closeSinks()
 
+	res := &Result{Info: info, Metrics: metrics, Stopped: stopped}
+	res.Summary = summarize(metrics, info, spec.Meta, judge.Validity().MaxDistortion.Float())
+	if rw != nil {
+		// What was written, as it was written: check and merge hold the
+		// file to it.
+		d := rw.Digest()
+		res.Summary.Records = &d
+	}
+	if tel != nil {
+		p.addTelemetry(res, tel, spec.GPUHourCostUSD)
+	}
+	res.SinkErrors = p.errs
+	res.Summary.Changes = spec.Changes
+	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
+	res.Summary.Warnings = append(res.Summary.Warnings, spec.Notices.List()...)
+	rejudge := func() {
+		res.Report = judgeRun(judge, spec, res, runErr)
+		res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
+		if spec.SLO != nil {
+			res.Summary.SLO = res.Report
+		}
+	}
+	rejudge()
+	if spec.Out != "" {
+		writeResults(spec, res, judge.Validity())
+		if res.WriteErr() != nil && res.Summary.Validity.Valid {
+			// What the summary could not say about itself: results that
+			// did not reach the disk make the run invalid here too.
+			rejudge()
+		}
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return res, runErr
+	}
+	return res, nil
+}
+
+// openFiles creates spec.Out and the sinks that write the run's own
+// files into it as records arrive (records, sessions, the interval log),
+// and returns them with the records writer (nil without records). Without
+// an Out there are none.
+func openFiles(spec Spec, metrics *loadgen.Metrics, start time.Time) ([]Sink, *results.RecordWriter, error) {
+	if spec.Out == "" {
+		return nil, nil, nil
+	}
+	if err := spec.Out.Create(); err != nil {
+		return nil, nil, err
+	}
+	var own []Sink
+	var rw *results.RecordWriter
+	if spec.Records != results.RecordsNone {
+		form := spec.Records
+		if form == "" {
+			form = results.RecordsFull
+		}
+		name := results.RecordsFileName(spec.RecordsCompression)
+		var err error
+		if rw, err = results.CreateRecordWriter(spec.Out.Path(name), form, spec.RecordsCompression); err != nil {
+			return nil, nil, err
+		}
+	}
+	hw, err := results.CreateHlog(spec.Out.Path(results.HlogFile), start)
+	if err != nil {
+		if rw != nil {
+			rw.Close()
+		}
+		return nil, nil, err
+	}
+	if rw != nil {
+		own = append(own, &recordsSink{w: rw})
+	}
+	own = append(own, &sessionsSink{path: spec.Out.Path(results.SessionsFile)})
+	own = append(own, &hlogSink{w: hw, m: metrics})
+	return own, rw, nil
+}
+
+// drain runs the load and feeds every record to the metrics and sinks as
+// it arrives, ticking the sinks, the telemetry check and the progress
+// display once a second, until the runner has sent and received all. A
+// sink or the telemetry failing stops the sending (unless KeepGoing); the
+// error that stopped it is returned with the runner's.
+func (p *pipe) drain(ctx context.Context, runner *loadgen.Runner, spec Spec, tel *telemetryRun, start time.Time) (loadgen.Info, error, error) {
 	records := make(chan *loadgen.Record, 4096)
 	type outcome struct {
 		info loadgen.Info
@@ -248,114 +306,94 @@ loop:
 			}
 			lastTick = now
 			if spec.Progress != nil {
-				ttft := metrics.All.Hist[loadgen.MetricTTFT]
+				ttft := p.metrics.All.Hist[loadgen.MetricTTFT]
 				spec.Progress.Update(ProgressState{Elapsed: now.Sub(start), Total: total, Sent: runner.Sent(), Done: p.done, Failed: p.failed,
 					TTFTP99: time.Duration(ttft.ValueAtQuantile(99)) * time.Microsecond, HasTTFT: ttft.TotalCount() > 0})
 			}
 		}
 	}
 	out := <-done
-	info := out.info
 	if spec.Progress != nil {
 		spec.Progress.Finish()
 	}
 	if err := p.tick(lastTick, time.Now()); err != nil {
 		stop(err)
 	}
-	p.closeSinks()
+	return out.info, out.err, stopped
+}
 
-	res := &Result{Info: info, Metrics: metrics, Stopped: stopped}
-	ls := metrics.Summary(info, spec.Meta)
-	// The summary's self-check is at the default share; at the run's
-	// stated share its reasons and warnings replace the default's.
-	if share := judge.Validity().MaxDistortion.Float(); share > 0 && share != loadgen.DefaultMaxShift {
+// summarize is the run's summary from its metrics. The summary's
+// self-check is at the default share; at the run's stated share (0: the
+// default) its reasons and warnings replace the default's.
+func summarize(metrics *loadgen.Metrics, info loadgen.Info, meta loadgen.SummaryMeta, share float64) *results.Summary {
+	ls := metrics.Summary(info, meta)
+	if share > 0 && share != loadgen.DefaultMaxShift {
 		def := ls.SelfCheck
 		ls.SelfCheck = metrics.CheckSelf(info, share)
 		ls.Warnings = append(slices.DeleteFunc(ls.Warnings, func(w string) bool {
 			return slices.Contains(def.Reasons, w) || slices.Contains(def.Warnings, w)
 		}), append(ls.SelfCheck.Reasons, ls.SelfCheck.Warnings...)...)
 	}
-	res.Summary = &results.Summary{Summary: *ls}
-	if rw != nil {
-		// What was written, as it was written: check and merge hold the
-		// file to it.
-		d := rw.Digest()
-		res.Summary.Records = &d
-	}
-	if tel != nil {
-		ts, qd, serr := tel.stop()
-		res.Summary.Telemetry = &ts
-		if ts.Capacity != nil {
-			res.Summary.Sessions.SetServerPrefixHitRate(ts.Capacity.PrefixCacheHitRate)
-		}
-		res.QueueDelay = qd
-		res.Summary.MetricTheater = p.theater.Section()
-		if w := res.Summary.MetricTheater.Warning(); w != "" {
-			res.Summary.Warnings = append(res.Summary.Warnings, w)
-		}
-		if serr != nil {
-			p.errs = append(p.errs, *serr)
-		}
-		// Energy beside the work of the same window; the runner's epoch is
-		// where the records' clock starts on the sampler's.
-		offset := info.Started.Sub(tel.startedAt)
-		for stage, win := range tel.energy() {
-			if res.Summary.Energy == nil {
-				res.Summary.Energy = map[string]*results.Energy{}
-			}
-			res.Summary.Energy[stage] = energyOf(win, p.work, offset, spec.GPUHourCostUSD)
-		}
-		if res.Summary.Energy == nil {
-			res.Summary.EnergyUnavailable = noEnergy(&ts)
-		}
-	}
-	res.SinkErrors = p.errs
-	res.Summary.Changes = spec.Changes
-	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
-	res.Summary.Warnings = append(res.Summary.Warnings, spec.Notices.List()...)
-	res.Report = judgeRun(judge, spec, res, out.err)
-	res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
-	if spec.SLO != nil {
-		res.Summary.SLO = res.Report
-	}
+	return &results.Summary{Summary: *ls}
+}
 
-	if spec.Out != "" {
-		if q := results.QueueDelayByStage(res.QueueDelay); len(q) > 0 {
-			if err := spec.Out.WriteQueueDelay(q); err != nil {
-				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
-			}
+// addTelemetry stops the telemetry and puts what it sampled beside the
+// run's figures: the server's view, the queue delay, metric theatre and
+// the energy of each stage beside the work of the same window.
+func (p *pipe) addTelemetry(res *Result, tel *telemetryRun, gpuHourCostUSD float64) {
+	ts, qd, serr := tel.stop()
+	res.Summary.Telemetry = &ts
+	if ts.Capacity != nil {
+		res.Summary.Sessions.SetServerPrefixHitRate(ts.Capacity.PrefixCacheHitRate)
+	}
+	res.QueueDelay = qd
+	res.Summary.MetricTheater = p.theater.Section()
+	if w := res.Summary.MetricTheater.Warning(); w != "" {
+		res.Summary.Warnings = append(res.Summary.Warnings, w)
+	}
+	if serr != nil {
+		p.errs = append(p.errs, *serr)
+	}
+	// The runner's epoch is where the records' clock starts on the
+	// sampler's.
+	offset := res.Info.Started.Sub(tel.startedAt)
+	for stage, win := range tel.energy() {
+		if res.Summary.Energy == nil {
+			res.Summary.Energy = map[string]*results.Energy{}
 		}
-		if err := writeHistograms(spec, res, judge.Validity()); err != nil {
-			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.HistogramsFile, Err: err})
-		}
-		if spec.SLO != nil {
-			// A plan stage's verdict.json only: the plan's junit.xml is the
-			// one CI reads, and a second per stage would count twice.
-			write := exporters.WriteVerdicts
-			if spec.SLO.Stage != nil {
-				write = func(d results.Dir, r *slo.Report) error { return results.WriteJSON(d.Path(results.VerdictFile), r) }
-			}
-			if err := write(spec.Out, res.Report); err != nil {
-				res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.VerdictFile, Err: err})
-			}
-		}
-		if err := spec.Out.WriteSummary(res.Summary); err != nil {
-			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.SummaryFile, Err: err})
-		}
-		if res.WriteErr() != nil && res.Summary.Validity.Valid {
-			// What the summary could not say about itself: results that
-			// did not reach the disk make the run invalid here too.
-			res.Report = judgeRun(judge, spec, res, out.err)
-			res.Summary.Validity = results.NewValidity(judge.Validity(), res.Report.Problems)
-			if spec.SLO != nil {
-				res.Summary.SLO = res.Report
-			}
+		res.Summary.Energy[stage] = energyOf(win, p.work, offset, gpuHourCostUSD)
+	}
+	if res.Summary.Energy == nil {
+		res.Summary.EnergyUnavailable = noEnergy(&ts)
+	}
+}
+
+// writeResults writes the files made at the end (queue delay, the
+// mergeable histograms, the verdict, summary.json last); each one that
+// fails is a sink error of the result.
+func writeResults(spec Spec, res *Result, bounds slo.Validity) {
+	if q := results.QueueDelayByStage(res.QueueDelay); len(q) > 0 {
+		if err := spec.Out.WriteQueueDelay(q); err != nil {
+			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.QueueDelayFile, Err: err})
 		}
 	}
-	if out.err != nil && !errors.Is(out.err, context.Canceled) {
-		return res, out.err
+	if err := writeHistograms(spec, res, bounds); err != nil {
+		res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.HistogramsFile, Err: err})
 	}
-	return res, nil
+	if spec.SLO != nil {
+		// A plan stage's verdict.json only: the plan's junit.xml is the
+		// one CI reads, and a second per stage would count twice.
+		write := exporters.WriteVerdicts
+		if spec.SLO.Stage != nil {
+			write = func(d results.Dir, r *slo.Report) error { return results.WriteJSON(d.Path(results.VerdictFile), r) }
+		}
+		if err := write(spec.Out, res.Report); err != nil {
+			res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.VerdictFile, Err: err})
+		}
+	}
+	if err := spec.Out.WriteSummary(res.Summary); err != nil {
+		res.SinkErrors = append(res.SinkErrors, SinkError{Sink: results.SummaryFile, Err: err})
+	}
 }
 
 // pipe is the record loop's state: one goroutine owns it.

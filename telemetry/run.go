@@ -389,88 +389,123 @@ func (r *Run) round(ctx context.Context) { r.roundFinal(ctx, false) }
 // roundFinal is one round; in the final one a scrape still unanswered
 // fails.
 func (r *Run) roundFinal(ctx context.Context, final bool) {
-	at := time.Now()
-	results := make([]*outcome, len(r.sources))
-	lateAnswers := make([]*outcome, len(r.sources))
-	started := make([]bool, len(r.sources))
-	box := &roundBox{open: true, ch: make(chan outcome, len(r.sources))}
-	pending := 0
-	wait := r.gpuTimeout
+	rd := r.startRound(ctx)
+	rd.collect(r.gpuTimeout)
+	smp, ok := r.record(rd, final)
+	if ok && r.sink != nil {
+		r.sink(smp)
+	}
+}
+
+// round is one sampling round in flight: a scrape per source that has
+// metrics and is not still busy with an earlier round's, and one GPU
+// sample.
+type round struct {
+	at          time.Time
+	results     []*outcome // this round's answers, by source
+	lateAnswers []*outcome // earlier rounds' answers that came since
+	started     []bool
+	box         *roundBox
+	pending     int
+	wait        time.Duration // the longest a started scrape may take
+	gpuCh       chan gpuOutcome
+	gpuStats    []GPUStat
+	gpuErr      error
+}
+
+type gpuOutcome struct {
+	stats []GPUStat
+	err   error
+}
+
+// startRound starts the round's scrapes and GPU sample, each on its own
+// goroutine.
+func (r *Run) startRound(ctx context.Context) *round {
+	n := len(r.sources)
+	rd := &round{at: time.Now(), results: make([]*outcome, n), lateAnswers: make([]*outcome, n), started: make([]bool, n),
+		box: &roundBox{open: true, ch: make(chan outcome, n)}, wait: r.gpuTimeout}
 	for i, src := range r.sources {
 		if src.absent != "" {
 			continue
 		}
-		wait = max(wait, src.wait)
+		rd.wait = max(rd.wait, src.wait)
 		if src.late {
 			// An earlier round's scrape outlived it: take its answer if it
 			// came, else let it run on (not failed until its timeout).
 			select {
 			case o := <-src.answer:
 				src.late = false
-				lateAnswers[i] = &o
+				rd.lateAnswers[i] = &o
 			default:
 				continue
 			}
 		}
-		started[i] = true
-		pending++
+		rd.started[i] = true
+		rd.pending++
 		go func() {
 			s, err := src.scrape(ctx)
-			box.deliver(src, outcome{i: i, sample: s, err: err})
+			rd.box.deliver(src, outcome{i: i, sample: s, err: err})
 		}()
 	}
-	type gpuOutcome struct {
-		stats []GPUStat
-		err   error
-	}
-	var gpuCh chan gpuOutcome
-	var gpuStats []GPUStat
-	var gpuErr error
 	if r.gpu != nil {
 		if r.gpuBusy.CompareAndSwap(false, true) {
-			gpuCh = make(chan gpuOutcome, 1)
-			pending++
+			rd.gpuCh = make(chan gpuOutcome, 1)
+			rd.pending++
 			go func() {
 				st, err := r.gpu.Sample()
 				r.gpuBusy.Store(false)
-				gpuCh <- gpuOutcome{st, err}
+				rd.gpuCh <- gpuOutcome{st, err}
 			}()
 		} else {
-			gpuErr = errors.New("previous sample still running")
+			rd.gpuErr = errors.New("previous sample still running")
 		}
 	}
-	deadline := time.NewTimer(wait + wait/20 + 5*time.Millisecond)
-	defer deadline.Stop()
-	for pending > 0 {
-		select {
-		case o := <-box.ch:
-			results[o.i] = &o
-			pending--
-		case g := <-gpuCh:
-			gpuStats, gpuErr = g.stats, g.err
-			gpuCh = nil
-			pending--
-		case <-deadline.C:
-			pending = 0
-		}
-	}
-	box.mu.Lock()
-	box.open = false
-	for len(box.ch) > 0 { // answered just before the close
-		o := <-box.ch
-		results[o.i] = &o
-	}
-	box.mu.Unlock()
-	if gpuCh != nil {
-		gpuErr = fmt.Errorf("no answer within %v", r.gpuTimeout)
-	}
+	return rd
+}
 
-	smp := Sample{At: at, Elapsed: at.Sub(r.start), GPUs: gpuStats}
+// collect waits for the round's answers, up to the longest wait and a
+// margin; a scrape that has not answered by then is late (its answer goes
+// to its source, for a later round), and the round's box closes.
+func (rd *round) collect(gpuTimeout time.Duration) {
+	deadline := time.NewTimer(rd.wait + rd.wait/20 + 5*time.Millisecond)
+	defer deadline.Stop()
+	for rd.pending > 0 {
+		select {
+		case o := <-rd.box.ch:
+			rd.results[o.i] = &o
+			rd.pending--
+		case g := <-rd.gpuCh:
+			rd.gpuStats, rd.gpuErr = g.stats, g.err
+			rd.gpuCh = nil
+			rd.pending--
+		case <-deadline.C:
+			rd.pending = 0
+		}
+	}
+	rd.box.mu.Lock()
+	rd.box.open = false
+	for len(rd.box.ch) > 0 { // answered just before the close
+		o := <-rd.box.ch
+		rd.results[o.i] = &o
+	}
+	rd.box.mu.Unlock()
+	if rd.gpuCh != nil {
+		rd.gpuErr = fmt.Errorf("no answer within %v", gpuTimeout)
+	}
+}
+
+// record counts the round's answers into each source and the run's
+// statistics and makes its sample; false when nothing at all was read
+// (every source has no metrics), so no empty sample is written. In the
+// final round a scrape still out is a failure, not late.
+func (r *Run) record(rd *round, final bool) (Sample, bool) {
+	smp := Sample{At: rd.at, Elapsed: rd.at.Sub(r.start), GPUs: rd.gpuStats}
 	var parts []*ServerSample
 	var names []string
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for i, src := range r.sources {
-		if lo := lateAnswers[i]; lo != nil {
+		if lo := rd.lateAnswers[i]; lo != nil {
 			// Counters and histograms are cumulative: a late answer's are
 			// as good as a timely one's. Its gauges are stale: not merged
 			// into this round's sample.
@@ -485,12 +520,12 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 				src.observe(s)
 			}
 		}
-		o := results[i]
-		if o == nil && !started[i] && src.absent != "" {
+		o := rd.results[i]
+		if o == nil && !rd.started[i] && src.absent != "" {
 			continue // not asked: it has no metrics
 		}
 		if o == nil {
-			if started[i] {
+			if rd.started[i] {
 				src.late = true
 			}
 			if final {
@@ -530,29 +565,24 @@ func (r *Run) roundFinal(ctx context.Context, final bool) {
 	}
 	if r.gpu != nil {
 		r.st.gpuSamples++
-		if gpuErr != nil {
+		if rd.gpuErr != nil {
 			r.st.gpuErrors++
 			r.st.errors++
-			smp.Errors = append(smp.Errors, "nvml: "+strings.TrimPrefix(gpuErr.Error(), "telemetry: nvml: "))
+			smp.Errors = append(smp.Errors, "nvml: "+strings.TrimPrefix(rd.gpuErr.Error(), "telemetry: nvml: "))
 		}
 	}
 	smp.Server = mergeServer(parts, names)
 	if smp.Server == nil && len(smp.GPUs) == 0 && len(smp.Errors) == 0 && len(smp.Late) == 0 && r.gpu == nil {
 		// Nothing was read: every source has no metrics (Ollama). No
 		// sample, so telemetry.jsonl gets no empty line a second.
-		r.mu.Unlock()
-		return
+		return smp, false
 	}
 	r.st.add(&smp, r.gpu != nil, r.devices)
 	if r.first.IsZero() {
-		r.first = at
+		r.first = rd.at
 	}
-	r.last = at
-	r.mu.Unlock()
-
-	if r.sink != nil {
-		r.sink(smp)
-	}
+	r.last = rd.at
+	return smp, true
 }
 
 // mergeServer combines the sources that answered a round (see

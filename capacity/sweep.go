@@ -72,6 +72,10 @@ type Config struct {
 	Progress func(label string) pipeline.Progress
 	// Now is the clock for the forecast (nil: time.Now).
 	Now func() time.Time
+	// Sinks get every level's records too (live exporters). They are
+	// closed after each level, so Close must leave them usable for the
+	// next, as for acceptance.Config.Sinks.
+	Sinks []pipeline.Sink
 }
 
 // Run runs the sweep and writes sweep.json. The error is for a sweep that
@@ -379,7 +383,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
-	res, err := pipeline.Run(ctx, spec, pipeline.Func(tr.add))
+	res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{pipeline.Func(tr.add)}, c.Sinks...)...)
 	if res == nil {
 		return nil, Outcome{}, fmt.Errorf("level %s: %w", name, err)
 	}

@@ -49,6 +49,12 @@ type Options struct {
 	// start (a KServe model's tensors: protocol.Preparer) is asked again,
 	// while it is probed, until it answers; 0 means 10s.
 	PrepareRetry time.Duration
+	// Sinks, if set, gives each probe loop sinks of its own beside the
+	// Prometheus one (live exporters), for the target named: a loop's
+	// sinks are called from its goroutine only. They are closed when the
+	// loop's pipeline ends (shutdown, reload, restart), and asked for
+	// again when it starts.
+	Sinks func(target string) []pipeline.Sink
 }
 
 // forever is the length of a canary's one load stage: a pipeline that
@@ -519,7 +525,11 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 		}
 		spec := pipeline.Spec{Client: client, Source: src, Options: opts, Streaming: t.Stream,
 			Validity: &slo.Unbounded, KeepGoing: true}
-		_, err := pipeline.Run(ctx, spec, sink, stats)
+		sinks := []pipeline.Sink{sink, stats}
+		if d.opts.Sinks != nil {
+			sinks = append(sinks, d.opts.Sinks(t.Name)...)
+		}
+		_, err := pipeline.Run(ctx, spec, sinks...)
 		if ctx.Err() != nil {
 			return
 		}

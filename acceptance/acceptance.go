@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 		log = io.Discard
 	}
 	if out.HasResults() && !cfg.Force {
-		return nil, fmt.Errorf("%s already holds results (--force to replace them)", out)
+		return nil, &field.Error{Field: "Force", Hint: "{} to replace them", Err: fmt.Errorf("%s already holds results", out)}
 	}
 	if cfg.Preflight != nil {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

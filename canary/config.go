@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
@@ -75,6 +76,10 @@ type Target struct {
 	Prompt  string
 	SLOPath string
 	SLO     *slo.Spec
+	// pos is where each key of the target was read (its own or the
+	// defaults'), for errors that name the key: not in the fingerprint,
+	// since moving a line changes no probe.
+	pos map[string]yamlwalk.Pos
 	// fingerprint changes whenever anything that shapes the probes does,
 	// the SLO and mix files' contents included: a reload restarts only
 	// the targets whose fingerprint changed.
@@ -280,13 +285,17 @@ func parseTarget(x yamlwalk.Node, defaults yamlwalk.Map, hasDefaults bool, globa
 	}
 	// get is the target's own field, else the defaults'.
 	get := func(key string) (yamlwalk.Node, bool) {
-		if n, ok := m.Get(key); ok {
-			return n, true
+		n, ok := m.Get(key)
+		if !ok && hasDefaults {
+			n, ok = defaults.Get(key)
 		}
-		if hasDefaults {
-			return defaults.Get(key)
+		if ok {
+			if t.pos == nil {
+				t.pos = map[string]yamlwalk.Pos{}
+			}
+			t.pos[key] = n.Pos()
 		}
-		return yamlwalk.Node{}, false
+		return n, ok
 	}
 	str := func(key string) (string, bool) {
 		if n, ok := get(key); ok {
@@ -442,3 +451,35 @@ func checkURL(s string) error {
 	}
 	return nil
 }
+
+// yamlKeys are the keys of a canary target that set the fields library
+// errors name (*field.Error), which say "model", never a flag.
+var yamlKeys = map[string]string{
+	"API":        "api",
+	"APIKeyFile": "api_key_file",
+	"CAFile":     "ca_file",
+	"Headers":    "headers",
+	"Insecure":   "insecure",
+	"MaxTokens":  "max_tokens",
+	"Model":      "model",
+	"SLO":        "slo",
+	"Stream":     "stream",
+	"Timeout":    "timeout",
+}
+
+// settingName names field f as t's canary file does: the key's path and
+// where it was read ("targets[0].headers (canary.yaml:9)"), or the bare
+// key when the file does not set it; "" for a field no key sets.
+func (t *Target) settingName(f string) string {
+	key, ok := yamlKeys[f]
+	if !ok {
+		return ""
+	}
+	if p, ok := t.pos[key]; ok && p.Line > 0 {
+		return fmt.Sprintf("%s (%s:%d)", p.Field, p.File, p.Line)
+	}
+	return key
+}
+
+// errText is err with every setting it names worded as t's YAML key.
+func (t *Target) errText(err error) string { return field.Reword(err, t.settingName) }

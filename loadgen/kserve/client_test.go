@@ -2,6 +2,7 @@ package kserve_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -201,8 +203,11 @@ func TestPreflightMissingModel(t *testing.T) {
 	if n := len(srv.Truth()); n != 0 {
 		t.Errorf("%d inference requests before the run", n)
 	}
-	if _, err := c.DiscoverModel(context.Background()); err == nil || !strings.Contains(err.Error(), "--model") {
-		t.Errorf("discover: %v", err)
+	// The error names the setting, which each front end words: --model
+	// on the command line, model in the canary's file.
+	var fe *field.Error
+	if _, err := c.DiscoverModel(context.Background()); !errors.As(err, &fe) || fe.Field != "Model" {
+		t.Errorf("discover: %v, want a *field.Error about Model", err)
 	}
 	info := c.DescribeServer(context.Background())
 	if info.Error != "" || info.Headers["server"] != "tailgate-sim" || info.URL != "grpc://"+srv.GRPCAddr {

@@ -80,6 +80,8 @@ type Target struct {
 	// defaults'), for errors that name the key: not in the fingerprint,
 	// since moving a line changes no probe.
 	pos map[string]yamlwalk.Pos
+	// path is the target's place in the file ("targets[0]").
+	path string
 	// fingerprint changes whenever anything that shapes the probes does,
 	// the SLO and mix files' contents included: a reload restarts only
 	// the targets whose fingerprint changed.
@@ -284,6 +286,7 @@ func parseTarget(x yamlwalk.Node, defaults yamlwalk.Map, hasDefaults bool, globa
 		return t, false
 	}
 	// get is the target's own field, else the defaults'.
+	t.path = x.Path()
 	get := func(key string) (yamlwalk.Node, bool) {
 		n, ok := m.Get(key)
 		if !ok && hasDefaults {
@@ -468,17 +471,18 @@ var yamlKeys = map[string]string{
 }
 
 // settingName names field f as t's canary file does: the key's path and
-// where it was read ("targets[0].headers (canary.yaml:9)"), or the bare
-// key when the file does not set it; "" for a field no key sets.
+// where it was read ("targets[0].headers at canary.yaml:9"), or where
+// the key would go when the file does not set it ("targets[0].headers");
+// "" for a field no key sets.
 func (t *Target) settingName(f string) string {
 	key, ok := yamlKeys[f]
 	if !ok {
 		return ""
 	}
 	if p, ok := t.pos[key]; ok && p.Line > 0 {
-		return fmt.Sprintf("%s (%s:%d)", p.Field, p.File, p.Line)
+		return fmt.Sprintf("%s at %s:%d", p.Field, p.File, p.Line)
 	}
-	return key
+	return yamlwalk.Join(t.path, key)
 }
 
 // errText is err with every setting it names worded as t's YAML key.

@@ -40,8 +40,8 @@ targets:
 	})
 	out := logs.String()
 	for _, want := range []string{
-		"canary: target bare: kserve: target", "user info is not sent over gRPC (use headers or the API key)",
-		"(use targets[1].headers (" + path + ":16) or the API key)",
+		"canary: target bare: kserve: target", "user info is not sent over gRPC (use targets[0].headers or the API key)",
+		"(use targets[1].headers at " + path + ":16 or the API key)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
@@ -76,10 +76,10 @@ targets:
 	}
 	tg := &cfg.Targets[0]
 	err = field.Errorf("Model", "not given and the server lists none")
-	if got, want := tg.errText(err), "defaults.model ("+file+":5) not given and the server lists none"; got != want {
+	if got, want := tg.errText(err), "defaults.model at "+file+":5 not given and the server lists none"; got != want {
 		t.Errorf("errText = %q, want %q", got, want)
 	}
-	if got, want := tg.errText(field.Errorf("API", `"x": want one of a, b`)), `api "x": want one of a, b`; got != want {
+	if got, want := tg.errText(field.Errorf("API", `"x": want one of a, b`)), `targets[0].api "x": want one of a, b`; got != want {
 		t.Errorf("errText(API, unset) = %q, want %q", got, want)
 	}
 	if got, want := tg.errText(field.Errorf("Shard", "bad")), "shard bad"; got != want {

@@ -396,8 +396,11 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	code, b, err := c.get(ctx, http.MethodPost, "/v2/repository/index")
-	if err != nil || code != http.StatusOK {
-		return "", field.Errorf("Model", "not given, and discovering it failed: POST /v2/repository/index: HTTP %d %w", code, err)
+	if err != nil {
+		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: %w", err)
+	}
+	if code != http.StatusOK {
+		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: HTTP %d", code)
 	}
 	var idx []struct{ Name, State string }
 	if err := json.Unmarshal(b, &idx); err != nil {

@@ -123,7 +123,7 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 
 // DiscoverModel fails: the KServe RPCs the client uses list no models.
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
-	return "", &field.Error{Field: "Model", Hint: "name one with {}", Err: errors.New("the KServe v2 protocol lists no models")}
+	return "", errors.New("the KServe v2 protocol lists no models")
 }
 
 // SetModel sets the model requests name. Call it before the first Do.

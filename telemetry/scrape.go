@@ -126,7 +126,7 @@ func (s *scraper) scrapeURL(ctx context.Context, raw string, fallback bool) (*Se
 				return sample, nil
 			}
 		}
-		return nil, &field.Error{Field: "MetricsURL", Hint: "for trtllm-serve, {} …/prometheus/metrics", Err: errors.New("answered JSON, not Prometheus text")}
+		return nil, &field.Error{Field: "MetricsURL", Hint: "for trtllm-serve, set {} to …/prometheus/metrics", Err: errors.New("answered JSON, not Prometheus text")}
 	}
 	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {

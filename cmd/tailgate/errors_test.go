@@ -31,4 +31,8 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		strings.Contains(stderr, "pw-SECRET") {
 		t.Errorf("user info over gRPC: exit %d, stderr:\n%s", code, stderr)
 	}
+	code, _, stderr = tgCmd("run", "--rate", "1e9", "--duration", "1s", "--out", t.TempDir())
+	if code != slo.ExitUsage || !strings.Contains(stderr, "split the load across processes with --shard I/N") {
+		t.Errorf("--rate 1e9: exit %d, stderr:\n%s", code, stderr)
+	}
 }

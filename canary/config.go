@@ -285,8 +285,9 @@ func parseTarget(x yamlwalk.Node, defaults yamlwalk.Map, hasDefaults bool, globa
 	if !ok && !m.Node().Valid() {
 		return t, false
 	}
-	// get is the target's own field, else the defaults'.
 	t.path = x.Path()
+	// get is the target's own field, else the defaults', noting where it
+	// was read.
 	get := func(key string) (yamlwalk.Node, bool) {
 		n, ok := m.Get(key)
 		if !ok && hasDefaults {

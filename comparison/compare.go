@@ -97,7 +97,8 @@ type Row struct {
 	CandidateRequests int `json:"candidate_requests"`
 }
 
-// MismatchError refuses results of different plans or mixes.
+// MismatchError refuses results of different plans or mixes. Compare
+// returns it inside a *field.Error about Force (errors.As finds it).
 type MismatchError struct{ Reasons []string }
 
 func (e *MismatchError) Error() string {

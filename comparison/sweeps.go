@@ -110,7 +110,8 @@ type LevelChange struct {
 }
 
 // MismatchSweepError refuses sweeps that cannot be compared: another SLO,
-// another load mode.
+// another load mode. CompareSweeps returns it inside a *field.Error about
+// Force (errors.As finds it).
 type MismatchSweepError struct{ Reasons []string }
 
 func (e *MismatchSweepError) Error() string {

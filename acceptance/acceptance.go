@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -163,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 func prepare(ctx context.Context, cfg Config, log io.Writer) error {
 	out := cfg.Out
 	if out.HasResults() && !cfg.Force {
-		return fmt.Errorf("%s already holds results (--force to replace them)", out)
+		return &field.Error{Field: "Force", Hint: "{} to replace them", Err: fmt.Errorf("%s already holds results", out)}
 	}
 	if cfg.Preflight != nil {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
@@ -162,7 +163,8 @@ func readSaved(dir results.Dir, add func(*loadgen.Record)) (*Saved, error) {
 	sv.Records = st.Records
 	if errors.Is(err, os.ErrNotExist) {
 		if h, herr := dir.ReadHistograms(); herr == nil && h.Records == results.RecordsNone {
-			return sv, fmt.Errorf("%s: the run kept no records (--records none): its figures are in %s, but nothing can be re-judged", dir, results.SummaryFile)
+			return sv, &field.Error{Field: "Records", Hint: "{} none",
+				Err: fmt.Errorf("%s: the run kept no records: its figures are in %s, but nothing can be re-judged", dir, results.SummaryFile)}
 		}
 	}
 	if err != nil {
@@ -203,12 +205,12 @@ func markIncomplete(rep *slo.Report, dir results.Dir, sv *Saved) {
 func RecordManual(dir results.Dir, plan *slo.Plan, m slo.ManualRecord, version string) (*slo.Report, error) {
 	st, found := plan.Stage(m.Stage)
 	if !found || !st.Manual {
-		return nil, fmt.Errorf("--record: %q is not a manual stage of %s", m.Stage, plan.File)
+		return nil, field.Errorf("Record", "%q: not a manual stage of %s", m.Stage, plan.File)
 	}
 	j := slo.NewJudge(plan, plan.SLO)
 	sv, err := readSaved(dir, j.Add)
 	if err != nil {
-		return nil, fmt.Errorf("--record needs the run's results: %w", err)
+		return nil, field.Errorf("Record", "needs the run's results: %w", err)
 	}
 	manual, err := dir.ReadManual()
 	if err != nil {

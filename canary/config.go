@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/loadgen/protocol"
@@ -75,6 +76,12 @@ type Target struct {
 	Prompt  string
 	SLOPath string
 	SLO     *slo.Spec
+	// pos is where each key of the target was read (its own or the
+	// defaults'), for errors that name the key: not in the fingerprint,
+	// since moving a line changes no probe.
+	pos map[string]yamlwalk.Pos
+	// path is the target's place in the file ("targets[0]").
+	path string
 	// fingerprint changes whenever anything that shapes the probes does,
 	// the SLO and mix files' contents included: a reload restarts only
 	// the targets whose fingerprint changed.
@@ -278,15 +285,21 @@ func parseTarget(x yamlwalk.Node, defaults yamlwalk.Map, hasDefaults bool, globa
 	if !ok && !m.Node().Valid() {
 		return t, false
 	}
-	// get is the target's own field, else the defaults'.
+	t.path = x.Path()
+	// get is the target's own field, else the defaults', noting where it
+	// was read.
 	get := func(key string) (yamlwalk.Node, bool) {
-		if n, ok := m.Get(key); ok {
-			return n, true
+		n, ok := m.Get(key)
+		if !ok && hasDefaults {
+			n, ok = defaults.Get(key)
 		}
-		if hasDefaults {
-			return defaults.Get(key)
+		if ok {
+			if t.pos == nil {
+				t.pos = map[string]yamlwalk.Pos{}
+			}
+			t.pos[key] = n.Pos()
 		}
-		return yamlwalk.Node{}, false
+		return n, ok
 	}
 	str := func(key string) (string, bool) {
 		if n, ok := get(key); ok {
@@ -442,3 +455,36 @@ func checkURL(s string) error {
 	}
 	return nil
 }
+
+// yamlKeys are the keys of a canary target that set the fields library
+// errors name (*field.Error), which say "model", never a flag.
+var yamlKeys = map[string]string{
+	"API":        "api",
+	"APIKeyFile": "api_key_file",
+	"CAFile":     "ca_file",
+	"Headers":    "headers",
+	"Insecure":   "insecure",
+	"MaxTokens":  "max_tokens",
+	"Model":      "model",
+	"SLO":        "slo",
+	"Stream":     "stream",
+	"Timeout":    "timeout",
+}
+
+// settingName names field f as t's canary file does: the key's path and
+// where it was read ("targets[0].headers at canary.yaml:9"), or where
+// the key would go when the file does not set it ("targets[0].headers");
+// "" for a field no key sets.
+func (t *Target) settingName(f string) string {
+	key, ok := yamlKeys[f]
+	if !ok {
+		return ""
+	}
+	if p, ok := t.pos[key]; ok && p.Line > 0 {
+		return fmt.Sprintf("%s at %s:%d", p.Field, p.File, p.Line)
+	}
+	return yamlwalk.Join(t.path, key)
+}
+
+// errText is err with every setting it names worded as t's YAML key.
+func (t *Target) errText(err error) string { return field.Reword(err, t.settingName) }

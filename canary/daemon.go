@@ -558,13 +558,15 @@ func (d *Daemon) open(ctx context.Context, t Target) (client protocol.Client, pr
 	client, _, err := protocol.Open(ctx, pt)
 	var ce *protocol.ConfigError
 	if errors.As(err, &ce) {
-		d.log.Printf("canary: target %s: %v; not probing it until a reload fixes it", t.Name, ce.Err)
-		d.noteError(t.Name, time.Now(), ce.Err.Error())
+		msg := t.errText(ce.Err)
+		d.log.Printf("canary: target %s: %s; not probing it until a reload fixes it", t.Name, msg)
+		d.noteError(t.Name, time.Now(), msg)
 		return nil, nil
 	}
 	if err != nil && ctx.Err() == nil {
-		d.log.Printf("canary: target %s: preflight: %v; probing anyway", t.Name, err)
-		d.noteError(t.Name, time.Now(), "preflight: "+err.Error())
+		msg := t.errText(err)
+		d.log.Printf("canary: target %s: preflight: %s; probing anyway", t.Name, msg)
+		d.noteError(t.Name, time.Now(), "preflight: "+msg)
 		prepare, _ = client.(protocol.Preparer)
 	}
 	return client, prepare

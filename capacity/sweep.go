@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
@@ -85,13 +86,13 @@ type Config struct {
 // context's (errors.Is(err, context.Canceled)).
 func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	if cfg.SLO == nil {
-		return nil, errors.New("capacity: a sweep needs an SLO (--slo)")
+		return nil, &field.Error{Field: "SLO", Hint: "{}", Err: errors.New("capacity: a sweep needs an SLO")}
 	}
 	if err := cfg.Search.check(); err != nil {
 		return nil, err
 	}
 	if cfg.Out != "" && cfg.Out.HasResults() && !cfg.Force {
-		return nil, fmt.Errorf("%s already holds results (--force to replace them)", cfg.Out)
+		return nil, &field.Error{Field: "Force", Hint: "{} to replace them", Err: fmt.Errorf("%s already holds results", cfg.Out)}
 	}
 	now := cfg.Now
 	if now == nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -96,11 +97,12 @@ type Row struct {
 	CandidateRequests int `json:"candidate_requests"`
 }
 
-// MismatchError refuses results of different plans or mixes.
+// MismatchError refuses results of different plans or mixes. Compare
+// returns it inside a *field.Error about Force (errors.As finds it).
 type MismatchError struct{ Reasons []string }
 
 func (e *MismatchError) Error() string {
-	return "not the same plan or mix: " + strings.Join(e.Reasons, "; ") + " (--force to compare anyway)"
+	return "not the same plan or mix: " + strings.Join(e.Reasons, "; ")
 }
 
 // Is makes a mismatch a results.ErrNotComparable.
@@ -151,7 +153,7 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 		}
 	}
 	if reasons := mismatch(base, cand, stages); len(reasons) > 0 && !opt.Force {
-		return nil, &MismatchError{reasons}
+		return nil, &field.Error{Field: "Force", Hint: "{} to compare anyway", Err: &MismatchError{reasons}}
 	}
 	rep := &Report{Schema: Schema, Baseline: base.Dir, Candidate: cand.Dir, Method: Method, Confidence: 0.95,
 		Tolerance: opt.Tolerance, Resamples: opt.Resamples, BaselineChanges: base.Changes, CandidateChanges: cand.Changes,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -109,11 +110,12 @@ type LevelChange struct {
 }
 
 // MismatchSweepError refuses sweeps that cannot be compared: another SLO,
-// another load mode.
+// another load mode. CompareSweeps returns it inside a *field.Error about
+// Force (errors.As finds it).
 type MismatchSweepError struct{ Reasons []string }
 
 func (e *MismatchSweepError) Error() string {
-	return "not comparable sweeps: " + strings.Join(e.Reasons, "; ") + " (--force to compare anyway)"
+	return "not comparable sweeps: " + strings.Join(e.Reasons, "; ")
 }
 
 // CompareSweeps compares the candidate sweep in candDir against the
@@ -138,7 +140,7 @@ func CompareSweeps(baseDir, candDir string, opt Options) (*SweepReport, error) {
 		mism = append(mism, fmt.Sprintf("SLO %q vs %q: the SLO-max is defined by the SLO", base.SLO, cand.SLO))
 	}
 	if len(mism) > 0 && !opt.Force {
-		return nil, &MismatchSweepError{mism}
+		return nil, &field.Error{Field: "Force", Hint: "{} to compare anyway", Err: &MismatchSweepError{mism}}
 	}
 	rep := &SweepReport{Schema: SweepSchema, Baseline: baseDir, Candidate: candDir, Unit: "req/s",
 		BaselineChanges: base.Changes, CandidateChanges: cand.Changes}

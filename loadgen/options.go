@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/field"
 )
 
 // Defaults for the zero values of Options.
@@ -139,7 +141,8 @@ func (o Options) Validate() error {
 	}
 	for i, s := range o.Stages {
 		if s.Rate > MaxRatePerS {
-			return bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send: split the load across processes with --shard I/N", s.Rate, MaxRatePerS)
+			return &field.Error{Field: "Shard", Hint: "split the load across processes with {} I/N",
+				Err: bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send", s.Rate, MaxRatePerS)}
 		}
 	}
 	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -771,7 +772,9 @@ func TestInterruptStopsDropping(t *testing.T) {
 func TestRateAboveOneGeneratorIsRefused(t *testing.T) {
 	err := Options{Stages: []Stage{{Name: "main", Rate: 1e9, Duration: time.Second}}}.Validate()
 	var oe *OptionsError
-	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "rate 1e+09/s is above 100000/s") || !strings.Contains(err.Error(), "--shard") {
+	var fe *field.Error
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "rate 1e+09/s is above 100000/s") ||
+		!errors.As(err, &fe) || fe.Field != "Shard" || !strings.Contains(err.Error(), "shard I/N") {
 		t.Errorf("--rate 1e9: %v", err)
 	}
 	if err := (Options{Stages: []Stage{{Rate: MaxRatePerS, Duration: time.Second}}}).Validate(); err != nil {

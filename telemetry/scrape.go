@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/field"
 )
 
 // ScrapeConfig is one Prometheus text endpoint to scrape: the inference
@@ -124,7 +126,7 @@ func (s *scraper) scrapeURL(ctx context.Context, raw string, fallback bool) (*Se
 				return sample, nil
 			}
 		}
-		return nil, errors.New("answered JSON, not Prometheus text (for trtllm-serve, --metrics-url …/prometheus/metrics)")
+		return nil, &field.Error{Field: "MetricsURL", Hint: "for trtllm-serve, set {} to …/prometheus/metrics", Err: errors.New("answered JSON, not Prometheus text")}
 	}
 	sample, err := ParseExpositionWith(bytes.NewReader(body), s.opts)
 	if err != nil {

@@ -55,7 +55,7 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	if err := d.Start(ctx); err != nil {
-		return invalidErr("%v", err)
+		return invalidErr("%w", err)
 	}
 	go func() {
 		for {
@@ -68,7 +68,7 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}()
 	if err := d.Wait(); err != nil {
-		return invalidErr("%v", err)
+		return invalidErr("%w", err)
 	}
 	return nil
 }

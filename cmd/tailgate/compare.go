@@ -65,7 +65,7 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			var me *comparison.MismatchSweepError
 			if errors.As(err, &me) {
-				return usageErr("%v", err)
+				return usageErr("%w", err)
 			}
 			return err
 		}
@@ -89,7 +89,7 @@ func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		var me *comparison.MismatchError
 		if errors.As(err, &me) {
-			return usageErr("%v", err)
+			return usageErr("%w", err)
 		}
 		return err
 	}

@@ -157,7 +157,7 @@ func (t *targetFlags) open(ctx context.Context, warn func(string)) (protocol.Cli
 		return nil, ce.Err
 	}
 	if err != nil {
-		return nil, invalidErr("%s", redact.Text(err.Error(), t.apiKey))
+		return nil, invalidErr("%w", redact.Wrap(redact.Text(err.Error(), t.apiKey), err))
 	}
 	t.model = model
 	return c, nil
@@ -168,7 +168,7 @@ func (t *targetFlags) open(ctx context.Context, warn func(string)) (protocol.Cli
 func (t *targetFlags) preflight(ctx context.Context, c protocol.Client) error {
 	model, err := protocol.Check(ctx, c, t.model)
 	if err != nil {
-		return invalidErr("%s", redact.Text(err.Error(), t.apiKey))
+		return invalidErr("%w", redact.Wrap(redact.Text(err.Error(), t.apiKey), err))
 	}
 	t.model = model
 	return nil

@@ -228,7 +228,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 func finish(name string, err error, stderr io.Writer) int {
 	var ee *exitError
 	if err != nil && !errors.Is(err, errHelp) && (!errors.As(err, &ee) || ee.err != nil) {
-		fmt.Fprintf(stderr, "tailgate %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "tailgate %s: %s\n", name, errText(err))
 	}
 	return exitCode(err)
 }

@@ -96,7 +96,7 @@ func cmdMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		var re *merge.RefusedError
 		if errors.As(err, &re) {
-			return usageErr("%v", err)
+			return usageErr("%w", err)
 		}
 		return err
 	}
@@ -119,7 +119,7 @@ func mergePlan(dirs []results.Dir, out results.Dir, opts merge.Options, stdout, 
 	if err != nil {
 		var re *merge.RefusedError
 		if errors.As(err, &re) {
-			return usageErr("%v", err)
+			return usageErr("%w", err)
 		}
 		if res == nil || res.Report == nil {
 			return err

@@ -61,7 +61,7 @@ func (p *pushFlags) push(ctx context.Context, stderr io.Writer) error {
 		return nil
 	}
 	if err := prom.Push(context.WithoutCancel(ctx), p.url, p.target, p.metrics.Registry(), nil); err != nil {
-		return invalidErr("%v", err)
+		return invalidErr("%w", err)
 	}
 	fmt.Fprintf(stderr, "pushed metrics to %s (job %s, target %s)\n", strings.TrimRight(p.url, "/"), prom.Job, p.target)
 	return nil

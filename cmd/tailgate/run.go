@@ -126,7 +126,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if mix != nil {
 		if err := protocol.CheckModels(ctx, client, mix.Models()); err != nil {
-			return invalidErr("%s", redact.Text(err.Error(), tf.apiKey))
+			return invalidErr("%w", redact.Wrap(redact.Text(err.Error(), tf.apiKey), err))
 		}
 	}
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
@@ -141,7 +141,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes), Notices: notices,
 		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
-		return usageErr("%v", err)
+		return usageErr("%w", err)
 	}
 	if spec != nil {
 		ps.SLO = &pipeline.Judging{Spec: spec}

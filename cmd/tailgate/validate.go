@@ -136,7 +136,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Preflight: func(ctx context.Context) error { return tf.preflight(ctx, client) },
 	}
 	if cfg.Shard, cfg.StartAt, err = sc.shardOptions(); err != nil {
-		return usageErr("%v", err)
+		return usageErr("%w", err)
 	}
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }

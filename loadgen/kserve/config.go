@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -212,7 +213,8 @@ func parseTarget(s string) (addr string, useTLS bool, err error) {
 			return "", false, fmt.Errorf("kserve: target %q: scheme must be grpc, grpcs, http or https", redact.URL(s))
 		}
 		if u.User != nil {
-			return "", false, fmt.Errorf("kserve: target %q: user info is not sent over gRPC: use --header or the API key", redact.URL(s))
+			return "", false, &field.Error{Field: "Headers", Hint: "use {} or the API key",
+				Err: fmt.Errorf("kserve: target %q: user info is not sent over gRPC", redact.URL(s))}
 		}
 		if p := strings.Trim(u.Path, "/"); p != "" {
 			return "", false, fmt.Errorf("kserve: target %q: gRPC targets have no path", redact.URL(s))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 	"github.com/tailgate-llm/tailgate/loadgen/sse"
@@ -312,7 +313,7 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	if c.model == "" {
-		return fmt.Errorf("target %s: no model named (pass --model)", c.root.SafeBase)
+		return fmt.Errorf("target %s: %w", c.root.SafeBase, field.Errorf("Model", "not given"))
 	}
 	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
 		code, b, err := c.get(ctx, http.MethodGet, step.path)
@@ -395,8 +396,11 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	code, b, err := c.get(ctx, http.MethodPost, "/v2/repository/index")
-	if err != nil || code != http.StatusOK {
-		return "", fmt.Errorf("discovering the model: POST /v2/repository/index: HTTP %d %w (name one with --model)", code, err)
+	if err != nil {
+		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: %w", err)
+	}
+	if code != http.StatusOK {
+		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: HTTP %d", code)
 	}
 	var idx []struct{ Name, State string }
 	if err := json.Unmarshal(b, &idx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
 )
@@ -31,7 +32,7 @@ func (c *Client) Preflight(ctx context.Context) error {
 	defer cancel()
 	ctx = c.outgoing(ctx, "")
 	if c.model == "" {
-		return fmt.Errorf("target %s: no model named (KServe has no model list: pass --model)", c.safeTarget)
+		return fmt.Errorf("target %s: %w", c.safeTarget, field.Errorf("Model", "not given (KServe has no model list)"))
 	}
 	cl := c.clients[0]
 	live, err := cl.ServerLive(ctx, &pb.ServerLiveRequest{})
@@ -122,7 +123,7 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 
 // DiscoverModel fails: the KServe RPCs the client uses list no models.
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
-	return "", errors.New("the KServe v2 protocol lists no models: name one with --model")
+	return "", errors.New("the KServe v2 protocol lists no models")
 }
 
 // SetModel sets the model requests name. Call it before the first Do.

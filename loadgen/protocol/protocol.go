@@ -12,11 +12,11 @@ package protocol
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 	"github.com/tailgate-llm/tailgate/loadgen/ollama"
@@ -104,7 +104,7 @@ func newOpenAI(t Target) (Client, error) {
 func New(t Target) (Client, error) {
 	mk, ok := constructors[t.API]
 	if !ok {
-		return nil, fmt.Errorf("--api %q: want one of %s", t.API, strings.Join(Names(), ", "))
+		return nil, field.Errorf("API", "%q: want one of %s", t.API, strings.Join(Names(), ", "))
 	}
 	if err := t.ReadAPIKey(); err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func Check(ctx context.Context, c Client, model string) (string, error) {
 	case model == "":
 		m, err := c.DiscoverModel(ctx)
 		if err != nil {
-			return "", fmt.Errorf("--model not given and %w", err)
+			return "", field.Errorf("Model", "not given and %w", err)
 		}
 		model = m
 		c.SetModel(model)

@@ -132,10 +132,10 @@ func All(err error) []*Error {
 		if err == nil {
 			return
 		}
-		if fe, ok := err.(*Error); ok {
+		if fe, ok := err.(*Error); ok { //nolint:errorlint // this walks the chain itself, link by link
 			out = append(out, fe)
 		}
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // as above
 		case interface{ Unwrap() error }:
 			walk(u.Unwrap())
 		case interface{ Unwrap() []error }:

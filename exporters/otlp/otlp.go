@@ -131,7 +131,10 @@ type Options struct {
 	// Request attributes the records do not carry.
 	Operation string // gen_ai.operation.name ("chat")
 	Provider  string // gen_ai.provider.name ("openai")
-	Model     string // gen_ai.request.model unless a record names its own
+	// Model is gen_ai.request.model unless a record names its own; asked
+	// at a record's first use of an attribute set, so a model the
+	// preflight discovers after New is the one named.
+	Model func() string
 	// Target is the target's URL: server.address and server.port.
 	Target string
 

@@ -156,8 +156,8 @@ func (s *Sink) attrs(r *loadgen.Record) *attrSets {
 	}
 	kv := slices.Clone(s.common)
 	model := k.model
-	if model == "" {
-		model = s.e.opts.Model
+	if model == "" && s.e.opts.Model != nil {
+		model = s.e.opts.Model()
 	}
 	if model != "" {
 		kv = append(kv, attribute.String(AttrRequestModel, model))

@@ -70,6 +70,10 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, makes a progress display for each level.
 	Progress func(label string) pipeline.Progress
+	// Sinks get every level's records too (live OTLP export); the records
+	// carry the level's name as their stage. A sink outlives the levels:
+	// its Close comes after each, its final flush is the caller's.
+	Sinks []pipeline.Sink
 	// Now is the clock for the forecast (nil: time.Now).
 	Now func() time.Time
 }
@@ -379,7 +383,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}
-	res, err := pipeline.Run(ctx, spec, pipeline.Func(tr.add))
+	res, err := pipeline.Run(ctx, spec, append([]pipeline.Sink{pipeline.Func(tr.add)}, c.Sinks...)...)
 	if res == nil {
 		return nil, Outcome{}, fmt.Errorf("level %s: %w", name, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/tailgate-llm/tailgate/exporters/otlp"
+	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -363,6 +364,49 @@ func TestValidateOTLP(t *testing.T) {
 		s := readSummary(t, filepath.Join(out, "stages", st))
 		if int64(n) != s.Requests.Sent {
 			t.Errorf("stage %s: %d durations, summary sent %d", st, n, s.Requests.Sent)
+		}
+	}
+}
+
+// sweep --otlp-endpoint: every level's records reach the collector under
+// the level's name as tailgate.stage, counted as the level's summary
+// counts, with the warm-up left out of both.
+func TestSweepOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	col := startCollector(t, otlp.ProtocolGRPC)
+	dir := t.TempDir()
+	sloFile := filepath.Join(dir, "slo.yaml")
+	os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: ttft, metric: ttft, threshold: 500ms, target: 90%}\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := tgCmd("sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "20,40", "--arrival", "constant",
+		"--max-tokens", "4", "--warmup", "200ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--no-report",
+		"--out", out, "--otlp-endpoint", col.endpoint, "--otlp-protocol", "grpc")
+	if code != slo.ExitOK && code != slo.ExitFailed {
+		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
+	}
+	ps, _ := col.lastExport(t)
+	levels := map[string]uint64{}
+	for _, p := range ps {
+		if p.metric == otlp.MetricOperationDuration {
+			st, _ := p.attrs[otlp.AttrStage].(string)
+			levels[st] += p.count
+		}
+	}
+	if len(levels) != 2 {
+		t.Fatalf("levels %v, want two", levels)
+	}
+	for name, n := range levels {
+		s, err := results.Dir(out).Level(name).ReadSummary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(n) != s.Requests.Sent || n == 0 {
+			t.Errorf("level %s: %d durations, summary sent %d", name, n, s.Requests.Sent)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailgate-llm/tailgate/canary"
 	"github.com/tailgate-llm/tailgate/exporters/otlp"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
@@ -40,44 +41,71 @@ func (o *otlpFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.histogram, "otlp-histogram", otlp.HistogramExponential, "OTLP histograms: "+otlp.HistogramExponential+" (base-2) or "+otlp.HistogramExplicit+" (the GenAI conventions' buckets plus the SLO thresholds)")
 }
 
-// sink returns the OTLP sink (nil when neither --otlp-endpoint nor the
-// environment asks for one). A failed export is a warning, never the
-// run's outcome.
-func (o *otlpFlags) sink(ctx context.Context, spec *slo.Spec, api, target string, model func() string, shard string, stderr io.Writer) (pipeline.Sink, error) {
-	if o.endpoint == "" && otlp.EnvEndpoint() == "" {
+// enabled says whether --otlp-endpoint or the environment asks for an
+// export.
+func (o *otlpFlags) enabled() bool { return o.endpoint != "" || otlp.EnvEndpoint() != "" }
+
+// start checks the flags and builds the exporter (none when not enabled;
+// --otlp-protocol alone is a usage error). base holds what the command
+// knows of its requests; specs give the explicit histograms' SLO edges.
+func (o *otlpFlags) start(ctx context.Context, specs []*slo.Spec, base otlp.Options, stderr io.Writer) error {
+	if !o.enabled() {
 		if o.protocol != "" {
-			return nil, usageErr("--otlp-protocol needs --otlp-endpoint URL (or $OTEL_EXPORTER_OTLP_ENDPOINT)")
+			return usageErr("--otlp-protocol needs --otlp-endpoint URL (or $OTEL_EXPORTER_OTLP_ENDPOINT)")
 		}
-		return nil, nil
+		return nil
 	}
 	if o.protocol != "" {
 		if err := otlp.CheckProtocol(o.protocol); err != nil {
-			return nil, usageErr("--otlp-protocol: %v", err)
+			return usageErr("--otlp-protocol: %v", err)
 		}
 	} else if err := otlp.CheckProtocol(otlp.Protocol()); err != nil {
-		return nil, usageErr("$OTEL_EXPORTER_OTLP_PROTOCOL: %v", err)
+		return usageErr("$OTEL_EXPORTER_OTLP_PROTOCOL: %v", err)
 	}
 	if err := otlp.CheckHistogram(o.histogram); err != nil {
-		return nil, usageErr("--otlp-histogram: %v", err)
+		return usageErr("--otlp-histogram: %v", err)
 	}
+	if base.Shard == "" {
+		base.Shard = "0/1"
+	}
+	base.Endpoint, base.Protocol, base.Histogram = o.endpoint, o.protocol, o.histogram
+	base.Specs, base.Version, base.Interval = specs, version.Version, o.interval
+	base.Warn = func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }
+	exp, err := otlp.New(ctx, base)
+	if err != nil {
+		return usageErr("--otlp-endpoint: %v", err)
+	}
+	o.exp = exp
+	fmt.Fprintf(stderr, "exporting OTLP metrics to %s (%s, run id %s)\n", exp.Where(), exp.Protocol(), exp.RunID())
+	return nil
+}
+
+// sink returns the OTLP sink of a run, validate or sweep (nil when
+// neither --otlp-endpoint nor the environment asks for one). A failed
+// export is a warning, never the run's outcome.
+func (o *otlpFlags) sink(ctx context.Context, spec *slo.Spec, api, target string, model func() string, shard string, stderr io.Writer) (pipeline.Sink, error) {
 	var specs []*slo.Spec
 	if spec != nil {
 		specs = []*slo.Spec{spec}
 	}
 	op, provider := genAIOperation(api)
-	if shard == "" {
-		shard = "0/1"
+	err := o.start(ctx, specs, otlp.Options{Operation: op, Provider: provider, Model: model, Target: target, Shard: shard}, stderr)
+	if err != nil || o.exp == nil {
+		return nil, err
 	}
-	exp, err := otlp.New(ctx, otlp.Options{Endpoint: o.endpoint, Protocol: o.protocol, Histogram: o.histogram,
-		Specs: specs, Operation: op, Provider: provider, Model: model, Target: target,
-		Version: version.Version, Shard: shard, Interval: o.interval,
-		Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
-	if err != nil {
-		return nil, usageErr("--otlp-endpoint: %v", err)
+	return o.exp.Sink(), nil
+}
+
+// canarySink is a canary target's OTLP sink: its series carry the
+// target's name, its SLO events follow the operate phase's rules.
+func (o *otlpFlags) canarySink(t canary.Target) pipeline.Sink {
+	if o.exp == nil {
+		return nil
 	}
-	o.exp = exp
-	fmt.Fprintf(stderr, "exporting OTLP metrics to %s (%s, run id %s)\n", exp.Where(), exp.Protocol(), exp.RunID())
-	return exp.Sink(), nil
+	op, provider := genAIOperation(t.API)
+	model := t.Model
+	return o.exp.NewSink(otlp.SinkOptions{Name: t.Name, Operation: op, Provider: provider, Target: t.URL,
+		Model: func() string { return model }, Specs: []*slo.Spec{t.SLO}, Operate: true})
 }
 
 // flush makes the final export, bounded, after the run (an interrupted

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/tailgate-llm/tailgate/exporters/otlp"
+	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -407,6 +408,56 @@ func TestSweepOTLP(t *testing.T) {
 		}
 		if int64(n) != s.Requests.Sent || n == 0 {
 			t.Errorf("level %s: %d durations, summary sent %d", name, n, s.Requests.Sent)
+		}
+	}
+}
+
+// canary --otlp-endpoint: the probes reach the collector under the
+// target's name, and at shutdown the final export counts every probe
+// once: operation.duration's count equals the error objective's events
+// (one per probe, the operate phase's rules leaving out the probes the
+// shutdown cancelled from both).
+func TestCanaryOTLP(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	col := startCollector(t, otlp.ProtocolHTTP)
+	path := writeCanary(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout bytes.Buffer
+	stderr := &syncbuf.Buffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- exitCode(cmdCanary(ctx, []string{"--config", path, "--otlp-endpoint", col.endpoint, "--otlp-histogram", "explicit"}, &stdout, stderr))
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := srv.Await(wctx, func() bool { return len(srv.Truth()) >= 5 }); err != nil {
+		t.Fatalf("the simulator saw %d probes\n%s", len(srv.Truth()), stderr.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != slo.ExitOK {
+			t.Errorf("exit %d\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("tailgate canary did not stop")
+	}
+	if !strings.Contains(stderr.String(), "exported OTLP metrics to "+col.endpoint) {
+		t.Errorf("no final export:\n%s", stderr.String())
+	}
+	ps, _ := col.lastExport(t)
+	n, _ := total(ps, otlp.MetricOperationDuration, map[string]any{otlp.AttrTarget: "sim"})
+	_, good := total(ps, otlp.MetricSLOEvents, map[string]any{otlp.AttrTarget: "sim", otlp.AttrSLOObjective: "errors", otlp.AttrSLOOutcome: "good"})
+	_, bad := total(ps, otlp.MetricSLOEvents, map[string]any{otlp.AttrTarget: "sim", otlp.AttrSLOObjective: "errors", otlp.AttrSLOOutcome: "bad"})
+	if n < 3 || float64(n) != good+bad { // the probes in flight at shutdown are cancelled: not counted
+		t.Errorf("operation.duration count %d, errors events %v good + %v bad", n, good, bad)
+	}
+	for _, p := range ps {
+		if p.metric == otlp.MetricTimeToFirstChunk && !slices.Contains(p.bounds, 2.0) {
+			t.Errorf("TTFT bounds %v lack the canary SLO's 2s", p.bounds)
 		}
 	}
 }

@@ -78,6 +78,9 @@ const (
 	// multi-turn conversation or agent graph); never the session's id,
 	// which would make a series per session.
 	AttrSession = "tailgate.session"
+	// AttrTarget is the canary's target name, where several targets share
+	// one exporter.
+	AttrTarget = "tailgate.target"
 
 	AttrSLO          = "tailgate.slo.name"
 	AttrSLOObjective = "tailgate.slo.objective"

@@ -62,36 +62,77 @@ type sinkObjective struct {
 	good, bad metric.MeasurementOption
 }
 
+// SinkOptions say what one sink's records are: the request attributes
+// the records do not carry, and the SLOs they are judged against. A zero
+// field takes the Exporter's Options.
+type SinkOptions struct {
+	// Name, if set, is tailgate.target on every series (the canary's
+	// target name, where several targets share one exporter).
+	Name                string
+	Operation, Provider string
+	Model               func() string
+	Target              string // the target's URL
+	Specs               []*slo.Spec
+	Operate             bool
+}
+
 // Sink is the pipeline.Sink that feeds an Exporter's instruments. The
-// pipeline calls it from one goroutine; the instruments are safe for the
-// SDK's reader to collect meanwhile.
+// pipeline calls it from one goroutine; any number of sinks, each fed by
+// its own goroutine, may share an Exporter.
 type Sink struct {
 	e      *Exporter
+	opts   SinkOptions
 	ctx    context.Context
 	common []attribute.KeyValue
 	sets   map[attrKey]*attrSets
 	objs   []sinkObjective
 }
 
-// Sink returns a sink for the exporter's run. Every objective's event
-// counters exist at 0 from here on, so a rate over them works from the
-// first export. A validate's stages share one sink (records carry their
-// stage).
+// Sink returns a sink with the Exporter's Options. A validate's stages
+// share one sink (records carry their stage).
 func (e *Exporter) Sink() *Sink {
-	s := &Sink{e: e, ctx: context.Background(), sets: map[attrKey]*attrSets{}}
-	if e.opts.Operation != "" {
-		s.common = append(s.common, attribute.String(AttrOperationName, e.opts.Operation))
+	return e.NewSink(SinkOptions{})
+}
+
+// NewSink returns a sink for opts. Every objective's event counters
+// exist at 0 from here on, so a rate over them works from the first
+// export.
+func (e *Exporter) NewSink(opts SinkOptions) *Sink {
+	if opts.Operation == "" {
+		opts.Operation = e.opts.Operation
 	}
-	if e.opts.Provider != "" {
-		s.common = append(s.common, attribute.String(AttrProviderName, e.opts.Provider))
+	if opts.Provider == "" {
+		opts.Provider = e.opts.Provider
 	}
-	if host, port := serverOf(e.opts.Target); host != "" {
+	if opts.Model == nil {
+		opts.Model = e.opts.Model
+	}
+	if opts.Target == "" {
+		opts.Target = e.opts.Target
+	}
+	if opts.Specs == nil {
+		opts.Specs = e.opts.Specs
+	}
+	opts.Operate = opts.Operate || e.opts.Operate
+	s := &Sink{e: e, opts: opts, ctx: context.Background(), sets: map[attrKey]*attrSets{}}
+	var named []attribute.KeyValue
+	if opts.Name != "" {
+		named = append(named, attribute.String(AttrTarget, opts.Name))
+	}
+	s.common = slices.Clone(named)
+	if opts.Operation != "" {
+		s.common = append(s.common, attribute.String(AttrOperationName, opts.Operation))
+	}
+	if opts.Provider != "" {
+		s.common = append(s.common, attribute.String(AttrProviderName, opts.Provider))
+	}
+	if host, port := serverOf(opts.Target); host != "" {
 		s.common = append(s.common, attribute.String(AttrServerAddress, host))
 		if port > 0 {
 			s.common = append(s.common, attribute.Int(AttrServerPort, port))
 		}
 	}
-	for _, spec := range e.opts.Specs {
+	for _, spec := range opts.Specs {
 		if spec == nil {
 			continue
 		}
@@ -101,8 +142,8 @@ func (e *Exporter) Sink() *Sink {
 				continue
 			}
 			set := func(outcome string) metric.MeasurementOption {
-				return metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrSLO, spec.Name),
-					attribute.String(AttrSLOObjective, o.Name), attribute.String(AttrSLOOutcome, outcome)))
+				return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(named), attribute.String(AttrSLO, spec.Name),
+					attribute.String(AttrSLOObjective, o.Name), attribute.String(AttrSLOOutcome, outcome))...))
 			}
 			so := sinkObjective{o: o, good: set("good"), bad: set("bad")}
 			e.sloEvents.Add(s.ctx, 0, so.good)
@@ -156,8 +197,8 @@ func (s *Sink) attrs(r *loadgen.Record) *attrSets {
 	}
 	kv := slices.Clone(s.common)
 	model := k.model
-	if model == "" && s.e.opts.Model != nil {
-		model = s.e.opts.Model()
+	if model == "" && s.opts.Model != nil {
+		model = s.opts.Model()
 	}
 	if model != "" {
 		kv = append(kv, attribute.String(AttrRequestModel, model))
@@ -184,7 +225,7 @@ func (s *Sink) attrs(r *loadgen.Record) *attrSets {
 // Operate mode the probes the canary cancelled itself.
 func (s *Sink) Add(r *loadgen.Record) error {
 	if r.Warmup || r.ErrorKind == loadgen.ErrDropped || r.ErrorKind == loadgen.ErrNotDue ||
-		(s.e.opts.Operate && r.ErrorKind == loadgen.ErrCancelled) {
+		(s.opts.Operate && r.ErrorKind == loadgen.ErrCancelled) {
 		return nil
 	}
 	a := s.attrs(r)
@@ -220,7 +261,7 @@ func (s *Sink) Add(r *loadgen.Record) error {
 	for i := range s.objs {
 		so := &s.objs[i]
 		var ev slo.Events
-		if s.e.opts.Operate {
+		if s.opts.Operate {
 			ev = so.o.OperateEvents(r)
 		} else {
 			ev = so.o.Events(r)

@@ -304,6 +304,9 @@ func (e *Exporter) Protocol() string { return e.opts.Protocol }
 // first call's error.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	e.shutOnce.Do(func() {
+		e.guard.mu.Lock()
+		e.guard.final = true
+		e.guard.mu.Unlock()
 		err := e.provider.Shutdown(ctx)
 		if gerr := e.guard.summary(); gerr != nil {
 			err = gerr
@@ -405,6 +408,9 @@ type guardExporter struct {
 	mu            sync.Mutex
 	exports, fail int
 	last          string
+	// final is set once Shutdown began: a first failure there is said by
+	// Shutdown's error alone, not twice.
+	final bool
 }
 
 func (g *guardExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
@@ -417,7 +423,7 @@ func (g *guardExporter) Export(ctx context.Context, rm *metricdata.ResourceMetri
 	}
 	g.fail++
 	g.last = scrub(err)
-	if g.fail == 1 && g.warn != nil {
+	if g.fail == 1 && g.warn != nil && !g.final {
 		g.warn(fmt.Sprintf("OTLP export to %s failed (the load goes on; later failures are counted at the end): %s", g.where, g.last))
 	}
 	return nil

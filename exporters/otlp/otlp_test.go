@@ -264,3 +264,28 @@ func TestEnv(t *testing.T) {
 		t.Error("unknown protocol or histogram accepted")
 	}
 }
+
+// BenchmarkSinkAdd is the cost a record adds to the pipeline's goroutine:
+// a 128-token stream, chunk per token.
+func BenchmarkSinkAdd(b *testing.B) {
+	e, err := New(context.Background(), Options{Endpoint: "http://127.0.0.1:1", Interval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+	}()
+	s := e.Sink()
+	r := okRecord(0)
+	r.Chunks = nil
+	for i := range 128 {
+		r.Chunks = append(r.Chunks, loadgen.Chunk{At: time.Duration(20+i) * time.Millisecond, Tokens: 1})
+	}
+	r.End, r.OutputTokens = 150*time.Millisecond, 128
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Add(r)
+	}
+}

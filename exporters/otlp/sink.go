@@ -53,13 +53,15 @@ type attrKey struct {
 	session                      bool
 }
 
+// attrSets are a record's options, each a slice built once: passing a
+// slice on spares every Record call the allocation of its variadic one.
 type attrSets struct {
-	base, input, output metric.MeasurementOption
+	base, input, output []metric.RecordOption
 }
 
 type sinkObjective struct {
 	o         *slo.Objective
-	good, bad metric.MeasurementOption
+	good, bad []metric.AddOption
 }
 
 // SinkOptions say what one sink's records are: the request attributes
@@ -141,13 +143,13 @@ func (e *Exporter) NewSink(opts SinkOptions) *Sink {
 			if !o.HasRecordEvents() {
 				continue
 			}
-			set := func(outcome string) metric.MeasurementOption {
-				return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(named), attribute.String(AttrSLO, spec.Name),
-					attribute.String(AttrSLOObjective, o.Name), attribute.String(AttrSLOOutcome, outcome))...))
+			set := func(outcome string) []metric.AddOption {
+				return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(named), attribute.String(AttrSLO, spec.Name),
+					attribute.String(AttrSLOObjective, o.Name), attribute.String(AttrSLOOutcome, outcome))...))}
 			}
 			so := sinkObjective{o: o, good: set("good"), bad: set("bad")}
-			e.sloEvents.Add(s.ctx, 0, so.good)
-			e.sloEvents.Add(s.ctx, 0, so.bad)
+			e.sloEvents.Add(s.ctx, 0, so.good...)
+			e.sloEvents.Add(s.ctx, 0, so.bad...)
 			s.objs = append(s.objs, so)
 		}
 	}
@@ -213,9 +215,12 @@ func (s *Sink) attrs(r *loadgen.Record) *attrSets {
 	if k.errType != "" {
 		kv = append(kv, attribute.String(AttrErrorType, k.errType))
 	}
-	a := &attrSets{base: metric.WithAttributeSet(attribute.NewSet(kv...)),
-		input:  metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(kv), attribute.String(AttrTokenType, "input"))...)),
-		output: metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(kv), attribute.String(AttrTokenType, "output"))...))}
+	opt := func(kv ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
+	}
+	a := &attrSets{base: opt(kv...),
+		input:  opt(append(slices.Clone(kv), attribute.String(AttrTokenType, "input"))...),
+		output: opt(append(slices.Clone(kv), attribute.String(AttrTokenType, "output"))...)}
 	s.sets[k] = a
 	return a
 }
@@ -232,31 +237,31 @@ func (s *Sink) Add(r *loadgen.Record) error {
 	ctx := s.ctx
 	if r.OK() {
 		for smp := rowE2E.Samples(r); smp.Next(); {
-			s.e.duration.Record(ctx, smp.Value().Seconds(), a.base)
+			s.e.duration.Record(ctx, smp.Value().Seconds(), a.base...)
 		}
 		for smp := rowTTFT.Samples(r); smp.Next(); {
 			for n := smp.Weight(); n > 0; n-- {
-				s.e.ttfc.Record(ctx, smp.Value().Seconds(), a.base)
+				s.e.ttfc.Record(ctx, smp.Value().Seconds(), a.base...)
 			}
 		}
 		for smp := rowITL.Samples(r); smp.Next(); {
 			v := smp.Value().Seconds()
 			for n := smp.Weight(); n > 0; n-- {
-				s.e.tpoc.Record(ctx, v, a.base)
+				s.e.tpoc.Record(ctx, v, a.base...)
 			}
 		}
 		// The conventions: MUST NOT report a count the server did not
 		// give. An input count of 0 is "not reported"; output is always
 		// counted (the server's usage or the chunks').
 		if r.InputTokens > 0 {
-			s.e.tokensInt.Record(ctx, int64(r.InputTokens), a.input)
+			s.e.tokensInt.Record(ctx, int64(r.InputTokens), a.input...)
 		}
-		s.e.tokensInt.Record(ctx, int64(max(r.OutputTokens, 0)), a.output)
+		s.e.tokensInt.Record(ctx, int64(max(r.OutputTokens, 0)), a.output...)
 	} else {
 		// A failed request's duration is still an operation's (with
 		// error.type), timed as E2E is: intended start to the end.
 		d := loadgen.TruncMicros(r.End) - loadgen.TruncMicros(r.Intended)
-		s.e.duration.Record(ctx, max(d, 0).Seconds(), a.base)
+		s.e.duration.Record(ctx, max(d, 0).Seconds(), a.base...)
 	}
 	for i := range s.objs {
 		so := &s.objs[i]
@@ -267,10 +272,10 @@ func (s *Sink) Add(r *loadgen.Record) error {
 			ev = so.o.Events(r)
 		}
 		if ev.Good > 0 {
-			s.e.sloEvents.Add(ctx, int64(ev.Good), so.good)
+			s.e.sloEvents.Add(ctx, int64(ev.Good), so.good...)
 		}
 		if ev.Bad > 0 {
-			s.e.sloEvents.Add(ctx, int64(ev.Bad), so.bad)
+			s.e.sloEvents.Add(ctx, int64(ev.Bad), so.bad...)
 		}
 	}
 	return nil

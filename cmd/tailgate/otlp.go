@@ -125,9 +125,8 @@ func (o *otlpFlags) flush(ctx context.Context, stderr io.Writer) {
 }
 
 // genAIOperation is gen_ai.operation.name and gen_ai.provider.name for an
-// --api: the conventions' "openai" for the OpenAI wire protocol (what
-// their instrumentations of OpenAI-compatible clients say), else the
-// serving stack the protocol belongs to.
+// --api: the conventions' "openai" for the OpenAI wire protocol, whichever
+// server speaks it, else the serving stack the protocol belongs to.
 func genAIOperation(api string) (op, provider string) {
 	switch api {
 	case openai.APIChat:

@@ -30,9 +30,6 @@ const otlpShutdownBound = 10 * time.Second
 type otlpFlags struct {
 	endpoint, protocol, histogram string
 	exp                           *otlp.Exporter
-	// interval is the export period (0: the SDK's environment, else
-	// otlp.DefaultInterval); tests shorten it.
-	interval time.Duration
 }
 
 func (o *otlpFlags) register(fs *pflag.FlagSet) {
@@ -69,7 +66,7 @@ func (o *otlpFlags) start(ctx context.Context, specs []*slo.Spec, base otlp.Opti
 		base.Shard = "0/1"
 	}
 	base.Endpoint, base.Protocol, base.Histogram = o.endpoint, o.protocol, o.histogram
-	base.Specs, base.Version, base.Interval = specs, version.Version, o.interval
+	base.Specs, base.Version = specs, version.Version
 	base.Warn = func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }
 	exp, err := otlp.New(ctx, base)
 	if err != nil {

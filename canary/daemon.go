@@ -49,12 +49,10 @@ type Options struct {
 	// start (a KServe model's tensors: protocol.Preparer) is asked again,
 	// while it is probed, until it answers; 0 means 10s.
 	PrepareRetry time.Duration
-	// Sinks, if set, gives each probe loop sinks of its own beside the
-	// Prometheus one (live exporters), for the target named: a loop's
-	// sinks are called from its goroutine only. They are closed when the
-	// loop's pipeline ends (shutdown, reload, restart), and asked for
-	// again when it starts.
-	Sinks func(target string) []pipeline.Sink
+	// Sink, if set, makes one more sink for a target's probes (live OTLP
+	// export), at every start of its probe loop; nil: none. The sink's
+	// final flush is the caller's, after Wait.
+	Sink func(t Target) pipeline.Sink
 }
 
 // forever is the length of a canary's one load stage: a pipeline that
@@ -513,6 +511,12 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 			d.mu.Unlock()
 		}})
 	stats := pipeline.Func(func(r *loadgen.Record) { d.noteRecord(t.Name, r) })
+	sinks := []pipeline.Sink{sink, stats}
+	if d.opts.Sink != nil {
+		if s := d.opts.Sink(t); s != nil {
+			sinks = append(sinks, s)
+		}
+	}
 	for ctx.Err() == nil {
 		opts := loadgen.Options{Stages: []loadgen.Stage{{Name: "canary", Rate: t.Rate, Duration: forever}},
 			Arrival: loadgen.ArrivalConstant, Timeout: t.Timeout, Grace: -1, Seed: uint64(time.Now().UnixNano())}
@@ -525,10 +529,6 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 		}
 		spec := pipeline.Spec{Client: client, Source: src, Options: opts, Streaming: t.Stream,
 			Validity: &slo.Unbounded, KeepGoing: true}
-		sinks := []pipeline.Sink{sink, stats}
-		if d.opts.Sinks != nil {
-			sinks = append(sinks, d.opts.Sinks(t.Name)...)
-		}
 		_, err := pipeline.Run(ctx, spec, sinks...)
 		if ctx.Err() != nil {
 			return

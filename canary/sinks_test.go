@@ -37,7 +37,7 @@ func (s targetSink) Add(r *loadgen.Record) error {
 }
 func (s targetSink) Close() error { s.mu.Lock(); *s.closes++; s.mu.Unlock(); return nil }
 
-// Options.Sinks gives every target's probe loop sinks of its own, fed
+// Options.Sink gives every target's probe loop a sink of its own, fed
 // every probe the Prometheus sink counts, and closed when the loop ends.
 func TestCanarySinksPerTarget(t *testing.T) {
 	srv := simtest.Start(t, fastSim())
@@ -46,13 +46,13 @@ func TestCanarySinksPerTarget(t *testing.T) {
 	adds, closes := map[string]*int{}, map[string]*int{}
 	logs := newEventLog()
 	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second,
-		Sinks: func(target string) []pipeline.Sink {
+		Sink: func(t Target) pipeline.Sink {
 			mu.Lock()
 			defer mu.Unlock()
-			if adds[target] == nil {
-				adds[target], closes[target] = new(int), new(int)
+			if adds[t.Name] == nil {
+				adds[t.Name], closes[t.Name] = new(int), new(int)
 			}
-			return []pipeline.Sink{targetSink{&mu, adds[target], closes[target]}}
+			return targetSink{&mu, adds[t.Name], closes[t.Name]}
 		}})
 	if err != nil {
 		t.Fatal(err)

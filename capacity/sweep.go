@@ -71,12 +71,12 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, makes a progress display for each level.
 	Progress func(label string) pipeline.Progress
+	// Sinks get every level's records too (live OTLP export); the records
+	// carry the level's name as their stage. A sink outlives the levels:
+	// its Close comes after each, its final flush is the caller's.
+	Sinks []pipeline.Sink
 	// Now is the clock for the forecast (nil: time.Now).
 	Now func() time.Time
-	// Sinks get every level's records too (live exporters). They are
-	// closed after each level, so Close must leave them usable for the
-	// next, as for acceptance.Config.Sinks.
-	Sinks []pipeline.Sink
 }
 
 // Run runs the sweep and writes sweep.json. The error is for a sweep that

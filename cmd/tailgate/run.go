@@ -47,6 +47,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
 	pf.register(fs)
+	var of otlpFlags
+	of.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate run [flags]\n\nSend load to an OpenAI-compatible endpoint and report TTFT, ITL, TPOT, E2E and throughput.\n"+
 			"Exit 0 ok, 1 an --slo objective failed, 2 usage, 3 run invalid (too many errors, nothing measured,\n"+
@@ -162,7 +164,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	otlpSink, err := of.sink(ctx, spec, tf.api, tf.target, func() string { return tf.model }, sc.shard, stderr)
+	if err != nil {
+		return err
+	}
+	if otlpSink != nil {
+		sinks = append(sinks, otlpSink)
+	}
 	res, err := pipeline.Run(ctx, ps, sinks...)
+	// The final OTLP export comes before anything else can return: an
+	// interrupted or failed run's figures so far are still sent.
+	of.flush(ctx, stderr)
 	if res == nil {
 		return err
 	}

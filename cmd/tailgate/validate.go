@@ -47,6 +47,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var pf pushFlags
 	pf.register(fs)
+	var of otlpFlags
+	of.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate validate --plan plan.yaml --out DIR [flags]\n"+
 			"       tailgate validate --plan plan.yaml --out DIR --record STAGE=pass|fail --by NAME\n\n"+
@@ -148,7 +150,17 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if pushSink != nil {
 		cfg.Sinks = append(cfg.Sinks, pushSink)
 	}
+	otlpSink, err := of.sink(ctx, plan.SLO, tf.api, tf.target, func() string { return tf.model }, sc.shard, stderr)
+	if err != nil {
+		return err
+	}
+	if otlpSink != nil {
+		cfg.Sinks = append(cfg.Sinks, otlpSink)
+	}
 	rep, err := acceptance.Run(ctx, cfg)
+	// Every stage's records are in; the final export (also after Ctrl-C),
+	// bounded, whatever the verdict.
+	of.flush(ctx, stderr)
 	if rep != nil {
 		if perr := pf.push(ctx, stderr); perr != nil {
 			if err == nil {

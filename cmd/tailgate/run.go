@@ -45,10 +45,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print "+results.SummaryFile+" to stdout instead of the table")
 	llmdReport := fs.Bool("llm-d-report", false, "also write --out/"+llmd.FileName+", llm-d-benchmark's report v"+llmd.Version+" of the run")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
-	var pf pushFlags
-	pf.register(fs)
-	var of otlpFlags
-	of.register(fs)
+	var lo liveOutputs
+	lo.register(fs, true)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate run [flags]\n\nSend load to an OpenAI-compatible endpoint and report TTFT, ITL, TPOT, E2E and throughput.\n"+
 			"Exit 0 ok, 1 an --slo objective failed, 2 usage, 3 run invalid (too many errors, nothing measured,\n"+
@@ -151,30 +149,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if isTerminal(stderr) && !*noProgress {
 		ps.Progress = newProgress(stderr, "")
 	}
-	var sinks []pipeline.Sink
-	pushSink, err := pf.sink(spec, tf.target)
+	sinks, err := lo.sinks(ctx, spec, &tf, sc.shard, stderr)
 	if err != nil {
 		return err
-	}
-	if pushSink != nil {
-		sinks = append(sinks, pushSink)
 	}
 	if *force && out != "" {
 		if err := out.Replace(stderr); err != nil {
 			return err
 		}
 	}
-	otlpSink, err := of.sink(ctx, spec, tf.api, tf.target, func() string { return tf.model }, sc.shard, stderr)
-	if err != nil {
-		return err
-	}
-	if otlpSink != nil {
-		sinks = append(sinks, otlpSink)
-	}
 	res, err := pipeline.Run(ctx, ps, sinks...)
 	// The final OTLP export comes before anything else can return: an
 	// interrupted or failed run's figures so far are still sent.
-	of.flush(ctx, stderr)
+	lo.flush(ctx, stderr)
 	if res == nil {
 		return err
 	}
@@ -205,7 +192,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stderr, "llm-d report in %s\n", out.Path(llmd.FileName))
 		}
 	}
-	if perr := pf.push(ctx, stderr); perr != nil {
+	if perr := lo.pushResults(ctx, stderr); perr != nil {
 		// Metrics that did not reach the Pushgateway are results not
 		// delivered: 3, whatever the verdict (as for results not written).
 		if exitCode(outcome) != slo.ExitInvalid {

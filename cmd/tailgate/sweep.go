@@ -56,8 +56,8 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	noReport := fs.Bool("no-report", false, "do not write "+results.ReportFile+" into --out")
 	asJSON := fs.Bool("json", false, "print "+results.SweepFile+" to stdout instead of the table")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar")
-	var of otlpFlags
-	of.register(fs)
+	var lo liveOutputs
+	lo.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate sweep --slo slo.yaml --from R --to R --out DIR [flags]\n"+
 			"       tailgate sweep --slo slo.yaml --levels c4,c16,c64 --out DIR [flags]\n\n"+
@@ -167,17 +167,13 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }
 	}
-	otlpSink, err := of.sink(ctx, spec, tf.api, tf.target, func() string { return tf.model }, "", stderr)
-	if err != nil {
+	if cfg.Sinks, err = lo.sinks(ctx, spec, &tf, "", stderr); err != nil {
 		return err
-	}
-	if otlpSink != nil {
-		cfg.Sinks = append(cfg.Sinks, otlpSink)
 	}
 	res, err := capacity.Run(ctx, cfg)
 	// Every level's records are in: the final export, bounded, also
 	// after Ctrl-C.
-	of.flush(ctx, stderr)
+	lo.flush(ctx, stderr)
 	if res == nil {
 		return err
 	}

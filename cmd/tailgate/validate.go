@@ -45,10 +45,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	vf.register(fs, true)
 	force := fs.Bool("force", false, "run into an --out directory that already holds results")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
-	var pf pushFlags
-	pf.register(fs)
-	var of otlpFlags
-	of.register(fs)
+	var lo liveOutputs
+	lo.register(fs, true)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate validate --plan plan.yaml --out DIR [flags]\n"+
 			"       tailgate validate --plan plan.yaml --out DIR --record STAGE=pass|fail --by NAME\n\n"+
@@ -143,26 +141,15 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }
 	}
-	pushSink, err := pf.sink(plan.SLO, tf.target)
-	if err != nil {
+	if cfg.Sinks, err = lo.sinks(ctx, plan.SLO, &tf, sc.shard, stderr); err != nil {
 		return err
-	}
-	if pushSink != nil {
-		cfg.Sinks = append(cfg.Sinks, pushSink)
-	}
-	otlpSink, err := of.sink(ctx, plan.SLO, tf.api, tf.target, func() string { return tf.model }, sc.shard, stderr)
-	if err != nil {
-		return err
-	}
-	if otlpSink != nil {
-		cfg.Sinks = append(cfg.Sinks, otlpSink)
 	}
 	rep, err := acceptance.Run(ctx, cfg)
 	// Every stage's records are in; the final export (also after Ctrl-C),
 	// bounded, whatever the verdict.
-	of.flush(ctx, stderr)
+	lo.flush(ctx, stderr)
 	if rep != nil {
-		if perr := pf.push(ctx, stderr); perr != nil {
+		if perr := lo.pushResults(ctx, stderr); perr != nil {
 			if err == nil {
 				err = perr // results not delivered: 3, whatever the verdict
 			} else {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/slo"
+)
+
+// liveOutputs are the outputs a load command feeds as records arrive,
+// beside its results directory: the Pushgateway push (--push, run and
+// validate) and the OTLP export (--otlp-*, every load command). A new
+// live output is one field here: its flags, its sink and its end, and
+// run, validate and sweep take it from sinks and finish.
+type liveOutputs struct {
+	push *pushFlags // nil: the command has no --push
+	otlp otlpFlags
+}
+
+// register adds the outputs' flags; withPush adds --push.
+func (l *liveOutputs) register(fs *pflag.FlagSet, withPush bool) {
+	if withPush {
+		l.push = &pushFlags{}
+		l.push.register(fs)
+	}
+	l.otlp.register(fs)
+}
+
+// sinks builds the sinks of the outputs the flags ask for (none asked:
+// none), for a run judged by spec (nil: none) against target.
+func (l *liveOutputs) sinks(ctx context.Context, spec *slo.Spec, tf *targetFlags, shard string, stderr io.Writer) ([]pipeline.Sink, error) {
+	var out []pipeline.Sink
+	if l.push != nil {
+		s, err := l.push.sink(spec, tf.target)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	s, err := l.otlp.sink(ctx, spec, tf.api, tf.target, func() string { return tf.model }, shard, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// flush makes the OTLP export's final export, bounded: call it as soon as
+// the load has ended, interrupted or not, before anything can return.
+func (l *liveOutputs) flush(ctx context.Context, stderr io.Writer) { l.otlp.flush(ctx, stderr) }
+
+// pushResults pushes the run's final metrics to the Pushgateway (nothing
+// without --push); the error is results not delivered.
+func (l *liveOutputs) pushResults(ctx context.Context, stderr io.Writer) error {
+	if l.push == nil {
+		return nil
+	}
+	return l.push.push(ctx, stderr)
+}

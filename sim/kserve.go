@@ -206,7 +206,14 @@ func (k *kserve) serve(q *kserveRequest, a *kserveAnswer) error {
 		reason = tritonBackend
 		return a.err
 	case endHung:
-		return status.Error(codes.Unavailable, "the simulator hung (fault hang)")
+		// A hung server answers nothing: when the client's deadline (which
+		// gRPC carries to the server) ended the hang, the status is the
+		// deadline's, as the client would see it from a server that never
+		// answered; only the simulator's own shutdown says so.
+		if err := x.ctx.Err(); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		return status.Error(codes.Unavailable, "the simulator hung (fault hang) and is shutting down")
 	}
 	if err := x.ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()

@@ -23,7 +23,7 @@ func llmdSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	s, err := c.Compile(filepath.Join("..", "..", "testdata", "schema", "llmd-benchmark-report-v0.2.json"))
+	s, err := c.Compile(filepath.Join("..", "..", "testdata", "schema", "llmd-benchmark-report-v0.2.1.json"))
 	if err != nil {
 		t.Fatalf("schema: %v", err)
 	}
@@ -153,7 +153,8 @@ func TestLLMDReportLeavesOutWhatWasNotMeasured(t *testing.T) {
 // The schema is not a formality: a planted wrong unit and a planted
 // unknown key are each refused.
 func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
-	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown"}}},
+	good := `{"version":"0.2.1","run":{"uid":"0123456789abcdef0123456789abcdef","eid":"0123456789abcdef0123456789abcdef"},
+	"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown","parallelism":1}}},
 	"results":{"request_performance":{"aggregate":{"requests":{"total":1,"failures":0},
 	"latency":{"time_to_first_token":{"units":"%s","mean":1,"min":1,"p50":1,"p90":1,"p95":1,"p99":1,"max":1%s}}}}}}`
 	sch := llmdSchema(t)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -76,6 +78,18 @@ func TestRunWritesLLMDReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := readSummary(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	if r.Version != "0.2.1" || r.Run.UID != hex.EncodeToString(sum[:16]) || r.Run.EID != r.Run.UID {
+		t.Errorf("version %q, run %+v: want uid and eid the digest of summary.json", r.Version, r.Run)
+	}
+	if ts := r.Results.RequestPerformance.TimeSeries; ts == nil || ts.Latency == nil || ts.Latency.TimeToFirstToken == nil ||
+		len(ts.Latency.TimeToFirstToken.Series) == 0 || ts.Throughput == nil {
+		t.Errorf("time series %+v", ts)
+	}
 	st := r.Scenario.Load.Standardized
 	if st.Tool != "tailgate" || st.ToolVersion != s.Tool.Version || st.RateQPS == nil || *st.RateQPS != 40 || st.Concurrency != nil {
 		t.Errorf("standardized load %+v", st)
@@ -168,6 +182,67 @@ func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
 		}
 		if err := sch.Validate(inst); (err == nil) != c.ok {
 			t.Errorf("%s: validate %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}
+
+// validateEach validates the report beside each summary.json under dir's
+// stages or levels, and returns their eids.
+func validateEach(t *testing.T, dir, sub string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, sub))
+	if err != nil || len(ents) < 2 {
+		t.Fatalf("%s: %v %v", sub, ents, err)
+	}
+	var eids []string
+	for _, e := range ents {
+		inst := validateLLMD(t, filepath.Join(dir, sub, e.Name(), llmd.FileName))
+		eids = append(eids, inst["run"].(map[string]any)["eid"].(string))
+		ts := inst["results"].(map[string]any)["request_performance"].(map[string]any)["time_series"]
+		if ts == nil {
+			t.Errorf("%s/%s: no time_series though it has a latency.hlog", sub, e.Name())
+		}
+	}
+	for _, id := range eids[1:] {
+		if id != eids[0] {
+			t.Errorf("%s: eids differ: %v", sub, eids)
+		}
+	}
+	return eids
+}
+
+// report --format llm-d of a validate pack and of a sweep writes one
+// report per stage or level, each passing the schema, sharing one eid;
+// --out - prints them as an array.
+func TestLLMDReportOfPackAndSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := simtest.Start(t, sim.DefaultConfig())
+	pack := filepath.Join(t.TempDir(), "pack")
+	if code, stdout, stderr := tgCmd("validate", "--plan", writePlan(t, srv.URL, "1s", false), "--out", pack, "--self-check", "warn"); code == slo.ExitUsage {
+		t.Fatalf("validate: %d\n%s\n%s", code, stdout, stderr)
+	}
+	sloFile := filepath.Join(t.TempDir(), "slo.yaml")
+	os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 100ms, target: 90%}\n"), 0o644)
+	sweep := filepath.Join(t.TempDir(), "sweep")
+	if code, stdout, stderr := tgCmd("sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "20,40", "--arrival", "constant",
+		"--max-tokens", "8", "--warmup", "100ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--out", sweep); code == slo.ExitUsage {
+		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range []struct{ dir, sub string }{{pack, "stages"}, {sweep, "levels"}} {
+		var errb strings.Builder
+		if code := dispatch([]string{"report", "--format", "llm-d", c.dir}, &strings.Builder{}, &errb); code != 0 {
+			t.Fatalf("report %s: exit %d: %s", c.sub, code, errb.String())
+		}
+		validateEach(t, c.dir, c.sub)
+		var out strings.Builder
+		if code := dispatch([]string{"report", "--format", "llm-d", "--out", "-", c.dir}, &out, &errb); code != 0 {
+			t.Fatalf("report --out - %s: exit %d: %s", c.sub, code, errb.String())
+		}
+		var arr []llmd.Report
+		if err := json.Unmarshal([]byte(out.String()), &arr); err != nil || len(arr) < 2 {
+			t.Errorf("%s to stdout: %d reports, %v", c.sub, len(arr), err)
 		}
 	}
 }

@@ -468,7 +468,7 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 		if d := ss.DurationMs; d.Count > 0 {
 			sec := loadgen.Hist{Count: d.Count, Mean: d.Mean / 1000, Min: d.Min / 1000, P50: d.P50 / 1000, P90: d.P90 / 1000,
 				P95: d.P95 / 1000, P99: d.P99 / 1000, P999: d.P999 / 1000, Max: d.Max / 1000}
-			sp.Sessions.SessionDuration = stats(map[string]loadgen.Hist{"d": sec}, "d", "s")
+			sp.Sessions.SessionDuration = statsOf(sec, "s")
 		}
 		r.Results.SessionPerformance = sp
 		r.Scenario.Load.Standardized.MultiTurn = &MultiTurn{Enabled: true}
@@ -551,6 +551,11 @@ func stats(lat map[string]loadgen.Hist, name, units string) *Statistics {
 	if !ok || h.Count == 0 {
 		return nil
 	}
+	return statsOf(h, units)
+}
+
+// statsOf is h as a statistics object in units.
+func statsOf(h loadgen.Hist, units string) *Statistics {
 	f := func(v float64) *float64 { return &v }
 	return &Statistics{Units: units, Mean: h.Mean, Min: f(h.Min), P50: f(h.P50), P90: f(h.P90),
 		P95: f(h.P95), P99: f(h.P99), P99p9: f(h.P999), Max: f(h.Max)}

@@ -246,3 +246,34 @@ func TestLLMDReportOfPackAndSweep(t *testing.T) {
 		}
 	}
 }
+
+// A run of agent sessions gives session_performance, which validates, its
+// total summary.json's session count.
+func TestLLMDReportOfSessionRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	mix, err := filepath.Abs("../../testdata/mixes/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "sim-llama-8b", "--mix", mix, "--seed", "3", "--rate", "8",
+		"--arrival", "constant", "--duration", "1s", "--max-error-rate", "1", "--self-check", "warn", "--out", dir, "--llm-d-report")
+	if code != slo.ExitOK && code != slo.ExitFailed {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	inst := validateLLMD(t, filepath.Join(dir, llmd.FileName))
+	s := readSummary(t, dir)
+	if s.Sessions == nil || s.Sessions.Count == 0 {
+		t.Fatalf("summary has no sessions: %+v", s.Sessions)
+	}
+	sp, _ := inst["results"].(map[string]any)["session_performance"].(map[string]any)
+	ss, _ := sp["sessions"].(map[string]any)
+	if fmt.Sprint(ss["total"]) != fmt.Sprint(s.Sessions.Count) || fmt.Sprint(ss["succeeded"]) != fmt.Sprint(s.Sessions.OK) {
+		t.Errorf("session_performance %v, summary sessions %+v", sp, s.Sessions)
+	}
+}

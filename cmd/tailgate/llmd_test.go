@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,7 +25,7 @@ func llmdSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	s, err := c.Compile(filepath.Join("..", "..", "testdata", "schema", "llmd-benchmark-report-v0.2.json"))
+	s, err := c.Compile(filepath.Join("..", "..", "testdata", "schema", "llmd-benchmark-report-v0.2.1.json"))
 	if err != nil {
 		t.Fatalf("schema: %v", err)
 	}
@@ -76,6 +78,18 @@ func TestRunWritesLLMDReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := readSummary(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	if r.Version != "0.2.1" || r.Run.UID != hex.EncodeToString(sum[:16]) || r.Run.EID != r.Run.UID {
+		t.Errorf("version %q, run %+v: want uid and eid the digest of summary.json", r.Version, r.Run)
+	}
+	if ts := r.Results.RequestPerformance.TimeSeries; ts == nil || ts.Latency == nil || ts.Latency.TimeToFirstToken == nil ||
+		len(ts.Latency.TimeToFirstToken.Series) == 0 || ts.Throughput == nil {
+		t.Errorf("time series %+v", ts)
+	}
 	st := r.Scenario.Load.Standardized
 	if st.Tool != "tailgate" || st.ToolVersion != s.Tool.Version || st.RateQPS == nil || *st.RateQPS != 40 || st.Concurrency != nil {
 		t.Errorf("standardized load %+v", st)
@@ -153,7 +167,8 @@ func TestLLMDReportLeavesOutWhatWasNotMeasured(t *testing.T) {
 // The schema is not a formality: a planted wrong unit and a planted
 // unknown key are each refused.
 func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
-	good := `{"version":"0.2","run":{"uid":"x"},"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown"}}},
+	good := `{"version":"0.2.1","run":{"uid":"0123456789abcdef0123456789abcdef","eid":"0123456789abcdef0123456789abcdef"},
+	"scenario":{"load":{"metadata":{},"native":{},"standardized":{"tool":"tailgate","tool_version":"1","source":"unknown","parallelism":1}}},
 	"results":{"request_performance":{"aggregate":{"requests":{"total":1,"failures":0},
 	"latency":{"time_to_first_token":{"units":"%s","mean":1,"min":1,"p50":1,"p90":1,"p95":1,"p99":1,"max":1%s}}}}}}`
 	sch := llmdSchema(t)
@@ -168,5 +183,97 @@ func TestLLMDSchemaRefusesWrongUnitAndUnknownKey(t *testing.T) {
 		if err := sch.Validate(inst); (err == nil) != c.ok {
 			t.Errorf("%s: validate %v, want ok %v", c.name, err, c.ok)
 		}
+	}
+}
+
+// validateEach validates the report beside each summary.json under dir's
+// stages or levels, and returns their eids.
+func validateEach(t *testing.T, dir, sub string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, sub))
+	if err != nil || len(ents) < 2 {
+		t.Fatalf("%s: %v %v", sub, ents, err)
+	}
+	var eids []string
+	for _, e := range ents {
+		inst := validateLLMD(t, filepath.Join(dir, sub, e.Name(), llmd.FileName))
+		eids = append(eids, inst["run"].(map[string]any)["eid"].(string))
+		ts := inst["results"].(map[string]any)["request_performance"].(map[string]any)["time_series"]
+		if ts == nil {
+			t.Errorf("%s/%s: no time_series though it has a latency.hlog", sub, e.Name())
+		}
+	}
+	for _, id := range eids[1:] {
+		if id != eids[0] {
+			t.Errorf("%s: eids differ: %v", sub, eids)
+		}
+	}
+	return eids
+}
+
+// report --format llm-d of a validate pack and of a sweep writes one
+// report per stage or level, each passing the schema, sharing one eid;
+// --out - prints them as an array.
+func TestLLMDReportOfPackAndSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	srv := simtest.Start(t, sim.DefaultConfig())
+	pack := filepath.Join(t.TempDir(), "pack")
+	if code, stdout, stderr := tgCmd("validate", "--plan", writePlan(t, srv.URL, "1s", false), "--out", pack, "--self-check", "warn"); code == slo.ExitUsage {
+		t.Fatalf("validate: %d\n%s\n%s", code, stdout, stderr)
+	}
+	sloFile := filepath.Join(t.TempDir(), "slo.yaml")
+	os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 100ms, target: 90%}\n"), 0o644)
+	sweep := filepath.Join(t.TempDir(), "sweep")
+	if code, stdout, stderr := tgCmd("sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "20,40", "--arrival", "constant",
+		"--max-tokens", "8", "--warmup", "100ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--out", sweep); code == slo.ExitUsage {
+		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range []struct{ dir, sub string }{{pack, "stages"}, {sweep, "levels"}} {
+		var errb strings.Builder
+		if code := dispatch([]string{"report", "--format", "llm-d", c.dir}, &strings.Builder{}, &errb); code != 0 {
+			t.Fatalf("report %s: exit %d: %s", c.sub, code, errb.String())
+		}
+		validateEach(t, c.dir, c.sub)
+		var out strings.Builder
+		if code := dispatch([]string{"report", "--format", "llm-d", "--out", "-", c.dir}, &out, &errb); code != 0 {
+			t.Fatalf("report --out - %s: exit %d: %s", c.sub, code, errb.String())
+		}
+		var arr []llmd.Report
+		if err := json.Unmarshal([]byte(out.String()), &arr); err != nil || len(arr) < 2 {
+			t.Errorf("%s to stdout: %d reports, %v", c.sub, len(arr), err)
+		}
+	}
+}
+
+// A run of agent sessions gives session_performance, which validates, its
+// total summary.json's session count.
+func TestLLMDReportOfSessionRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	mix, err := filepath.Abs("../../testdata/mixes/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "sim-llama-8b", "--mix", mix, "--seed", "3", "--rate", "8",
+		"--arrival", "constant", "--duration", "1s", "--max-error-rate", "1", "--self-check", "warn", "--out", dir, "--llm-d-report")
+	if code != slo.ExitOK && code != slo.ExitFailed {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	inst := validateLLMD(t, filepath.Join(dir, llmd.FileName))
+	s := readSummary(t, dir)
+	if s.Sessions == nil || s.Sessions.Count == 0 {
+		t.Fatalf("summary has no sessions: %+v", s.Sessions)
+	}
+	sp, _ := inst["results"].(map[string]any)["session_performance"].(map[string]any)
+	ss, _ := sp["sessions"].(map[string]any)
+	if fmt.Sprint(ss["total"]) != fmt.Sprint(s.Sessions.Count) || fmt.Sprint(ss["succeeded"]) != fmt.Sprint(s.Sessions.OK) {
+		t.Errorf("session_performance %v, summary sessions %+v", sp, s.Sessions)
 	}
 }

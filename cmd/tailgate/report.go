@@ -23,7 +23,7 @@ import (
 func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	out := fs.String("out", "", "file to write (default: stdout)")
-	format := fs.String("format", report.FormatHTML, "html (one self-contained page with plots), md (a Markdown summary) or llm-d (DIR/"+llmd.FileName+", llm-d-benchmark's report v"+llmd.Version+")")
+	format := fs.String("format", report.FormatHTML, "html (one self-contained page with plots), md (a Markdown summary) or llm-d (llm-d-benchmark's report v"+llmd.Version+" as "+llmd.FileName+" beside each summary.json: the run's, or one per stage of a validate pack or level of a sweep)")
 	title := fs.String("title", "", "page title (default: the directories)")
 	since := fs.String("since", "", "a periodic review instead: every run, validate, sweep and saved canary /status under DIR\nfrom this long ago (30d, 4w, 720h): SLO performance, changes, capacity and forecast,\nefficiency, regressions against the previous result of the same plan or mix, open waivers")
 	fs.Usage = func() {
@@ -120,9 +120,10 @@ func writeDefaultReport(dir results.Dir, stderr io.Writer) error {
 // formatLLMD is report's --format for llm-d-benchmark's report.
 const formatLLMD = "llm-d"
 
-// writeLLMDReports writes each run directory's llm-d benchmark report
-// into it, or, with --out, the one directory's report to that file ("-":
-// stdout).
+// writeLLMDReports writes each directory's llm-d benchmark reports (one
+// per stage of a validate pack, per level of a sweep, else the run's) into
+// the run directories, or, with --out, the one directory's reports to that
+// file ("-": stdout): a run's report as one object, a pack's as an array.
 func writeLLMDReports(dirs []string, out string, stdout, stderr io.Writer) error {
 	if out != "" && len(dirs) != 1 {
 		return usageErr("--format llm-d --out writes one directory's report, not %d", len(dirs))
@@ -130,17 +131,28 @@ func writeLLMDReports(dirs []string, out string, stdout, stderr io.Writer) error
 	for _, d := range dirs {
 		dir := results.Dir(d)
 		if out == "" {
-			if err := llmd.Write(dir); err != nil {
+			parts, err := llmd.Write(dir)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "llm-d report in %s\n", dir.Path(llmd.FileName))
+			for _, p := range parts {
+				fmt.Fprintf(stderr, "llm-d report in %s\n", p.Dir.Path(llmd.FileName))
+			}
 			continue
 		}
-		r, err := llmd.Read(dir)
+		parts, err := llmd.Reports(dir)
 		if err != nil {
 			return err
 		}
-		b, err := json.MarshalIndent(r, "", "  ")
+		var v any = parts[0].Report
+		if len(parts) > 1 || parts[0].Dir != dir {
+			rs := make([]*llmd.Report, len(parts))
+			for i, p := range parts {
+				rs[i] = p.Report
+			}
+			v = rs
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}

@@ -181,7 +181,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	outcome := runOutcome(res, err, stderr)
 	if *llmdReport && out != "" {
-		if lerr := llmd.Write(out); lerr != nil {
+		if _, lerr := llmd.Write(out); lerr != nil {
 			// A report not written is results not delivered: 3, as for
 			// summary.json.
 			fmt.Fprintf(stderr, "tailgate run: %v\n", lerr)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/exporters/llmd"
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
@@ -75,6 +76,10 @@ type Config struct {
 	// StageGap each (StageStarts), so the shards of every stage share an
 	// epoch however fast each shard's previous stage drained.
 	StartAt time.Time
+	// LLMDReport writes llm-d-benchmark's report of each stage into the
+	// pack (stages/*/benchmark_report.json) before the manifest is made,
+	// so the manifest covers them.
+	LLMDReport bool
 	// Sinks get every stage's records too (the Prometheus sink of
 	// --push). They are closed after each stage, so Close must leave them
 	// usable for the next.
@@ -150,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*slo.Report, error) {
 	}
 	env.Ended = time.Now().UTC()
 	rep := judge(ctx, cfg.Plan, ran, bounds, slo.Input{Now: judgedAt, Manual: manual})
-	if err := Finish(cfg.Out, rep, env, cfg.Version); err != nil {
+	if err := finish(cfg.Out, rep, env, cfg.Version, cfg.LLMDReport); err != nil {
 		return rep, err
 	}
 	if ran.writeErr != nil {
@@ -346,8 +351,23 @@ func loadText(st slo.Stage) string {
 
 // Finish writes the verdicts, the environment (if given), report.html
 // and a new manifest into out. A signature over an older manifest is
-// removed: it would no longer verify.
+// removed: it would no longer verify. llm-d reports already in the pack
+// are written again: their experiment id is the new verdict's.
 func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string) error {
+	return finish(out, rep, env, version, false)
+}
+
+// hasLLMD says whether a stage of the pack holds an llm-d report.
+func hasLLMD(out results.Dir, rep *slo.Report) bool {
+	for _, st := range rep.Stages {
+		if _, err := os.Stat(out.Stage(st.Name).Path(llmd.FileName)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string, llmdReport bool) error {
 	rep.Tool = loadgen.NewTool(version)
 	// Each stage's start, from its summary: junit.xml's timestamps say
 	// when the stages ran, however often the pack is judged again.
@@ -368,6 +388,15 @@ func Finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version
 	if env != nil {
 		if err := evidence.WriteEnvironment(string(out), env); err != nil {
 			return &results.WriteError{Path: out.Path(results.EnvironmentFile), Err: err}
+		}
+	}
+	if llmdReport || hasLLMD(out, rep) {
+		if _, err := llmd.Write(out); err != nil {
+			var we *results.WriteError
+			if !errors.As(err, &we) {
+				err = &results.WriteError{Path: out.Path(results.StagesDir), Err: err}
+			}
+			return err
 		}
 	}
 	// The report is part of the evidence, so the manifest covers it; one

@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters/llmd"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -220,7 +221,7 @@ func TestLLMDReportOfPackAndSweep(t *testing.T) {
 	}
 	srv := simtest.Start(t, sim.DefaultConfig())
 	pack := filepath.Join(t.TempDir(), "pack")
-	if code, stdout, stderr := tgCmd("validate", "--plan", writePlan(t, srv.URL, "1s", false), "--out", pack, "--self-check", "warn"); code == slo.ExitUsage {
+	if code, stdout, stderr := tgCmd("validate", "--plan", writePlan(t, srv.URL, "1s", false), "--out", pack, "--self-check", "warn", "--llm-d-report"); code == slo.ExitUsage {
 		t.Fatalf("validate: %d\n%s\n%s", code, stdout, stderr)
 	}
 	sloFile := filepath.Join(t.TempDir(), "slo.yaml")
@@ -230,11 +231,24 @@ func TestLLMDReportOfPackAndSweep(t *testing.T) {
 		"--max-tokens", "8", "--warmup", "100ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--out", sweep); code == slo.ExitUsage {
 		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 	}
+	// The pack's reports are in its manifest; writing them into it
+	// afterwards is refused, as it would break verify.
+	m, _, err := evidence.Read(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := evidence.Check(pack, m); err != nil {
+		t.Errorf("the pack with its llm-d reports does not match its manifest: %v", err)
+	}
+	var errp strings.Builder
+	if code := dispatch([]string{"report", "--format", "llm-d", pack}, &strings.Builder{}, &errp); code != slo.ExitUsage || !strings.Contains(errp.String(), "--out FILE") {
+		t.Errorf("report --format llm-d into a pack: exit %d, want 2 naming --out FILE: %s", code, errp.String())
+	}
+	if code := dispatch([]string{"report", "--format", "llm-d", sweep}, &strings.Builder{}, &errp); code != 0 {
+		t.Fatalf("report sweep: exit %d: %s", code, errp.String())
+	}
 	for _, c := range []struct{ dir, sub string }{{pack, "stages"}, {sweep, "levels"}} {
 		var errb strings.Builder
-		if code := dispatch([]string{"report", "--format", "llm-d", c.dir}, &strings.Builder{}, &errb); code != 0 {
-			t.Fatalf("report %s: exit %d: %s", c.sub, code, errb.String())
-		}
 		validateEach(t, c.dir, c.sub)
 		var out strings.Builder
 		if code := dispatch([]string{"report", "--format", "llm-d", "--out", "-", c.dir}, &out, &errb); code != 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -130,6 +131,12 @@ func writeLLMDReports(dirs []string, out string, stdout, stderr io.Writer) error
 	}
 	for _, d := range dirs {
 		dir := results.Dir(d)
+		if _, err := os.Stat(dir.Path(results.ManifestFile)); err == nil && out == "" {
+			// Files added to an evidence pack after its manifest would fail
+			// verify; validate --llm-d-report writes them before it.
+			return usageErr("%s is an evidence pack (%s): reports written into it would not be in its manifest, and verify would fail it; "+
+				"write them with --out FILE, or run validate with --llm-d-report", dir, results.ManifestFile)
+		}
 		if out == "" {
 			parts, err := llmd.Write(dir)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
+	"github.com/tailgate-llm/tailgate/exporters/llmd"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -44,6 +45,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var vf validityFlags
 	vf.register(fs, true)
 	force := fs.Bool("force", false, "run into an --out directory that already holds results")
+	llmdReport := fs.Bool("llm-d-report", false, "also write llm-d-benchmark's report v"+llmd.Version+" of each stage (--out/stages/*/"+llmd.FileName+"), in the manifest")
 	noProgress := fs.Bool("no-progress", false, "no live progress bar (it is off anyway when stderr is not a terminal)")
 	var lo liveOutputs
 	lo.register(fs, true)
@@ -124,7 +126,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force,
+	cfg := acceptance.Config{Plan: plan, PlanPath: *planPath, Mix: mix, Out: out, Force: *force, LLMDReport: *llmdReport,
 		Client: client, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Streaming: tf.stream,
 		Timeout: *timeout, Grace: graceOption(grace), MaxInFlight: *maxInFlight, AcceptEmpty: tf.acceptEmpty, Validity: &bounds, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Changes: cleanChanges(*changes),

@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/tailgate-llm/tailgate/internal/version.revision=$(REVI
 # go-nvml needs cgo; this quiets its deprecated-API warnings.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-BENCH_STEPS ?= plain,streamed,ttft,lag,memory
+BENCH_STEPS ?= plain,streamed,ttft,lag,memory,grpc
 
 .PHONY: all build image test test-timing unit fmt-check vet lint demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 

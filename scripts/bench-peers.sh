@@ -6,7 +6,7 @@
 # to install and stops, unless BENCH_STEPS leaves the plain step out.
 set -eu
 cd "$(dirname "$0")/.."
-steps=${BENCH_STEPS:-plain,streamed,ttft,lag,memory}
+steps=${BENCH_STEPS:-plain,streamed,ttft,lag,memory,grpc}
 case ",$steps," in
 *,plain,*)
 	need=""
@@ -16,7 +16,7 @@ case ",$steps," in
 		echo "bench-peers: missing:$need (the plain step compares tailgate with them)." >&2
 		echo "  Debian/Ubuntu: sudo apt-get install$need" >&2
 		echo "  or: go install github.com/rakyll/hey@latest (hey); wrk from https://github.com/wg/wrk" >&2
-		echo "  or run the other steps: make bench-peers BENCH_STEPS=streamed,ttft,lag,memory" >&2
+		echo "  or run the other steps: make bench-peers BENCH_STEPS=streamed,ttft,lag,memory,grpc" >&2
 		exit 1
 	fi
 	;;

@@ -48,6 +48,9 @@ func main() {
 		case "floor":
 			floor(os.Args[2:])
 			return
+		case "grpcfloor":
+			grpcFloor(os.Args[2:])
+			return
 		}
 	}
 	if err := orchestrate(os.Args[1:]); err != nil {
@@ -365,7 +368,7 @@ func orchestrate(args []string) error {
 	fs := flag.NewFlagSet("bench-peers", flag.ExitOnError)
 	tailgate := fs.String("tailgate", "bin/tailgate", "the tailgate binary")
 	d := fs.Duration("duration", 5*time.Second, "length of each measurement")
-	only := fs.String("steps", "plain,streamed,ttft,lag,memory", "which measurements to make, comma-separated")
+	only := fs.String("steps", "plain,streamed,ttft,lag,memory,grpc", "which measurements to make, comma-separated")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown, for docs/performance.md")
 	fs.Parse(args)
 	self, err := os.Executable()
@@ -395,7 +398,7 @@ func orchestrate(args []string) error {
 	steps := []struct {
 		name string
 		run  func(context.Context) error
-	}{{"plain", b.plainHTTP}, {"streamed", b.streamed}, {"ttft", b.ttftError}, {"lag", b.scheduleLag}, {"memory", b.memory}}
+	}{{"plain", b.plainHTTP}, {"streamed", b.streamed}, {"ttft", b.ttftError}, {"lag", b.scheduleLag}, {"memory", b.memory}, {"grpc", b.grpcStreams}}
 	for _, step := range steps {
 		if !strings.Contains(","+*only+",", ","+step.name+",") {
 			continue

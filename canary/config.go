@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
@@ -48,7 +49,10 @@ type Config struct {
 	// EvaluationInterval is how often the rolling windows are judged, the
 	// gauges set and one log line written.
 	EvaluationInterval time.Duration
-	Targets            []Target
+	// Histograms is which forms of the latency histograms /metrics
+	// serves: classic, native or both (the default).
+	Histograms prom.HistogramMode
+	Targets    []Target
 	// Warnings are things the canary cannot do as asked (objectives left
 	// to acceptance) and the SLO files' own warnings.
 	Warnings []string
@@ -120,7 +124,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if doc.Failed() {
 		return nil, doc.Err()
 	}
-	c := &Config{File: file, Listen: DefaultListen, EvaluationInterval: DefaultEvaluationInterval}
+	c := &Config{File: file, Listen: DefaultListen, EvaluationInterval: DefaultEvaluationInterval, Histograms: prom.HistogramsBoth}
 	dir := filepath.Dir(file)
 	resolve := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -128,7 +132,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 		return filepath.Join(dir, p)
 	}
-	m, _ := root.Map("apiVersion", "kind", "listen", "web_config", "evaluation_interval", "slo", "defaults", "targets")
+	m, _ := root.Map("apiVersion", "kind", "listen", "web_config", "evaluation_interval", "histograms", "slo", "defaults", "targets")
 	if n, ok := m.Require("kind"); ok {
 		if k, ok := n.Str(); ok && k != "Canary" {
 			n.Errorf("%q: want Canary", k)
@@ -161,6 +165,15 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 				n.Errorf("%s is below 100ms", d)
 			}
 			c.EvaluationInterval = d
+		}
+	}
+	if n, ok := m.Get("histograms"); ok {
+		if v, ok := n.Str(); ok {
+			if h, err := prom.ParseHistogramMode(v); err != nil {
+				n.Errorf("%q: want classic, native or both", v)
+			} else {
+				c.Histograms = h
+			}
 		}
 	}
 	globalSLO := ""

@@ -2,6 +2,7 @@ package canary
 
 import (
 	"bytes"
+	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,9 @@ func TestTestdataConfigsLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.Histograms != prom.HistogramsBoth {
+		t.Errorf("histograms %q, want the default, both", c.Histograms)
+	}
 	a, b := c.Targets[0], c.Targets[1]
 	if a.Interval != 30*time.Second || a.Jitter != 5*time.Second || a.Schedule() != "every 30s ± 5s" {
 		t.Errorf("pool-a schedule from defaults: %s", a.Schedule())
@@ -84,6 +88,7 @@ func TestConfigErrorsHaveLines(t *testing.T) {
 		{"no targets", "kind: Canary\ntargets: []\n", "canary.yaml:2: targets: empty"},
 		{"unknown field", "kind: Canary\nlisten: 127.0.0.1:1\nlisen: x\ntargets: []\n", "canary.yaml:3: lisen: unknown field"},
 		{"listen", "kind: Canary\nlisten: localhost\ntargets: []\n", `canary.yaml:2: listen: "localhost" is not HOST:PORT`},
+		{"histograms", "kind: Canary\nhistograms: exponential\ntargets: []\n", `canary.yaml:2: histograms: "exponential": want classic, native or both`},
 		{"schedule missing", `kind: Canary
 slo: slo.yaml
 targets:
@@ -201,5 +206,23 @@ func TestKubernetesExampleLoads(t *testing.T) {
 	}
 	if c.Listen != ":9464" || len(c.Targets) != 1 || c.Targets[0].SLO.Name != "chat" {
 		t.Errorf("%+v", c)
+	}
+}
+
+// histograms: picks the forms of the latency histograms /metrics serves.
+func TestConfigHistograms(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"slo.yaml": sloFile, "canary.yaml": `
+kind: Canary
+histograms: native
+slo: slo.yaml
+targets:
+  - {name: a, url: "http://127.0.0.1:8000", model: m, schedule: {rate: 1}}
+`})
+	c, err := LoadConfig(filepath.Join(dir, "canary.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Histograms != prom.HistogramsNative {
+		t.Errorf("histograms %q, want native", c.Histograms)
 	}
 }

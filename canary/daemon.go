@@ -139,7 +139,7 @@ func New(path string, opts Options) (*Daemon, error) {
 		w = io.Discard
 	}
 	d := &Daemon{path: path, opts: opts, log: log.New(w, "", log.LstdFlags|log.LUTC),
-		metrics: prom.New(prom.Options{Version: opts.Version, Revision: opts.Revision, Daemon: true}),
+		metrics: prom.New(prom.Options{Version: opts.Version, Revision: opts.Revision, Daemon: true, Histograms: cfg.Histograms}),
 		states:  map[stateKey]*objState{}, stats: map[string]*targetStats{}, runs: map[string]*targetRun{}}
 	d.started = time.Now()
 	for _, w := range cfg.Warnings {
@@ -448,6 +448,7 @@ func (d *Daemon) install(cfg *Config, now time.Time) {
 			}
 		}
 	}
+	d.metrics.SetHistogramMode(cfg.Histograms)
 	d.metrics.SetSpecs(specs)
 	d.cfg, d.loadedAt = cfg, now
 }

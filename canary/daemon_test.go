@@ -12,6 +12,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -699,5 +700,54 @@ func TestCanaryEmptyAnswersBurn(t *testing.T) {
 	fams, _ := scrape(t, d)
 	if v := total(fams, prom.RequestErrorsTotal, map[string]string{"target": "sim", "kind": "empty_answer"}); v == 0 {
 		t.Errorf("no empty_answer counted")
+	}
+}
+
+// histograms: native serves the latency histograms in native form only,
+// which /metrics hands out in the protobuf format a scraper with native
+// histograms on asks for: no classic buckets, a schema, and the probes'
+// count. The text format still parses (the count, sum and +Inf bucket).
+func TestCanaryNativeHistograms(t *testing.T) {
+	srv := simtest.Start(t, fastSim())
+	body := strings.Replace(fmt.Sprintf(canaryFile, srv.URL, "2s", 20, ""), "evaluation_interval: 200ms\n",
+		"evaluation_interval: 200ms\nhistograms: native\n", 1)
+	d, _, logs := startCanary(t, body)
+	simT := map[string]string{"target": "sim"}
+	waitFor(t, logs, 5*time.Second, "5 probes of sim", func() bool {
+		fams, _ := scrape(t, d)
+		return total(fams, prom.TTFTSeconds, simT) >= 5
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://"+d.Addr()+"/metrics", nil)
+	req.Header.Set("Accept", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if f := expfmt.ResponseFormat(resp.Header); f.FormatType() != expfmt.TypeProtoDelim {
+		t.Fatalf("/metrics answered %q to a protobuf Accept", resp.Header.Get("Content-Type"))
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	found := false
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		if mf.GetName() != prom.TTFTSeconds {
+			continue
+		}
+		found = true
+		h := mf.GetMetric()[0].GetHistogram()
+		if len(h.Bucket) != 0 || h.Schema == nil || h.GetSampleCount() < 5 || len(h.PositiveSpan) == 0 {
+			t.Errorf("TTFT: %d classic buckets, schema %v, count %d, %d spans; want native only",
+				len(h.Bucket), h.Schema, h.GetSampleCount(), len(h.PositiveSpan))
+		}
+	}
+	if !found {
+		t.Errorf("no %s in the protobuf exposition", prom.TTFTSeconds)
 	}
 }

@@ -17,21 +17,29 @@ import (
 
 // pushFlags are --push and --push-target, shared by run and validate.
 type pushFlags struct {
-	url, target string
-	metrics     *prom.Metrics
+	url, target, histograms string
+	metrics                 *prom.Metrics
 }
 
 func (p *pushFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.url, "push", "", "at the end, push the run's metrics (the canary's names) to this Pushgateway URL, job tailgate, grouped by target")
+	fs.StringVar(&p.histograms, "push-histograms", "both", `latency histograms pushed: "classic" (buckets on the SLO thresholds), "native" (Prometheus native histograms, bucket factor 1.1) or "both"`)
 	fs.StringVar(&p.target, "push-target", "", "the target label (Pushgateway grouping key) for --push (default: host:port of the target URL)")
 }
 
 // sink returns the Prometheus sink for --push (nil without it). The target
 // label defaults to the target URL's host:port.
 func (p *pushFlags) sink(spec *slo.Spec, targetURL string) (pipeline.Sink, error) {
+	mode, err := prom.ParseHistogramMode(p.histograms)
+	if err != nil {
+		return nil, usageErr("--push-histograms: %v", err)
+	}
 	if p.url == "" {
 		if p.target != "" {
 			return nil, usageErr("--push-target needs --push URL")
+		}
+		if mode != prom.HistogramsBoth {
+			return nil, usageErr("--push-histograms needs --push URL")
 		}
 		return nil, nil
 	}
@@ -49,7 +57,7 @@ func (p *pushFlags) sink(spec *slo.Spec, targetURL string) (pipeline.Sink, error
 	if spec != nil {
 		specs = []*slo.Spec{spec}
 	}
-	p.metrics = prom.New(prom.Options{Specs: specs, Version: version.Version, Revision: version.Revision()})
+	p.metrics = prom.New(prom.Options{Specs: specs, Version: version.Version, Revision: version.Revision(), Histograms: mode})
 	return p.metrics.NewSink(prom.SinkOptions{Target: p.target, Specs: specs}), nil
 }
 

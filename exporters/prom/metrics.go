@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -44,6 +45,40 @@ const (
 	nativeMinReset     = time.Hour
 )
 
+// HistogramMode says which forms of the latency histograms are exposed.
+type HistogramMode string
+
+// The histogram modes. Both is the default: classic buckets on the SLO
+// edges for Prometheus without native histograms (and for queries on
+// _bucket), native ones for full-resolution quantiles where they are on.
+const (
+	HistogramsBoth    HistogramMode = "both"
+	HistogramsClassic HistogramMode = "classic"
+	HistogramsNative  HistogramMode = "native"
+)
+
+// HistogramModes lists the modes in the order help texts name them.
+var HistogramModes = []HistogramMode{HistogramsClassic, HistogramsNative, HistogramsBoth}
+
+// ParseHistogramMode reads classic, native or both ("" is both).
+func ParseHistogramMode(s string) (HistogramMode, error) {
+	if s == "" {
+		return HistogramsBoth, nil
+	}
+	for _, m := range HistogramModes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("histogram mode %q: want classic, native or both", s)
+}
+
+// Classic says whether the classic buckets are exposed.
+func (h HistogramMode) Classic() bool { return h != HistogramsNative }
+
+// Native says whether the native histogram is exposed.
+func (h HistogramMode) Native() bool { return h != HistogramsClassic }
+
 // Buckets is the classic bucket layout for one latency metric: defaults
 // plus every threshold that specs' latency objectives on the metric set,
 // as time.Duration.Seconds() gives it — the very computation that turns an
@@ -84,8 +119,11 @@ type Metrics struct {
 	stateWritten                   *prometheus.GaugeVec // no labels: absent until the first write
 
 	mu      sync.RWMutex
+	mode    HistogramMode
+	specs   []*slo.Spec
 	hists   map[string]*prometheus.HistogramVec // by metric-table name
 	buckets map[string][]float64
+	built   HistogramMode // the mode the histograms in hists have
 }
 
 // Options configure New.
@@ -102,12 +140,18 @@ type Options struct {
 	// and the process_* and go_* collectors (process_start_time_seconds
 	// shows restarts).
 	Daemon bool
+	// Histograms is which forms of the latency histograms are exposed
+	// ("": both).
+	Histograms HistogramMode
 }
 
 // New makes the collectors and registers them, and tailgate_build_info, on
 // a fresh registry.
 func New(opts Options) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), mode: opts.Histograms}
+	if m.mode == "" {
+		m.mode = HistogramsBoth
+	}
 	tc := []string{LabelTarget, LabelClass}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestsTotal,
 		Help: "Finished requests by outcome (ok or error); dropped and cut_at_end requests count as errors of their kind."},
@@ -185,30 +229,68 @@ func (m *Metrics) SetSpecs(specs []*slo.Spec) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.specs = specs
+	m.rebuild()
+}
+
+// SetHistogramMode changes which forms of the latency histograms are
+// exposed ("": both); the histograms are rebuilt if it changes (their
+// series restart from zero).
+func (m *Metrics) SetHistogramMode(mode HistogramMode) {
+	if mode == "" {
+		mode = HistogramsBoth
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mode = mode
+	m.rebuild()
+}
+
+// HistogramMode is the mode in use.
+func (m *Metrics) HistogramMode() HistogramMode {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mode
+}
+
+// rebuild makes each histogram whose buckets or mode changed anew; m.mu
+// is held.
+func (m *Metrics) rebuild() {
 	if m.hists == nil {
 		m.hists, m.buckets = map[string]*prometheus.HistogramVec{}, map[string][]float64{}
 	}
 	for _, h := range latencyHistograms {
-		b := Buckets(h.metric, h.defaults, specs)
+		b := Buckets(h.metric, h.defaults, m.specs)
 		if old, ok := m.hists[h.metric]; ok {
-			if slices.Equal(b, m.buckets[h.metric]) {
+			if slices.Equal(b, m.buckets[h.metric]) && m.built == m.mode {
 				continue
 			}
 			m.reg.Unregister(old)
 		}
-		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: h.name, Help: h.help, Buckets: b,
-			NativeHistogramBucketFactor: nativeBucketFactor, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
-			NativeHistogramMinResetDuration: nativeMinReset}, []string{LabelTarget, LabelClass})
+		opts := prometheus.HistogramOpts{Name: h.name, Help: h.help}
+		if m.mode.Classic() {
+			opts.Buckets = b
+		}
+		if m.mode.Native() {
+			opts.NativeHistogramBucketFactor = nativeBucketFactor
+			opts.NativeHistogramMaxBucketNumber = nativeMaxBuckets
+			opts.NativeHistogramMinResetDuration = nativeMinReset
+		}
+		v := prometheus.NewHistogramVec(opts, []string{LabelTarget, LabelClass})
 		m.reg.MustRegister(v)
 		m.hists[h.metric], m.buckets[h.metric] = v, b
 	}
+	m.built = m.mode
 }
 
 // HistogramBuckets is the classic bucket layout in use for a metric-table
-// metric ("ttft"), nil if it is not exported.
+// metric ("ttft"), nil if it is not exported or the mode is native.
 func (m *Metrics) HistogramBuckets(metric string) []float64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	if !m.mode.Classic() {
+		return nil
+	}
 	return append([]float64(nil), m.buckets[metric]...)
 }
 

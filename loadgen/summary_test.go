@@ -170,20 +170,20 @@ func TestHostLoad(t *testing.T) {
 	}
 	write(stat, "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\ncpu1 50 0 25 400 25 0 0 0 0 0\nintr 1\n")
 	write(psi, "some avg10=1.00 avg60=0.50 avg300=0.10 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
-	oldStat, oldPSI := procStatPath, cpuPressurePath
-	procStatPath, cpuPressurePath = stat, psi
-	defer func() { procStatPath, cpuPressurePath = oldStat, oldPSI }()
 	if busy, total := readProcStat(stat); busy != 150 || total != 1000 {
 		t.Errorf("proc stat busy %d total %d", busy, total)
 	}
 	if v := readPSISome(psi); v != 1000000 {
 		t.Errorf("psi %d", v)
 	}
-	if machineCPUs() != 2 {
-		t.Errorf("cpus %d", machineCPUs())
+	if n := machineCPUs(stat); n != 2 {
+		t.Errorf("cpus %d", n)
 	}
-	a := hostReading{at: time.Unix(0, 0), own: 0, busy: 150, total: 1000, psiSomeUs: 1000000}
-	b := hostReading{at: time.Unix(10, 0), own: 2 * time.Second, busy: 1150, total: 2000, psiSomeUs: 4000000}
+	if r := readHost(hostPaths{stat: stat, pressure: psi}); r.busy != 150 || r.total != 1000 || r.psiSomeUs != 1000000 || r.cpus != 2 {
+		t.Errorf("reading %+v", r)
+	}
+	a := hostReading{at: time.Unix(0, 0), own: 0, busy: 150, total: 1000, psiSomeUs: 1000000, cpus: 2}
+	b := hostReading{at: time.Unix(10, 0), own: 2 * time.Second, busy: 1150, total: 2000, psiSomeUs: 4000000, cpus: 2}
 	h := hostLoad(a, b, 2)
 	// 1000 of 1000 jiffies busy on 2 CPUs: 2 cores; the generator 0.2.
 	if h.BusyCores != 2 || math.Abs(h.OwnCores-0.2) > 1e-9 || math.Abs(h.OtherCores-1.8) > 1e-9 || math.Abs(h.CPUPressure-0.3) > 1e-9 ||
@@ -191,8 +191,7 @@ func TestHostLoad(t *testing.T) {
 		t.Errorf("%+v", h)
 	}
 	// Unreadable files degrade to −1 and say which readings were used.
-	procStatPath, cpuPressurePath = dir+"/none", dir+"/none"
-	r := readHost()
+	r := readHost(hostPaths{stat: dir + "/none", pressure: dir + "/none"})
 	if r.total != 0 || r.psiSomeUs != -1 {
 		t.Errorf("missing files: %+v", r)
 	}

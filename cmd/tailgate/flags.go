@@ -37,8 +37,9 @@ type targetFlags struct {
 	connections        int
 	keepalive          time.Duration
 	httpClient         string
-	apiKey             string // read by client(); never printed
-	acceptEmpty        bool   // registerAnswer's
+	apiKey             string   // read by client(); never printed
+	acceptEmpty        bool     // registerAnswer's
+	dial               dialFunc // the invocation's dialer (withDial); nil: TCP
 }
 
 // registerAnswer registers what an answer must carry (run, validate,
@@ -130,7 +131,7 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	pt := protocol.Target{
 		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
 			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient,
-			Dial: testDial}},
+			Dial: t.dial}},
 		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
 		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
 	// Read here, not only in protocol.New: the server's /metrics is
@@ -352,6 +353,7 @@ type telemetryFlags struct {
 	interval    time.Duration
 	serverModel string
 	gpuHourCost float64
+	dial        dialFunc // the invocation's dialer (withDial); nil: TCP
 }
 
 func (t *telemetryFlags) register(fs *pflag.FlagSet) {
@@ -388,7 +390,7 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model), Dial: testDial}
+	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model), Dial: t.dial}
 	switch mu := strings.TrimSpace(t.metricsURL); mu {
 	case "off", "none":
 	default:

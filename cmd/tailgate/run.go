@@ -29,6 +29,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var tf targetFlags
 	var lf loadFlags
 	var tel telemetryFlags
+	tf.dial, tel.dial = dialFrom(ctx), dialFrom(ctx)
 	var sc scaleFlags
 	tf.register(fs)
 	tf.registerAnswer(fs)

@@ -25,6 +25,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
 	var tf targetFlags
 	var tel telemetryFlags
+	tf.dial, tel.dial = dialFrom(ctx), dialFrom(ctx)
 	tf.register(fs)
 	tf.registerAnswer(fs)
 	tel.register(fs)

@@ -47,8 +47,8 @@ func TestSamplesTruncateInstants(t *testing.T) {
 	}
 	samples := func(r *Record) map[string][][2]int64 {
 		out := map[string][][2]int64{}
-		for i := range LatencyMetrics {
-			m := &LatencyMetrics[i]
+		for i := range latencyMetricsTable {
+			m := &latencyMetricsTable[i]
 			for s := m.Samples(r); s.Next(); {
 				out[m.Name] = append(out[m.Name], [2]int64{int64(s.Value()), int64(s.Weight())})
 			}
@@ -72,7 +72,7 @@ func TestSamplesTruncateInstants(t *testing.T) {
 	ml, msv := NewMetrics(), NewMetrics()
 	ml.Add(live)
 	msv.Add(saved)
-	for _, n := range MetricNames {
+	for _, n := range metricNamesTable {
 		if !ml.All.Hist[n].Equals(msv.All.Hist[n]) {
 			t.Errorf("%s: live and saved histograms differ", n)
 		}
@@ -82,9 +82,9 @@ func TestSamplesTruncateInstants(t *testing.T) {
 // TestFailedRecordHasNoSamples: latencies are of successful requests only.
 func TestFailedRecordHasNoSamples(t *testing.T) {
 	r := &Record{End: 5 * ms, ErrorKind: ErrStreamTruncated, Chunks: []Chunk{{At: ms, Tokens: 1}, {At: 2 * ms, Tokens: 1}}, OutputTokens: 2}
-	for i := range LatencyMetrics {
-		if s := LatencyMetrics[i].Samples(r); s.Next() {
-			t.Errorf("%s: a sample from a failed record", LatencyMetrics[i].Name)
+	for i := range latencyMetricsTable {
+		if s := latencyMetricsTable[i].Samples(r); s.Next() {
+			t.Errorf("%s: a sample from a failed record", latencyMetricsTable[i].Name)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 	if int64(len(seqs)) != want.Requests.Sent {
 		t.Fatalf("merged records: %d, single sent %d", len(seqs), want.Requests.Sent)
 	}
-	for _, n := range loadgen.MetricNames {
+	for _, n := range loadgen.MetricNames() {
 		if g, w := got.LatencyMs[n], loadgen.HistOf(m.All.Hist[n]); g != w {
 			t.Errorf("%s: merged summary %+v, merged records %+v", n, g, w)
 		}

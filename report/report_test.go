@@ -68,7 +68,7 @@ func runDir(t *testing.T) string {
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "normal", Rate: 20, Duration: 3 * time.Second}, {Name: "peak", Rate: 150, Duration: 3 * time.Second}},
 			Arrival: loadgen.ArrivalPoisson, Seed: 1, Grace: time.Second, Timeout: 10 * time.Second},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
-		Theater:   theaterOptions(), Out: results.Dir(dir), Validity: &slo.Unbounded}, pipeline.Func(judge.Add))
+		Theater:   theaterOptions(), Out: results.Dir(dir), Validity: slo.Unbounded()}, pipeline.Func(judge.Add))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func sweepDir(t *testing.T) string {
 		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
 		Search:  capacity.Search{Levels: []capacity.Level{{Rate: 30}, {Rate: 60}, {Rate: 90}, {Rate: 110}, {Rate: 160}}},
 		Arrival: loadgen.ArrivalConstant, Warmup: 300 * time.Millisecond, MinDuration: time.Second, Grace: time.Second,
-		Timeout: 10 * time.Second, Validity: &slo.Unbounded, CurrentRate: 50, Growth: &capacity.Growth{PerMonth: 0.08, Text: "8%/month"},
+		Timeout: 10 * time.Second, Validity: slo.Unbounded(), CurrentRate: 50, Growth: &capacity.Growth{PerMonth: 0.08, Text: "8%/month"},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
 		Out:       results.Dir(dir)})
 	if err != nil {

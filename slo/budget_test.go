@@ -17,8 +17,8 @@ func TestBurnFactors(t *testing.T) {
 		tiers  []BurnRateTier
 		want   []float64
 	}{
-		{30 * day, SlothTiers, []float64{14.4, 6, 3, 1}},
-		{28 * day, SlothTiers, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
+		{30 * day, slothTiersTable, []float64{14.4, 6, 3, 1}},
+		{28 * day, slothTiersTable, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
 	} {
 		for i, a := range Alerts(c.window, 0.001, c.tiers) {
 			// Exactly the nearest float: rule files print it with %g.
@@ -55,7 +55,7 @@ func TestBudgetMath(t *testing.T) {
 	if !math.IsInf(BurnRate(0.1, 0), 1) || BurnRate(0, 0) != 0 {
 		t.Fatal("zero budget")
 	}
-	page := Alerts(30*24*time.Hour, 0.001, SlothTiers)[0]
+	page := Alerts(30*24*time.Hour, 0.001, slothTiersTable)[0]
 	// Both windows must exceed 14.4 × 0.001.
 	if page.Firing(0.1, 0.0083) || !page.Firing(0.1, 0.0150) || page.Firing(0.0140, 0.1) {
 		t.Fatal("Firing")
@@ -74,10 +74,10 @@ func TestBudgetMath(t *testing.T) {
 func TestBurnRateWindows(t *testing.T) {
 	h := time.Hour
 	want := []time.Duration{5 * time.Minute, 30 * time.Minute, h, 2 * h, 6 * h, 24 * h, 72 * h}
-	if !slices.Equal(BurnRateWindows, want) {
-		t.Errorf("BurnRateWindows %v, want %v", BurnRateWindows, want)
+	if !slices.Equal(burnRateWindowsTable, want) {
+		t.Errorf("BurnRateWindows %v, want %v", burnRateWindowsTable, want)
 	}
-	page := SlothTiers[:2]
+	page := slothTiersTable[:2]
 	if got := TierWindows(page); !slices.Equal(got, []time.Duration{5 * time.Minute, 30 * time.Minute, h, 6 * h}) {
 		t.Errorf("page windows %v", got)
 	}

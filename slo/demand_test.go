@@ -54,7 +54,7 @@ func verdictOf(t *testing.T, rep *Report, name string) Verdict {
 func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 128, 100) // 2 req/s, at most 128 tokens each
-	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: defaultValidityTable}
 
 	// Without a demand (run, validate): the floors are judged and fail.
 	rep := Assess(p, spec, Input{Records: recs})
@@ -110,7 +110,7 @@ func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
 func TestFloorWithoutMaxTokensApplies(t *testing.T) {
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 0, 100) // no max_tokens sent: no bound
-	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
 	rep := Assess(p, spec, Input{Records: recs, Demand: map[string]*Demand{"s": {OfferedPerS: 2}}})
 	if v := verdictOf(t, rep, "tokens"); v.Status != Fail {
 		t.Errorf("tokens with no max_tokens: %s %q, want FAIL (no bound known)", v.Status, v.Note)
@@ -119,7 +119,7 @@ func TestFloorWithoutMaxTokensApplies(t *testing.T) {
 
 func TestOnlyNotApplicableIsNotPass(t *testing.T) {
 	spec := mustSpec(t, floorSpec)
-	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
 	rep := Assess(p, spec, Input{Records: steady(100, 500*ms1, 128, 100), Demand: map[string]*Demand{"s": {OfferedPerS: 2}}})
 	if rep.Status != ReportInconclusive {
 		t.Errorf("report of only N/A: %s, want INCONCLUSIVE (nothing decided from nothing)", rep.Status)
@@ -146,7 +146,7 @@ objectives:
 	for i := range 10 { // 10 of 100 failed: 90% good
 		recs = append(recs, errRec("s", time.Duration(90+i)*100*ms1, loadgen.ErrServer))
 	}
-	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: defaultValidityTable}
 	// A demand never sets a share aside: it scales with the load.
 	v := one(t, Assess(p, spec, Input{Records: recs, Demand: map[string]*Demand{"s": {OfferedPerS: 0.1}}}).Verdicts)
 	if v.Status != Fail || v.Offered != 100 || v.Measured != 0.9 || v.MeasuredText() != "90% of offered" {

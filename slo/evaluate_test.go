@@ -394,7 +394,7 @@ waivers:
 	}
 	// Class narrowing.
 	cw := Waiver{Objective: "lat", Class: "batch", Owner: "a", Reason: "r", Expires: t0.Add(time.Hour)}
-	plan := &Plan{Stages: []Stage{{Name: "normal"}}, Waivers: []Waiver{cw}, Validity: DefaultValidity}
+	plan := &Plan{Stages: []Stage{{Name: "normal"}}, Waivers: []Waiver{cw}, Validity: defaultValidityTable}
 	if v := Assess(plan, spec, Input{Records: recs, Now: t0}).Verdicts[0]; v.Status != Fail {
 		t.Errorf("class waiver on an all-class objective: %+v", v)
 	}

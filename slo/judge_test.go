@@ -24,7 +24,7 @@ func TestMetricTable(t *testing.T) {
 	if err == nil {
 		t.Fatal("unknown metric parsed")
 	}
-	for _, m := range loadgen.LatencyMetrics {
+	for _, m := range loadgen.LatencyMetrics() {
 		if Metric(m.Name).Kind() != KindLatency {
 			t.Errorf("%s: kind %q", m.Name, Metric(m.Name).Kind())
 		}
@@ -43,8 +43,8 @@ func TestMetricTable(t *testing.T) {
 			t.Errorf("%s: no definition or event name", m.Name)
 		}
 	}
-	if len(s.LatencyMs) != len(loadgen.LatencyMetrics) {
-		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(loadgen.LatencyMetrics))
+	if len(s.LatencyMs) != len(loadgen.LatencyMetrics()) {
+		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(loadgen.LatencyMetrics()))
 	}
 }
 

@@ -114,7 +114,7 @@ func TestAssessExitCodes(t *testing.T) {
 }
 
 func TestCheckValidity(t *testing.T) {
-	v := DefaultValidity
+	v := defaultValidityTable
 	// The opt-in bounds a plan may set.
 	v.MaxErrorRate, v.MaxScheduleLag, v.MaxClientCPU = MustDecimal("50%"), 50*ms1, MustDecimal("90%")
 	ok := stageRecs("s", 100, 10*ms1)
@@ -212,10 +212,10 @@ func TestValidityContextLengthJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"max_error_rate":"5%","max_dropped":"1%","max_cut_at_end":"5%","max_distortion":"10%"}`), &old); err != nil {
 		t.Fatal(err)
 	}
-	if old.MaxContextLength != DefaultValidity.MaxContextLength {
-		t.Errorf("old bounds: max_context_length %s, want the default %s", old.MaxContextLength, DefaultValidity.MaxContextLength)
+	if old.MaxContextLength != defaultValidityTable.MaxContextLength {
+		t.Errorf("old bounds: max_context_length %s, want the default %s", old.MaxContextLength, defaultValidityTable.MaxContextLength)
 	}
-	v := DefaultValidity
+	v := defaultValidityTable
 	v.MaxContextLength = MustDecimal("3%")
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -233,7 +233,7 @@ type validityFlags struct {
 
 func (v *validityFlags) register(fs *pflag.FlagSet, selfCheck bool) {
 	v.fs = fs
-	d := slo.DefaultValidity
+	d := slo.DefaultValidity()
 	fs.Float64Var(&v.errorRate, "max-error-rate", d.MaxErrorRate.Float(), "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit; requests the run cancelled itself are not failures")
 	fs.Float64Var(&v.dropped, "max-dropped", d.MaxDropped.Float(), "share of scheduled requests that may be dropped (never sent: in-flight cap) before the run is invalid")
 	fs.Float64Var(&v.cutAtEnd, "max-cut-at-end", d.MaxCutAtEnd.Float(), "share of sent requests that may still be in flight when the grace period ends (cut_at_end) before the run is invalid")

@@ -134,7 +134,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	bounds, err := lf.validity.bounds(slo.DefaultValidity)
+	bounds, err := lf.validity.bounds(slo.DefaultValidity())
 	if err != nil {
 		return err
 	}

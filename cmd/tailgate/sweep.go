@@ -105,7 +105,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *precision <= 0 || *precision >= 1 {
 		return usageErr("--precision %v: want a share between 0 and 1", *precision)
 	}
-	bounds, err := vf.bounds(slo.DefaultValidity)
+	bounds, err := vf.bounds(slo.DefaultValidity())
 	if err != nil {
 		return err
 	}

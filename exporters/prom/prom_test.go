@@ -277,7 +277,7 @@ func TestNamesAreWhatIsExported(t *testing.T) {
 	if _, ok := gather(t, m)["process_start_time_seconds"]; !ok || std < 10 {
 		t.Errorf("a daemon exports no process_start_time_seconds (%d process_/go_ families)", std)
 	}
-	want := append([]string(nil), Names...)
+	want := append([]string(nil), namesTable...)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -39,6 +39,7 @@ func lagRunOn(n, late int, ttft, lateBy, onTime time.Duration) *Metrics {
 // The figure-shift rule on constructed records: the lag is judged by how
 // far it moved each reported figure.
 func TestSelfCheck(t *testing.T) {
+	t.Parallel()
 	busy := HostLoad{WindowS: 10, Cores: 2, OwnCores: 0.04, BusyCores: 2, OtherCores: 1.96, CPUPressure: 0.7, Source: "test"}
 	for _, c := range []struct {
 		name      string
@@ -102,6 +103,7 @@ func TestSelfCheck(t *testing.T) {
 // The 95% interval's upper end of a percentile: for 1..100 ms, p90's rank
 // is 90 + 1.96·√9 = 95.88, the 96th value (HDR rounds the rank).
 func TestQuantileHigh(t *testing.T) {
+	t.Parallel()
 	h := NewHistogram()
 	for i := int64(1); i <= 100; i++ {
 		h.RecordValue(i * 1000)
@@ -135,6 +137,7 @@ func spreadRun(n int, lag time.Duration) *Metrics {
 
 // The cause classifier on injected readings.
 func TestCause(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		cpu     float64
@@ -161,6 +164,7 @@ func TestCause(t *testing.T) {
 
 // Host readings from /proc files, and the load between two of them.
 func TestHostLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stat, psi := dir+"/stat", dir+"/pressure"
 	write := func(p, s string) {
@@ -203,6 +207,7 @@ func TestHostLoad(t *testing.T) {
 // cut_at_end requests are counted apart from errors, and the summary says
 // how many.
 func TestSummaryCountsCutAtEndApart(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	add := func(kind ErrorKind, n int) {
 		for i := 0; i < n; i++ {
@@ -235,6 +240,7 @@ func TestSummaryCountsCutAtEndApart(t *testing.T) {
 // Offered and sent rates are over the scheduled window, the completion
 // rate over the measured window with its drain.
 func TestSummaryRates(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	// 10/s for 2 s: 20 due, 2 of them dropped; each answer takes 1 s, so
 	// the measured window runs to 2.9 s.

@@ -118,6 +118,7 @@ func checkHTML(t *testing.T, html string, want ...string) {
 }
 
 func TestReportOfARunAndASweep(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
@@ -158,6 +159,7 @@ func theaterOptions() theater.Options { return theater.Options{Bucket: time.Seco
 // A lower-bound SLO-max reads "SLO-max ≥ r16" in the HTML, not as the
 // capacity.
 func TestSweepLowerBoundInHTML(t *testing.T) {
+	t.Parallel()
 	sw := &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r16", RatePerS: 16, AchievedPerS: 15.3, Pass: true, Valid: true}},
 		SLOMax: &results.SweepPoint{Level: "r16", RatePerS: 16, AchievedPerS: 15.3, LowerBound: true, Note: "the SLO-max is at least this"}, LowerBound: true}
 	v, err := viewSweep(&Source{Sweep: sw}, false)

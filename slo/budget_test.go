@@ -11,6 +11,7 @@ import (
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestBurnFactors(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	for _, c := range []struct {
 		window time.Duration
@@ -36,6 +37,7 @@ func TestBurnFactors(t *testing.T) {
 }
 
 func TestBudgetMath(t *testing.T) {
+	t.Parallel()
 	if b := ErrorBudget(0.999); !near(b, 0.001) {
 		t.Fatalf("budget %v", b)
 	}
@@ -72,6 +74,7 @@ func TestBudgetMath(t *testing.T) {
 // TestBurnRateWindows: every window of the tier table, once, shortest
 // first; what the canary and the exported labels derive from.
 func TestBurnRateWindows(t *testing.T) {
+	t.Parallel()
 	h := time.Hour
 	want := []time.Duration{5 * time.Minute, 30 * time.Minute, h, 2 * h, 6 * h, 24 * h, 72 * h}
 	if !slices.Equal(burnRateWindowsTable, want) {

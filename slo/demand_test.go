@@ -52,6 +52,7 @@ func verdictOf(t *testing.T, rep *Report, name string) Verdict {
 }
 
 func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 128, 100) // 2 req/s, at most 128 tokens each
 	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: defaultValidityTable}
@@ -108,6 +109,7 @@ func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
 }
 
 func TestFloorWithoutMaxTokensApplies(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 0, 100) // no max_tokens sent: no bound
 	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
@@ -118,6 +120,7 @@ func TestFloorWithoutMaxTokensApplies(t *testing.T) {
 }
 
 func TestOnlyNotApplicableIsNotPass(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
 	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
 	rep := Assess(p, spec, Input{Records: steady(100, 500*ms1, 128, 100), Demand: map[string]*Demand{"s": {OfferedPerS: 2}}})
@@ -127,6 +130,7 @@ func TestOnlyNotApplicableIsNotPass(t *testing.T) {
 }
 
 func TestFloorShareOfOffered(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 apiVersion: tailgate/v1
@@ -159,6 +163,7 @@ objectives:
 }
 
 func TestShareOfOfferedParse(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ body, want string }{
 		{"metric: output_tokens_per_s\n    threshold: 0.9", "only requests_per_s and goodput_per_s"},
 		{"metric: requests_per_s\n    threshold: 5", "not a fraction in (0, 1]"},

@@ -529,7 +529,7 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 			src = t.Mix.Source(int64(opts.Seed))
 		}
 		spec := pipeline.Spec{Client: client, Source: src, Options: opts, Streaming: t.Stream,
-			Validity: &slo.Unbounded, KeepGoing: true}
+			Validity: slo.Unbounded(), KeepGoing: true}
 		_, err := pipeline.Run(ctx, spec, sinks...)
 		if ctx.Err() != nil {
 			return

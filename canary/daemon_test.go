@@ -365,7 +365,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		var fams map[string]*dto.MetricFamily
 		fams, body = scrape(t, d)
 		missing = missing[:0]
-		for _, name := range prom.Names {
+		for _, name := range prom.Names() {
 			if !bytes.Contains(body, []byte("# TYPE "+name+" ")) {
 				missing = append(missing, name)
 			}

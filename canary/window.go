@@ -23,7 +23,7 @@ const (
 )
 
 // longestWindow is the longest burn-rate window: the minute ring's span.
-var longestWindow = slo.BurnRateWindows[len(slo.BurnRateWindows)-1]
+var longestWindow = slo.BurnRateWindows()[len(slo.BurnRateWindows())-1]
 
 // burnWindow is one burn-rate window with its label (prom.BurnRateWindows).
 type burnWindow struct {
@@ -33,8 +33,8 @@ type burnWindow struct {
 
 // burnWindows are slo.BurnRateWindows, by their label.
 var burnWindows = func() []burnWindow {
-	out := make([]burnWindow, len(slo.BurnRateWindows))
-	for i, d := range slo.BurnRateWindows {
+	out := make([]burnWindow, len(slo.BurnRateWindows()))
+	for i, d := range slo.BurnRateWindows() {
 		out[i] = burnWindow{rules.PromDuration(d), d}
 	}
 	return out

@@ -8,9 +8,9 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// Rules are written into every sweep.json, so a reader knows how each
+// rulesTable are written into every sweep.json, so a reader knows how each
 // figure was found (the package doc says the same at length).
-var Rules = map[string]string{
+var rulesTable = map[string]string{
 	"min_requests": "each level measures at least ceil(10/(1-q)) requests after its warm-up, q the highest latency target (99% -> 1000), so at least 10 fall beyond the quantile judged; fewer: the level is short and cannot pass",
 	"pass":         "a level passes when its SLO report (the same judge as validate) is PASS, the run is valid, it is not saturated and not short",
 	"saturation":   "errors above the error-rate limit, more than 1% of requests dropped or cut at the end, or TTFT p50 of the last quarter of measured requests at least twice (and 50 ms above) the first quarter's",

@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	closed := cfg.Search.closed()
 	res := &results.Sweep{Schema: results.SweepSchema, Tool: loadgen.NewTool(cfg.Meta.Version),
 		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
-		Rules: Rules, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
+		Rules: rulesTable, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
 		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}
 	if closed {
 		res.Mode = "closed"
@@ -418,7 +418,7 @@ func (c *Config) judging(l Level) *pipeline.Judging {
 
 func (c *Config) bounds() slo.Validity {
 	if c.Validity == nil {
-		return slo.DefaultValidity
+		return slo.DefaultValidity()
 	}
 	return *c.Validity
 }

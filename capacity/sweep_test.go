@@ -113,7 +113,7 @@ func within(t *testing.T, what string, got, want, tol float64) {
 }
 
 func warnOnly() *slo.Validity {
-	v := slo.DefaultValidity
+	v := slo.DefaultValidity()
 	v.DistortionWarns = true
 	return &v
 }

@@ -127,7 +127,7 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	for _, n := range opt.Metrics {
 		m := loadgen.FindLatencyMetric(n)
 		if m == nil {
-			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(loadgen.MetricNames, ", "))
+			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(loadgen.MetricNames(), ", "))
 		}
 		metrics = append(metrics, m)
 	}

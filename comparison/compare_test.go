@@ -38,6 +38,7 @@ func side(dir string, recs []loadgen.Record) *Side {
 }
 
 func TestSameDistributionNoChangeSlowerRegression(t *testing.T) {
+	t.Parallel()
 	base := side("a", records(800, 1, 1))
 	// Ten candidates drawn from the same distribution: with simultaneous
 	// 95% intervals over 12 rows, none should show a change (a flaky
@@ -127,6 +128,7 @@ func ttftRecords(n int, seed uint64, medianMs float64) []loadgen.Record {
 // eight rows never judged widened every interval (issue: +252% read "no
 // significant change").
 func TestCorrectionCountsJudgedRowsOnly(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 5; seed++ {
 		base, cand := side("a", ttftRecords(80, seed, 50)), side("b", ttftRecords(80, seed+100, 150))
 		rep, err := Compare(base, cand, Options{Tolerance: 0.05, Resamples: 2000, Seed: seed})
@@ -163,6 +165,7 @@ func TestCorrectionCountsJudgedRowsOnly(t *testing.T) {
 // A comparison that judged nothing cannot say the candidate is fine: it
 // warns and exits 4, never 0.
 func TestNothingJudgedIsNotGreen(t *testing.T) {
+	t.Parallel()
 	rep, err := Compare(side("a", ttftRecords(15, 1, 50)), side("b", ttftRecords(15, 2, 50)), Options{Tolerance: 0.05, Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +184,7 @@ func TestNothingJudgedIsNotGreen(t *testing.T) {
 // "not shown to differ" by more than the tolerance, and says how far it
 // may be slower rather than claiming the difference is small.
 func TestWordingOfUndecidedRows(t *testing.T) {
+	t.Parallel()
 	rep, err := Compare(side("a", ttftRecords(400, 1, 100)), side("b", ttftRecords(400, 2, 106)), Options{Tolerance: 0.05, Resamples: 1000, Metrics: []string{"ttft"}, Percentiles: []float64{0.5}})
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +208,7 @@ func TestWordingOfUndecidedRows(t *testing.T) {
 // Two single-stage results (two runs, two sweep levels) are compared
 // whatever their stage names; a different load is demand change.
 func TestSingleStagesPair(t *testing.T) {
+	t.Parallel()
 	a, b := side("a", ttftRecords(200, 1, 50)), side("b", ttftRecords(200, 2, 150))
 	b = b.renameStage("main", "r20")
 	a = a.renameStage("main", "r10")

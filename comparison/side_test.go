@@ -13,6 +13,7 @@ import (
 // A long run is read as a uniform sample of MaxRequests per stage; the
 // class counts and the request count stay whole.
 func TestReadSamplesALongRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := results.CreateRecords(filepath.Join(dir, results.RecordsFile))
 	if err != nil {
@@ -51,6 +52,7 @@ func TestReadSamplesALongRun(t *testing.T) {
 // A validate's directory keeps its records per stage only: compare reads
 // every stage of it.
 func TestReadValidateStages(t *testing.T) {
+	t.Parallel()
 	d := results.Dir(t.TempDir())
 	for i, st := range []string{"normal", "peak"} {
 		sd := d.Stage(st)

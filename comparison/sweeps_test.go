@@ -36,6 +36,7 @@ func sweepDir(t *testing.T, mode string, rates []float64, maxPass float64, inval
 }
 
 func TestCompareSweepsSLOMax(t *testing.T) {
+	t.Parallel()
 	base := sweepDir(t, "open", []float64{30, 50, 40, 42}, 40)
 	// 20% less capacity: the candidate's whole interval lies below.
 	slower := sweepDir(t, "open", []float64{30, 50, 40, 32, 34}, 32)

@@ -54,12 +54,12 @@ type Metric struct {
 	Labels   []string
 }
 
-// Metrics are every metric the dashboards may use. tailgate's are the
+// metricsTable are every metric the dashboards may use. tailgate's are the
 // canary's fixed metric contract (docs/metrics.md); vLLM's and
 // dcgm-exporter's are the ones the telemetry package reads from those
 // exporters (vLLM's docs/design/metrics.md, dcgm-exporter's
 // default-counters.csv).
-var Metrics = []Metric{
+var metricsTable = []Metric{
 	{"tailgate_requests_total", Counter, "tailgate", []string{"target", "class", "outcome"}},
 	{"tailgate_request_errors_total", Counter, "tailgate", []string{"target", "class", "kind"}},
 	{"tailgate_output_tokens_total", Counter, "tailgate", []string{"target", "class"}},
@@ -104,7 +104,7 @@ var Metrics = []Metric{
 // Find returns the listed metric a series name belongs to: the metric
 // itself, or a histogram's _bucket, _sum or _count.
 func Find(series string) (Metric, bool) {
-	for _, m := range Metrics {
+	for _, m := range metricsTable {
 		if m.Name == series {
 			return m, true
 		}

@@ -210,7 +210,7 @@ func generated(t *testing.T) (map[string]bool, []expr) {
 
 func TestMetricsListedOnce(t *testing.T) {
 	seen := map[string]bool{}
-	for _, m := range Metrics {
+	for _, m := range metricsTable {
 		if seen[m.Name] {
 			t.Errorf("%s listed twice", m.Name)
 		}

@@ -82,12 +82,16 @@ type Input struct {
 	Size   int64  `json:"size"`
 }
 
-// procRoot is where /proc and /etc are read from (tests point it elsewhere).
-var procRoot = "/"
-
 // Fingerprint describes this host and process. args is the command line
 // (os.Args); it is redacted.
 func Fingerprint(toolName, version string, args []string) Environment {
+	return fingerprintAt("/", toolName, version, args)
+}
+
+// fingerprintAt is Fingerprint with /proc and /etc read under procRoot, a
+// parameter rather than a package variable so that tests point each call
+// at their own tree and can run in parallel.
+func fingerprintAt(procRoot, toolName, version string, args []string) Environment {
 	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Revision: tgversion.Revision(), Go: runtime.Version()},
 		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
@@ -106,7 +110,7 @@ func Fingerprint(toolName, version string, args []string) Environment {
 			}
 		}
 	}
-	e.GPUs = GPUsFromProc()
+	e.GPUs = gpusFromProcAt(procRoot)
 	return e
 }
 
@@ -152,7 +156,10 @@ func readKV(path, sep string) map[string]string {
 // (/proc/driver/nvidia/gpus/*/information and /proc/driver/nvidia/version),
 // which need neither cgo nor NVML. They give model, UUID, bus and driver,
 // not serials: a caller with NVML should fill those in.
-func GPUsFromProc() []GPU {
+func GPUsFromProc() []GPU { return gpusFromProcAt("/") }
+
+// gpusFromProcAt is GPUsFromProc with /proc read under procRoot.
+func gpusFromProcAt(procRoot string) []GPU {
 	base := filepath.Join(procRoot, "proc/driver/nvidia")
 	dirs, _ := filepath.Glob(filepath.Join(base, "gpus", "*", "information"))
 	sort.Strings(dirs)

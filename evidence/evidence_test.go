@@ -262,10 +262,7 @@ func TestFingerprint(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(body), 0o644)
 	}
-	old := procRoot
-	procRoot = root
-	defer func() { procRoot = old }()
-	e := Fingerprint("tailgate", "v1.2.3", []string{"tailgate", "validate", "--api-key", "s"})
+	e := fingerprintAt(root, "tailgate", "v1.2.3", []string{"tailgate", "validate", "--api-key", "s"})
 	h := e.Host
 	if h.Kernel != "6.1.0-test" || h.Distro != "Debian GNU/Linux 12 (bookworm)" || h.CPUModel != "Test CPU @ 3GHz" ||
 		h.CPUThreads != 2 || h.MemoryBytes != 16384*1024 || h.Name == "" || h.CPUs < 1 {

@@ -67,6 +67,7 @@ stages:
 }
 
 func TestWriteJUnit(t *testing.T) {
+	t.Parallel()
 	r := sampleReport(t)
 	var buf bytes.Buffer
 	if err := WriteJUnit(&buf, r); err != nil {
@@ -174,6 +175,7 @@ print(n, f, e, s)
 }
 
 func TestXSDRejectsBrokenJUnit(t *testing.T) {
+	t.Parallel()
 	xmllint, err := exec.LookPath("xmllint")
 	if err != nil {
 		t.Skip("xmllint not installed")
@@ -189,6 +191,7 @@ func TestXSDRejectsBrokenJUnit(t *testing.T) {
 // manual stage when its result was recorded; judging again later (check,
 // validate --record) does not move it.
 func TestJUnitTimestampsAreStageStarts(t *testing.T) {
+	t.Parallel()
 	rep := sampleReport(t)
 	ran := now.Add(-time.Hour)
 	for i := range rep.Stages {

@@ -67,7 +67,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	// A metric with no sample is absent, never a row of zeros: zero would
 	// read as a measurement.
 	var rows, none []string
-	for _, name := range loadgen.MetricNames {
+	for _, name := range loadgen.MetricNames() {
 		h := s.LatencyMs[name]
 		switch {
 		case name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]):

@@ -12,6 +12,7 @@ import (
 )
 
 func TestWriteTextReport(t *testing.T) {
+	t.Parallel()
 	m := loadgen.NewMetrics()
 	for i := 0; i < 4; i++ {
 		r := &loadgen.Record{Class: []string{"chat", "rag"}[i%2], Intended: 0, Sent: 0, End: 100 * time.Millisecond,
@@ -44,6 +45,7 @@ func TestWriteTextReport(t *testing.T) {
 
 // A run with agent sessions prints their figures; one without, none.
 func TestWriteTextSessions(t *testing.T) {
+	t.Parallel()
 	m := loadgen.NewMetrics()
 	for i, call := range []string{"a", "b"} {
 		r := &loadgen.Record{Session: "s0", Call: call, Turn: i, Intended: time.Duration(i) * 150 * time.Millisecond,
@@ -74,6 +76,7 @@ func TestWriteTextSessions(t *testing.T) {
 // The server's queue-delay p99 in the first bucket reads as below its
 // bound, beside the exact mean, and the Triton model is named.
 func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {
+	t.Parallel()
 	mean, lo, hi := 0.8, 0.0, 300.0
 	pre, hit := 3.0, 0.314
 	line := telemetryLine(&telemetry.Summary{Family: "triton", ServerModel: "ensemble",
@@ -90,6 +93,7 @@ func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {
 // A metric with no sample is absent from the latency table, named on a
 // "no sample" line, never a row of zeros; in the class table it is "-".
 func TestWriteTextNoSampleAbsent(t *testing.T) {
+	t.Parallel()
 	m := loadgen.NewMetrics()
 	for i := 0; i < 2; i++ {
 		// One content chunk each: TTFT and E2E, but no gap for ICL or

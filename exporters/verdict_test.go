@@ -13,6 +13,7 @@ import (
 )
 
 func TestWriteVerdictTable(t *testing.T) {
+	t.Parallel()
 	r := sampleReport(t)
 	var buf bytes.Buffer
 	if err := WriteVerdictTable(&buf, r); err != nil {
@@ -41,6 +42,7 @@ func TestWriteVerdictTable(t *testing.T) {
 // prints a quantile in a server histogram's first bucket as such, and an
 // error-rate verdict says how many requests it left out (JUnit too).
 func TestVerdictTableSources(t *testing.T) {
+	t.Parallel()
 	spec, err := slo.ParseSpec("slo.yaml", []byte(`
 kind: SLO
 name: s

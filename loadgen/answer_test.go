@@ -12,6 +12,7 @@ import (
 // class that accepts empty answers and for a request that asked for no
 // token (max_tokens 0 among its params).
 func TestRunnerEmptyAnswers(t *testing.T) {
+	t.Parallel()
 	empty := &fakeClient{ttft: time.Millisecond} // answers with no token
 	opts := func() Options {
 		return Options{Closed: true, Requests: 3, Stages: []Stage{{Name: "main", Concurrency: 1, Duration: 5 * time.Second}}}
@@ -47,6 +48,7 @@ func TestRunnerEmptyAnswers(t *testing.T) {
 // Tokens beyond max_tokens + 1 (the unstreamed EOS a server counts) are
 // over_generation; max_tokens + 1 is not.
 func TestRunnerOverGeneration(t *testing.T) {
+	t.Parallel()
 	c := &fakeClient{ttft: time.Millisecond, itl: time.Microsecond, tokens: 6}
 	o := Options{Closed: true, Requests: 1, Stages: []Stage{{Name: "main", Concurrency: 1, Duration: 5 * time.Second}}}
 	for max, want := range map[int]ErrorKind{4: ErrOverGeneration, 5: ErrNone, 6: ErrNone, 0: ErrNone} {
@@ -70,6 +72,7 @@ func (m *maxTokensClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record
 }
 
 func TestOverranCountsChunksAppendedDirectly(t *testing.T) {
+	t.Parallel()
 	r := &Record{MaxTokens: 1}
 	for i := 0; i < OutputBound(1); i++ {
 		r.Chunks = append(r.Chunks, Chunk{})

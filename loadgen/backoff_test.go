@@ -52,6 +52,7 @@ func closedPort(t *testing.T) string {
 }
 
 func TestBackoffWaits(t *testing.T) {
+	t.Parallel()
 	var b backoff
 	if d := b.wait(); d != 0 {
 		t.Fatalf("no failure: wait %v, want 0", d)
@@ -73,6 +74,7 @@ func TestBackoffWaits(t *testing.T) {
 // 10 s that is about 16 attempts a worker, not thousands, with one
 // record per attempt and each wait shown as schedule lag.
 func TestClosedLoopBacksOffAgainstDeadServer(t *testing.T) {
+	t.Parallel()
 	addr := closedPort(t)
 	synctest.Test(t, func(t *testing.T) {
 		c := &dialClient{addr: addr}
@@ -104,6 +106,7 @@ func TestClosedLoopBacksOffAgainstDeadServer(t *testing.T) {
 // A success resets the backoff: once the server is back, the worker
 // sends one request after another again, without waiting.
 func TestClosedLoopBackoffResetsOnSuccess(t *testing.T) {
+	t.Parallel()
 	addr := closedPort(t)
 	synctest.Test(t, func(t *testing.T) {
 		back := 2 * time.Second

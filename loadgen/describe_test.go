@@ -6,6 +6,7 @@ import (
 )
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	trace := Options{Trace: true, Arrival: ArrivalPoisson, Stages: []Stage{{Name: "trace", Duration: 10890 * time.Millisecond}}}
 	d := trace.Describe()
 	if _, ok := d["arrival"]; ok || d["mode"] != "trace" || d["stages"] != "trace@10.89s" {

@@ -123,6 +123,7 @@ func checkEdges(t *testing.T, g *prompts.Graph, calls map[string]*Record) {
 }
 
 func TestGraphOpenLoopHoldsEveryEdge(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3}
 		recs, info := collect(t, context.Background(), c, &graphSource{},
@@ -184,6 +185,7 @@ func TestGraphOpenLoopHoldsEveryEdge(t *testing.T) {
 // A client that appends its chunks itself, not by AddChunk: the
 // first-token child goes at the answer's end, its lateness shown as lag.
 func TestGraphFirstTokenWithoutHook(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *Record) {
 			rec.Sent = rec.Now()
@@ -202,6 +204,7 @@ func TestGraphFirstTokenWithoutHook(t *testing.T) {
 }
 
 func TestGraphFailedPredecessorCancelsDependents(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &failing{fakeClient: fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3},
 			fail: map[string]bool{"b": true}}
@@ -230,6 +233,7 @@ func TestGraphFailedPredecessorCancelsDependents(t *testing.T) {
 }
 
 func TestGraphClosedLoopRunsSessionTrees(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3}
 		recs, info := collect(t, context.Background(), c, &graphSource{},
@@ -257,6 +261,7 @@ func TestGraphClosedLoopRunsSessionTrees(t *testing.T) {
 }
 
 func TestGraphInterruptSettlesWaitingCalls(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -276,6 +281,7 @@ func TestGraphInterruptSettlesWaitingCalls(t *testing.T) {
 }
 
 func TestGraphInvalidIsAnError(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := agentGraph("bad")
 		g.Calls[1].After[0].From = 5 // points forward
@@ -296,6 +302,7 @@ func TestGraphInvalidIsAnError(t *testing.T) {
 }
 
 func TestGraphCallsDueAfterTheEndAreNotDue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		recs, info := collect(t, context.Background(), c, &graphSource{n: 1},
@@ -314,6 +321,7 @@ func TestGraphCallsDueAfterTheEndAreNotDue(t *testing.T) {
 }
 
 func TestGraphTraceClockAndShards(t *testing.T) {
+	t.Parallel()
 	run := func(sh Shard) ([]*Record, Info) {
 		var recs []*Record
 		var info Info
@@ -408,6 +416,7 @@ func metricsOf(recs []*Record) *Metrics {
 // --requests 3 every one of the three sessions runs to its end, open and
 // closed loop, however long their tool gaps.
 func TestGraphRequestCapLetsStartedSessionsFinish(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{
 		{Closed: true, Requests: 3, Stages: []Stage{{Concurrency: 2, Duration: time.Hour}}},
 		{Requests: 3, Stages: []Stage{{Rate: 100, Duration: time.Hour}}},

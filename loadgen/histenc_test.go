@@ -44,6 +44,7 @@ func testHistograms() []*hdrhistogram.Histogram {
 // library's Encode's, and decode to the same histogram; the encoder,
 // reused, keeps none of the last histogram.
 func TestEncodeHistogramAsTheLibrary(t *testing.T) {
+	t.Parallel()
 	for i, h := range testHistograms() {
 		want, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 		if err != nil {

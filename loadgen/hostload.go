@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"os"
 	"strconv"
 	"strings"
@@ -39,18 +40,23 @@ type hostReading struct {
 	own         time.Duration
 	busy, total uint64 // /proc/stat jiffies, all CPUs; total 0: unreadable
 	psiSomeUs   int64  // /proc/pressure/cpu some total=; −1: unreadable
+	cpus        int    // the machine's CPUs as /proc/stat counts them
 }
 
-// Paths read for HostLoad; variables so tests can point them at files.
-var (
-	procStatPath    = "/proc/stat"
-	cpuPressurePath = "/proc/pressure/cpu"
-)
+// hostPaths are the files read for HostLoad, a value each Runner carries
+// rather than package variables so that tests point their own readings at
+// their own files and can run in parallel. An empty path reads the
+// system's file.
+type hostPaths struct {
+	stat, pressure string
+}
 
-func readHost() hostReading {
+func readHost(p hostPaths) hostReading {
+	stat := cmp.Or(p.stat, "/proc/stat")
 	h := hostReading{at: time.Now(), own: cpuTime(), psiSomeUs: -1}
-	h.busy, h.total = readProcStat(procStatPath)
-	h.psiSomeUs = readPSISome(cpuPressurePath)
+	h.busy, h.total = readProcStat(stat)
+	h.psiSomeUs = readPSISome(cmp.Or(p.pressure, "/proc/pressure/cpu"))
+	h.cpus = machineCPUs(stat)
 	return h
 }
 
@@ -67,7 +73,7 @@ func hostLoad(a, b hostReading, cores int) HostLoad {
 		// Jiffies count every CPU of the machine, which may be more than
 		// GOMAXPROCS: scale by the machine's CPUs as /proc/stat counts them.
 		share := float64(b.busy-a.busy) / float64(b.total-a.total)
-		hl.BusyCores = share * float64(machineCPUs())
+		hl.BusyCores = share * float64(cmp.Or(b.cpus, numCPU()))
 		hl.OtherCores = max(hl.BusyCores-hl.OwnCores, 0)
 		src = append(src, "/proc/stat")
 	}
@@ -111,10 +117,10 @@ func readProcStat(path string) (busy, total uint64) {
 	return 0, 0
 }
 
-// machineCPUs counts the "cpuN" lines of /proc/stat (GOMAXPROCS when it
-// cannot).
-func machineCPUs() int {
-	b, err := os.ReadFile(procStatPath)
+// machineCPUs counts the "cpuN" lines of /proc/stat at path (GOMAXPROCS
+// when it cannot).
+func machineCPUs(path string) int {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return numCPU()
 	}

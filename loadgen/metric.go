@@ -49,8 +49,8 @@ type LatencyMetric struct {
 	value func(r *Record) (time.Duration, bool)
 }
 
-// LatencyMetrics is the metric table, in report order.
-var LatencyMetrics = []LatencyMetric{
+// latencyMetricsTable is the metric table, in report order.
+var latencyMetricsTable = []LatencyMetric{
 	{Name: MetricTTFT, Per: PerRequest, value: ttftOf, Events: "successful requests with a token",
 		Definition: "intended start to the first chunk carrying at least one output token (answer or reasoning); role-only, empty and comment chunks do not count; for an answer that came as one body, its end"},
 	{Name: MetricTTFAT, Per: PerRequest, value: ttfatOf, Events: "successful requests with an answer token",
@@ -67,10 +67,10 @@ var LatencyMetrics = []LatencyMetric{
 		Definition: "actual send minus intended start: the load generator's own lateness"},
 }
 
-// MetricNames lists the latency metrics in report order.
-var MetricNames = func() []string {
-	out := make([]string, len(LatencyMetrics))
-	for i, m := range LatencyMetrics {
+// metricNamesTable lists the latency metrics in report order.
+var metricNamesTable = func() []string {
+	out := make([]string, len(latencyMetricsTable))
+	for i, m := range latencyMetricsTable {
 		out[i] = m.Name
 	}
 	return out
@@ -78,9 +78,9 @@ var MetricNames = func() []string {
 
 // FindLatencyMetric returns the row named name, or nil.
 func FindLatencyMetric(name string) *LatencyMetric {
-	for i := range LatencyMetrics {
-		if LatencyMetrics[i].Name == name {
-			return &LatencyMetrics[i]
+	for i := range latencyMetricsTable {
+		if latencyMetricsTable[i].Name == name {
+			return &latencyMetricsTable[i]
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 // TTFT and an E2E but no ICL, ITL or TPOT, in the histograms as in the
 // table (today's --stream=false gave TPOT 0 µs).
 func TestUnstreamedGivesNoStreamMetrics(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	r := &Record{Intended: 0, Sent: ms, End: 300 * ms, OutputTokens: 50, Unstreamed: true,
 		Chunks: []Chunk{{At: 300 * ms, Tokens: 50}}}
@@ -35,6 +36,7 @@ func TestUnstreamedGivesNoStreamMetrics(t *testing.T) {
 // microsecond before subtracting, so a record with nanosecond instants and
 // its requests.jsonl copy give the same samples, and the same histograms.
 func TestSamplesTruncateInstants(t *testing.T) {
+	t.Parallel()
 	live := &Record{Intended: 1999, Sent: 3001, FirstAnswer: 5*ms + 999, End: 20*ms + 1,
 		Chunks: []Chunk{{At: 2*ms + 500, Tokens: 1}, {At: 5*ms + 999, Tokens: 3}, {At: 9*ms + 1, Tokens: 2}}, OutputTokens: 6}
 	b, err := json.Marshal(live)
@@ -47,8 +49,8 @@ func TestSamplesTruncateInstants(t *testing.T) {
 	}
 	samples := func(r *Record) map[string][][2]int64 {
 		out := map[string][][2]int64{}
-		for i := range LatencyMetrics {
-			m := &LatencyMetrics[i]
+		for i := range latencyMetricsTable {
+			m := &latencyMetricsTable[i]
 			for s := m.Samples(r); s.Next(); {
 				out[m.Name] = append(out[m.Name], [2]int64{int64(s.Value()), int64(s.Weight())})
 			}
@@ -72,7 +74,7 @@ func TestSamplesTruncateInstants(t *testing.T) {
 	ml, msv := NewMetrics(), NewMetrics()
 	ml.Add(live)
 	msv.Add(saved)
-	for _, n := range MetricNames {
+	for _, n := range metricNamesTable {
 		if !ml.All.Hist[n].Equals(msv.All.Hist[n]) {
 			t.Errorf("%s: live and saved histograms differ", n)
 		}
@@ -81,10 +83,11 @@ func TestSamplesTruncateInstants(t *testing.T) {
 
 // TestFailedRecordHasNoSamples: latencies are of successful requests only.
 func TestFailedRecordHasNoSamples(t *testing.T) {
+	t.Parallel()
 	r := &Record{End: 5 * ms, ErrorKind: ErrStreamTruncated, Chunks: []Chunk{{At: ms, Tokens: 1}, {At: 2 * ms, Tokens: 1}}, OutputTokens: 2}
-	for i := range LatencyMetrics {
-		if s := LatencyMetrics[i].Samples(r); s.Next() {
-			t.Errorf("%s: a sample from a failed record", LatencyMetrics[i].Name)
+	for i := range latencyMetricsTable {
+		if s := latencyMetricsTable[i].Samples(r); s.Next() {
+			t.Errorf("%s: a sample from a failed record", latencyMetricsTable[i].Name)
 		}
 	}
 }

@@ -46,7 +46,7 @@ type Group struct {
 func newGroup() *Group {
 	g := &Group{Hist: map[string]*hdrhistogram.Histogram{}, ErrorsByKind: map[string]int64{},
 		FirstErrors: map[string]FirstError{}, TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
-	for _, n := range MetricNames {
+	for _, n := range metricNamesTable {
 		g.Hist[n] = NewHistogram()
 	}
 	return g
@@ -86,9 +86,9 @@ type Metrics struct {
 	LagCorrected map[string]*hdrhistogram.Histogram
 }
 
-// LagMeasured are the latency metrics that run from the intended start,
+// lagMeasuredTable are the latency metrics that run from the intended start,
 // and so include the generator's schedule lag.
-var LagMeasured = []string{MetricTTFT, MetricTTFAT, MetricE2E}
+var lagMeasuredTable = []string{MetricTTFT, MetricTTFAT, MetricE2E}
 
 func (m *Metrics) lagCorrected(metric string) *hdrhistogram.Histogram {
 	h, ok := m.LagCorrected[metric]
@@ -102,7 +102,7 @@ func (m *Metrics) lagCorrected(metric string) *hdrhistogram.Histogram {
 // addLagCorrected records r's lag-measured values less its schedule lag.
 func (m *Metrics) addLagCorrected(r *Record) {
 	lag := ScheduleLagOf(r)
-	for _, n := range LagMeasured {
+	for _, n := range lagMeasuredTable {
 		if v, ok := FindLatencyMetric(n).Of(r); ok {
 			m.lagCorrected(n).RecordValue(microsOf(v - max(lag, 0)))
 		}
@@ -227,8 +227,8 @@ func (g *Group) add(r *Record, good, judged bool) {
 // one per group (pprof: the per-group passes were a third of Metrics.Add
 // on 128-token streams).
 func (m *Metrics) recordSamples(r *Record, groups *[3]*Group) {
-	for i := range LatencyMetrics {
-		lm := &LatencyMetrics[i]
+	for i := range latencyMetricsTable {
+		lm := &latencyMetricsTable[i]
 		var hs [4]*hdrhistogram.Histogram
 		for j, grp := range groups {
 			hs[j] = grp.Hist[lm.Name]
@@ -288,7 +288,7 @@ func (m *Metrics) TakeInterval() []*hdrhistogram.Histogram {
 	if m.taken == nil {
 		m.taken = map[string]*hdrhistogram.Histogram{}
 	}
-	for _, n := range MetricNames {
+	for _, n := range metricNamesTable {
 		if h, ok := m.interval[n]; ok && h.TotalCount() > 0 {
 			out = append(out, h)
 			nh := m.taken[n]

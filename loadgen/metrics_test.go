@@ -13,6 +13,7 @@ import (
 const ms = time.Millisecond
 
 func TestRecordDerivedMetrics(t *testing.T) {
+	t.Parallel()
 	r := &Record{Intended: 10 * ms, Sent: 12 * ms, End: 200 * ms, OutputTokens: 7,
 		Chunks: []Chunk{{At: 60 * ms, Tokens: 1}, {At: 80 * ms, Tokens: 2}, {At: 140 * ms, Tokens: 4}}}
 	r.Finalize()
@@ -46,6 +47,7 @@ func TestRecordDerivedMetrics(t *testing.T) {
 }
 
 func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
+	t.Parallel()
 	r := &Record{OutputTokens: 10, Chunks: make([]Chunk, 4)}
 	r.Finalize()
 	got := []int{}
@@ -63,6 +65,7 @@ func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
 }
 
 func TestRecordJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := &Record{Seq: 3, ID: "x", Class: "chat", Stage: "peak", Intended: 1500 * time.Microsecond, Sent: 1600 * time.Microsecond,
 		FirstAnswer: 9 * ms, End: 20 * ms, Chunks: []Chunk{{At: 5 * ms, Tokens: 1}, {At: 9 * ms, Tokens: 3}},
 		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer,
@@ -81,6 +84,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 }
 
 func TestHistogramsMergeExactly(t *testing.T) {
+	t.Parallel()
 	a, b, both := NewHistogram(), NewHistogram(), NewHistogram()
 	for i := int64(1); i < 200000; i += 7 {
 		a.RecordValue(i)
@@ -100,6 +104,7 @@ func TestHistogramsMergeExactly(t *testing.T) {
 // histograms as each recorded alone: equal gaps in and out of runs,
 // chunks of several tokens, a gap at the end.
 func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
+	t.Parallel()
 	at := []time.Duration{0, 10, 10, 10, 25, 25, 40, 40, 41, 41, 41, 80}
 	tokens := []int{1, 1, 2, 1, 1, 3, 1, 1, 1, 2, 1, 1}
 	r := &Record{Class: "a", Stage: "s", Sent: 0, End: 100 * time.Microsecond}
@@ -132,6 +137,7 @@ func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
 // TakeInterval gives each interval's histograms, tagged, holding that
 // interval's records only, while it reuses the last interval's.
 func TestTakeIntervalReuses(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	rec := func(ttft time.Duration) *Record {
 		r := &Record{Sent: 0, End: 2 * ttft, Chunks: []Chunk{{At: ttft, Tokens: 1}, {At: 2 * ttft, Tokens: 1}}, OutputTokens: 2}
@@ -163,6 +169,7 @@ func TestTakeIntervalReuses(t *testing.T) {
 }
 
 func TestMetricsSummaryFigures(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	m.Goodput = func(r *Record) (bool, bool) { d, _ := r.TTFT(); return d <= 50*ms, true }
 	for i := 0; i < 10; i++ {
@@ -207,6 +214,7 @@ func TestMetricsSummaryFigures(t *testing.T) {
 // The generator flags itself as the bottleneck: schedule lag that moved a
 // figure, or its CPU saturated, or requests dropped.
 func TestSummarySelfCheckWarnings(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	for i := 0; i < 100; i++ {
 		lag := 100 * time.Microsecond
@@ -240,6 +248,7 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 // rate of the judged good ones. The unjudged count survives the state
 // round trip that merge uses.
 func TestGoodputUnjudgedIsAbsent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		judged   func(i int) bool

@@ -2,10 +2,10 @@ package loadgen
 
 import "time"
 
-// RunDefinitions define the runner's figures in summary.json: the three
+// runDefinitionsTable define the runner's figures in summary.json: the three
 // request rates and their windows, cut_at_end and the self-check. The
 // summary writes them beside Definitions.
-var RunDefinitions = map[string]string{
+var runDefinitionsTable = map[string]string{
 	"offered_per_s":    "requests the schedule made due (sent or dropped) per second over the scheduled window; in closed loop the schedule offers what it sends",
 	"sent_per_s":       "requests sent per second over the scheduled window; below offered_per_s when requests were dropped at the in-flight cap",
 	"scheduled_window": "from the end of warm-up to the schedule's end, or to when sending stopped sooner (request count reached, prompts exhausted, interrupt, stop); excludes the drain after it",

@@ -11,6 +11,7 @@ import (
 // compact forms, awkward strings included, and a compact record read back
 // writes its line again unchanged.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	t.Run("session call", func(t *testing.T) {
 		r := &Record{Seq: 9, Session: "s", Call: "b", After: []string{"a", "c"}, ToolWait: 2 * time.Millisecond, SessionLast: true}
 		const want = `"session":"s","call":"b","after":["a","c"],"tool_wait_us":2000,"session_last":true`

@@ -78,6 +78,7 @@ type Runner struct {
 	seq         *sequencer
 	opts        Options
 	grace       time.Duration
+	hostPaths   hostPaths // where HostLoad reads; zero: the system's files
 
 	sent atomic.Int64
 	drop atomic.Int64
@@ -203,7 +204,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	rn := &run{epoch: epoch, end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
 	info.Started, info.Grace, info.LateStart = rn.epoch, r.grace, late
 	cpu0 := cpuTime()
-	rn.host0 = readHost()
+	rn.host0 = readHost(r.hostPaths)
 
 	send, stopSending := context.WithCancelCause(ctx)
 	defer stopSending(nil)
@@ -294,7 +295,7 @@ func (r *Runner) waitStart(ctx context.Context) (epoch time.Time, late time.Dura
 func (r *Runner) endSending(rn *run, at time.Duration) {
 	rn.endOnce.Do(func() {
 		rn.sentEnd = min(at, rn.end)
-		rn.host = hostLoad(rn.host0, readHost(), numCPU())
+		rn.host = hostLoad(rn.host0, readHost(r.hostPaths), numCPU())
 		close(rn.ended)
 		// Not after an interrupt or Stop: their own cause cancels the
 		// requests, on another goroutine, and a cut armed for now (no

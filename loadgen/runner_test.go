@@ -103,6 +103,7 @@ func src() Source { return &Repeat{Prompt: prompts.Prompt{ID: "p", Class: "chat"
 // a runner that sends on its schedule sends exactly on it: lag 0, TTFT
 // exactly the server's, however loaded the machine.
 func TestOpenLoopSendsOnSchedule(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3}
 		recs, info := collect(t, context.Background(), c, src(), Options{Stages: []Stage{{Name: "s", Rate: 100, Duration: time.Second}}})
@@ -136,6 +137,7 @@ func TestOpenLoopSendsOnSchedule(t *testing.T) {
 // intended start must include the time each request waited for the
 // freeze to end, even when the cap forces requests to start late.
 func TestOpenLoopCountsStallFromIntendedStart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		stallFrom, stallTo := 300*time.Millisecond, 800*time.Millisecond
 		c := &fakeClient{ttft: 2 * time.Millisecond, tokens: 1, hold: func(at time.Duration) time.Duration {
@@ -163,6 +165,7 @@ func TestOpenLoopCountsStallFromIntendedStart(t *testing.T) {
 }
 
 func TestClosedLoopHoldsConcurrency(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Millisecond, tokens: 1}
 		recs, _ := collect(t, context.Background(), c, src(), Options{Closed: true,
@@ -183,6 +186,7 @@ func TestClosedLoopHoldsConcurrency(t *testing.T) {
 }
 
 func TestDroppedWhenCapNeverFrees(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Second, tokens: 1}
 		recs, info := collect(t, context.Background(), c, src(), Options{MaxInFlight: 2,
@@ -203,6 +207,7 @@ func TestDroppedWhenCapNeverFrees(t *testing.T) {
 }
 
 func TestInterruptCancelsInFlight(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -228,6 +233,7 @@ func TestInterruptCancelsInFlight(t *testing.T) {
 }
 
 func TestTimeoutPerRequest(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Second, tokens: 1}
 		recs, _ := collect(t, context.Background(), c, src(), Options{Timeout: 50 * time.Millisecond, Requests: 3,
@@ -286,6 +292,7 @@ func (k keeperClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record) {
 // still reaches it through Done. One that does not gets a Done that closes
 // at the deadline.
 func TestDeadlineKeeper(t *testing.T) {
+	t.Parallel()
 	for _, keeps := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			recs, _ := collect(t, context.Background(), keeperClient{keeps}, src(), Options{Timeout: 50 * time.Millisecond, Requests: 3,
@@ -328,6 +335,7 @@ func TestDeadlineKeeper(t *testing.T) {
 }
 
 func TestWarmupMarking(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{tokens: 1}
 		recs, _ := collect(t, context.Background(), c, src(), Options{WarmupRequests: 5,
@@ -368,6 +376,7 @@ func turn(id string, i int, hist []prompts.Message) *prompts.Prompt {
 }
 
 func TestSessionsFollowUpAfterThink(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		recs, _ := collect(t, context.Background(), c, &sessionSource{}, Options{
@@ -393,6 +402,7 @@ func TestSessionsFollowUpAfterThink(t *testing.T) {
 
 // An interrupt does not wait for sessions' pending turns to come due.
 func TestInterruptDoesNotWaitForThinkTime(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Millisecond, tokens: 1}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -426,6 +436,7 @@ func kinds(recs []*Record) map[ErrorKind]int {
 // are cut (cut_at_end), not left to run to their 2-minute timeout; those
 // that finish within it are kept.
 func TestGraceCutsRequestsInFlightAtEnd(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		// 20/s over 500 ms: sends at 0, 50, …, 450 ms. The server answers in
 		// 50 ms, except that it freezes for 10 s for requests from 300 ms on.
@@ -466,6 +477,7 @@ func TestGraceCutsRequestsInFlightAtEnd(t *testing.T) {
 
 // A negative grace cuts at the schedule's end; the default is 30 s.
 func TestGraceNoneAndDefault(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		start := time.Now()
@@ -487,6 +499,7 @@ func TestGraceNoneAndDefault(t *testing.T) {
 // When sending stops before the stages end (request count reached), the
 // grace runs from then, not from the stages' end.
 func TestGraceRunsFromEarlyEnd(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		start := time.Now()
@@ -505,6 +518,7 @@ func TestGraceRunsFromEarlyEnd(t *testing.T) {
 }
 
 func TestGraceClosedLoop(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		start := time.Now()
@@ -522,6 +536,7 @@ func TestGraceClosedLoop(t *testing.T) {
 // Ctrl-C during the grace still cancels: the requests are cancelled, not
 // cut, and the run is interrupted.
 func TestInterruptDuringGraceCancels(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -541,6 +556,7 @@ func TestInterruptDuringGraceCancels(t *testing.T) {
 // Stop ends the run at once without marking it interrupted: in-flight
 // requests are cancelled naming the reason, nothing more is sent.
 func TestStopOnDemand(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 10 * time.Second, tokens: 1}
 		r, err := NewRunner(c, src(), Options{Stages: []Stage{{Rate: 100, Duration: 10 * time.Second}}})
@@ -586,6 +602,7 @@ func TestStopOnDemand(t *testing.T) {
 }
 
 func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
+	t.Parallel()
 	sec := time.Second
 	ok := []Options{
 		{Stages: []Stage{{Rate: 5, Duration: sec}}},
@@ -630,6 +647,7 @@ func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
 // The scheduled window starts at the end of warm-up, by duration or by
 // count, and ends at the schedule's end, whatever the drain after it.
 func TestScheduledWindow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 1}
 		stages := []Stage{{Name: "a", Rate: 50, Duration: 200 * time.Millisecond}, {Name: "b", Rate: 50, Duration: 200 * time.Millisecond}}
@@ -668,6 +686,7 @@ func summarize(recs []*Record, info Info) *Summary {
 // arrival gap) is flagged: its requests go out later and later, and the
 // lag is most of every figure.
 func TestSelfCheckFlagsStarvedGenerator(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		recs, info := collect(t, context.Background(), c, src(), Options{MaxInFlight: 1, Grace: -1,
@@ -689,6 +708,7 @@ func TestSelfCheckFlagsStarvedGenerator(t *testing.T) {
 // outlier) is not flagged: the outlier sets the lag's p99, and no figure
 // the sample resolves moves.
 func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 100 * time.Millisecond, tokens: 2, itl: 5 * time.Millisecond,
 			late: func(seq int64) time.Duration {
@@ -718,6 +738,7 @@ func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 // In closed loop a request count ends the schedule for every worker:
 // those idle until a later stage do not hold the run until it comes.
 func TestClosedLoopRequestCountEndsIdleWorkers(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, tokens: 1}
 		start := time.Now()
@@ -736,6 +757,7 @@ func TestClosedLoopRequestCountEndsIdleWorkers(t *testing.T) {
 // dropping at once (it used to go on through every arrival left: 25 GB of
 // dropped lines for --rate 1e9, deaf to the first Ctrl-C).
 func TestInterruptStopsDropping(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Hour, tokens: 1}
 		r, err := NewRunner(c, src(), Options{MaxInFlight: 1, Timeout: 2 * time.Hour, Grace: -1,
@@ -770,6 +792,7 @@ func TestInterruptStopsDropping(t *testing.T) {
 }
 
 func TestRateAboveOneGeneratorIsRefused(t *testing.T) {
+	t.Parallel()
 	err := Options{Stages: []Stage{{Name: "main", Rate: 1e9, Duration: time.Second}}}.Validate()
 	var oe *OptionsError
 	var fe *field.Error
@@ -797,6 +820,7 @@ func (s *traceSource) Next() (*prompts.Prompt, error) {
 // Trace replay sends each prompt at its own At, exactly, and ends at the
 // first one past the stages' end.
 func TestTraceReplaySendsAtEachPromptsOffset(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Millisecond, tokens: 1}
 		at := []time.Duration{0, 3 * time.Millisecond, 3 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond, 450 * time.Millisecond}
@@ -819,6 +843,7 @@ func TestTraceReplaySendsAtEachPromptsOffset(t *testing.T) {
 // An interrupt with no grace (the canary's shutdown) cancels the requests
 // in flight: they are ErrCancelled, never cut at the end.
 func TestInterruptWithoutGraceCancelsNotCuts(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Hour, tokens: 1}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -838,6 +863,7 @@ func TestInterruptWithoutGraceCancelsNotCuts(t *testing.T) {
 // failures). A fake clock cannot show that race (its timers fire only
 // once every goroutine waits), so this checks the timer itself.
 func TestEndSendingOnInterruptDoesNotCut(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r, err := NewRunner(&fakeClient{}, src(), Options{Grace: -1, Stages: []Stage{{Rate: 1, Duration: time.Hour}}})
 		if err != nil {

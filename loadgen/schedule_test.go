@@ -26,6 +26,7 @@ func arrivals(t *testing.T, stages []Stage, proc string, k float64) []time.Durat
 }
 
 func TestConstantArrivalsAreEvenlySpaced(t *testing.T) {
+	t.Parallel()
 	got := arrivals(t, []Stage{{Rate: 50, Duration: 2 * time.Second}}, ArrivalConstant, 0)
 	if len(got) != 100 {
 		t.Fatalf("got %d arrivals at 50/s over 2s, want 100", len(got))
@@ -56,6 +57,7 @@ func interarrivalStats(a []time.Duration) (mean, cv float64) {
 }
 
 func TestPoissonAndGammaMoments(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		proc   string
 		k      float64
@@ -81,6 +83,7 @@ func TestPoissonAndGammaMoments(t *testing.T) {
 }
 
 func TestStagesAndRampsFollowTheRate(t *testing.T) {
+	t.Parallel()
 	// 0→100/s linear ramp over 2 s (expect 100 requests), hold 100/s for
 	// 1 s (100), then step to 10/s for 1 s (10).
 	stages := []Stage{{Rate: 0, Duration: time.Nanosecond}, {Rate: 100, Duration: 3 * time.Second, Ramp: 2 * time.Second}, {Rate: 10, Duration: time.Second}}
@@ -109,6 +112,7 @@ func TestStagesAndRampsFollowTheRate(t *testing.T) {
 }
 
 func TestParseStages(t *testing.T) {
+	t.Parallel()
 	st, err := ParseStages("10@1m, 50@2m,100@30s", 5*time.Second, false)
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +144,7 @@ func TestParseStages(t *testing.T) {
 // ExpectedArrivals integrates the rate, ramps included, and agrees with
 // the count of constant arrivals it drives.
 func TestExpectedArrivals(t *testing.T) {
+	t.Parallel()
 	sec := time.Second
 	stages := []Stage{{Rate: 0, Duration: sec}, {Rate: 100, Duration: 3 * sec, Ramp: 2 * sec}, {Rate: 10, Duration: sec}}
 	for _, c := range []struct {
@@ -168,6 +173,7 @@ func TestExpectedArrivals(t *testing.T) {
 // Uniform arrivals (a canary's interval with jitter): the first at once,
 // then every gap within ±spread of the mean gap, with the mean kept.
 func TestUniformArrivalsStayWithinTheJitter(t *testing.T) {
+	t.Parallel()
 	got := arrivals(t, []Stage{{Rate: 10, Duration: 100 * time.Second}}, ArrivalUniform, 0.2)
 	if len(got) < 950 || len(got) > 1050 || got[0] != 0 {
 		t.Fatalf("%d arrivals at 10/s over 100s (first at %v), want ~1000 from 0", len(got), got[0])

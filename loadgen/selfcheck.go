@@ -47,9 +47,9 @@ const (
 // CPUWarnRatio is the former name of CPUSaturated.
 const CPUWarnRatio = CPUSaturated
 
-// SelfCheckQuantiles are the quantiles judged (those summary.json
+// selfCheckQuantilesTable are the quantiles judged (those summary.json
 // reports that a run of ordinary length can resolve).
-var SelfCheckQuantiles = []float64{50, 90, 99}
+var selfCheckQuantilesTable = []float64{50, 90, 99}
 
 // Causes of schedule lag (SelfCheck.Cause).
 const (
@@ -150,13 +150,13 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 	}
 	var worst *FigureShift
 	var distorting []string
-	for _, name := range LagMeasured {
+	for _, name := range lagMeasuredTable {
 		fig, cor := in.Figures[name], in.Corrected[name]
 		if fig == nil || cor == nil || fig.TotalCount() == 0 {
 			continue
 		}
 		n := fig.TotalCount()
-		for _, q := range SelfCheckQuantiles {
+		for _, q := range selfCheckQuantilesTable {
 			if float64(n)*(100-q)/100 < TailEvents {
 				continue
 			}

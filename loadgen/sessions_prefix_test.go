@@ -29,6 +29,7 @@ func (s *promiseSource) Next() (*prompts.Prompt, error) {
 // server's hit rate is absent until measured, and both survive the
 // histograms.json state that merge reads.
 func TestSessionPromisedPrefix(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: 5 * time.Millisecond, itl: time.Millisecond, tokens: 3}
 		recs, info := collect(t, context.Background(), c, &promiseSource{graphSource{n: 4}},

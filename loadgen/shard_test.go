@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseShard(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want Shard
@@ -85,6 +86,7 @@ func runShard(t *testing.T, opts Options) ([]sent, Info) {
 // same sequence numbers, prompts, classes, stages and intended starts, for
 // a Poisson schedule with ramps and stages, a request cap and a warm-up.
 func TestShardsUnionIsTheSchedule(t *testing.T) {
+	t.Parallel()
 	base := Options{Stages: []Stage{{Name: "s1", Rate: 150, Duration: 300 * time.Millisecond},
 		{Name: "s2", Rate: 300, Duration: 300 * time.Millisecond, Ramp: 100 * time.Millisecond}},
 		Arrival: ArrivalPoisson, Seed: 42, Requests: 120, WarmupRequests: 5, Grace: time.Second}
@@ -142,6 +144,7 @@ func TestShardsUnionIsTheSchedule(t *testing.T) {
 // Closed loop: the workers and the request cap are split, and the shards'
 // prompts together are the single process's first ones.
 func TestShardsClosedLoop(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		base := Options{Closed: true, Stages: []Stage{{Name: "c", Concurrency: 5, Duration: 2 * time.Second}}, Requests: 40}
 		whole, _ := runShard(t, base)
@@ -170,6 +173,7 @@ func TestShardsClosedLoop(t *testing.T) {
 // A shard that begins after --start-at keeps it as its epoch and says how
 // late it was; its first requests are charged the lateness.
 func TestLateStartSaysByHowMuch(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		o := Options{Stages: []Stage{{Name: "s", Rate: 100, Duration: 200 * time.Millisecond}},
 			Arrival: ArrivalConstant, StartAt: time.Now().Add(-50 * time.Millisecond)}
@@ -186,6 +190,7 @@ func TestLateStartSaysByHowMuch(t *testing.T) {
 // Preconnect runs before the epoch: its time is reported apart and is in
 // no request's latency; with a distant StartAt it runs just before it.
 func TestPreconnectBeforeTheEpoch(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var calledAt time.Time
 		o := Options{Stages: []Stage{{Name: "s", Rate: 50, Duration: 100 * time.Millisecond}}, Arrival: ArrivalConstant,

@@ -12,6 +12,7 @@ import (
 // and merged are the metrics of every record together: the same
 // histograms, counts and windows, class by class and stage by stage.
 func TestStateMergeIsLossless(t *testing.T) {
+	t.Parallel()
 	all, parts := NewMetrics(), []*Metrics{NewMetrics(), NewMetrics(), NewMetrics()}
 	for i := 0; i < 600; i++ {
 		start := time.Duration(i) * 7 * time.Millisecond

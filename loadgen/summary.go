@@ -12,10 +12,10 @@ import (
 // it: keys may be added, never renamed or given another meaning.
 const SummarySchema = "tailgate.summary/v1"
 
-// Definitions are written into every summary so a reader never has to
+// definitionsTable are written into every summary so a reader never has to
 // guess what a figure means. The latency metrics' come from the metric
 // table (LatencyMetrics).
-var Definitions = func() map[string]string {
+var definitionsTable = func() map[string]string {
 	d := map[string]string{
 		"intended_start": "when the schedule says a request should be sent; in open loop every latency is measured from it (no coordinated omission); in closed loop it is the send time",
 		"output_tokens":  "the server's usage count when given, else counted from chunks (see tokens.sources)",
@@ -24,7 +24,7 @@ var Definitions = func() map[string]string {
 		"latency_scope":  "latency histograms hold successful requests only; failures are counted in requests.errors_by_kind",
 		"resolution":     "every instant is truncated to the microsecond (as requests.jsonl stores it) before latencies are taken",
 	}
-	for _, m := range LatencyMetrics {
+	for _, m := range latencyMetricsTable {
 		d[m.Name] = m.Definition
 	}
 	return d
@@ -238,8 +238,8 @@ func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, T
 
 // Summary builds summary.json from the metrics and the run's info.
 func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
-	defs := make(map[string]string, len(Definitions)+len(RunDefinitions))
-	for _, d := range []map[string]string{Definitions, RunDefinitions} {
+	defs := make(map[string]string, len(definitionsTable)+len(runDefinitionsTable))
+	for _, d := range []map[string]string{definitionsTable, runDefinitionsTable} {
 		for k, v := range d {
 			defs[k] = v
 		}

@@ -39,6 +39,7 @@ func lagRunOn(n, late int, ttft, lateBy, onTime time.Duration) *Metrics {
 // The figure-shift rule on constructed records: the lag is judged by how
 // far it moved each reported figure.
 func TestSelfCheck(t *testing.T) {
+	t.Parallel()
 	busy := HostLoad{WindowS: 10, Cores: 2, OwnCores: 0.04, BusyCores: 2, OtherCores: 1.96, CPUPressure: 0.7, Source: "test"}
 	for _, c := range []struct {
 		name      string
@@ -102,6 +103,7 @@ func TestSelfCheck(t *testing.T) {
 // The 95% interval's upper end of a percentile: for 1..100 ms, p90's rank
 // is 90 + 1.96·√9 = 95.88, the 96th value (HDR rounds the rank).
 func TestQuantileHigh(t *testing.T) {
+	t.Parallel()
 	h := NewHistogram()
 	for i := int64(1); i <= 100; i++ {
 		h.RecordValue(i * 1000)
@@ -135,6 +137,7 @@ func spreadRun(n int, lag time.Duration) *Metrics {
 
 // The cause classifier on injected readings.
 func TestCause(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		cpu     float64
@@ -161,6 +164,7 @@ func TestCause(t *testing.T) {
 
 // Host readings from /proc files, and the load between two of them.
 func TestHostLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stat, psi := dir+"/stat", dir+"/pressure"
 	write := func(p, s string) {
@@ -170,20 +174,20 @@ func TestHostLoad(t *testing.T) {
 	}
 	write(stat, "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\ncpu1 50 0 25 400 25 0 0 0 0 0\nintr 1\n")
 	write(psi, "some avg10=1.00 avg60=0.50 avg300=0.10 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
-	oldStat, oldPSI := procStatPath, cpuPressurePath
-	procStatPath, cpuPressurePath = stat, psi
-	defer func() { procStatPath, cpuPressurePath = oldStat, oldPSI }()
 	if busy, total := readProcStat(stat); busy != 150 || total != 1000 {
 		t.Errorf("proc stat busy %d total %d", busy, total)
 	}
 	if v := readPSISome(psi); v != 1000000 {
 		t.Errorf("psi %d", v)
 	}
-	if machineCPUs() != 2 {
-		t.Errorf("cpus %d", machineCPUs())
+	if n := machineCPUs(stat); n != 2 {
+		t.Errorf("cpus %d", n)
 	}
-	a := hostReading{at: time.Unix(0, 0), own: 0, busy: 150, total: 1000, psiSomeUs: 1000000}
-	b := hostReading{at: time.Unix(10, 0), own: 2 * time.Second, busy: 1150, total: 2000, psiSomeUs: 4000000}
+	if r := readHost(hostPaths{stat: stat, pressure: psi}); r.busy != 150 || r.total != 1000 || r.psiSomeUs != 1000000 || r.cpus != 2 {
+		t.Errorf("reading %+v", r)
+	}
+	a := hostReading{at: time.Unix(0, 0), own: 0, busy: 150, total: 1000, psiSomeUs: 1000000, cpus: 2}
+	b := hostReading{at: time.Unix(10, 0), own: 2 * time.Second, busy: 1150, total: 2000, psiSomeUs: 4000000, cpus: 2}
 	h := hostLoad(a, b, 2)
 	// 1000 of 1000 jiffies busy on 2 CPUs: 2 cores; the generator 0.2.
 	if h.BusyCores != 2 || math.Abs(h.OwnCores-0.2) > 1e-9 || math.Abs(h.OtherCores-1.8) > 1e-9 || math.Abs(h.CPUPressure-0.3) > 1e-9 ||
@@ -191,8 +195,7 @@ func TestHostLoad(t *testing.T) {
 		t.Errorf("%+v", h)
 	}
 	// Unreadable files degrade to −1 and say which readings were used.
-	procStatPath, cpuPressurePath = dir+"/none", dir+"/none"
-	r := readHost()
+	r := readHost(hostPaths{stat: dir + "/none", pressure: dir + "/none"})
 	if r.total != 0 || r.psiSomeUs != -1 {
 		t.Errorf("missing files: %+v", r)
 	}
@@ -204,6 +207,7 @@ func TestHostLoad(t *testing.T) {
 // cut_at_end requests are counted apart from errors, and the summary says
 // how many.
 func TestSummaryCountsCutAtEndApart(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	add := func(kind ErrorKind, n int) {
 		for i := 0; i < n; i++ {
@@ -236,6 +240,7 @@ func TestSummaryCountsCutAtEndApart(t *testing.T) {
 // Offered and sent rates are over the scheduled window, the completion
 // rate over the measured window with its drain.
 func TestSummaryRates(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	// 10/s for 2 s: 20 due, 2 of them dropped; each answer takes 1 s, so
 	// the measured window runs to 2.9 s.

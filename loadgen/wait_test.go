@@ -30,6 +30,7 @@ func (f *fakeWait) waiter() *waiter {
 }
 
 func TestWaiterModes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := &fakeWait{now: time.Unix(1000, 0), timerLate: 800 * time.Microsecond, yieldCost: 10 * time.Microsecond}
 	w := f.waiter()
@@ -74,6 +75,7 @@ func TestWaiterModes(t *testing.T) {
 // yields only through the last napMargin; a nap that comes back late (its
 // thread waited for a processor) ends the spinning as a slow yield does.
 func TestWaiterNaps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := &fakeWait{now: time.Unix(1000, 0), timerLate: 800 * time.Microsecond, yieldCost: 10 * time.Microsecond, napLate: 100 * time.Microsecond}
 	w := f.waiter()
@@ -103,6 +105,7 @@ func TestWaiterNaps(t *testing.T) {
 }
 
 func TestWaiterCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w := newWaiter(time.NewTimer(time.Hour))

@@ -60,6 +60,7 @@ func runDir(t *testing.T, dir string, shard loadgen.Shard, start time.Time, seed
 // histograms are exactly those of the merged records, whatever form each
 // shard kept.
 func TestMergeIsTheWhole(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	single := filepath.Join(base, "single")
 	runDir(t, single, loadgen.Shard{}, time.Time{}, 9, results.RecordsFull, results.CompressNone)
@@ -122,7 +123,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 	if int64(len(seqs)) != want.Requests.Sent {
 		t.Fatalf("merged records: %d, single sent %d", len(seqs), want.Requests.Sent)
 	}
-	for _, n := range loadgen.MetricNames {
+	for _, n := range loadgen.MetricNames() {
 		if g, w := got.LatencyMs[n], loadgen.HistOf(m.All.Hist[n]); g != w {
 			t.Errorf("%s: merged summary %+v, merged records %+v", n, g, w)
 		}
@@ -136,6 +137,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 
 // Merge names every reason it refuses.
 func TestMergeRefuses(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	mk := func(name string, shard loadgen.Shard, seed uint64) results.Dir {
 		d := filepath.Join(base, name)
@@ -172,6 +174,7 @@ func TestMergeRefuses(t *testing.T) {
 // merged run has no verdict (a failed shard must not read as a merge that
 // passed); merged with shards that were not judged, it says nothing.
 func TestMergeSaysUnjudged(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	var dirs []results.Dir
 	for i := 0; i < 2; i++ {

@@ -30,6 +30,7 @@ func (s *sessions) Next() (*prompts.Prompt, error) {
 // Shards split by session; the merged summary's session figures are
 // those of the merged records, and sessions.jsonl holds every session.
 func TestMergeSessions(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	start := time.Now().Add(100 * time.Millisecond)
 	var dirs []results.Dir

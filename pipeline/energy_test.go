@@ -44,7 +44,7 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: 3 * time.Second}}, Arrival: loadgen.ArrivalConstant,
 			Timeout: 10 * time.Second},
 		Telemetry:      &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 200 * time.Millisecond},
-		GPUHourCostUSD: 2.5, Validity: &slo.Unbounded}, count)
+		GPUHourCostUSD: 2.5, Validity: slo.Unbounded()}, count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestEnergyAgainstTheSimulatorsCounter(t *testing.T) {
 	res, err = Run(context.Background(), Spec{Client: okClient, Source: &loadgen.Repeat{Prompt: prompts.Prompt{Class: "c"}},
 		Options:   loadgen.Options{Stages: []loadgen.Stage{{Name: "main", Rate: 20, Duration: time.Second}}},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/nothing"}}, Interval: 200 * time.Millisecond},
-		Validity:  &slo.Unbounded})
+		Validity:  slo.Unbounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func TestValidityErrorRate(t *testing.T) {
 	})
 	res, _ := Run(context.Background(), sp)
 	if res.Summary.Validity.Valid {
-		t.Errorf("25%% errors passed the default %s limit", slo.DefaultValidity.MaxErrorRate)
+		t.Errorf("25%% errors passed the default %s limit", slo.DefaultValidity().MaxErrorRate)
 	}
 	sp.Validity.MaxErrorRate = slo.MustDecimal("30%")
 	res, _ = Run(context.Background(), sp)
@@ -143,7 +143,7 @@ func TestValidityErrorRate(t *testing.T) {
 // warnOnly is the default bounds with the self-check a warning only: a
 // test judging one bound on a busy machine.
 func warnOnly() *slo.Validity {
-	v := slo.DefaultValidity
+	v := slo.DefaultValidity()
 	v.DistortionWarns = true
 	return &v
 }

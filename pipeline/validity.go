@@ -28,7 +28,7 @@ func newJudge(spec Spec) *slo.Judge {
 		}
 	}
 	judge := slo.NewJudge(plan, sloSpec)
-	v := slo.DefaultValidity
+	v := slo.DefaultValidity()
 	if spec.Validity != nil {
 		v = *spec.Validity
 	}

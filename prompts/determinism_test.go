@@ -80,6 +80,7 @@ var goldenDigests = map[string]string{
 // The same mix file and seed give the same sequence of requests, byte for
 // byte: against golden digests, and across two independent loads.
 func TestDeterminismGolden(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../testdata/mixes/*.yaml")
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -100,6 +101,7 @@ func TestDeterminismGolden(t *testing.T) {
 }
 
 func TestDeterminismTwoRuns(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"production.yaml", "sessions.yaml", "trace-mooncake.yaml"} {
 		path := "../testdata/mixes/" + f
 		a, ha := streamDigest(t, path, 12345, 500)

@@ -42,6 +42,7 @@ func moments(d *dist, r *rng, n int) (mean, sd, lo, hi float64) {
 // [min, max]. Bounds are chosen wide enough (≥ 4.5 sd from the mean) that
 // truncation moves the moments by far less than those tolerances.
 func TestDistMoments(t *testing.T) {
+	t.Parallel()
 	const n = 200000
 	cases := []struct {
 		yaml     string
@@ -78,6 +79,7 @@ func TestDistMoments(t *testing.T) {
 
 // Tight bounds truncate: every draw stays inside.
 func TestDistTruncates(t *testing.T) {
+	t.Parallel()
 	d := distFrom(t, "{dist: normal, mean: 100, stddev: 500, min: 90, max: 110}", unitTokens)
 	_, _, lo, hi := moments(&d, newRNG(1), 20000)
 	if lo < 90 || hi > 110 {
@@ -94,6 +96,7 @@ func TestDistTruncates(t *testing.T) {
 // The portable log and exp agree with the math package (whose amd64
 // versions are assembly, with their own rounding) to a relative 1e-15.
 func TestPortableMath(t *testing.T) {
+	t.Parallel()
 	r := newRNG(5)
 	ulps := func(a, b float64) uint64 {
 		x, y := math.Float64bits(a), math.Float64bits(b)
@@ -120,6 +123,7 @@ func TestPortableMath(t *testing.T) {
 // Golden draws: the generator and the normal sampler never change for a
 // seed (if this fails, every mix's prompts changed).
 func TestRNGGolden(t *testing.T) {
+	t.Parallel()
 	r := newRNG(42, 7)
 	got := []uint64{r.uint64(), r.uint64(), uint64(r.intn(1000)), math.Float64bits(r.normal())}
 	want := []uint64{0xa3359777b206499c, 0x3e5caa55758574c4, 0x36d, 0xbff50b3141e0d54c}
@@ -131,6 +135,7 @@ func TestRNGGolden(t *testing.T) {
 }
 
 func TestDistString(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"512":                                  "512",
 		"{dist: uniform, min: 1, max: 9}":      "uniform(1..9)",

@@ -13,6 +13,7 @@ import (
 // Every malformed input fails at load, before any prompt is drawn, with an
 // *Error that names the file, the line and the field.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	const synth = "    source: {type: synthetic, input_tokens: 10}\n"
 	cases := []struct {
 		name  string
@@ -168,6 +169,7 @@ const (
 )
 
 func TestErrorFormat(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		e    *Error
 		want string
@@ -188,6 +190,7 @@ func TestErrorFormat(t *testing.T) {
 // A mix file with two independent mistakes reports both through LoadMix,
 // each an *Error with its line.
 func TestMixReportsEveryMistake(t *testing.T) {
+	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mix.yaml": "kind: Mix\nclasses:\n  - name: a\n    weight: -2\n" +
 		"    source: {type: synthetic, input_tokens: 10}\n  - name: b\n    source: {type: synthetic, input_tokens: 10}\n" +
 		"    sessions: {turns: 2, think_time: soon}\n"})
@@ -209,6 +212,7 @@ func TestMixReportsEveryMistake(t *testing.T) {
 // Mix files read durations in the one dialect of tailgate's files
 // (yamlwalk.ParseDuration), the same as SLO and plan files.
 func TestMixDurationDialect(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"500ms", "1.5s", "250us", "1h30m", "30d", "4w", "5O0ms", "1.5d", "-1s", "2", "d", "99999999w"} {
 		data := "kind: Mix\nclasses:\n  - name: t\n    source: {type: azure, path: t.csv, from: " + s + "}\n"
 		m, err := parseMix("mix.yaml", []byte(data), LoadOptions{})

@@ -50,6 +50,7 @@ func next(t testing.TB, s Source) *Prompt {
 // 3 degrees of freedom, at significance 0.001 (critical value 16.266), for
 // each of 20 seeds. A zero-weight class is never drawn.
 func TestClassFrequenciesChiSquare(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -86,6 +87,7 @@ classes:
 // A class's own prompts do not change when other classes are added: each
 // class draws from a stream keyed by its name.
 func TestClassStreamsIndependent(t *testing.T) {
+	t.Parallel()
 	one := loadYAML(t, `
 kind: Mix
 classes:
@@ -113,6 +115,7 @@ classes:
 // exactly that many tokens; the shared prefix is shared by
 // prompts_per_prefix consecutive prompts and no more.
 func TestSyntheticPrompts(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 tokenizer: o200k_base
@@ -154,6 +157,7 @@ classes:
 }
 
 func TestTemplateTokens(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 template_tokens: 7
@@ -169,6 +173,7 @@ classes:
 // Dataset classes: JSONL requests as written, with their own max_tokens
 // winning over the class's; ShareGPT first turns with reference lengths.
 func TestDatasetPrompts(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -215,6 +220,7 @@ classes:
 
 // Shuffle order visits every record once per pass.
 func TestShuffleOrder(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for i := 0; i < 10; i++ {
 		lines = append(lines, fmt.Sprintf(`{"prompt": "p%d"}`, i))
@@ -234,6 +240,7 @@ func TestShuffleOrder(t *testing.T) {
 }
 
 func TestLoadPromptsFileDetects(t *testing.T) {
+	t.Parallel()
 	dir := "../testdata/mixes"
 	for file, want := range map[string]string{
 		"chat.jsonl":             SourceJSONL,
@@ -260,6 +267,7 @@ func TestLoadPromptsFileDetects(t *testing.T) {
 
 // Every sample mix loads, describes itself, and draws prompts.
 func TestSampleMixes(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../testdata/mixes/*.yaml")
 	if len(files) < 8 {
 		t.Fatalf("only %d sample mixes", len(files))
@@ -298,6 +306,7 @@ func TestSampleMixes(t *testing.T) {
 // Canonical names data files by base name and content hash, so the hash
 // does not depend on where the files are; changing the seed changes it.
 func TestCanonical(t *testing.T) {
+	t.Parallel()
 	a, err := LoadMix("../testdata/mixes/chat.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -322,6 +331,7 @@ func TestCanonical(t *testing.T) {
 // accept_empty: true names the classes whose empty answers are successes,
 // and is part of the mix's canonical form (its hash changes with it).
 func TestMixAcceptEmpty(t *testing.T) {
+	t.Parallel()
 	const base = `
 kind: Mix
 classes:

@@ -10,6 +10,7 @@ import (
 // the "model" parameter the clients send), the mix lists each model once
 // for the preflight, and headers: reach the class's prompts only.
 func TestClassModelAndHeaders(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `kind: Mix
 seed: 3
 classes:
@@ -41,6 +42,7 @@ classes:
 }
 
 func TestClassModelErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ class, want string }{
 		{`model: lora-a, params: {model: lora-b}`, `classes[0].model: model "lora-a", but params names model lora-b: name it once`},
 		{`model: ""`, `classes[0].model: want a model name`},

@@ -21,6 +21,7 @@ var genSamples = flag.Bool("gen-samples", false, "rewrite the sample traces unde
 const samplesDir = "../testdata/mixes"
 
 func TestGenerateSampleTraces(t *testing.T) {
+	t.Parallel()
 	if !*genSamples {
 		t.Skip("run with -gen-samples to rewrite the sample traces")
 	}

@@ -23,6 +23,7 @@ func followSession(p *Prompt) []*Prompt {
 // earlier user turn and the answer the server gave to it, then the new
 // turn.
 func TestSessionCarriesFullHistory(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -77,6 +78,7 @@ classes:
 // Without a class max_tokens, each turn's output length is its reference
 // answer's.
 func TestSessionReferenceLengths(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -93,6 +95,7 @@ classes:
 // Synthetic sessions: turns drawn from the distribution, each user turn of
 // its drawn length, and the shared prefix as the system message.
 func TestSyntheticSessions(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -135,6 +138,7 @@ classes:
 // Follow-ups may be built on any goroutine, in any order, and give the
 // same prompts: they consume no shared state (run with -race).
 func TestFollowUpConcurrent(t *testing.T) {
+	t.Parallel()
 	m, err := LoadMix("../testdata/mixes/sessions.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

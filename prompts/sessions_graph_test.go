@@ -76,6 +76,7 @@ func drawAll(t *testing.T, path string, opts LoadOptions, n int) (*Mix, []*Promp
 }
 
 func TestWekaSample(t *testing.T) {
+	t.Parallel()
 	_, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 3)
 	var got []string
 	for _, p := range ps {
@@ -128,6 +129,7 @@ func blockPrefix(m *Mix, c *class, seed int64, session string, hashes []uint64, 
 }
 
 func TestWekaPrefixSharing(t *testing.T) {
+	t.Parallel()
 	m, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 3)
 	calls := ps[0].Graph.Calls
 	text := func(i int) string { return calls[i].Prompt.Messages[0].Content }
@@ -156,6 +158,7 @@ func TestWekaPrefixSharing(t *testing.T) {
 }
 
 func TestDynamoSample(t *testing.T) {
+	t.Parallel()
 	_, ps := drawAll(t, "../testdata/mixes/trace-dynamo.yaml", LoadOptions{}, 0)
 	var got []string
 	for _, p := range ps {
@@ -184,6 +187,7 @@ s3 t1 120/12 <-s1:end+700ms
 }
 
 func TestDynamoHashesAboveFloat(t *testing.T) {
+	t.Parallel()
 	// 2^53+1 and 2^64-1 read as floats would collide with neighbours.
 	m, err := LoadMix("../testdata/mixes/trace-dynamo.yaml", LoadOptions{})
 	if err != nil {
@@ -200,6 +204,7 @@ func TestDynamoHashesAboveFloat(t *testing.T) {
 }
 
 func TestOTelSample(t *testing.T) {
+	t.Parallel()
 	_, ps := drawAll(t, "../testdata/mixes/trace-otel.yaml", LoadOptions{}, 0)
 	var got []string
 	for _, p := range ps {
@@ -222,6 +227,7 @@ func TestOTelSample(t *testing.T) {
 }
 
 func TestAgentSource(t *testing.T) {
+	t.Parallel()
 	m, ps := drawAll(t, "../testdata/mixes/agent.yaml", LoadOptions{}, 40)
 	subs, bgs, joins := 0, 0, 0
 	for _, p := range ps {
@@ -265,6 +271,7 @@ func TestAgentSource(t *testing.T) {
 
 // A weka trace is a dataset of sessions: endless, in the class's order.
 func TestWekaCycles(t *testing.T) {
+	t.Parallel()
 	m, ps := drawAll(t, "../testdata/mixes/trace-weka.yaml", LoadOptions{}, 7)
 	if m.IsTrace() {
 		t.Fatal("weka sessions carry no start time; the mix is not a timed trace")
@@ -286,6 +293,7 @@ func TestWekaCycles(t *testing.T) {
 // TestSessionDeterminism: two sources with one seed give the same
 // sessions byte for byte; another seed changes the text, not the shape.
 func TestSessionDeterminism(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"trace-weka", "trace-dynamo", "trace-otel", "agent"} {
 		path := "../testdata/mixes/" + f + ".yaml"
 		_, a := drawAll(t, path, LoadOptions{}, 6)
@@ -312,6 +320,7 @@ func graphsOf(ps []*Prompt) []*Graph {
 }
 
 func TestRandomStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var reqs []string
 	for k := 0; k < 6; k++ {
@@ -345,6 +354,7 @@ func writeFile(t *testing.T, path, s string) {
 }
 
 func TestSessionTraceErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, typ, data, extra, want string
 	}{
@@ -377,6 +387,7 @@ func TestSessionTraceErrors(t *testing.T) {
 // A trace with hash ids promises a prefix, 0 included; one without
 // (recorded messages) promises nothing, so figures leave it out.
 func TestGraphHashIDs(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]bool{"../testdata/mixes/trace-weka.yaml": true, "../testdata/mixes/trace-dynamo.yaml": true,
 		"../testdata/mixes/trace-otel.yaml": false} {
 		_, ps := drawAll(t, path, LoadOptions{}, 3)

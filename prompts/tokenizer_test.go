@@ -8,6 +8,7 @@ import (
 // Synthetic text must have exactly the requested number of tokens in the
 // chosen encoding: the tolerance is zero.
 func TestSyntheticLengthExact(t *testing.T) {
+	t.Parallel()
 	for _, enc := range Encodings() {
 		t.Run(enc, func(t *testing.T) {
 			tok, err := NewTokenizer(enc)
@@ -40,6 +41,7 @@ func TestSyntheticLengthExact(t *testing.T) {
 // Every single word, and the marks, are one token; the corpus as a whole
 // has one token per piece.
 func TestWordsAreSingleTokens(t *testing.T) {
+	t.Parallel()
 	for _, enc := range []string{EncodingCl100k, EncodingO200k} {
 		tok, _ := NewTokenizer(enc)
 		for _, w := range tok.Words() {
@@ -62,6 +64,7 @@ func TestWordsAreSingleTokens(t *testing.T) {
 // Concatenated spans (Mooncake blocks, prefix + body) add up exactly, and
 // a short block is a prefix of its full text.
 func TestBlocksConcatenateExactly(t *testing.T) {
+	t.Parallel()
 	tok, _ := NewTokenizer(EncodingO200k)
 	c := corpusFor(tok)
 	var b strings.Builder
@@ -90,6 +93,7 @@ func TestBlocksConcatenateExactly(t *testing.T) {
 }
 
 func TestNewTokenizer(t *testing.T) {
+	t.Parallel()
 	if _, err := NewTokenizer("llama3"); err == nil || !strings.Contains(err.Error(), "cl100k_base") {
 		t.Errorf("unknown tokenizer: %v", err)
 	}
@@ -115,6 +119,7 @@ func (w wordTokenizer) Count(s string) int {
 func (w wordTokenizer) Words() []string { return w.words }
 
 func TestCustomTokenizer(t *testing.T) {
+	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mix.yaml": "kind: Mix\nclasses: [{name: s, source: {type: synthetic, input_tokens: 300}}]\n"})
 	if _, err := LoadMix(dir+"/mix.yaml", LoadOptions{Tokenizer: wordTokenizer{[]string{"a", "b"}}}); err == nil ||
 		!strings.Contains(err.Error(), "tokenizer words: 2 distinct words") {

@@ -69,6 +69,7 @@ func readAzureOffsets(t *testing.T, path string) (offs []int64, in, out []int) {
 // difference from the independently computed offsets must be under 1 ms
 // (the engine's own timing is tested with the engine), and here it is 0.
 func TestTraceAtMatchesTimestamps(t *testing.T) {
+	t.Parallel()
 	offs, in, out := readAzureOffsets(t, "../testdata/mixes/azure-conv-excerpt.csv")
 	for _, scale := range []float64{1, 0.5, 0.1, 3} {
 		m, err := LoadMix("../testdata/mixes/trace-azure.yaml", LoadOptions{TimeScale: scale})
@@ -116,6 +117,7 @@ func TestTraceAtMatchesTimestamps(t *testing.T) {
 // file by model give back the file's arrival times, in order, each At
 // measured from the file's first row; failed rows are skipped.
 func TestTraceMergeAndFilter(t *testing.T) {
+	t.Parallel()
 	m, err := LoadMix("../testdata/mixes/trace-burstgpt.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +162,7 @@ func TestTraceMergeAndFilter(t *testing.T) {
 // A window (from, until) keeps rows whose offset from the trace's first
 // row is in [from, until), and measures At from the window's start.
 func TestTraceWindow(t *testing.T) {
+	t.Parallel()
 	m := loadYAML(t, `
 kind: Mix
 classes:
@@ -180,6 +183,7 @@ classes:
 // of text, and differ from the first block they do not share; prompt
 // lengths are exact.
 func TestMooncakeSharedBlocks(t *testing.T) {
+	t.Parallel()
 	m, err := LoadMix("../testdata/mixes/trace-mooncake.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +243,7 @@ func TestMooncakeSharedBlocks(t *testing.T) {
 }
 
 func TestTraceSeedChangesTextNotTiming(t *testing.T) {
+	t.Parallel()
 	m, err := LoadMix("../testdata/mixes/trace-azure.yaml", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

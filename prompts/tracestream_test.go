@@ -43,6 +43,7 @@ func sourceOf(t *testing.T, m *Mix) canonicalSource {
 // A run of a known length reads a trace only up to its horizon plus the
 // look-ahead, and sends exactly what a whole read would have sent then.
 func TestMooncakeReadToHorizon(t *testing.T) {
+	t.Parallel()
 	mixPath, trace := writeMooncake(t, 2000) // 200 s of trace
 	full, err := LoadMix(mixPath, LoadOptions{})
 	if err != nil {
@@ -112,6 +113,7 @@ func TestMooncakeReadToHorizon(t *testing.T) {
 
 // until and a horizon: the nearer bound stops the read.
 func TestMooncakeHorizonAndUntil(t *testing.T) {
+	t.Parallel()
 	mixPath, _ := writeMooncake(t, 2000)
 	data, _ := os.ReadFile(mixPath)
 	withUntil := strings.Replace(string(data), "block_tokens: 16}", "block_tokens: 16, until: 10s}", 1)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSplitBreaksAtGapsAndBreaks(t *testing.T) {
+	t.Parallel()
 	xys := plotter.XYs{{X: 0.5}, {X: 1.5}, {X: 2.5}, {X: 6.5}, {X: 7.5}, {X: 8.5}}
 	got := split(xys, 1.5, []float64{8})
 	if len(got) != 3 || len(got[0]) != 3 || len(got[1]) != 2 || len(got[2]) != 1 {
@@ -25,6 +26,7 @@ func TestSplitBreaksAtGapsAndBreaks(t *testing.T) {
 // The legend sits above the data: the Y axis is raised by the legend's
 // share of the panel, and a plot without a legend keeps its axis.
 func TestRoomForLegend(t *testing.T) {
+	t.Parallel()
 	p := newPlot("t", "s", "ms")
 	line(p, 0, "TTFT p50", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
 	line(p, 1, "TTFT p99", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
@@ -65,6 +67,7 @@ func sweepSource() *Source {
 }
 
 func TestSweepPageFixes(t *testing.T) {
+	t.Parallel()
 	pg, err := build([]*Source{sweepSource()}, Options{})
 	if err != nil {
 		t.Fatal(err)

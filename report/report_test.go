@@ -68,7 +68,7 @@ func runDir(t *testing.T) string {
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "normal", Rate: 20, Duration: 3 * time.Second}, {Name: "peak", Rate: 150, Duration: 3 * time.Second}},
 			Arrival: loadgen.ArrivalPoisson, Seed: 1, Grace: time.Second, Timeout: 10 * time.Second},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
-		Theater:   theaterOptions(), Out: results.Dir(dir), Validity: &slo.Unbounded}, pipeline.Func(judge.Add))
+		Theater:   theaterOptions(), Out: results.Dir(dir), Validity: slo.Unbounded()}, pipeline.Func(judge.Add))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func sweepDir(t *testing.T) string {
 		Source:  func() loadgen.Source { return &loadgen.Repeat{Prompt: prompts.Prompt{Class: "chat", Text: "hi"}} },
 		Search:  capacity.Search{Levels: []capacity.Level{{Rate: 30}, {Rate: 60}, {Rate: 90}, {Rate: 110}, {Rate: 160}}},
 		Arrival: loadgen.ArrivalConstant, Warmup: 300 * time.Millisecond, MinDuration: time.Second, Grace: time.Second,
-		Timeout: 10 * time.Second, Validity: &slo.Unbounded, CurrentRate: 50, Growth: &capacity.Growth{PerMonth: 0.08, Text: "8%/month"},
+		Timeout: 10 * time.Second, Validity: slo.Unbounded(), CurrentRate: 50, Growth: &capacity.Growth{PerMonth: 0.08, Text: "8%/month"},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond},
 		Out:       results.Dir(dir)})
 	if err != nil {
@@ -118,6 +118,7 @@ func checkHTML(t *testing.T, html string, want ...string) {
 }
 
 func TestReportOfARunAndASweep(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
@@ -158,6 +159,7 @@ func theaterOptions() theater.Options { return theater.Options{Bucket: time.Seco
 // A lower-bound SLO-max reads "SLO-max ≥ r16" in the HTML, not as the
 // capacity.
 func TestSweepLowerBoundInHTML(t *testing.T) {
+	t.Parallel()
 	sw := &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r16", RatePerS: 16, AchievedPerS: 15.3, Pass: true, Valid: true}},
 		SLOMax: &results.SweepPoint{Level: "r16", RatePerS: 16, AchievedPerS: 15.3, LowerBound: true, Note: "the SLO-max is at least this"}, LowerBound: true}
 	v, err := viewSweep(&Source{Sweep: sw}, false)

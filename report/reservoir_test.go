@@ -8,6 +8,7 @@ import (
 // Past the cap the reservoir stays uniform: the sample's median and p99
 // are the stream's, within a fraction of a percent.
 func TestITLReservoir(t *testing.T) {
+	t.Parallel()
 	p := &Part{}
 	const n = 3 * maxITLSamples
 	for i := range n {

@@ -48,6 +48,7 @@ func reviewRun(t *testing.T, dir string, at time.Time, ttftMs float64, changes .
 }
 
 func TestReviewOfAMonth(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	root := t.TempDir()
 	reviewRun(t, filepath.Join(root, "runs", "a"), now.Add(-10*24*time.Hour), 50, "CHG-1")
@@ -134,6 +135,7 @@ func TestReviewOfAMonth(t *testing.T) {
 // A baseline the comparer refuses (another plan or mix) is passed over for
 // an earlier one; any other error leaves the candidate without one.
 func TestReviewRegressionsSkipNotComparable(t *testing.T) {
+	t.Parallel()
 	es := []Entry{{Dir: "a", Kind: KindRun}, {Dir: "b", Kind: KindRun}, {Dir: "c", Kind: KindRun}, {Dir: "d", Kind: KindRun}}
 	var asked []string
 	cmp := func(base, cand string) (*results.ComparisonOutcome, error) {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestWriteJSONReplacesAtomically(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "summary.json")
 	if err := WriteJSON(p, map[string]int{"a": 1}); err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestWriteJSONReplacesAtomically(t *testing.T) {
 // A full disk: the first failed write is reported with file and line, and
 // later writes do not pretend to succeed.
 func TestJSONLWriterFullDisk(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
@@ -56,6 +58,7 @@ func TestJSONLWriterFullDisk(t *testing.T) {
 }
 
 func TestJSONLWriterLines(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "requests.jsonl")
 	w, err := CreateJSONL(p)
 	if err != nil {
@@ -84,6 +87,7 @@ func TestJSONLWriterLines(t *testing.T) {
 // The interval log reads back, through hdrhistogram-go's reader, into
 // histograms equal to those written.
 func TestHlogRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	start := time.Unix(1_800_000_000, 0)
 	w, err := NewHlogWriter("x.hlog", &buf, start)
@@ -129,6 +133,7 @@ func TestHlogRoundTrip(t *testing.T) {
 // OutputIntervalHistogram's, byte for byte (tagged or not, empty or not),
 // and a tag the library refuses is refused.
 func TestHlogLineAsTheLibrary(t *testing.T) {
+	t.Parallel()
 	start := time.Unix(1_800_000_000, 250_000_000)
 	var hists []*hdrhistogram.Histogram
 	for i, tag := range []string{"ttft", "", "itl", "e2e"} {
@@ -163,6 +168,7 @@ func TestHlogLineAsTheLibrary(t *testing.T) {
 // Replace removes every entry of tailgate's layout, a validate's and a
 // sweep's included, and keeps (and names) what tailgate did not write.
 func TestReplaceClearsTheLayoutOnly(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	for _, f := range []string{VerdictFile, JUnitFile, ManifestFile, SignatureFile, EnvironmentFile, ReportFile,
 		LLMDReportFile, RecordsFile, "requests.jsonl.zst", SweepFile, "notes.txt"} {

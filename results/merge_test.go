@@ -14,6 +14,7 @@ import (
 // Two files' records come out as one, in order of end, every instant of
 // the second moved by its shift.
 func TestMergeRecordFilesInEndOrder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, ends ...time.Duration) string {
 		p := filepath.Join(dir, name)
@@ -64,6 +65,7 @@ func TestMergeRecordFilesInEndOrder(t *testing.T) {
 
 // Intervals of two logs are interleaved by start; a missing log is none.
 func TestMergeHlogsByStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := time.Unix(1_800_000_000, 0)
 	write := func(name string, offsets ...int) string {

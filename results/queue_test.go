@@ -14,6 +14,7 @@ import (
 // bound, null for +Inf}, no count) still reads; a mean-only histogram with
 // no reason is left out, one with a reason kept for the judge's note.
 func TestQueueDelayFile(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	vllm := &telemetry.Histogram{Source: "vllm:request_queue_time_seconds", Sum: 1.5, Count: 10,
 		Buckets: []telemetry.Bucket{{LeSeconds: 0.3, Count: 9}, {LeSeconds: 0.5, Count: 10}, {LeSeconds: math.Inf(1), Count: 10}}}

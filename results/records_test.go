@@ -11,6 +11,7 @@ import (
 )
 
 func TestReadRecordsTornTailAndLegacyKinds(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), RecordsFile)
 	lines := `{"seq":0,"intended_us":0,"sent_us":1,"end_us":9,"input_tokens":0,"output_tokens":1,"error_kind":"http_429"}
 {"seq":1,"intended_us":0,"sent_us":1,"end_us":9,"input_tokens":0,"output_tokens":1}
@@ -38,6 +39,7 @@ func TestReadRecordsTornTailAndLegacyKinds(t *testing.T) {
 }
 
 func TestWriteErrorNamesThePath(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "no", "dir", SummaryFile)
 	err := WriteJSON(p, 1)
 	var we *WriteError

@@ -31,6 +31,7 @@ func streamRecord(seq int64, n int) *loadgen.Record {
 // figures; compact ones give no ICL or ITL samples but keep the chunk
 // count and the last chunk; a compressed file is found by the plain name.
 func TestRecordFormsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, form := range []RecordsForm{RecordsFull, RecordsCompact} {
 		for _, comp := range []Compression{CompressNone, CompressGzip, CompressZstd} {
 			t.Run(fmt.Sprintf("%s-%s", form, comp), func(t *testing.T) {
@@ -85,6 +86,7 @@ func TestRecordFormsRoundTrip(t *testing.T) {
 // A compressed file cut short (a killed run) reads as a torn tail: every
 // record flushed before the cut is judged.
 func TestCompressedTornTail(t *testing.T) {
+	t.Parallel()
 	for _, comp := range []Compression{CompressGzip, CompressZstd} {
 		dir := Dir(t.TempDir())
 		p := dir.Path(RecordsFileName(comp))
@@ -182,6 +184,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 // finds, in every compression; the summary beside the file vouches for it,
 // and a file emptied under it disagrees, naming both counts.
 func TestRecordsDigestRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Compression{CompressNone, CompressGzip, CompressZstd} {
 		dir := Dir(t.TempDir())
 		path := dir.Path(RecordsFileName(c))

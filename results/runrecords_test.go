@@ -65,6 +65,7 @@ func readRun(t *testing.T, d Dir) ([]seen, ReadStats, error) {
 // stages come in the order they ran (not by name), each one's Seq moved
 // past the one before's, in whatever form each stage kept them.
 func TestReadRunRecordsReadsStagesInTurn(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	writeStage(t, d, "peak", 2, t0.Add(time.Minute), true)
@@ -100,6 +101,7 @@ func TestReadRunRecordsReadsStagesInTurn(t *testing.T) {
 // A directory with its own requests.jsonl (a run, a merge, or a validate
 // written when it also kept a plan-wide copy) is read from that file only.
 func TestReadRunRecordsPrefersItsOwnFile(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	writeStage(t, d, "normal", 3, time.Now(), false)
 	w, err := CreateRecords(d.Path(RecordsFile))
@@ -119,6 +121,7 @@ func TestReadRunRecordsPrefersItsOwnFile(t *testing.T) {
 // No records anywhere: an error that os.ErrNotExist matches (check says
 // "kept no records" for a --records none run) and names the directory.
 func TestReadRunRecordsMissing(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	if _, _, err := readRun(t, d); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("empty directory: %v", err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestMergeSessionFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, ls ...loadgen.SessionLine) string {
 		p := filepath.Join(dir, name)

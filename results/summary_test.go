@@ -13,6 +13,7 @@ import (
 // keys are never renamed, under its first key capacity too; a file
 // written before metric_theater (capacity only) still loads it.
 func TestSummaryMetricTheaterKeys(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	s := &Summary{MetricTheater: &theater.Section{Rule: "r", BucketS: 10, MetricTheater: true, Flagged: 1,
 		Buckets: []theater.Bucket{{FromS: 0, ToS: 10, Flag: true, Why: "busy"}}}}

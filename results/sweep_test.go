@@ -9,6 +9,7 @@ import (
 )
 
 func TestSweepRoundTripAndSchema(t *testing.T) {
+	t.Parallel()
 	d := Dir(t.TempDir())
 	want := &Sweep{Schema: SweepSchema, Mode: "closed", Levels: []SweepLevel{{Name: "c4", Concurrency: 4, AchievedPerS: 7.5, Pass: true}},
 		SLOMax: &SweepPoint{Level: "c4", Concurrency: 4, AchievedPerS: 7.5}}
@@ -30,6 +31,7 @@ func TestSweepRoundTripAndSchema(t *testing.T) {
 }
 
 func TestSweepExitPrecedence(t *testing.T) {
+	t.Parallel()
 	pt := &SweepPoint{Level: "r10", RatePerS: 10}
 	for _, c := range []struct {
 		name string

@@ -114,8 +114,8 @@ const ProfileLlamaCpp = "llamacpp"
 // but never streamed, and, with MaxQueue, its busy 503.
 const ProfileOllama = "ollama"
 
-// Profiles lists the values Config.Profile accepts besides "".
-var Profiles = []string{ProfileLlamaCpp, ProfileOllama}
+// profilesTable lists the values Config.Profile accepts besides "".
+var profilesTable = []string{ProfileLlamaCpp, ProfileOllama}
 
 // Config describes the simulated engine. Start from DefaultConfig. In New,
 // zero counts and names (Model, Slots, KVTokens, MaxBatchTokens,
@@ -516,12 +516,12 @@ const (
 	FaultEmpty FaultKind = "empty"
 )
 
-// FaultKinds lists every fault kind.
-var FaultKinds = []FaultKind{FaultStall, FaultStallMid, FaultHTTP429, FaultHTTP503,
+// faultKindsTable lists every fault kind.
+var faultKindsTable = []FaultKind{FaultStall, FaultStallMid, FaultHTTP429, FaultHTTP503,
 	FaultTruncate, FaultMalformed, FaultErrorInStream, FaultHang, FaultIgnoreStream, FaultHTML200, FaultEmpty}
 
 func (k FaultKind) valid() bool {
-	for _, v := range FaultKinds {
+	for _, v := range faultKindsTable {
 		if k == v {
 			return true
 		}
@@ -554,8 +554,8 @@ func (r FaultRule) validate() error {
 // FaultKindList names every fault kind, comma-separated, for messages and
 // help text.
 func FaultKindList() string {
-	s := make([]string, len(FaultKinds))
-	for i, k := range FaultKinds {
+	s := make([]string, len(faultKindsTable))
+	for i, k := range faultKindsTable {
 		s[i] = string(k)
 	}
 	return strings.Join(s, ", ")

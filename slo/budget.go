@@ -55,22 +55,22 @@ type BurnRateTier struct {
 	Short         time.Duration `json:"short"` // 1/12 of Long in the workbook
 }
 
-// SlothTiers are Sloth's google-30d windows: the SRE workbook's recommended
+// slothTiersTable are Sloth's google-30d windows: the SRE workbook's recommended
 // parameters (table "Recommended parameters for an SLO-based alert": page at
 // 2% in 1h and 5% in 6h, ticket at 10% in 3d; for a 30-day window burn
 // factors 14.4, 6 and 1) and Sloth's ticket tier at 10% in 1d (factor 3).
-var SlothTiers = []BurnRateTier{
+var slothTiersTable = []BurnRateTier{
 	{"page", 2, time.Hour, 5 * time.Minute},
 	{"page", 5, 6 * time.Hour, 30 * time.Minute},
 	{"ticket", 10, 24 * time.Hour, 2 * time.Hour},
 	{"ticket", 10, 72 * time.Hour, 6 * time.Hour},
 }
 
-// BurnRateWindows are SlothTiers' windows, shortest first (5m, 30m, 1h, 2h,
+// burnRateWindowsTable are SlothTiers' windows, shortest first (5m, 30m, 1h, 2h,
 // 6h, 1d, 3d): SlothTiers is the one table of burn-rate windows, and the
 // generated rules (slo/rules), the canary's rolling windows and the
 // exported window label values all derive from it.
-var BurnRateWindows = TierWindows(SlothTiers)
+var burnRateWindowsTable = TierWindows(slothTiersTable)
 
 // TierWindows are the short and long windows of tiers, shortest first,
 // without repeats.

@@ -11,14 +11,15 @@ import (
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestBurnFactors(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	for _, c := range []struct {
 		window time.Duration
 		tiers  []BurnRateTier
 		want   []float64
 	}{
-		{30 * day, SlothTiers, []float64{14.4, 6, 3, 1}},
-		{28 * day, SlothTiers, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
+		{30 * day, slothTiersTable, []float64{14.4, 6, 3, 1}},
+		{28 * day, slothTiersTable, []float64{13.44, 5.6, 2.8, 0.9333333333333333}},
 	} {
 		for i, a := range Alerts(c.window, 0.001, c.tiers) {
 			// Exactly the nearest float: rule files print it with %g.
@@ -36,6 +37,7 @@ func TestBurnFactors(t *testing.T) {
 }
 
 func TestBudgetMath(t *testing.T) {
+	t.Parallel()
 	if b := ErrorBudget(0.999); !near(b, 0.001) {
 		t.Fatalf("budget %v", b)
 	}
@@ -55,7 +57,7 @@ func TestBudgetMath(t *testing.T) {
 	if !math.IsInf(BurnRate(0.1, 0), 1) || BurnRate(0, 0) != 0 {
 		t.Fatal("zero budget")
 	}
-	page := Alerts(30*24*time.Hour, 0.001, SlothTiers)[0]
+	page := Alerts(30*24*time.Hour, 0.001, slothTiersTable)[0]
 	// Both windows must exceed 14.4 × 0.001.
 	if page.Firing(0.1, 0.0083) || !page.Firing(0.1, 0.0150) || page.Firing(0.0140, 0.1) {
 		t.Fatal("Firing")
@@ -72,12 +74,13 @@ func TestBudgetMath(t *testing.T) {
 // TestBurnRateWindows: every window of the tier table, once, shortest
 // first; what the canary and the exported labels derive from.
 func TestBurnRateWindows(t *testing.T) {
+	t.Parallel()
 	h := time.Hour
 	want := []time.Duration{5 * time.Minute, 30 * time.Minute, h, 2 * h, 6 * h, 24 * h, 72 * h}
-	if !slices.Equal(BurnRateWindows, want) {
-		t.Errorf("BurnRateWindows %v, want %v", BurnRateWindows, want)
+	if !slices.Equal(burnRateWindowsTable, want) {
+		t.Errorf("BurnRateWindows %v, want %v", burnRateWindowsTable, want)
 	}
-	page := SlothTiers[:2]
+	page := slothTiersTable[:2]
 	if got := TierWindows(page); !slices.Equal(got, []time.Duration{5 * time.Minute, 30 * time.Minute, h, 6 * h}) {
 		t.Errorf("page windows %v", got)
 	}

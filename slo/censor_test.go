@@ -18,6 +18,7 @@ func cut(kind loadgen.ErrorKind, elapsed time.Duration) loadgen.Record {
 // threshold are known misses, not silent exclusions: 90 fast survivors
 // and 10 cut at 3 s fail a p95 TTFT ≤ 1 s (survivors alone would pass).
 func TestCensoredRequestsAreMissesAfterTheThreshold(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: t
@@ -81,6 +82,7 @@ objectives:
 // A goodput rule with a TPOT limit cannot judge answers that came as one
 // body: NO_DATA naming the limit, not 0/s FAIL.
 func TestUnstreamedGoodputIsNoData(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: t

@@ -12,6 +12,7 @@ import (
 // Tail values checked against exact sums of binomial terms (Python's
 // math.comb).
 func TestBinomTails(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		k, n    uint64
 		p       float64
@@ -33,6 +34,7 @@ func TestBinomTails(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		k, n uint64
 		p0   float64
@@ -66,6 +68,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestMinDecisive(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		p0, conf float64
 		want     uint64
@@ -79,6 +82,7 @@ func TestMinDecisive(t *testing.T) {
 // A p99 objective judged on 50 requests, none missing, is INCONCLUSIVE and
 // says how many requests would decide it; the report exits 4.
 func TestP99On50RequestsInconclusive(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: p99, metric: ttft, threshold: 500ms, target: 99%}\n")
 	var recs []loadgen.Record
 	for i := 0; i < 50; i++ {
@@ -107,6 +111,7 @@ func TestP99On50RequestsInconclusive(t *testing.T) {
 // Precedence of a report's status: a failure outranks an inconclusive
 // verdict; a waiver covers an inconclusive one.
 func TestInconclusivePrecedenceAndWaiver(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n"+
 		"  - {name: p99, metric: ttft, threshold: 500ms, target: 99%}\n"+
 		"  - {name: p50, metric: ttft, threshold: 50ms, target: 50%}\n")
@@ -128,6 +133,7 @@ func TestInconclusivePrecedenceAndWaiver(t *testing.T) {
 }
 
 func TestConfidenceSetting(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, "kind: SLO\nname: x\nowner: o\nconfidence: 99%\nobjectives:\n  - {name: p99, metric: ttft, threshold: 500ms, target: 99%}\n")
 	if spec.Confidence != 0.99 || ConfidenceOf(spec) != 0.99 || ConfidenceOf(&Spec{}) != DefaultConfidence {
 		t.Fatalf("confidence %v", spec.Confidence)

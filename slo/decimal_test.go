@@ -3,6 +3,7 @@ package slo
 import "testing"
 
 func TestParseDecimal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in    string
 		num   uint64
@@ -31,6 +32,7 @@ func TestParseDecimal(t *testing.T) {
 }
 
 func TestDecimalCompareExact(t *testing.T) {
+	t.Parallel()
 	// 99.9/100 in float64 is 0.9990000000000001, above 999/1000: a float
 	// comparison would fail 999 good of 1000 against 99.9%.
 	d := MustDecimal("99.9%")

@@ -52,9 +52,10 @@ func verdictOf(t *testing.T, rep *Report, name string) Verdict {
 }
 
 func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 128, 100) // 2 req/s, at most 128 tokens each
-	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: defaultValidityTable}
 
 	// Without a demand (run, validate): the floors are judged and fail.
 	rep := Assess(p, spec, Input{Records: recs})
@@ -108,9 +109,10 @@ func TestFloorBeyondDemandIsNotApplicable(t *testing.T) {
 }
 
 func TestFloorWithoutMaxTokensApplies(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
 	recs := steady(100, 500*ms1, 0, 100) // no max_tokens sent: no bound
-	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
 	rep := Assess(p, spec, Input{Records: recs, Demand: map[string]*Demand{"s": {OfferedPerS: 2}}})
 	if v := verdictOf(t, rep, "tokens"); v.Status != Fail {
 		t.Errorf("tokens with no max_tokens: %s %q, want FAIL (no bound known)", v.Status, v.Note)
@@ -118,8 +120,9 @@ func TestFloorWithoutMaxTokensApplies(t *testing.T) {
 }
 
 func TestOnlyNotApplicableIsNotPass(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, floorSpec)
-	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s", Objectives: []string{"tokens"}}}, Validity: defaultValidityTable}
 	rep := Assess(p, spec, Input{Records: steady(100, 500*ms1, 128, 100), Demand: map[string]*Demand{"s": {OfferedPerS: 2}}})
 	if rep.Status != ReportInconclusive {
 		t.Errorf("report of only N/A: %s, want INCONCLUSIVE (nothing decided from nothing)", rep.Status)
@@ -127,6 +130,7 @@ func TestOnlyNotApplicableIsNotPass(t *testing.T) {
 }
 
 func TestFloorShareOfOffered(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 apiVersion: tailgate/v1
@@ -146,7 +150,7 @@ objectives:
 	for i := range 10 { // 10 of 100 failed: 90% good
 		recs = append(recs, errRec("s", time.Duration(90+i)*100*ms1, loadgen.ErrServer))
 	}
-	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: "s"}}, Validity: defaultValidityTable}
 	// A demand never sets a share aside: it scales with the load.
 	v := one(t, Assess(p, spec, Input{Records: recs, Demand: map[string]*Demand{"s": {OfferedPerS: 0.1}}}).Verdicts)
 	if v.Status != Fail || v.Offered != 100 || v.Measured != 0.9 || v.MeasuredText() != "90% of offered" {
@@ -159,6 +163,7 @@ objectives:
 }
 
 func TestShareOfOfferedParse(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ body, want string }{
 		{"metric: output_tokens_per_s\n    threshold: 0.9", "only requests_per_s and goodput_per_s"},
 		{"metric: requests_per_s\n    threshold: 5", "not a fraction in (0, 1]"},

@@ -22,6 +22,7 @@ func latencySpec(t *testing.T, metric, threshold, target string) *Spec {
 // TestLatencyBoundaries: for each latency metric, one record exactly at the
 // threshold meets it (≤), one microsecond over does not, one under does.
 func TestLatencyBoundaries(t *testing.T) {
+	t.Parallel()
 	const th = 500 * ms1
 	// Each builder makes a record whose metric equals v.
 	builders := map[string]func(v time.Duration) loadgen.Record{
@@ -68,6 +69,7 @@ func TestLatencyBoundaries(t *testing.T) {
 
 // TestITLPerToken: a chunk carrying n tokens is n samples of gap/n.
 func TestITLPerToken(t *testing.T) {
+	t.Parallel()
 	r := okRec("s", 0, 10*ms1, 10*ms1, 1)
 	r.Chunks = append(r.Chunks, loadgen.Chunk{At: 10*ms1 + 300*ms1, Tokens: 3}) // 3 tokens at 100ms each
 	r.Chunks = append(r.Chunks, loadgen.Chunk{At: 10*ms1 + 300*ms1 + 200*ms1, Tokens: 1})
@@ -89,6 +91,7 @@ func TestITLPerToken(t *testing.T) {
 // at 95% confidence, so each verdict is INCONCLUSIVE, and the reported
 // quantile sits on the side of the threshold the observed counts are on.
 func TestTargetFailsByOneRequest(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		target    string
 		n, good   int
@@ -125,6 +128,7 @@ func TestTargetFailsByOneRequest(t *testing.T) {
 }
 
 func TestLatencyPopulation(t *testing.T) {
+	t.Parallel()
 	spec := latencySpec(t, "ttft", "500ms", "100%")
 	warm := okRec("s", 0, time.Minute, time.Minute, 2)
 	warm.Warmup = true
@@ -153,6 +157,7 @@ func TestLatencyPopulation(t *testing.T) {
 }
 
 func TestClassFilter(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: x
@@ -179,6 +184,7 @@ objectives:
 // requests (the generator's, not the server's) are left out of both counts
 // and the verdict says so.
 func TestErrorRateBoundaries(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: e, metric: error_rate, threshold: 1%}\n")
 	build := func(bad int, kind loadgen.ErrorKind) []loadgen.Record {
 		var recs []loadgen.Record
@@ -237,6 +243,7 @@ func TestErrorRateBoundaries(t *testing.T) {
 // TestFloorBoundaries: over a 10 s window, ≥ 10 requests/s needs 100
 // requests; 99 fail, 101 pass. Output tokens and goodput alike.
 func TestFloorBoundaries(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: x
@@ -286,6 +293,7 @@ objectives:
 }
 
 func TestGoodputConstraints(t *testing.T) {
+	t.Parallel()
 	c := Constraints{TTFT: 500 * ms1, TPOT: 50 * ms1}
 	for _, x := range []struct {
 		r    loadgen.Record
@@ -307,6 +315,7 @@ func TestGoodputConstraints(t *testing.T) {
 }
 
 func TestQueueDelay(t *testing.T) {
+	t.Parallel()
 	spec := latencySpec(t, "queue_delay", "100ms", "90%")
 	only := []string{"o"}
 	if v := one(t, judgeStage(spec, "s", nil, Input{}, only...)); v.Status != NoData || !strings.Contains(v.Note, "telemetry") {
@@ -343,6 +352,7 @@ func TestQueueDelay(t *testing.T) {
 // next midnight the waiver no longer waives, the verdict says so, and the
 // failure stays visible either way.
 func TestWaiverExpiry(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: x
@@ -394,7 +404,7 @@ waivers:
 	}
 	// Class narrowing.
 	cw := Waiver{Objective: "lat", Class: "batch", Owner: "a", Reason: "r", Expires: t0.Add(time.Hour)}
-	plan := &Plan{Stages: []Stage{{Name: "normal"}}, Waivers: []Waiver{cw}, Validity: DefaultValidity}
+	plan := &Plan{Stages: []Stage{{Name: "normal"}}, Waivers: []Waiver{cw}, Validity: defaultValidityTable}
 	if v := Assess(plan, spec, Input{Records: recs, Now: t0}).Verdicts[0]; v.Status != Fail {
 		t.Errorf("class waiver on an all-class objective: %+v", v)
 	}
@@ -403,6 +413,7 @@ waivers:
 // TestSavedRecordsSameVerdict: judging the live records (nanosecond
 // instants) and their requests.jsonl copy gives identical verdicts.
 func TestSavedRecordsSameVerdict(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, chatSLO)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var live []loadgen.Record

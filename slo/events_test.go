@@ -44,6 +44,7 @@ func eventsRecords() []loadgen.Record {
 // Events must count exactly what the Judge counts: one definition of a
 // good event for verdicts and for the operate phase's counters.
 func TestEventsAgreeWithJudge(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, eventsSpec)
 	j := NewJudge(nil, spec)
 	sums := map[string]Events{}
@@ -91,6 +92,7 @@ func TestEventsAgreeWithJudge(t *testing.T) {
 // In operate, a failed probe is a bad event for latency objectives, and a
 // probe the canary cancelled itself counts nowhere.
 func TestOperateEvents(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, eventsSpec)
 	sums := map[string]Events{}
 	for _, r := range eventsRecords() {
@@ -129,6 +131,7 @@ func TestOperateEvents(t *testing.T) {
 // rate, and no goodput, in acceptance and in operate alike: a server that
 // answers nothing cannot pass on the answers it did give.
 func TestEmptyAnswerMissesEveryLatencyObjective(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: chat

@@ -60,7 +60,7 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // path: a plan of that one stage, judging only the objectives named (all
 // when none), with in's other inputs.
 func judgeStage(spec *Spec, stage string, recs []loadgen.Record, in Input, only ...string) []Verdict {
-	p := &Plan{Stages: []Stage{{Name: stage, Objectives: only}}, Validity: DefaultValidity}
+	p := &Plan{Stages: []Stage{{Name: stage, Objectives: only}}, Validity: defaultValidityTable}
 	in.Records = recs
 	return Assess(p, spec, in).Verdicts
 }

@@ -33,7 +33,7 @@ type Judge struct {
 // nil plan every objective applies to every stage found in the records and
 // the default validity bounds hold.
 func NewJudge(plan *Plan, spec *Spec) *Judge {
-	j := &Judge{plan: plan, spec: spec, validity: DefaultValidity, stages: map[string]*stageJudge{}}
+	j := &Judge{plan: plan, spec: spec, validity: defaultValidityTable, stages: map[string]*stageJudge{}}
 	for _, o := range spec.Objectives {
 		if o.Metric.PerSession() {
 			j.sessions = &loadgen.SessionRoller{}

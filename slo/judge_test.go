@@ -15,6 +15,7 @@ import (
 // error, and is judged from a streamed record; and every row is a
 // latency_ms key of the summary with a definition.
 func TestMetricTable(t *testing.T) {
+	t.Parallel()
 	r := okRec("s", 0, 100*ms1, 400*ms1, 4)
 	r.Sent = 2 * ms1
 	sum := loadgen.NewMetrics()
@@ -24,7 +25,7 @@ func TestMetricTable(t *testing.T) {
 	if err == nil {
 		t.Fatal("unknown metric parsed")
 	}
-	for _, m := range loadgen.LatencyMetrics {
+	for _, m := range loadgen.LatencyMetrics() {
 		if Metric(m.Name).Kind() != KindLatency {
 			t.Errorf("%s: kind %q", m.Name, Metric(m.Name).Kind())
 		}
@@ -43,8 +44,8 @@ func TestMetricTable(t *testing.T) {
 			t.Errorf("%s: no definition or event name", m.Name)
 		}
 	}
-	if len(s.LatencyMs) != len(loadgen.LatencyMetrics) {
-		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(loadgen.LatencyMetrics))
+	if len(s.LatencyMs) != len(loadgen.LatencyMetrics()) {
+		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(loadgen.LatencyMetrics()))
 	}
 }
 
@@ -52,6 +53,7 @@ func TestMetricTable(t *testing.T) {
 // and E2E but no ICL, ITL or TPOT: those objectives are NO_DATA saying why,
 // never PASS at 0 µs.
 func TestUnstreamedNoStreamMetrics(t *testing.T) {
+	t.Parallel()
 	var recs []loadgen.Record
 	for i := 0; i < 10; i++ {
 		// One body at 300 ms holding 50 tokens: one "chunk" at the end.
@@ -89,6 +91,7 @@ func TestUnstreamedNoStreamMetrics(t *testing.T) {
 // is exact where the bucket decides and interpolated (and said to be)
 // where it does not; missing telemetry gives NO_DATA with its reason.
 func TestQueueDelayVLLMBuckets(t *testing.T) {
+	t.Parallel()
 	q := queueHist(qb(0.3, 990), qb(0.5, 1000), qb(0.8, 1000), qb(inf, 1000))
 	q.Source = "vllm:request_queue_time_seconds"
 	v := one(t, judgeStage(latencySpec(t, "queue_delay", "300ms", "99%"), "s", nil, queueIn(q), "o"))
@@ -181,6 +184,7 @@ func BenchmarkJudgeAdd(b *testing.B) {
 // after Add changes nothing), can be assessed mid-run and again later (a
 // canary's running verdict), and ignores stages the plan does not have.
 func TestJudgeIncremental(t *testing.T) {
+	t.Parallel()
 	p, spec := reportPlan(t)
 	j := NewJudge(p, spec)
 	var r loadgen.Record
@@ -211,6 +215,7 @@ func TestJudgeIncremental(t *testing.T) {
 }
 
 func TestAssessNothingSentIsNoData(t *testing.T) {
+	t.Parallel()
 	target, err := ParseDecimal("0.9")
 	if err != nil {
 		t.Fatal(err)

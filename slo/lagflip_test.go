@@ -30,6 +30,7 @@ func lagRecs(slow int, ttft, lag time.Duration) []loadgen.Record {
 // the lag-only misses could turn is a client_bottleneck problem; one they
 // could not turn, or a PASS, is not.
 func TestLagFlip(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: ttft, metric: ttft, threshold: 100ms, target: 90%}\n")
 	for _, c := range []struct {
 		name    string

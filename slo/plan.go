@@ -193,7 +193,7 @@ func (r reader) plan(root yamlwalk.Node) *Plan {
 	if !ok {
 		return nil
 	}
-	p := &Plan{File: r.doc.File(), Validity: DefaultValidity}
+	p := &Plan{File: r.doc.File(), Validity: defaultValidityTable}
 	p.Name = required(f, "name", name)
 	p.Description = optional(f, "description", text)
 	if n, ok := f.Require("target"); ok {
@@ -236,7 +236,7 @@ func (r reader) plan(root yamlwalk.Node) *Plan {
 
 func (r reader) validity(n yamlwalk.Node) Validity {
 	f, _ := n.Map("max_error_rate", "max_dropped", "max_cut_at_end", "max_context_length", "max_distortion", "max_schedule_lag", "max_client_cpu")
-	v := DefaultValidity
+	v := defaultValidityTable
 	for _, b := range []struct {
 		key string
 		dst *Decimal

@@ -110,6 +110,7 @@ func TestParsePlanErrors(t *testing.T) {
 }
 
 func TestLoadPlanCrossChecks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)

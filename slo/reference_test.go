@@ -323,6 +323,7 @@ func randomRecords(seed uint64, n int, stages []string, unstreamedShare int) []l
 // results and notes exactly; the quantile within 0.1% and on the same side
 // of the threshold.
 func TestJudgeMatchesReference(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, judgeSLO)
 	stages := []string{"normal", "peak"}
 	for _, c := range []struct {

@@ -51,6 +51,7 @@ func stageRecs(stage string, n int, ttft time.Duration) []loadgen.Record {
 }
 
 func TestAssessExitCodes(t *testing.T) {
+	t.Parallel()
 	p, spec := reportPlan(t)
 	// 30 requests without an error decide "≤ 10% errors" at 95% (0.9³⁰ =
 	// 0.04); 20 would not.
@@ -114,7 +115,8 @@ func TestAssessExitCodes(t *testing.T) {
 }
 
 func TestCheckValidity(t *testing.T) {
-	v := DefaultValidity
+	t.Parallel()
+	v := defaultValidityTable
 	// The opt-in bounds a plan may set.
 	v.MaxErrorRate, v.MaxScheduleLag, v.MaxClientCPU = MustDecimal("50%"), 50*ms1, MustDecimal("90%")
 	ok := stageRecs("s", 100, 10*ms1)
@@ -208,14 +210,15 @@ func checkValidity(stage string, recs []loadgen.Record, v Validity, cpu float64)
 // Bounds saved before max_context_length existed read back with its
 // default; a saved bound reads back as it was.
 func TestValidityContextLengthJSON(t *testing.T) {
+	t.Parallel()
 	var old Validity
 	if err := json.Unmarshal([]byte(`{"max_error_rate":"5%","max_dropped":"1%","max_cut_at_end":"5%","max_distortion":"10%"}`), &old); err != nil {
 		t.Fatal(err)
 	}
-	if old.MaxContextLength != DefaultValidity.MaxContextLength {
-		t.Errorf("old bounds: max_context_length %s, want the default %s", old.MaxContextLength, DefaultValidity.MaxContextLength)
+	if old.MaxContextLength != defaultValidityTable.MaxContextLength {
+		t.Errorf("old bounds: max_context_length %s, want the default %s", old.MaxContextLength, defaultValidityTable.MaxContextLength)
 	}
-	v := DefaultValidity
+	v := defaultValidityTable
 	v.MaxContextLength = MustDecimal("3%")
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -22,6 +22,7 @@ func session(id string, start, dur time.Duration, bKind loadgen.ErrorKind) []loa
 }
 
 func TestSessionObjectives(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t, `
 kind: SLO
 name: agents
@@ -65,6 +66,7 @@ objectives:
 }
 
 func TestSessionObjectiveSpecErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ y, want string }{
 		{`{name: x, metric: session_duration, class: a, threshold: 1s, target: 90%}`, "judges whole sessions"},
 		{`{name: x, metric: ttft, turn: third, threshold: 1s, target: 90%}`, `"third" is not a turn`},

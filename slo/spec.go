@@ -79,7 +79,7 @@ var otherMetrics = []struct {
 
 var metricKinds = func() map[Metric]Kind {
 	k := map[Metric]Kind{}
-	for _, m := range loadgen.LatencyMetrics {
+	for _, m := range loadgen.LatencyMetrics() {
 		k[Metric(m.Name)] = KindLatency
 	}
 	for _, o := range otherMetrics {
@@ -101,7 +101,7 @@ func (m Metric) latency() *loadgen.LatencyMetric { return loadgen.FindLatencyMet
 
 func metricList() string {
 	var s []string
-	for _, m := range loadgen.LatencyMetrics {
+	for _, m := range loadgen.LatencyMetrics() {
 		s = append(s, m.Name)
 	}
 	for _, o := range otherMetrics {

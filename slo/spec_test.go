@@ -46,6 +46,7 @@ waivers:
 `
 
 func TestParseSpec(t *testing.T) {
+	t.Parallel()
 	s := mustSpec(t, chatSLO)
 	if s.Name != "chat" || s.Owner != "inference-team" || s.Window != 28*24*time.Hour {
 		t.Fatalf("header: %+v", s)
@@ -79,6 +80,7 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestParseSpecErrorsNameLineAndField(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, yaml, want string
 	}{
@@ -151,6 +153,7 @@ objectives:
 // runbook is optional at both levels; an objective's own wins, and a file
 // without one parses as before.
 func TestParseSpecRunbook(t *testing.T) {
+	t.Parallel()
 	s := mustSpec(t, `
 kind: SLO
 name: chat
@@ -176,6 +179,7 @@ objectives:
 }
 
 func TestParseSpecCollectsEveryError(t *testing.T) {
+	t.Parallel()
 	_, err := ParseSpec("s.yaml", []byte("kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: ttft, threshold: 1x, target: 1}\n  - {name: b, metric: e2e, threshold: 1s, target: 2}\n"))
 	var es Errors
 	if !errors.As(err, &es) || len(es) != 2 || es[0].Line != 5 || es[1].Line != 6 {
@@ -184,6 +188,7 @@ func TestParseSpecCollectsEveryError(t *testing.T) {
 }
 
 func TestSpecWarnsWithoutErrorRate(t *testing.T) {
+	t.Parallel()
 	s := mustSpec(t, "kind: SLO\nname: x\nowner: o\nobjectives: [{name: a, metric: ttft, threshold: 1s, target: 1}]\n")
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "no error_rate objective") {
 		t.Fatalf("warnings: %v", s.Warnings)
@@ -194,6 +199,7 @@ func TestSpecWarnsWithoutErrorRate(t *testing.T) {
 // (goodput is read before objectives), and a YAML syntax error names the
 // line at fault.
 func TestParseSpecErrorsSortedByLine(t *testing.T) {
+	t.Parallel()
 	_, err := ParseSpec("s.yaml", []byte("kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: a, metric: ttft, threshold: 1x, target: 1}\ngoodput: {ttft: soon}\n"))
 	var es Errors
 	if !errors.As(err, &es) || len(es) != 2 || es[0].Line != 5 || es[1].Line != 6 {
@@ -208,6 +214,7 @@ func TestParseSpecErrorsSortedByLine(t *testing.T) {
 // SLO files read durations in the one dialect of tailgate's files
 // (yamlwalk.ParseDuration), the same as mix files.
 func TestSpecDurationDialect(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"500ms", "1.5s", "250us", "1h30m", "30d", "4w", "5O0ms", "1.5d", "-1s", "2", "d", "99999999w"} {
 		data := "kind: SLO\nname: x\nowner: o\ngoodput: {ttft: " + s + "}\nobjectives: [{name: a, metric: error_rate, threshold: 1%}]\n"
 		spec, err := ParseSpec("slo.yaml", []byte(data))

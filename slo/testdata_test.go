@@ -7,6 +7,7 @@ import (
 
 // The example files shipped in testdata/ must load.
 func TestShippedExamples(t *testing.T) {
+	t.Parallel()
 	plans, _ := filepath.Glob("../testdata/plans/*.yaml")
 	if len(plans) == 0 {
 		t.Skip("no example plans")

@@ -47,7 +47,7 @@ type Validity struct {
 	MaxClientCPU   Decimal       `json:"max_client_cpu"`
 }
 
-// DefaultValidity is the one default set. Errors 5%: a user reading a
+// defaultValidityTable is the one default set. Errors 5%: a user reading a
 // latency report expects it to describe answers, and beyond one request
 // in twenty failing the tails describe a failing server (the figure most
 // load-test tools and CI gates use). Dropped 1%: the schedule is the
@@ -58,7 +58,7 @@ type Validity struct {
 // overflow the context more often than that measures a different
 // workload. Distortion 10%: the self-check's stated share — a figure the generator
 // could move by more than a tenth is not the server's.
-var DefaultValidity = Validity{
+var defaultValidityTable = Validity{
 	MaxErrorRate:     MustDecimal("5%"),
 	MaxDropped:       MustDecimal("1%"),
 	MaxCutAtEnd:      MustDecimal("5%"),
@@ -66,12 +66,12 @@ var DefaultValidity = Validity{
 	MaxDistortion:    MustDecimal("10%"),
 }
 
-// Unbounded holds a run to no error, dropped or cut share and makes the
+// unboundedTable holds a run to no error, dropped or cut share and makes the
 // self-check a warning: interruption and results not written still make it
 // invalid. A canary's windows use it (failures are what its objectives
 // judge), and tests that judge one other thing.
-var Unbounded = Validity{MaxErrorRate: MustDecimal("100%"), MaxDropped: MustDecimal("100%"),
-	MaxCutAtEnd: MustDecimal("100%"), MaxContextLength: MustDecimal("100%"), MaxDistortion: DefaultValidity.MaxDistortion, DistortionWarns: true}
+var unboundedTable = Validity{MaxErrorRate: MustDecimal("100%"), MaxDropped: MustDecimal("100%"),
+	MaxCutAtEnd: MustDecimal("100%"), MaxContextLength: MustDecimal("100%"), MaxDistortion: defaultValidityTable.MaxDistortion, DistortionWarns: true}
 
 type validityJSON struct {
 	MaxErrorRate Decimal `json:"max_error_rate"`
@@ -105,7 +105,7 @@ func (v Validity) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads MarshalJSON's form; keys left out keep their
 // defaults.
 func (v *Validity) UnmarshalJSON(b []byte) error {
-	d := DefaultValidity
+	d := defaultValidityTable
 	j := validityJSON{MaxErrorRate: d.MaxErrorRate, MaxDropped: d.MaxDropped, MaxCutAtEnd: d.MaxCutAtEnd, MaxDistortion: d.MaxDistortion}
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
@@ -136,7 +136,7 @@ func (v Validity) ErrorRateLimit() float64 { return v.MaxErrorRate.Float() }
 // saved before the bounds were (histograms.json max_error_rate: negative
 // was "no limit").
 func ValidityFromErrorRate(limit float64) Validity {
-	v := DefaultValidity
+	v := defaultValidityTable
 	switch {
 	case limit < 0 || limit >= 1:
 		v.MaxErrorRate = MustDecimal("100%")

@@ -18,6 +18,7 @@ func wantPtr(t *testing.T, what string, got *float64, want float64) {
 // vLLM with two engines, engine 1 restarted between the readings: the
 // capacity counters' increases are taken per series like the tokens.
 func TestCapacityVLLM(t *testing.T) {
+	t.Parallel()
 	_, sum := runSequence(t, fixtures(t, "vllm-capacity-before.prom", "vllm-capacity-after.prom"), Config{})
 	c := sum.Capacity
 	if c == nil {
@@ -43,6 +44,7 @@ func TestCapacityVLLM(t *testing.T) {
 // SGLang dp 2 × tp 2 with every scheduler's metrics: retractions and the
 // cache hit rate from tp_rank 0 of each dp_rank.
 func TestCapacitySGLang(t *testing.T) {
+	t.Parallel()
 	_, sum := runSequence(t, fixtures(t, "sglang-capacity-before.prom", "sglang-capacity-after.prom"), Config{})
 	c := sum.Capacity
 	if c == nil {
@@ -56,6 +58,7 @@ func TestCapacitySGLang(t *testing.T) {
 
 // TGI: batch size and forward time means from its histograms.
 func TestCapacityTGI(t *testing.T) {
+	t.Parallel()
 	_, sum := runSequence(t, fixtures(t, "tgi-capacity-before.prom", "tgi-capacity-after.prom"), Config{})
 	c := sum.Capacity
 	if c == nil {
@@ -70,6 +73,7 @@ func TestCapacityTGI(t *testing.T) {
 
 // Triton: inferences per execution of the server model (the ensemble).
 func TestCapacityTritonBatch(t *testing.T) {
+	t.Parallel()
 	_, sum := runSequence(t, fixtures(t, "triton-ensemble-before.prom", "triton-ensemble-after.prom"), Config{ServerModel: "ensemble"})
 	if c := sum.Capacity; c == nil || c.BatchSize == nil || *c.BatchSize != 4 || c.BatchSizeFrom != "nv_inference_count / nv_inference_exec_count" {
 		t.Errorf("capacity %+v", c)

@@ -12,6 +12,7 @@ import (
 // --use-old-namespace dcgm-exporter writes dcgm_* names and a lowercase
 // uuid label. Both read as the classic names do.
 func TestParseDCGMNewAndOldNames(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		file  string
 		total float64 // MiB: used + free (+ reserved)
@@ -36,6 +37,7 @@ func TestParseDCGMNewAndOldNames(t *testing.T) {
 // A dcgm-exporter that answers without any field tailgate reads is said
 // once, in the source's note and the errors, not silently ignored.
 func TestDCGMWithNoKnownField(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(fixtures(t, "dcgm-no-known-field.prom"))
 	defer srv.Close()
 	r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL}}, Interval: time.Hour}, nil)
@@ -59,6 +61,7 @@ func TestDCGMWithNoKnownField(t *testing.T) {
 // Tensor pipe and DRAM activity, XID errors and clock event reasons, under
 // the classic and the DCGM 4.6 names.
 func TestDCGMCapacityFields(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"dcgm-capacity.prom", "dcgm-4.6.prom"} {
 		srv := httptest.NewServer(fixtures(t, file))
 		r := Start(context.Background(), Config{Scrapes: []ScrapeConfig{{URL: srv.URL}}, Interval: time.Hour}, nil)

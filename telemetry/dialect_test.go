@@ -51,6 +51,7 @@ var dialectCases = []struct {
 }
 
 func TestDialectRows(t *testing.T) {
+	t.Parallel()
 	covered := map[Family]bool{}
 	for _, c := range dialectCases {
 		covered[c.row] = true
@@ -96,6 +97,7 @@ func TestDialectRows(t *testing.T) {
 // carries one of its prefixes (so it is told by family and read through
 // its series hook), and no two rows claim the same names.
 func TestDialectNames(t *testing.T) {
+	t.Parallel()
 	for i, d := range dialects {
 		for _, name := range dialectNames(d) {
 			base, _, _ := strings.Cut(name, "{")
@@ -122,6 +124,7 @@ func TestDialectNames(t *testing.T) {
 // endpoint becomes that server, read by the row's names and fallbacks,
 // with its place in the table deciding precedence.
 func TestAddDialect(t *testing.T) {
+	t.Parallel()
 	acme := dialect{
 		family:   "acme",
 		prefixes: []string{"acme_"},

@@ -12,6 +12,7 @@ func fp(v float64) *float64 { return &v }
 // is integrated by trapezoids; NVML wins over an endpoint, and an endpoint
 // that describes the same GPUs a second time is not counted.
 func TestEnergyAccumulation(t *testing.T) {
+	t.Parallel()
 	var e energyAcc
 	sample := func(at time.Duration, gpus []GPUStat, server []EndpointGPU) {
 		s := &Sample{Elapsed: at, GPUs: gpus}

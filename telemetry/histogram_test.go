@@ -14,6 +14,7 @@ func hist(sum float64, bs ...Bucket) Histogram {
 }
 
 func TestQuantileHandComputed(t *testing.T) {
+	t.Parallel()
 	// 50 observations: 10 ≤ 0.1, 20 in (0.1, 0.5], 10 in (0.5, 1], 10 above.
 	h := hist(30, Bucket{LeSeconds: 0.1, Count: 10}, Bucket{LeSeconds: 0.5, Count: 30}, Bucket{LeSeconds: 1, Count: 40}, Bucket{LeSeconds: inf, Count: 50})
 	for _, c := range []struct {
@@ -58,6 +59,7 @@ func TestQuantileHandComputed(t *testing.T) {
 }
 
 func TestQuantilePrometheusCases(t *testing.T) {
+	t.Parallel()
 	// The testhistogram_bucket series of Prometheus's own
 	// histogram_quantile tests, with the values Prometheus expects.
 	pos := hist(0, Bucket{LeSeconds: 0.1, Count: 50}, Bucket{LeSeconds: 0.2, Count: 70}, Bucket{LeSeconds: 1, Count: 110}, Bucket{LeSeconds: inf, Count: 120})
@@ -71,6 +73,7 @@ func TestQuantilePrometheusCases(t *testing.T) {
 }
 
 func TestSubAndDelta(t *testing.T) {
+	t.Parallel()
 	a := hist(1, Bucket{LeSeconds: 0.1, Count: 2}, Bucket{LeSeconds: 1, Count: 5}, Bucket{LeSeconds: inf, Count: 6})
 	b := hist(4, Bucket{LeSeconds: 0.1, Count: 3}, Bucket{LeSeconds: 1, Count: 9}, Bucket{LeSeconds: inf, Count: 12})
 	d, reset := b.Sub(a)
@@ -121,6 +124,7 @@ func equalHist(a, b Histogram) bool {
 }
 
 func TestAccumulatorCorrectsResets(t *testing.T) {
+	t.Parallel()
 	var acc histAcc
 	readings := []Histogram{
 		hist(10, Bucket{LeSeconds: 1, Count: 10}, Bucket{LeSeconds: inf, Count: 10}), // baseline: server history, not counted
@@ -145,6 +149,7 @@ func TestAccumulatorCorrectsResets(t *testing.T) {
 }
 
 func TestBucketJSON(t *testing.T) {
+	t.Parallel()
 	in := []Bucket{{LeSeconds: 0.25, Count: 3}, {LeSeconds: inf, Count: 7}}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -163,6 +168,7 @@ func TestBucketJSON(t *testing.T) {
 }
 
 func TestSummariseHistogram(t *testing.T) {
+	t.Parallel()
 	h := hist(30, Bucket{LeSeconds: 0.1, Count: 10}, Bucket{LeSeconds: 0.5, Count: 30}, Bucket{LeSeconds: 1, Count: 40}, Bucket{LeSeconds: inf, Count: 50})
 	s := SummariseHistogram(&h)
 	if s.Count != 50 || *s.MeanMs != 600 || !near(*s.P50Ms, 400) || *s.P99Ms != 1000 || s.Method != MethodBuckets {
@@ -193,6 +199,7 @@ func TestSummariseHistogram(t *testing.T) {
 // (0.3 s): the quantiles are interpolated from 0 (p50 150 ms, p99 297 ms)
 // and the summary says they are not measured; the mean is exact.
 func TestSummaryBelowTheFirstBucket(t *testing.T) {
+	t.Parallel()
 	h := hist(0.08, Bucket{LeSeconds: 0.3, Count: 100}, Bucket{LeSeconds: 0.5, Count: 100}, Bucket{LeSeconds: inf, Count: 100})
 	s := SummariseHistogram(&h)
 	if !near(*s.MeanMs, 0.8) || !near(*s.P50Ms, 150) || *s.P99Bkt[0] != 0 || *s.P99Bkt[1] != 300 {

@@ -27,6 +27,7 @@ func (g *seqGPU) Close()             {}
 
 // Idle share counts samples under 5%: 0.04 is idle, 0.05 is not.
 func TestGPUIdleShare(t *testing.T) {
+	t.Parallel()
 	g := &seqGPU{vals: []float64{0, 0.04, 0.05, 0.9}}
 	r := Start(context.Background(), Config{GPU: g, Interval: time.Hour}, func(Sample) {})
 	r.Snapshot()

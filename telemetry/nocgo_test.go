@@ -13,6 +13,7 @@ import (
 // of the module build with CGO_ENABLED=0: without cgo this package does not
 // import go-nvml, compiles, and its stub NewNVML reports ErrNoNVML.
 func TestBuildsAndStubWorksWithoutCgo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the package again with CGO_ENABLED=0")
 	}

@@ -78,6 +78,7 @@ func fakeH200(n int) (*mock.Interface, []*mock.Device) {
 }
 
 func TestNVMLMockH200(t *testing.T) {
+	t.Parallel()
 	lib, _ := fakeH200(8)
 	s, err := newNVMLFrom(lib)
 	if err != nil {
@@ -121,6 +122,7 @@ func TestNVMLMockH200(t *testing.T) {
 }
 
 func TestNVMLUnsupportedAndFailingReadings(t *testing.T) {
+	t.Parallel()
 	lib, devs := fakeH200(2)
 	// GPU 0 is a MIG-enabled card: utilization NOT_SUPPORTED, no serial.
 	devs[0].GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
@@ -156,6 +158,7 @@ func TestNVMLUnsupportedAndFailingReadings(t *testing.T) {
 }
 
 func TestNVMLUnavailable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		edit     func(*mock.Interface)
@@ -196,6 +199,7 @@ func TestNVMLUnavailable(t *testing.T) {
 }
 
 func TestNewNVMLOnThisMachine(t *testing.T) {
+	t.Parallel()
 	s, err := NewNVML()
 	if err != nil {
 		if !errors.Is(err, ErrNoNVML) {
@@ -213,6 +217,7 @@ func TestNewNVMLOnThisMachine(t *testing.T) {
 }
 
 func TestRunWithNVMLMock(t *testing.T) {
+	t.Parallel()
 	lib, _ := fakeH200(2)
 	s, err := newNVMLFrom(lib)
 	if err != nil {

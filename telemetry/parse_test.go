@@ -58,6 +58,7 @@ func wantQuantile(t *testing.T, what string, h *Histogram, q, want float64) {
 }
 
 func TestParseVLLM(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "vllm.prom")
 	if s.Family != FamilyVLLM {
 		t.Errorf("family %q", s.Family)
@@ -109,6 +110,7 @@ func containsBucket(bs []Bucket, want Bucket) bool {
 }
 
 func TestParseSGLang(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "sglang.prom")
 	if s.Family != FamilySGLang {
 		t.Errorf("family %q", s.Family)
@@ -133,6 +135,7 @@ func TestParseSGLang(t *testing.T) {
 }
 
 func TestParseTGI(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "tgi.prom")
 	if s.Family != FamilyTGI {
 		t.Errorf("family %q", s.Family)
@@ -157,6 +160,7 @@ func TestParseTGI(t *testing.T) {
 }
 
 func TestParseTriton(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "triton.prom")
 	if s.Family != FamilyTriton {
 		t.Errorf("family %q", s.Family)
@@ -204,6 +208,7 @@ func TestParseTriton(t *testing.T) {
 }
 
 func TestParseDCGM(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "dcgm.prom")
 	if s.Family != FamilyDCGM {
 		t.Errorf("family %q", s.Family)
@@ -229,6 +234,7 @@ func TestParseDCGM(t *testing.T) {
 }
 
 func TestParseTritonWithVLLMBackend(t *testing.T) {
+	t.Parallel()
 	// Triton's vLLM backend exports vllm:* beside nv_*: the richer vllm
 	// histogram wins, and the family says both.
 	vllm, _ := os.ReadFile("testdata/vllm.prom")
@@ -247,6 +253,7 @@ func TestParseTritonWithVLLMBackend(t *testing.T) {
 }
 
 func TestParseWithoutTypeLines(t *testing.T) {
+	t.Parallel()
 	// No # TYPE: the parser sees untyped name_bucket/_count/_sum series.
 	text := `vllm:request_queue_time_seconds_bucket{model_name="a",le="0.1"} 4
 vllm:request_queue_time_seconds_bucket{model_name="a",le="1"} 8
@@ -273,6 +280,7 @@ vllm:num_requests_waiting{model_name="b"} 1
 }
 
 func TestParseDifferentLayoutsAndBrokenInput(t *testing.T) {
+	t.Parallel()
 	// Two label sets with different bounds: summed over the shared ones.
 	text := `# TYPE sglang:queue_time_seconds histogram
 sglang:queue_time_seconds_bucket{dp_rank="0",le="0.1"} 1
@@ -316,6 +324,7 @@ sglang:num_queue_reqs{dp_rank="1"} 4
 }
 
 func TestSampleJSONStableKeys(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "vllm.prom")
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -333,6 +342,7 @@ func TestSampleJSONStableKeys(t *testing.T) {
 // TestParseLlamaCPP reads llama.cpp's llama-server /metrics: the capture
 // as served (idle, all zero) and the same text with load on it.
 func TestParseLlamaCPP(t *testing.T) {
+	t.Parallel()
 	idle := parseFile(t, "llamacpp-idle.prom")
 	if idle.Family != FamilyLlamaCPP {
 		t.Errorf("idle family %q", idle.Family)

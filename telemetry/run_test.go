@@ -81,6 +81,7 @@ func (c *collector) all() []Sample {
 // In a synctest bubble (fake clock, scrapes over net.Pipe) the rounds are
 // exactly on their 100 ms grid.
 func TestHangingSourceDoesNotStallSampling(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		goodH, auth := fileHandler(t, "vllm.prom")
 		dial := pipeDialer(map[string]*pipeServer{"good:80": newPipeServer(t, goodH), "hang:80": newPipeServer(t, hangingHandler(t))})
@@ -164,6 +165,7 @@ func (f *fakeGPU) Devices() []GPUInfo {
 func (f *fakeGPU) Close() {}
 
 func TestRunSummaryWithServerDCGMAndGPU(t *testing.T) {
+	t.Parallel()
 	vllm, _ := serveFile(t, "vllm.prom")
 	dcgm, _ := serveFile(t, "dcgm.prom")
 	var c collector
@@ -272,6 +274,7 @@ func counts(h *Histogram) []uint64 {
 }
 
 func TestSnapshotsAcrossAServerRestart(t *testing.T) {
+	t.Parallel()
 	seq := &sequence{texts: []string{
 		queueText([3]int{50, 90, 100}, 40, 5000), // history before the run
 		queueText([3]int{52, 95, 106}, 43, 5600), // +2, +5, +6; sum +3; +600 tokens
@@ -328,6 +331,7 @@ func equalU(got []uint64, want ...uint64) bool {
 }
 
 func TestHangingGPUSamplerDoesNotStall(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := &fakeGPU{block: make(chan struct{})}
 		defer close(g.block)
@@ -360,6 +364,7 @@ func TestHangingGPUSamplerDoesNotStall(t *testing.T) {
 }
 
 func TestContextCancelEndsSampling(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := fileHandler(t, "sglang.prom")
 		srv := newPipeServer(t, h)
@@ -399,6 +404,7 @@ func TestContextCancelEndsSampling(t *testing.T) {
 }
 
 func TestUnreachableAndBadSources(t *testing.T) {
+	t.Parallel()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "nope", http.StatusUnauthorized)
 	}))
@@ -424,6 +430,7 @@ func TestUnreachableAndBadSources(t *testing.T) {
 }
 
 func TestSlowSinkSkipsWholeTicks(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := fileHandler(t, "tgi.prom")
 		srv := newPipeServer(t, h)
@@ -458,6 +465,7 @@ func TestSlowSinkSkipsWholeTicks(t *testing.T) {
 // TestQueueDelayUnavailableReasons checks that a Run says why there is no
 // queue-delay histogram to judge, in the Snapshot, Delta and Summary.
 func TestQueueDelayUnavailableReasons(t *testing.T) {
+	t.Parallel()
 	llama, _ := serveFile(t, "llamacpp.prom")
 	triton, _ := serveFile(t, "triton.prom")
 	vllm, _ := serveFile(t, "vllm.prom")
@@ -503,6 +511,7 @@ func TestQueueDelayUnavailableReasons(t *testing.T) {
 // inference loop) keeps the sampling cadence: its answers count as late
 // scrapes, not failures, and their counters still count.
 func TestLateScrapesCountApartFromFailures(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		body, err := os.ReadFile("testdata/llamacpp.prom")
 		if err != nil {
@@ -545,6 +554,7 @@ func TestLateScrapesCountApartFromFailures(t *testing.T) {
 // counted, and the sink gets no sample (telemetry.jsonl no empty line a
 // second).
 func TestOllamaHasNoMetrics(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var metricsAsks atomic.Int32
 		mux := http.NewServeMux()

@@ -46,6 +46,7 @@ func runSequence(t *testing.T, seq *sequence, cfg Config) ([]Snapshot, Summary) 
 // restart would look like +15 tokens (150 → 165) and the queue histogram
 // like a whole-server reset (+106 requests, the server's history).
 func TestPerSeriesIncreasesOneEngineRestarts(t *testing.T) {
+	t.Parallel()
 	seq := fixtures(t, "vllm-dp2-before.prom", "vllm-dp2-engine1-restarted.prom", "vllm-dp2-engine1-gone.prom")
 	snaps, sum := runSequence(t, seq, Config{})
 	s0, s1, s2 := snaps[0], snaps[1], snaps[2]
@@ -98,6 +99,7 @@ func TestPerSeriesIncreasesOneEngineRestarts(t *testing.T) {
 // reading (a reset only if it fell), and a series first seen mid-run
 // counts from zero: its first reading is the increase since it began.
 func TestPerSeriesReturningAndNewSeries(t *testing.T) {
+	t.Parallel()
 	tok := func(rows string) string {
 		return "# TYPE vllm:generation_tokens_total counter\n" + rows
 	}
@@ -124,6 +126,7 @@ func TestPerSeriesReturningAndNewSeries(t *testing.T) {
 // order round to a smaller total (1+1+1e16 = 1e16+2, 1e16+1+1 = 1e16),
 // which the old code took for a restart and counted 1e16 tokens.
 func TestResetDetectionIsPerSeriesNotOnFloatSums(t *testing.T) {
+	t.Parallel()
 	seq := &sequence{texts: []string{
 		"# TYPE vllm:prompt_tokens_total counter\n" +
 			`vllm:prompt_tokens_total{engine="1"} 1` + "\n" + `vllm:prompt_tokens_total{engine="2"} 1` + "\n" +
@@ -144,6 +147,7 @@ func TestResetDetectionIsPerSeriesNotOnFloatSums(t *testing.T) {
 // over nv_inference_request_success: 1 s, not 0.5 s (over success +
 // failure), nor 0.303 s (summed over the composing models too).
 func TestTritonEnsembleMeansOverTheTargetModel(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("testdata/triton-ensemble-before.prom")
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +195,7 @@ func TestTritonEnsembleMeansOverTheTargetModel(t *testing.T) {
 // exports the same scheduler series; tp_rank 0 of each dp_rank is read,
 // not 2× the requests.
 func TestSGLangOneTPRankPerDPRank(t *testing.T) {
+	t.Parallel()
 	s := parseFile(t, "sglang-dp2-tp2.prom")
 	wantVal(t, "running", s.Running, 16)
 	wantVal(t, "waiting", s.Waiting, 6)
@@ -206,6 +211,7 @@ func TestSGLangOneTPRankPerDPRank(t *testing.T) {
 // adds nothing further; the others' increases stand. Summed, the
 // vanished model's counts would be taken off the others'.
 func TestTritonModelUnloaded(t *testing.T) {
+	t.Parallel()
 	seq := fixtures(t, "triton-ensemble-before.prom", "triton-ensemble-after.prom")
 	var kept []string
 	for _, line := range strings.Split(seq.texts[1], "\n") {

@@ -18,6 +18,7 @@ import (
 // simulator has slots, and checks that the sampler saw the queue and that
 // the queue-delay histogram gained exactly one observation per request.
 func TestAgainstSimulatorAboveCapacity(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a load against the simulator")
 	}

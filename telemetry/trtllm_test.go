@@ -15,6 +15,7 @@ import (
 // from the in-flight batcher's nv_trt_llm_* gauges; Triton's queue time is
 // its own scheduler's, and the sample says so.
 func TestParseTritonTRTLLM(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("testdata/triton-trtllm.prom")
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,7 @@ func TestParseTritonTRTLLM(t *testing.T) {
 // /prometheus/metrics: the Run reads that, says so once, and counts no
 // error.
 func TestTRTLLMServePrometheusEndpoint(t *testing.T) {
+	t.Parallel()
 	read := func(n string) []byte {
 		b, err := os.ReadFile("testdata/" + n)
 		if err != nil {

@@ -43,7 +43,7 @@ func run(t *testing.T, rate float64) *theater.Section {
 			Arrival: loadgen.ArrivalConstant, Grace: time.Second, Timeout: 10 * time.Second},
 		Telemetry: &telemetry.Config{Scrapes: []telemetry.ScrapeConfig{{URL: srv.URL + "/metrics"}}, Interval: 250 * time.Millisecond, Dial: srv.Dial},
 		Theater:   theater.Options{Bucket: 2 * time.Second},
-		Validity:  &slo.Unbounded})
+		Validity:  slo.Unbounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package main
 // fake clock, whatever the machine's load.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,7 +31,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 	}
 	slowCfg := capacitySim()
 	slowCfg.DecodeBase, slowCfg.DecodePerSeq = slowCfg.DecodeBase*12/10, slowCfg.DecodePerSeq*12/10
-	inBubble(t, map[string]sim.Config{"fast": capacitySim(), "fast2": capacitySim(), "slow": slowCfg}, func(t *testing.T, sims map[string]*simtest.Server) {
+	inBubble(t, map[string]sim.Config{"fast": capacitySim(), "fast2": capacitySim(), "slow": slowCfg}, func(t *testing.T, sims map[string]*simtest.Server, bctx context.Context) {
 		fast, fast2, slow := sims["fast"], sims["fast2"], sims["slow"]
 		dir := t.TempDir()
 		var wg sync.WaitGroup
@@ -40,7 +41,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, _, e := tgCmd("run", "--target", target, "--rate", "30", "--duration", "12s", "--warmup", "1s",
+				code, _, e := tgCmdCtx(bctx, "run", "--target", target, "--rate", "30", "--duration", "12s", "--warmup", "1s",
 					"--max-tokens", "16", "--seed", seed, "--self-check", "warn", "--metrics-url", "off", "--out", out)
 				if code != slo.ExitOK {
 					failed[i] = fmt.Sprintf("run %s: %d %s", name, code, e)
@@ -59,8 +60,8 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 		}
 		verdicts := func(base, cand string) (int, map[string]string, string) {
 			t.Helper()
-			code, stdout, stderr := tgCmd("compare", base, cand)
-			_, js, _ := tgCmd("compare", "--json", base, cand)
+			code, stdout, stderr := tgCmdCtx(bctx, "compare", base, cand)
+			_, js, _ := tgCmdCtx(bctx, "compare", "--json", base, cand)
 			var rep comparison.Report
 			if err := json.Unmarshal([]byte(js), &rep); err != nil {
 				t.Fatalf("compare --json: %v\n%s\n%s", err, js, stderr)
@@ -91,7 +92,7 @@ func TestCompareSeedAndSlowerSimulator(t *testing.T) {
 				t.Errorf("20%% slower: %s: %s, want a regression", row, v[row])
 			}
 		}
-		if code, _, e := tgCmd("compare", a); code != slo.ExitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
+		if code, _, e := tgCmdCtx(bctx, "compare", a); code != slo.ExitUsage || !strings.Contains(e, "BASELINE and CANDIDATE") {
 			t.Errorf("one argument: %d %s", code, e)
 		}
 	})
@@ -108,13 +109,13 @@ func TestCompareSweepCommand(t *testing.T) {
 	}
 	slowCfg := capacitySim()
 	slowCfg.DecodeBase, slowCfg.DecodePerSeq = slowCfg.DecodeBase*12/10, slowCfg.DecodePerSeq*12/10
-	inBubble(t, map[string]sim.Config{"fast": capacitySim(), "slow": slowCfg}, func(t *testing.T, sims map[string]*simtest.Server) {
+	inBubble(t, map[string]sim.Config{"fast": capacitySim(), "slow": slowCfg}, func(t *testing.T, sims map[string]*simtest.Server, bctx context.Context) {
 		fast, slow := sims["fast"], sims["slow"]
 		dir := t.TempDir()
 		sloFile := filepath.Join(dir, "slo.yaml")
 		os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
 		sweep := func(target, out string) (int, string) {
-			code, stdout, stderr := tgCmd("sweep", "--target", target, "--slo", sloFile, "--levels", "50,70,90,110", "--arrival", "constant",
+			code, stdout, stderr := tgCmdCtx(bctx, "sweep", "--target", target, "--slo", sloFile, "--levels", "50,70,90,110", "--arrival", "constant",
 				"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn", "--out", out)
 			return code, stdout + stderr
 		}
@@ -131,15 +132,15 @@ func TestCompareSweepCommand(t *testing.T) {
 		}
 		// The intervals are not pinned, only that the candidate's lies wholly
 		// below.
-		code, stdout, stderr := tgCmd("compare", a, b)
+		code, stdout, stderr := tgCmdCtx(bctx, "compare", a, b)
 		if code != slo.ExitFailed || !strings.Contains(stdout, "verdict   LOWER: change between -") || !strings.Contains(stdout, "baseline  [") ||
 			!strings.Contains(stdout, "candidate [") {
 			t.Errorf("20%% slower: exit %d\n%s%s", code, stdout, stderr)
 		}
-		if code, stdout, stderr := tgCmd("compare", a, a); code != slo.ExitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
+		if code, stdout, stderr := tgCmdCtx(bctx, "compare", a, a); code != slo.ExitOK || !strings.Contains(stdout, "NOT SHOWN TO DIFFER") {
 			t.Errorf("the same sweep twice: exit %d\n%s%s", code, stdout, stderr)
 		}
-		if code, _, stderr := tgCmd("compare", a, filepath.Join(a, "levels", "r50")); code != slo.ExitUsage || !strings.Contains(stderr, "is a sweep and") {
+		if code, _, stderr := tgCmdCtx(bctx, "compare", a, filepath.Join(a, "levels", "r50")); code != slo.ExitUsage || !strings.Contains(stderr, "is a sweep and") {
 			t.Errorf("a sweep against a run: %d %s", code, stderr)
 		}
 	})

@@ -37,8 +37,9 @@ type targetFlags struct {
 	connections        int
 	keepalive          time.Duration
 	httpClient         string
-	apiKey             string // read by client(); never printed
-	acceptEmpty        bool   // registerAnswer's
+	apiKey             string   // read by client(); never printed
+	acceptEmpty        bool     // registerAnswer's
+	dial               dialFunc // the invocation's dialer (withDial); nil: TCP
 }
 
 // registerAnswer registers what an answer must carry (run, validate,
@@ -130,7 +131,7 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	pt := protocol.Target{
 		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
 			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient,
-			Dial: testDial}},
+			Dial: t.dial}},
 		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
 		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
 	// Read here, not only in protocol.New: the server's /metrics is
@@ -232,7 +233,7 @@ type validityFlags struct {
 
 func (v *validityFlags) register(fs *pflag.FlagSet, selfCheck bool) {
 	v.fs = fs
-	d := slo.DefaultValidity
+	d := slo.DefaultValidity()
 	fs.Float64Var(&v.errorRate, "max-error-rate", d.MaxErrorRate.Float(), "share of sent requests that may fail (0-1) before the run is invalid (exit 3); 1 = no limit; requests the run cancelled itself are not failures")
 	fs.Float64Var(&v.dropped, "max-dropped", d.MaxDropped.Float(), "share of scheduled requests that may be dropped (never sent: in-flight cap) before the run is invalid")
 	fs.Float64Var(&v.cutAtEnd, "max-cut-at-end", d.MaxCutAtEnd.Float(), "share of sent requests that may still be in flight when the grace period ends (cut_at_end) before the run is invalid")
@@ -352,6 +353,7 @@ type telemetryFlags struct {
 	interval    time.Duration
 	serverModel string
 	gpuHourCost float64
+	dial        dialFunc // the invocation's dialer (withDial); nil: TCP
 }
 
 func (t *telemetryFlags) register(fs *pflag.FlagSet) {
@@ -388,7 +390,7 @@ func (t *telemetryFlags) config(target, model string, auth http.Header, warn io.
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model), Dial: testDial}
+	cfg := &telemetry.Config{Interval: t.interval, ServerModel: cmp.Or(strings.TrimSpace(t.serverModel), model), Dial: t.dial}
 	switch mu := strings.TrimSpace(t.metricsURL); mu {
 	case "off", "none":
 	default:

@@ -182,6 +182,13 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
+	return dispatchContext(context.Background(), args, stdout, stderr)
+}
+
+// dispatchContext runs the command args name with a context derived from
+// parent, which carries what one invocation is given in place of the
+// process's own (withDial).
+func dispatchContext(parent context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return slo.ExitUsage
@@ -196,7 +203,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 				usage(stderr)
 				return slo.ExitUsage
 			}
-			return exitCode(c.run(context.Background(), []string{"--help"}, stdout, stderr))
+			return exitCode(c.run(parent, []string{"--help"}, stdout, stderr))
 		}
 		usage(stdout)
 		return slo.ExitOK
@@ -211,7 +218,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	// First signal cancels the context so the command can write its
 	// results; a second one kills the process the default way.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()

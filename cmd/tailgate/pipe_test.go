@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -14,10 +15,12 @@ import (
 )
 
 // inBubble runs f in a synctest bubble where the commands reach the
-// simulators of sims over in-memory pipes (testDial): simulator NAME
-// answers at http://NAME, and its delays and every instant the commands
-// measure are on the bubble's fake clock, exact however busy the machine.
-func inBubble(t *testing.T, sims map[string]sim.Config, f func(t *testing.T, srv map[string]*simtest.Server)) {
+// simulators of sims over in-memory pipes: simulator NAME answers at
+// http://NAME, and its delays and every instant the commands measure are on
+// the bubble's fake clock, exact however busy the machine. Commands reach
+// the pipes through bctx (withDial; tgCmdCtx), so bubbles need no package
+// state.
+func inBubble(t *testing.T, sims map[string]sim.Config, f func(t *testing.T, srv map[string]*simtest.Server, bctx context.Context)) {
 	t.Helper()
 	// os/signal starts its watcher goroutine on the first Notify; started
 	// inside the bubble it would block in the runtime, never durably, and
@@ -32,15 +35,21 @@ func inBubble(t *testing.T, sims map[string]sim.Config, f func(t *testing.T, srv
 			s.URL = "http://" + name
 			srv[name] = s
 		}
-		testDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		bctx := withDial(context.Background(), func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, _, _ := net.SplitHostPort(addr)
 			s, ok := srv[host]
 			if !ok {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: &net.AddrError{Err: "no such simulator", Addr: addr}}
 			}
 			return s.Dial(ctx, network, addr)
-		}
-		t.Cleanup(func() { testDial = nil })
-		f(t, srv)
+		})
+		f(t, srv, bctx)
 	})
+}
+
+// tgCmdCtx is tgCmd with the invocation's context derived from ctx.
+func tgCmdCtx(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = dispatchContext(ctx, args, &o, &e)
+	return code, o.String(), e.String()
 }

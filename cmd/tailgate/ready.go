@@ -21,6 +21,7 @@ import (
 func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("ready", pflag.ContinueOnError)
 	var tf targetFlags
+	tf.dial = dialFrom(ctx)
 	tf.register(fs)
 	interval := fs.Duration("interval", time.Second, "time between attempt starts")
 	attemptTimeout := fs.Duration("attempt-timeout", 30*time.Second, "bound on each attempt")

@@ -29,6 +29,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var tf targetFlags
 	var lf loadFlags
 	var tel telemetryFlags
+	tf.dial, tel.dial = dialFrom(ctx), dialFrom(ctx)
 	var sc scaleFlags
 	tf.register(fs)
 	tf.registerAnswer(fs)
@@ -133,7 +134,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	bounds, err := lf.validity.bounds(slo.DefaultValidity)
+	bounds, err := lf.validity.bounds(slo.DefaultValidity())
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 				m.Add(&cp)
 				return nil
 			})
-			for _, metric := range loadgen.MetricNames {
+			for _, metric := range loadgen.MetricNames() {
 				if g, w := sum.LatencyMs[metric], loadgen.HistOf(m.All.Hist[metric]); g != w {
 					t.Errorf("%s: merged histogram %+v, from the merged records %+v", metric, g, w)
 				}

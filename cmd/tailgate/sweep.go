@@ -25,6 +25,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
 	var tf targetFlags
 	var tel telemetryFlags
+	tf.dial, tel.dial = dialFrom(ctx), dialFrom(ctx)
 	tf.register(fs)
 	tf.registerAnswer(fs)
 	tel.register(fs)
@@ -106,7 +107,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *precision <= 0 || *precision >= 1 {
 		return usageErr("--precision %v: want a share between 0 and 1", *precision)
 	}
-	bounds, err := vf.bounds(slo.DefaultValidity)
+	bounds, err := vf.bounds(slo.DefaultValidity())
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func TestSweepCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
-	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server) {
+	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server, bctx context.Context) {
 		srv := sims["sim"]
 		dir := t.TempDir()
 		sloFile := filepath.Join(dir, "slo.yaml")
@@ -56,7 +56,7 @@ func TestSweepCommand(t *testing.T) {
 		args := []string{"sweep", "--target", srv.URL, "--slo", sloFile, "--levels", "40,200", "--arrival", "constant",
 			"--max-tokens", "16", "--warmup", "200ms", "--min-duration", "1s", "--grace", "1s", "--self-check", "warn",
 			"--current-rate", "20", "--forecast-growth", "8%/month", "--change", "CHG-1", "--out", out}
-		code, stdout, stderr := tgCmd(args...)
+		code, stdout, stderr := tgCmdCtx(bctx, args...)
 		if code != slo.ExitOK {
 			t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 		}
@@ -82,23 +82,23 @@ func TestSweepCommand(t *testing.T) {
 		// check of the sweep directory re-judges each level and reads
 		// the sweep's verdict: the sweep's exit, and r200 (above the
 		// SLO-max, failing as the sweep judged it) does not count apart.
-		if c, cout, cerr := tgCmd("check", "--slo", sloFile, out); c != code || !strings.Contains(cout, "level r40") ||
+		if c, cout, cerr := tgCmdCtx(bctx, "check", "--slo", sloFile, out); c != code || !strings.Contains(cout, "level r40") ||
 			!strings.Contains(cout, "level r200") || strings.Contains(cout+cerr, "counts by its own exit") {
 			t.Errorf("check of the sweep: exit %d, sweep's %d\n%s\n%s", c, code, cout, cerr)
 		}
 		// A level whose records were lost makes the check invalid.
 		os.WriteFile(filepath.Join(out, "levels", "r40", results.RecordsFile), nil, 0o644)
-		if c, cout, cerr := tgCmd("check", "--slo", sloFile, out); c != slo.ExitInvalid || !strings.Contains(cout+cerr, "records_disagree") {
+		if c, cout, cerr := tgCmdCtx(bctx, "check", "--slo", sloFile, out); c != slo.ExitInvalid || !strings.Contains(cout+cerr, "records_disagree") {
 			t.Errorf("check of the sweep with r40's records emptied: exit %d, want %d\n%s\n%s", c, slo.ExitInvalid, cout, cerr)
 		}
 		// Again without --force: refused.
-		if code, _, e := tgCmd(args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
+		if code, _, e := tgCmdCtx(bctx, args...); code != slo.ExitUsage || !strings.Contains(e, "already holds results") {
 			t.Errorf("second sweep: %d %s", code, e)
 		}
 		// The list above capacity only: no SLO-max, exit 1.
 		args = append(args[:len(args)-1], filepath.Join(dir, "o2"))
 		args[6] = "200"
-		if code, stdout, _ := tgCmd(args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
+		if code, stdout, _ := tgCmdCtx(bctx, args...); code != slo.ExitFailed || !strings.Contains(stdout, "SLO-max: none") {
 			t.Errorf("nothing passes: %d\n%s", code, stdout)
 		}
 	})
@@ -110,12 +110,12 @@ func TestSweepInterruptedSaysWhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load against the simulator")
 	}
-	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server) {
+	inBubble(t, map[string]sim.Config{"sim": capacitySim()}, func(t *testing.T, sims map[string]*simtest.Server, bctx context.Context) {
 		dir := t.TempDir()
 		sloFile := filepath.Join(dir, "slo.yaml")
 		os.WriteFile(sloFile, []byte("kind: SLO\nname: s\nowner: o\nobjectives:\n  - {name: tpot, metric: tpot, threshold: 10ms, target: 90%}\n"), 0o644)
 		out := filepath.Join(dir, "out")
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(bctx)
 		defer cancel()
 		// Each level lasts its 200 ms warm-up and 5 s measured on the fake
 		// clock (the 29 requests a 90% target needs take less): 7 s is

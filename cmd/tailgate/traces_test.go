@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"path/filepath"
@@ -46,12 +47,12 @@ func TestTraceFormatsReplayExactly(t *testing.T) {
 		{"agent with failures", "agent", faulted, []string{"--concurrency", "3", "--requests", "6", "--max-error-rate", "1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			inBubble(t, map[string]sim.Config{"sim": c.cfg}, func(t *testing.T, sims map[string]*simtest.Server) {
+			inBubble(t, map[string]sim.Config{"sim": c.cfg}, func(t *testing.T, sims map[string]*simtest.Server, bctx context.Context) {
 				mix, _ := filepath.Abs("../../testdata/mixes/" + c.mix + ".yaml")
 				dir := t.TempDir()
 				args := append([]string{"run", "--target", sims["sim"].URL, "--model", "sim-llama-8b", "--mix", mix, "--duration", "10m",
 					"--metrics-url", "off", "--nvml", "off", "--self-check", "warn", "--no-progress", "--out", dir}, c.args...)
-				code, stdout, stderr := tgCmd(args...)
+				code, stdout, stderr := tgCmdCtx(bctx, args...)
 				if code != 0 && len(c.cfg.Faults) == 0 {
 					t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 				}

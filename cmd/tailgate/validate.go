@@ -28,6 +28,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
 	var tf targetFlags
 	var tel telemetryFlags
+	tf.dial, tel.dial = dialFrom(ctx), dialFrom(ctx)
 	var sc scaleFlags
 	tf.register(fs)
 	tf.registerAnswer(fs)

@@ -34,6 +34,7 @@ func summary() *results.Summary {
 // input and total token rates without input counts, and a rate for a run
 // of several stages.
 func TestUnmeasuredIsAbsent(t *testing.T) {
+	t.Parallel()
 	r := FromSummary(summary(), []byte("{}"))
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -55,6 +56,7 @@ func TestUnmeasuredIsAbsent(t *testing.T) {
 
 // One stage states its level: a rate open, a concurrency closed.
 func TestLoadLevel(t *testing.T) {
+	t.Parallel()
 	q, c := loadLevel(map[string]any{"mode": "open", "stages": "12.5@30s~5s"})
 	if q == nil || *q != 12.5 || c != nil {
 		t.Errorf("open: %v %v", q, c)

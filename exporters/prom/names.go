@@ -89,19 +89,19 @@ const (
 	OutcomeBad   = "bad"
 )
 
-// BurnRateWindows are the values of SLOBurnRate's window label: the short
+// burnRateWindowsTable are the values of SLOBurnRate's window label: the short
 // and long windows of the multiwindow, multi-burn-rate alerts
 // (slo.BurnRateWindows): 5m, 30m, 1h, 2h, 6h, 1d, 3d.
-var BurnRateWindows = func() []string {
-	out := make([]string, len(slo.BurnRateWindows))
-	for i, d := range slo.BurnRateWindows {
+var burnRateWindowsTable = func() []string {
+	out := make([]string, len(slo.BurnRateWindows()))
+	for i, d := range slo.BurnRateWindows() {
 		out[i] = rules.PromDuration(d) // as the generated rules spell it
 	}
 	return out
 }()
 
-// Names lists every metric name of the contract, in the order above.
-var Names = []string{
+// namesTable lists every metric name of the contract, in the order above.
+var namesTable = []string{
 	RequestsTotal, RequestErrorsTotal, OutputTokensTotal,
 	TTFTSeconds, ITLSeconds, TPOTSeconds, E2ESeconds,
 	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,

@@ -8,7 +8,8 @@ import (
 // TestBurnRateWindowLabels: the window label values are the tier table's
 // windows as Prometheus spells durations (what the rules' selectors use).
 func TestBurnRateWindowLabels(t *testing.T) {
-	if want := []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}; !slices.Equal(BurnRateWindows, want) {
-		t.Errorf("BurnRateWindows %v, want %v", BurnRateWindows, want)
+	t.Parallel()
+	if want := []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}; !slices.Equal(burnRateWindowsTable, want) {
+		t.Errorf("BurnRateWindows %v, want %v", burnRateWindowsTable, want)
 	}
 }

@@ -116,6 +116,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ma
 }
 
 func TestSinkCounts(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}, Version: "1.2.3"})
 	s := m.NewSink(SinkOptions{Target: "sim", Specs: []*slo.Spec{spec}})
@@ -183,6 +184,7 @@ func TestSinkCounts(t *testing.T) {
 // Operate mode: a failed probe is bad for latency objectives too, and a
 // probe the canary cancelled counts nowhere.
 func TestSinkOperate(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}, Daemon: true})
 	var seen []string
@@ -215,6 +217,7 @@ func TestSinkOperate(t *testing.T) {
 // Every SLO threshold is a bucket bound, and a value exactly at the
 // threshold is counted in that bucket.
 func TestBucketsHoldThresholdsExactly(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}})
 	if b := m.HistogramBuckets(loadgen.MetricITL); !slices.Contains(b, (15 * time.Millisecond).Seconds()) {
@@ -277,7 +280,7 @@ func TestNamesAreWhatIsExported(t *testing.T) {
 	if _, ok := gather(t, m)["process_start_time_seconds"]; !ok || std < 10 {
 		t.Errorf("a daemon exports no process_start_time_seconds (%d process_/go_ families)", std)
 	}
-	want := append([]string(nil), Names...)
+	want := append([]string(nil), namesTable...)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
@@ -350,6 +353,7 @@ func TestPush(t *testing.T) {
 // first errors instead of taking them for the series' start); a class seen
 // later gets them at its first record.
 func TestErrorSeriesExistFromTheStart(t *testing.T) {
+	t.Parallel()
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}, Daemon: true})
 	s := m.NewSink(SinkOptions{Target: "sim", Specs: []*slo.Spec{spec}, Operate: true, Classes: []string{"chat"}})

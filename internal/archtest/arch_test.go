@@ -69,6 +69,7 @@ func imports(p pkg) []string {
 // that knows them all. The protocols are what that table imports, so a
 // new one is under the rule the moment it is registered.
 func TestNoProtocolImportsAnother(t *testing.T) {
+	t.Parallel()
 	pkgs := packages(t)
 	shared := []string{"loadgen", "loadgen/transport", "loadgen/sse"}
 	var protocols []string
@@ -99,6 +100,7 @@ func TestNoProtocolImportsAnother(t *testing.T) {
 // Use cases (the commands' libraries) meet only through results; the
 // output packages (report, evidence) are used by use cases and use none.
 func TestUseCasesMeetThroughResults(t *testing.T) {
+	t.Parallel()
 	useCases := []string{"acceptance", "canary", "capacity", "comparison", "merge", "readiness"}
 	outputs := []string{"report", "evidence"}
 	pkgs := packages(t)
@@ -130,6 +132,7 @@ func TestUseCasesMeetThroughResults(t *testing.T) {
 // Every results file name is a constant of package results: a string
 // literal equal to one of them anywhere else is a second definition.
 func TestResultsFileNamesOnlyInResults(t *testing.T) {
+	t.Parallel()
 	pkgs := packages(t)
 	res, ok := pkgs["results"]
 	if !ok {
@@ -196,6 +199,7 @@ func stringLit(n ast.Node) (string, bool) {
 // Prometheus server code outside tests (the tests run a real one), and
 // nothing of the deprecated io/ioutil.
 func TestImportBounds(t *testing.T) {
+	t.Parallel()
 	for path, p := range packages(t) {
 		for _, imp := range p.Imports {
 			switch {

@@ -53,6 +53,7 @@ func layoutRows(t *testing.T) map[string][]string {
 // the module's packages it imports (internal/ left out). cmd/tailgate,
 // which imports nearly everything, is only required to have its row.
 func TestArchitectureTableMatchesImports(t *testing.T) {
+	t.Parallel()
 	rows := layoutRows(t)
 	if len(rows) < 20 {
 		t.Fatalf("README.md: %d package rows: the table was not found", len(rows))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestWriteReplacesWholeAndLeavesNoTemp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.json")
 	for _, s := range []string{"first", "second"} {

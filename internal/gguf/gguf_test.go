@@ -8,6 +8,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := &File{
 		KV: []KV{{"a.u32", uint32(7)}, {"a.i32", int32(-3)}, {"a.f32", float32(1.5)}, {"a.bool", true},
 			{"a.str", "héllo"}, {"a.u64", uint64(1 << 40)}, {"a.strs", []string{"x", "", "yz"}},
@@ -40,6 +41,7 @@ func TestRoundTrip(t *testing.T) {
 func fmtv(v any) string { return fmt.Sprint(v) }
 
 func TestWriteRefusesWrongShape(t *testing.T) {
+	t.Parallel()
 	err := Write(&bytes.Buffer{}, &File{Tensors: []Tensor{{Name: "m", Dims: []uint64{2, 2}, Data: []float32{1}}}})
 	if err == nil || !strings.Contains(err.Error(), "tensor m") {
 		t.Fatalf("err = %v, want one naming tensor m", err)
@@ -47,6 +49,7 @@ func TestWriteRefusesWrongShape(t *testing.T) {
 }
 
 func TestReadRefusesOthers(t *testing.T) {
+	t.Parallel()
 	for name, b := range map[string][]byte{
 		"magic":     []byte("GGML\x03\x00\x00\x00"),
 		"version":   []byte("GGUF\x02\x00\x00\x00"),
@@ -62,6 +65,7 @@ func TestReadRefusesOthers(t *testing.T) {
 // and tensor, each tensor's shape from the hyperparameters, and an output
 // layer that lifts every word above every special or byte token.
 func TestTiny(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := Write(&buf, Tiny(TinyOptions{Seed: 1, EOSLogit: 0.7})); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 // Every byte agrees with strconv.ParseUint of it in base 16.
 func TestValueAgreesWithStrconv(t *testing.T) {
+	t.Parallel()
 	for c := 0; c < 256; c++ {
 		v, ok := Value(byte(c))
 		want, err := strconv.ParseUint(string([]byte{byte(c)}), 16, 8)

@@ -12,6 +12,7 @@ import (
 // TestStart: the server answers, has both models, streams a chat answer
 // from Tiny that runs to its token limit, and stops.
 func TestStart(t *testing.T) {
+	t.Parallel()
 	s := Start(t, Options{NumParallel: 2})
 	resp, err := http.Get(s.URL + "/api/tags")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // An HTTP exchange over the pipes runs on the bubble's fake clock: the
 // handler's second of sleep takes exactly a second.
 func TestHTTPInBubble(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ln := Listen()
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +38,7 @@ func TestHTTPInBubble(t *testing.T) {
 }
 
 func TestDialAfterClose(t *testing.T) {
+	t.Parallel()
 	ln := Listen()
 	ln.Close()
 	if _, err := ln.Dial(context.Background(), "tcp", "x:1"); !errors.Is(err, net.ErrClosed) {

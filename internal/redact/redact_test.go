@@ -45,6 +45,7 @@ func TestText(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	in := []string{"tailgate", "run", "--api-key", "sk-123", "--api-key=sk-456", "-H", "Authorization: Bearer abc",
 		"--header=X-Api-Key: k", "--header", "X-Trace: 1", "-HX-Auth-Token: t", "--max-tokens", "128",
 		"--target", "http://user:pw@host:8000/v1", "--tokenizer=cl100k", "--token", "t0k", "--password=p",
@@ -68,6 +69,7 @@ func TestArgs(t *testing.T) {
 // A scrubbed error says only its scrubbed words and still answers
 // errors.Is and errors.As for every cause it was built from.
 func TestErrorKeepsChain(t *testing.T) {
+	t.Parallel()
 	cause := &url.Error{Op: "Get", URL: "http://u:SECRET@h/?key=SECRET", Err: context.DeadlineExceeded}
 	err := Wrap(Text(cause.Error()), cause, nil, context.Canceled)
 	if strings.Contains(err.Error(), "SECRET") {

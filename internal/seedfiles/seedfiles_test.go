@@ -8,6 +8,7 @@ import (
 )
 
 func TestRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, body := range map[string]string{"b.txt": "B", "a.txt": "A", "c.json": "C"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {

@@ -7,6 +7,7 @@ import "testing"
 // advances its state by the golden-ratio increment and returns Mix64 of the
 // state before the step, so output k is Mix64(seed + k·increment).
 func TestMix64MatchesReference(t *testing.T) {
+	t.Parallel()
 	want := []uint64{6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431, 16408922859458223821}
 	state := uint64(1234567)
 	for i, w := range want {

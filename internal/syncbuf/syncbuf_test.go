@@ -11,6 +11,7 @@ import (
 
 // Writers on several goroutines lose nothing (run with -race).
 func TestConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	var b Buffer
 	var wg sync.WaitGroup
 	for range 8 {
@@ -55,6 +56,7 @@ func TestWaitFor(t *testing.T) {
 
 // Next returns at the next Write.
 func TestNext(t *testing.T) {
+	t.Parallel()
 	var b Buffer
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 // The newest release heading of CHANGELOG.md ("## [X.Y.Z] - date", after
 // "## [Unreleased]") is Version: a release bumps both or the test fails.
 func TestChangelogNamesVersion(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../CHANGELOG.md")
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +42,7 @@ func TestRevisionFromLdflags(t *testing.T) {
 }
 
 func TestUserAgent(t *testing.T) {
+	t.Parallel()
 	if got := UserAgent(); got != "tailgate/"+Version {
 		t.Errorf("UserAgent() = %q", got)
 	}

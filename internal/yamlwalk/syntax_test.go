@@ -12,6 +12,7 @@ import (
 // Each file shows one way go.yaml.in/yaml/v3's "line N" misses the line at
 // fault; lib is what the library says, want what SyntaxError says.
 func TestSyntaxErrorLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file, lib, want string
 	}{
@@ -63,6 +64,7 @@ func TestSyntaxErrorLine(t *testing.T) {
 }
 
 func TestLineEnds(t *testing.T) {
+	t.Parallel()
 	got := lineEnds([]byte("a\nb\r\nc\rd\xc2\x85e"))
 	want := []int{2, 5, 7, 10, 11}
 	if len(got) != len(want) {

@@ -10,6 +10,7 @@ import (
 // One walk over a file with several problems reports them all, sorted by
 // line, each as file:line: path: message and each matchable with errors.As.
 func TestWalkCollectsEveryErrorByLine(t *testing.T) {
+	t.Parallel()
 	data := "name: x\nsize: lots\nitems:\n  - {n: 1, wait: 5O0ms}\n  - {n: 2.5, wait: 30d}\nflag: maybe\nsize2: 3\n"
 	d, root := Parse("f.yaml", []byte(data))
 	m, _ := root.Map("name", "size", "items", "flag", "owner")
@@ -57,6 +58,7 @@ func TestWalkCollectsEveryErrorByLine(t *testing.T) {
 }
 
 func TestWalkShapes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ yaml, want string }{
 		{"- a\n", "f.yaml:1: want a mapping (key: value), got a list"},
 		{"a: 1\na: 2\n", "f.yaml:2: a: duplicate key (first on line 1)"},
@@ -95,6 +97,7 @@ func TestWalkShapes(t *testing.T) {
 // Aliases are followed, but a file cannot make the walk visit more than
 // maxNodes nodes.
 func TestWalkAliasBudget(t *testing.T) {
+	t.Parallel()
 	y := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
 	prev := "a"
 	for _, n := range []string{"b", "c", "d", "e", "f", "g"} {
@@ -123,6 +126,7 @@ func TestWalkAliasBudget(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{"500ms": 500 * time.Millisecond, "30d": 30 * 24 * time.Hour,
 		"4w": 28 * 24 * time.Hour, "1h30m": 90 * time.Minute, "250us": 250 * time.Microsecond, "0": 0} {
 		if got, err := ParseDuration(in); err != nil || got != want {
@@ -139,6 +143,7 @@ func TestParseDuration(t *testing.T) {
 // Only checks a mapping's keys after one of its values said which are
 // allowed; Pos locates a value for an error found after the walk.
 func TestWalkOnlyAndPos(t *testing.T) {
+	t.Parallel()
 	d, root := Parse("f.yaml", []byte("src:\n  type: a\n  path: x\n  size: 3\n"))
 	m, _ := root.Map("src")
 	src, _ := m.Get("src")

@@ -137,14 +137,14 @@ type Result struct {
 	opts     Options
 }
 
-// Tiers are the alert tiers every SLO gets: Sloth's google windows.
-var Tiers = slo.SlothTiers
+// tiersTable are the alert tiers every SLO gets: Sloth's google windows.
+var tiersTable = slo.SlothTiers()
 
 // Generate makes the rules for every objective of spec that the canary
 // counts as good/bad events. It fails when none does, or when the SLO
 // window is not longer than the longest alert window.
 func Generate(spec *slo.Spec, opts Options) (*Result, error) {
-	ws := slo.TierWindows(Tiers)
+	ws := slo.TierWindows(tiersTable)
 	longest := ws[len(ws)-1]
 	if spec.Window <= longest {
 		return nil, fmt.Errorf("%s: window %s: burn-rate alerts need an SLO window longer than their longest window (%s)",
@@ -210,7 +210,7 @@ func resolve(spec *slo.Spec, o *slo.Objective) (SLO, string) {
 		return s, "a 100% objective has no error budget to burn: every bad event breaks it, so alert on the event itself"
 	}
 	budget, _ := o.ErrorBudget()
-	s.Alerts = slo.Alerts(spec.Window, budget, Tiers)
+	s.Alerts = slo.Alerts(spec.Window, budget, tiersTable)
 	s.AlertName = alertName(spec.Name, o.Name)
 	return s, ""
 }

@@ -30,6 +30,10 @@ type page struct {
 	Title, Generated, Version string
 	Sources                   []sourceView
 	Spectrum                  []template.HTML
+	// UPlotJS and UPlotCSS are the vendored chart library, inlined when a
+	// source has interactive charts.
+	UPlotJS, ChartsInit template.JS
+	UPlotCSS            template.CSS
 }
 
 type sourceView struct {
@@ -40,8 +44,11 @@ type sourceView struct {
 	Problems  []string
 	Classes   []classView
 	OverTime  template.HTML
-	Util      template.HTML
-	Theater   []theaterView
+	// Charts are OverTime's plots as interactive charts (JSON for the
+	// page's script); OverTime is then the fallback without JavaScript.
+	Charts  []template.JS
+	Util    template.HTML
+	Theater []theaterView
 	// GPUMeasured: some telemetry sample had GPU utilisation; without it
 	// metric theater cannot be judged, and the page says so.
 	GPUMeasured bool
@@ -178,6 +185,10 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 		}
 		var err error
 		if plots {
+			if sv.Charts, err = overTimeCharts(src); err != nil {
+				return nil, err
+			}
+			pg.UPlotJS, pg.UPlotCSS, pg.ChartsInit = template.JS(uplotJS), template.CSS(uplotCSS), template.JS(chartsInit)
 			if sv.OverTime, err = svgOf(overTimePlots(src)...); err != nil {
 				return nil, err
 			}
@@ -366,19 +377,22 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; color: #222; background: #fff; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; padding: 0 1.5em; max-width: 110em; color: #222; background: #fff; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { font-size: 1.05em; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; } th { background: #f2f2f2; }
 td.l, th.l { text-align: left; }
 .pass { color: #0a6b2d; font-weight: bold; } .fail { color: #b00020; font-weight: bold; }
-.warn { color: #8a5a00; } svg { display: block; margin: 0.5em 0; max-width: 100%; height: auto; }
+.warn { color: #8a5a00; } svg { display: block; margin: 0.5em 0; width: 100%; height: auto; }
+.chart { width: 100%; margin: 0.5em 0 1.5em; } .uplot .u-legend { font-size: 0.85em; }
 .note { color: #555; font-size: 0.85em; }
 </style>
+{{if .UPlotJS}}<style>{{.UPlotCSS}}</style>
+<script>{{.UPlotJS}}</script>{{end}}
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -410,7 +424,9 @@ td.l, th.l { text-align: left; }
 <ul class="note">{{range .Rules}}<li>{{.}}</li>{{end}}</ul>
 {{end}}
 <h3>Latency and throughput over time</h3>
-{{.OverTime}}
+{{if .Charts}}<p class="note">Hover for values; click a legend entry to hide or show its series; drag to zoom a time range, double-click to reset.</p>
+{{range .Charts}}<script type="application/json" class="tg-chart">{{.}}</script>
+{{end}}<noscript>{{.OverTime}}</noscript>{{else}}{{.OverTime}}{{end}}
 {{if .Classes}}<h3>Per class</h3>
 <table>
 <tr><th class="l">part</th><th class="l">class</th><th>requests</th><th>errors</th><th>completed/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th></tr>
@@ -427,6 +443,7 @@ td.l, th.l { text-align: left; }
 <p class="note">HDR style: the percentile axis is log-scaled in 1/(1 − q), so 90%, 99% and 99.9% are equally spaced; each run, stage or level is one line.</p>
 {{range .Spectrum}}{{.}}
 {{end}}{{end}}
+{{if .UPlotJS}}<script>{{.ChartsInit}}</script>{{end}}
 </body>
 </html>
 `))

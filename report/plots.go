@@ -22,9 +22,11 @@ import (
 )
 
 // Plot sizes: one column of the page, panels stacked under each other.
+// A panel is drawn at about the page's width, so that scaled to it the
+// text stays the size of the page's.
 const (
-	plotW  = 18 * vg.Centimeter
-	panelH = 6 * vg.Centimeter
+	plotW  = 34 * vg.Centimeter
+	panelH = 7 * vg.Centimeter
 )
 
 // svgOf draws plots stacked in one column into an SVG fragment for
@@ -347,13 +349,13 @@ func overTime(src *Source) overTimeSeries {
 	gap := 1.5 * b.Seconds()
 	var ot overTimeSeries
 	for _, part := range src.Parts {
-		var atD, endD []time.Duration
+		var atD []time.Duration
 		var ttft, e2e []float64
 		for _, r := range part.Reqs {
 			if !r.ok || r.e2e == 0 {
 				continue
 			}
-			atD, endD = append(atD, r.intended-part.Offset), append(endD, r.end-part.Offset)
+			atD = append(atD, r.intended-part.Offset)
 			ttft, e2e = append(ttft, r.ttft), append(e2e, r.e2e)
 		}
 		n := partBuckets(part.Span, b)
@@ -362,26 +364,50 @@ func overTime(src *Source) overTimeSeries {
 		ot.ttft99 = append(ot.ttft99, at(perBucket(n, b, atD, ttft, 0.99))...)
 		ot.e2e50 = append(ot.e2e50, at(perBucket(n, b, atD, e2e, 0.5))...)
 		ot.e2e99 = append(ot.e2e99, at(perBucket(n, b, atD, e2e, 0.99))...)
-		counts := make([]float64, n)
-		for _, e := range endD {
-			if j := min(int(e/b), n-1); j >= 0 {
-				counts[j]++
-			}
-		}
-		var xys plotter.XYs
-		for j, c := range counts {
-			// The last bucket ends with the part: its rate is over what
-			// it covers, and its point sits inside the part.
-			from := time.Duration(j) * b
-			w := min(b, part.Span-from)
-			if w <= 0 {
-				w = b
-			}
-			xys = append(xys, plotter.XY{X: (from + w/2).Seconds(), Y: c / w.Seconds()})
-		}
-		ot.completed = append(ot.completed, shiftX(xys, part.Offset))
 	}
+	ot.completed = []plotter.XYs{completions(src, b)}
 	return ot
+}
+
+// completions is the rate of completions by end time, in buckets of b
+// over the whole source, parts and their drains alike: a request that
+// ends after its part's schedule (in its grace) counts where it ended, so
+// no bucket at a part's end gathers them over a sliver of time. The last
+// bucket runs to the last end; one narrower than half a bucket joins the
+// one before, so a few late completions over milliseconds are not read as
+// a burst.
+func completions(src *Source, b time.Duration) plotter.XYs {
+	var last time.Duration
+	var ends []time.Duration
+	for _, part := range src.Parts {
+		for _, r := range part.Reqs {
+			if !r.ok || r.e2e == 0 {
+				continue
+			}
+			ends = append(ends, r.end)
+			last = max(last, r.end)
+		}
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	n := int(last/b) + 1
+	if rest := last - time.Duration(n-1)*b; n > 1 && rest < b/2 {
+		n-- // the sliver joins the bucket before
+	}
+	counts := make([]float64, n)
+	for _, e := range ends {
+		counts[min(int(e/b), n-1)]++
+	}
+	xys := make(plotter.XYs, 0, n)
+	for j, c := range counts {
+		from, to := time.Duration(j)*b, time.Duration(j+1)*b
+		if j == n-1 {
+			to = max(last, from+b/2)
+		}
+		xys = append(xys, plotter.XY{X: (from + (to-from)/2).Seconds(), Y: c / (to - from).Seconds()})
+	}
+	return xys
 }
 
 // partBuckets is how many buckets of b cover a part of span (at least 1).

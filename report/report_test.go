@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,8 +105,13 @@ func sweepDir(t *testing.T) string {
 // fetched, every part there.
 func checkHTML(t *testing.T, html string, want ...string) {
 	t.Helper()
-	if regexp.MustCompile(`(?i)<script|(src|href)\s*=\s*["']?(https?:)?//`).MatchString(html) {
-		t.Error("the report has a script or loads something")
+	// Offline: scripts are inline only, and nothing is loaded from
+	// anywhere.
+	if regexp.MustCompile(`(?i)<script[^>]*\ssrc\s*=|(src|href)\s*=\s*["']?(https?:)?//|@import|url\(\s*["']?(https?:)?//`).MatchString(html) {
+		t.Error("the report loads something")
+	}
+	if n := strings.Count(html, `class="tg-chart"`); n < 2 {
+		t.Errorf("%d interactive charts, want the two over time", n)
 	}
 	if n := strings.Count(html, "<svg"); n < 4 {
 		t.Errorf("%d plots", n)
@@ -139,6 +145,23 @@ func TestReportOfARunAndASweep(t *testing.T) {
 		b, _ := os.ReadFile(path)
 		checkHTML(t, string(b), c.want...)
 		reporttest.Screenshot(t, path, filepath.Join(out, c.name+".png"))
+		// The charts are drawn by the inlined uPlot, offline, each the
+		// width of the page (1280 px less the margins).
+		reporttest.DOM(t, path, func(t *testing.T, dom string) {
+			ws := regexp.MustCompile(`class="chart" data-width="(\d+)"|data-width="(\d+)"`).FindAllStringSubmatch(dom, -1)
+			if len(ws) < 2 {
+				t.Fatalf("%d charts drawn, want 2", len(ws))
+			}
+			for _, w := range ws {
+				px, _ := strconv.Atoi(w[1] + w[2])
+				if px < 1100 || px > 1280 {
+					t.Errorf("a chart is %d px wide on a 1280 px page", px)
+				}
+			}
+			if !strings.Contains(dom, "u-legend") {
+				t.Error("no uPlot legend in the page")
+			}
+		})
 		md := filepath.Join(out, c.name+".md")
 		if err := Write(md, FormatMarkdown, c.dirs, Options{}); err != nil {
 			t.Fatal(err)

@@ -26,20 +26,49 @@ func Screenshot(t *testing.T, page, png string) {
 	t.Run("chromium "+filepath.Base(page), func(t *testing.T) { screenshot(t, page, png) })
 }
 
-func screenshot(t *testing.T, page, png string) {
-	bin := ""
+// browser is the headless Chromium to use; without one the test is
+// skipped (a failure with TAILGATE_REQUIRE_CHROMIUM=1).
+func browser(t *testing.T) string {
 	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(b); err == nil {
-			bin = p
-			break
+			return p
 		}
 	}
-	if bin == "" {
-		if os.Getenv("TAILGATE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("no chromium on PATH and TAILGATE_REQUIRE_CHROMIUM=1")
-		}
-		t.Skip("no chromium on PATH: the page is not opened in a browser (apt-get install chromium)")
+	if os.Getenv("TAILGATE_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("no chromium on PATH and TAILGATE_REQUIRE_CHROMIUM=1")
 	}
+	t.Skip("no chromium on PATH: the page is not opened in a browser (apt-get install chromium)")
+	return ""
+}
+
+// DOM opens the page in headless Chromium, 1280 px wide, with its scripts
+// run and the network off, and returns the document as they left it, in
+// a subtest (skipped without a browser) that fails on a console error.
+func DOM(t *testing.T, page string, check func(t *testing.T, dom string)) {
+	t.Helper()
+	t.Run("dom "+filepath.Base(page), func(t *testing.T) {
+		bin := browser(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+			"--enable-logging=stderr", "--v=0", "--window-size=1280,4000", "--proxy-server=127.0.0.1:9",
+			"--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=5000", "--dump-dom", "file://"+page)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium: %v\n%s", err, stderr.String())
+		}
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, "CONSOLE") || strings.Contains(l, "Content Security Policy") || strings.Contains(l, "Failed to load") {
+				t.Errorf("console: %s", l)
+			}
+		}
+		check(t, stdout.String())
+	})
+}
+
+func screenshot(t *testing.T, page, png string) {
+	bin := browser(t)
 	if keep := os.Getenv("TAILGATE_SCREENSHOTS"); keep != "" {
 		png = filepath.Join(keep, filepath.Base(png))
 	}

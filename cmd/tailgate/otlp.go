@@ -42,10 +42,10 @@ func (o *otlpFlags) register(fs *pflag.FlagSet) {
 // export.
 func (o *otlpFlags) enabled() bool { return o.endpoint != "" || otlp.EnvEndpoint() != "" }
 
-// start checks the flags and builds the exporter (none when not enabled;
-// --otlp-protocol alone is a usage error). base holds what the command
-// knows of its requests; specs give the explicit histograms' SLO edges.
-func (o *otlpFlags) start(ctx context.Context, specs []*slo.Spec, base otlp.Options, stderr io.Writer) error {
+// check refuses flags that cannot work (--otlp-protocol alone, an unknown
+// protocol or histogram kind): a command calls it before it reaches the
+// target, so a typo is a usage error even when the target is down.
+func (o *otlpFlags) check() error {
 	if !o.enabled() {
 		if o.protocol != "" {
 			return usageErr("--otlp-protocol needs --otlp-endpoint URL (or $OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -61,6 +61,16 @@ func (o *otlpFlags) start(ctx context.Context, specs []*slo.Spec, base otlp.Opti
 	}
 	if err := otlp.CheckHistogram(o.histogram); err != nil {
 		return usageErr("--otlp-histogram: %v", err)
+	}
+	return nil
+}
+
+// start checks the flags and builds the exporter (none when not enabled;
+// --otlp-protocol alone is a usage error). base holds what the command
+// knows of its requests; specs give the explicit histograms' SLO edges.
+func (o *otlpFlags) start(ctx context.Context, specs []*slo.Spec, base otlp.Options, stderr io.Writer) error {
+	if err := o.check(); err != nil || !o.enabled() {
+		return err
 	}
 	if base.Shard == "" {
 		base.Shard = "0/1"

@@ -284,6 +284,24 @@ func TestRunOTLPRefused(t *testing.T) {
 	if code != slo.ExitUsage || !strings.Contains(stderr, "--otlp-protocol") {
 		t.Errorf("http/json: exit %d\n%s", code, stderr)
 	}
+	// A typo is a usage error before the target is reached: with a
+	// target that does not answer it is still exit 2, not 3.
+	dead := "http://" + freeAddr(t)
+	sloFile, _ := filepath.Abs("../../testdata/slo/chat.yaml")
+	mix, _ := filepath.Abs("../../testdata/mixes/chat.yaml")
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	os.WriteFile(plan, []byte("kind: Plan\nname: p\ntarget: "+dead+"\nmodel: m\nslo: "+sloFile+"\nmix: "+mix+"\nstages:\n  - {name: normal, rate: 1, duration: 1s}\n"), 0o644)
+	bad := []string{"--otlp-endpoint", "http://127.0.0.1:1", "--otlp-protocol", "http/json", "--out", t.TempDir()}
+	for _, a := range [][]string{
+		{"run", "--target", dead, "--model", "m", "--duration", "1s"},
+		{"sweep", "--target", dead, "--model", "m", "--slo", sloFile, "--levels", "1,2"},
+		{"validate", "--plan", plan},
+	} {
+		code, _, stderr := tgCmd(append(a, bad...)...)
+		if code != slo.ExitUsage || !strings.Contains(stderr, "--otlp-protocol") {
+			t.Errorf("%s with a dead target and http/json: exit %d\n%s", a[0], code, stderr)
+		}
+	}
 }
 
 // The standard variables turn the export on without a flag, and Ctrl-C

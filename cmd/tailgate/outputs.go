@@ -29,6 +29,10 @@ func (l *liveOutputs) register(fs *pflag.FlagSet, withPush bool) {
 	l.otlp.register(fs)
 }
 
+// check refuses output flags that cannot work, before the command reaches
+// its target.
+func (l *liveOutputs) check() error { return l.otlp.check() }
+
 // sinks builds the sinks of the outputs the flags ask for (none asked:
 // none), for a run judged by spec (nil: none) against target.
 func (l *liveOutputs) sinks(ctx context.Context, spec *slo.Spec, tf *targetFlags, shard string, stderr io.Writer) ([]pipeline.Sink, error) {

@@ -63,6 +63,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := tel.check(); err != nil {
 		return err
 	}
+	if err := lo.check(); err != nil {
+		return err
+	}
 	var spec *slo.Spec
 	if *sloPath != "" {
 		s, err := slo.LoadSpec(*sloPath)

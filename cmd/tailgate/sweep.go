@@ -77,6 +77,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tel.check(); err != nil {
 		return err
 	}
+	if err := lo.check(); err != nil {
+		return err
+	}
 	if *sloPath == "" || *outDir == "" {
 		return usageErr("--slo and --out are required\nRun 'tailgate help sweep' for the flags.")
 	}

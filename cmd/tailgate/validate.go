@@ -69,6 +69,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := tel.check(); err != nil {
 		return err
 	}
+	if err := lo.check(); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}

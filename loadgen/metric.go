@@ -327,3 +327,9 @@ func NamesWhere(rows []LatencyMetric, keep func(*LatencyMetric) bool) []string {
 	}
 	return out
 }
+
+// Compared lists the rows of rows that `tailgate compare` compares when no
+// metric is named.
+func Compared(rows []LatencyMetric) []string {
+	return NamesWhere(rows, func(m *LatencyMetric) bool { return m.Compare })
+}

@@ -43,6 +43,24 @@ type Hist struct {
 	Max   float64 `json:"max"`
 }
 
+// Quantile is the percentile q (0.5, 0.9, 0.95, 0.99, 0.999) of h; it
+// panics on any other q, which only a wrong metric-table row can ask for.
+func (h Hist) Quantile(q float64) float64 {
+	switch q {
+	case 0.5:
+		return h.P50
+	case 0.9:
+		return h.P90
+	case 0.95:
+		return h.P95
+	case 0.99:
+		return h.P99
+	case 0.999:
+		return h.P999
+	}
+	panic(fmt.Sprintf("loadgen: Hist has no percentile %g", q))
+}
+
 // HistOf summarises an HDR histogram of microseconds.
 func HistOf(h *hdrhistogram.Histogram) Hist {
 	if h.TotalCount() == 0 {

@@ -68,7 +68,10 @@ type LatencyMetric struct {
 	// Sweep: a sweep's levels keep its latency_ms entry.
 	Sweep bool
 	// Goodput: it may bound a goodput constraint (slo.Constraints).
-	Goodput bool
+	// GoodputUndefinedMeets: a successful request the metric gives no
+	// sample meets that bound (TPOT below two output tokens); otherwise it
+	// fails it (TTFT without a token).
+	Goodput, GoodputUndefinedMeets bool
 }
 
 // PromFace is a metric's Prometheus histogram: its name in the metric
@@ -153,7 +156,7 @@ var latencyMetricsTable = []LatencyMetric{
 		Columns: map[string][]float64{TableReportParts: p50p99, TableReportPartsMD: p99, TableSweep: p99}},
 	{Name: MetricTPOT, Per: PerRequest, Streamed: true, value: tpotOf, Events: "successful streamed requests with ≥ 2 output tokens",
 		Definition: "per request (E2E - TTFT) / (output tokens - 1), for streamed requests with at least 2 output tokens",
-		Label:      "TPOT", Compare: true, Sweep: true, Goodput: true,
+		Label:      "TPOT", Compare: true, Sweep: true, Goodput: true, GoodputUndefinedMeets: true,
 		Prom: PromFace{Name: "tailgate_tpot_seconds", Buckets: promGapBuckets,
 			Help: "Time per output token: (E2E - TTFT) / (output tokens - 1), for streamed requests with at least 2 tokens."},
 		Columns: map[string][]float64{TableReportParts: p99, TableReportPartsMD: p99, TableReportClasses: p99,
@@ -332,4 +335,10 @@ func NamesWhere(rows []LatencyMetric, keep func(*LatencyMetric) bool) []string {
 // metric is named.
 func Compared(rows []LatencyMetric) []string {
 	return NamesWhere(rows, func(m *LatencyMetric) bool { return m.Compare })
+}
+
+// GoodputMetrics lists the rows of rows that may bound a goodput
+// constraint, in row order.
+func GoodputMetrics(rows []LatencyMetric) []string {
+	return NamesWhere(rows, func(m *LatencyMetric) bool { return m.Goodput })
 }

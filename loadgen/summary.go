@@ -262,6 +262,9 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 			defs[k] = v
 		}
 	}
+	for _, lm := range m.table { // a made-up row's too
+		defs[lm.Name] = lm.Definition
+	}
 	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,
 		Warnings: []string{}}

@@ -456,6 +456,10 @@ func nextAttempt(r *results.Sweep, l Level, min int) int {
 	return a
 }
 
+// sweepMetrics are the latency metrics a level keeps: the metric table's
+// rows marked Sweep.
+var sweepMetrics = loadgen.NamesWhere(loadgen.LatencyMetrics(), func(m *loadgen.LatencyMetric) bool { return m.Sweep })
+
 // levelResult reads a level's figures and decides pass and saturation.
 func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, bounds slo.Validity) *results.SweepLevel {
 	s := res.Summary
@@ -473,7 +477,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 	if l.Closed() {
 		lr.OfferedPerS = 0 // a closed loop offers what it achieves
 	}
-	for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricTPOT, loadgen.MetricE2E} {
+	for _, m := range sweepMetrics {
 		if h, ok := s.LatencyMs[m]; ok {
 			lr.LatencyMs[m] = h
 		}

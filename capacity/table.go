@@ -14,17 +14,31 @@ import (
 
 // WriteTable prints the sweep: one row per level, by load, then the
 // SLO-max, the knee and the headroom.
-func WriteTable(w io.Writer, r *results.Sweep) {
+func WriteTable(w io.Writer, r *results.Sweep) { writeTable(w, r, loadgen.LatencyMetrics()) }
+
+// writeTable is WriteTable with the latency columns of a metric table
+// (loadgen.TableSweep).
+func writeTable(w io.Writer, r *results.Sweep, rows []loadgen.LatencyMetric) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\toffered/s\tachieved/s\tgoodput/s\tTTFT p99\tITL p99\tTPOT p99\tE2E p99\tGPU util\tqueue p99\tverdict\t")
+	cols := loadgen.ColumnsOf(rows, loadgen.TableSweep)
+	head := ""
+	for _, c := range cols {
+		head += c.Label + "\t"
+	}
+	fmt.Fprintln(tw, "level\toffered/s\tachieved/s\tgoodput/s\t"+head+"GPU util\tqueue p99\tverdict\t")
 	ls := slices.Clone(r.Levels)
 	slices.SortFunc(ls, func(a, b results.SweepLevel) int { return cmpFloat(a.Value(), b.Value()) })
-	ms := func(l results.SweepLevel, m string) string {
-		h, ok := l.LatencyMs[m]
-		if !ok || h.Count == 0 {
-			return "-"
+	lat := func(l results.SweepLevel) string {
+		out := ""
+		for _, c := range cols {
+			h, ok := l.LatencyMs[c.Metric]
+			if !ok || h.Count == 0 {
+				out += "-\t"
+				continue
+			}
+			out += fmt.Sprintf("%.1f ms\t", h.Quantile(c.Q))
 		}
-		return fmt.Sprintf("%.1f ms", h.P99)
+		return out
 	}
 	for _, l := range ls {
 		offered := "-"
@@ -67,8 +81,8 @@ func WriteTable(w io.Writer, r *results.Sweep) {
 		if l.GoodputPerS != nil {
 			goodput = fmt.Sprintf("%.1f", *l.GoodputPerS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Name, offered, l.AchievedPerS, goodput,
-			ms(l, loadgen.MetricTTFT), ms(l, loadgen.MetricITL), ms(l, loadgen.MetricTPOT), ms(l, loadgen.MetricE2E), gpu, queue, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s%s\t%s\t%s\t\n", l.Name, offered, l.AchievedPerS, goodput,
+			lat(l), gpu, queue, verdict)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

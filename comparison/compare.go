@@ -39,12 +39,16 @@ type Options struct {
 	// its seed.
 	Resamples int
 	Seed      uint64
-	// Metrics and Percentiles (0–1) to compare (default ttft, itl, tpot,
-	// e2e at 0.5, 0.9, 0.99).
+	// Metrics and Percentiles (0–1) to compare (default: the metric
+	// table's rows marked Compare — ttft, itl, tpot, e2e — at 0.5, 0.9,
+	// 0.99).
 	Metrics     []string
 	Percentiles []float64
 	// Force compares results of different plans or mixes.
 	Force bool
+	// Latency is the metric table (nil: loadgen.LatencyMetrics()); a test
+	// passes a table with a made-up row.
+	Latency []loadgen.LatencyMetric
 }
 
 // Report is the comparison.
@@ -116,8 +120,11 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	if opt.Resamples <= 0 {
 		opt.Resamples = 2000
 	}
+	if opt.Latency == nil {
+		opt.Latency = loadgen.LatencyMetrics()
+	}
 	if len(opt.Metrics) == 0 {
-		opt.Metrics = []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricTPOT, loadgen.MetricE2E}
+		opt.Metrics = loadgen.Compared(opt.Latency)
 	}
 	if len(opt.Percentiles) == 0 {
 		opt.Percentiles = []float64{0.5, 0.9, 0.99}
@@ -125,9 +132,9 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	slices.Sort(opt.Percentiles)
 	var metrics []*loadgen.LatencyMetric
 	for _, n := range opt.Metrics {
-		m := loadgen.FindLatencyMetric(n)
+		m := loadgen.FindIn(opt.Latency, n)
 		if m == nil {
-			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(loadgen.MetricNames(), ", "))
+			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(loadgen.NamesWhere(opt.Latency, func(*loadgen.LatencyMetric) bool { return true }), ", "))
 		}
 		metrics = append(metrics, m)
 	}

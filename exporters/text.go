@@ -365,7 +365,7 @@ func writeSessions(w io.Writer, ss *loadgen.SessionSummary) {
 	fmt.Fprintln(tw, "session ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
 	histRow(tw, "duration", ss.DurationMs)
 	for _, turn := range []string{"0", "1+"} {
-		for _, m := range []string{"ttft", "e2e"} {
+		for _, m := range loadgen.MetricNames() { // the turn metrics, in table order
 			if h, ok := ss.Turns[turn][m]; ok {
 				histRow(tw, "turn "+turn+" "+m, h)
 			}

@@ -91,3 +91,22 @@ func TestFailedRecordHasNoSamples(t *testing.T) {
 		}
 	}
 }
+
+// Every percentile a row's Columns ask for is one summary.json has.
+func TestColumnsArePercentilesOfHist(t *testing.T) {
+	t.Parallel()
+	for _, m := range LatencyMetrics() {
+		for table, qs := range m.Columns {
+			for _, q := range qs {
+				func() {
+					defer func() {
+						if recover() != nil {
+							t.Errorf("%s in %s: p%g is not a summary.json percentile", m.Name, table, 100*q)
+						}
+					}()
+					Hist{}.Quantile(q)
+				}()
+			}
+		}
+	}
+}

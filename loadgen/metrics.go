@@ -43,11 +43,16 @@ type Group struct {
 	seen        bool
 }
 
-func newGroup() *Group {
+// newGroup is an empty group with a histogram for each row of rows (nil:
+// the metric table).
+func newGroup(rows []LatencyMetric) *Group {
+	if rows == nil {
+		rows = latencyMetricsTable
+	}
 	g := &Group{Hist: map[string]*hdrhistogram.Histogram{}, ErrorsByKind: map[string]int64{},
 		FirstErrors: map[string]FirstError{}, TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
-	for _, n := range metricNamesTable {
-		g.Hist[n] = NewHistogram()
+	for _, m := range rows {
+		g.Hist[m.Name] = NewHistogram()
 	}
 	return g
 }
@@ -84,6 +89,8 @@ type Metrics struct {
 	// schedule lag: what the figure would be had every request been sent
 	// on time. The self-check compares the two (selfcheck.go).
 	LagCorrected map[string]*hdrhistogram.Histogram
+	// table is the metric table the histograms are of.
+	table []LatencyMetric
 }
 
 // lagMeasuredTable are the latency metrics that run from the intended start,
@@ -109,9 +116,14 @@ func (m *Metrics) addLagCorrected(r *Record) {
 	}
 }
 
-// NewMetrics returns empty metrics.
-func NewMetrics() *Metrics {
-	return &Metrics{All: newGroup(), Classes: map[string]*Group{}, Stages: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
+// NewMetrics returns empty metrics of the metric table.
+func NewMetrics() *Metrics { return NewMetricsOf(latencyMetricsTable) }
+
+// NewMetricsOf returns empty metrics of rows, a metric table (a test's
+// LatencyMetrics() plus a made-up row); summary.json's latency_ms and
+// definitions hold its rows.
+func NewMetricsOf(rows []LatencyMetric) *Metrics {
+	return &Metrics{table: rows, All: newGroup(rows), Classes: map[string]*Group{}, Stages: map[string]*Group{}, TurnTTFT: map[int]*hdrhistogram.Histogram{},
 		interval: map[string]*hdrhistogram.Histogram{}, LagCorrected: map[string]*hdrhistogram.Histogram{}}
 }
 
@@ -147,12 +159,12 @@ func (m *Metrics) Add(r *Record) {
 	}
 	g, ok := m.Classes[cls]
 	if !ok {
-		g = newGroup()
+		g = newGroup(m.table)
 		m.Classes[cls] = g
 	}
 	sg, ok := m.Stages[r.Stage]
 	if !ok {
-		sg = newGroup()
+		sg = newGroup(m.table)
 		m.Stages[r.Stage] = sg
 	}
 	good, judged := r.OK(), true
@@ -227,8 +239,8 @@ func (g *Group) add(r *Record, good, judged bool) {
 // one per group (pprof: the per-group passes were a third of Metrics.Add
 // on 128-token streams).
 func (m *Metrics) recordSamples(r *Record, groups *[3]*Group) {
-	for i := range latencyMetricsTable {
-		lm := &latencyMetricsTable[i]
+	for i := range m.table {
+		lm := &m.table[i]
 		var hs [4]*hdrhistogram.Histogram
 		for j, grp := range groups {
 			hs[j] = grp.Hist[lm.Name]
@@ -288,7 +300,8 @@ func (m *Metrics) TakeInterval() []*hdrhistogram.Histogram {
 	if m.taken == nil {
 		m.taken = map[string]*hdrhistogram.Histogram{}
 	}
-	for _, n := range metricNamesTable {
+	for _, lm := range m.table {
+		n := lm.Name
 		if h, ok := m.interval[n]; ok && h.TotalCount() > 0 {
 			out = append(out, h)
 			nh := m.taken[n]

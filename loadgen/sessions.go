@@ -294,7 +294,7 @@ func (m *Metrics) sessionSummary() *SessionSummary {
 		share := float64(s.Promised) / float64(s.PromisedOf)
 		out.PromisedPrefixShare = &share
 	}
-	for name, in := range map[string]map[int]*hdrhistogram.Histogram{"ttft": m.TurnTTFT, "e2e": s.TurnE2E} {
+	for name, in := range map[string]map[int]*hdrhistogram.Histogram{MetricTTFT: m.TurnTTFT, MetricE2E: s.TurnE2E} {
 		first, later := NewHistogram(), NewHistogram()
 		for t, h := range in {
 			if t == 0 {

@@ -84,7 +84,7 @@ func (g *Group) state() (GroupState, error) {
 }
 
 func (s GroupState) group() (*Group, error) {
-	g := newGroup()
+	g := newGroup(nil)
 	g.Sent, g.OK, g.Errors, g.Dropped, g.Retries = s.Sent, s.OK, s.Errors, s.Dropped, s.Retries
 	g.InputTokens, g.OutputTokens, g.RequestedInputTokens, g.Good, g.Unjudged = s.InputTokens, s.OutputTokens, s.RequestedInputTokens, s.Good, s.Unjudged
 	g.first, g.last, g.seen = time.Duration(s.FirstNs), time.Duration(s.LastNs), s.Seen
@@ -232,7 +232,7 @@ func mergeGroups(into, from map[string]*Group, shift time.Duration) {
 	for _, n := range names {
 		g, ok := into[n]
 		if !ok {
-			g = newGroup()
+			g = newGroup(nil)
 			into[n] = g
 		}
 		g.merge(from[n], shift)

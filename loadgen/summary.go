@@ -43,6 +43,24 @@ type Hist struct {
 	Max   float64 `json:"max"`
 }
 
+// Quantile is the percentile q (0.5, 0.9, 0.95, 0.99, 0.999) of h; it
+// panics on any other q, which only a wrong metric-table row can ask for.
+func (h Hist) Quantile(q float64) float64 {
+	switch q {
+	case 0.5:
+		return h.P50
+	case 0.9:
+		return h.P90
+	case 0.95:
+		return h.P95
+	case 0.99:
+		return h.P99
+	case 0.999:
+		return h.P999
+	}
+	panic(fmt.Sprintf("loadgen: Hist has no percentile %g", q))
+}
+
 // HistOf summarises an HDR histogram of microseconds.
 func HistOf(h *hdrhistogram.Histogram) Hist {
 	if h.TotalCount() == 0 {
@@ -243,6 +261,9 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 		for k, v := range d {
 			defs[k] = v
 		}
+	}
+	for _, lm := range m.table { // a made-up row's too
+		defs[lm.Name] = lm.Definition
 	}
 	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,

@@ -23,6 +23,10 @@ type Options struct {
 	Version string
 	// Now stamps the report (nil: time.Now).
 	Now func() time.Time
+	// Latency is the metric table the latency columns and plots come from
+	// (nil: loadgen.LatencyMetrics()); a test passes a table with a
+	// made-up row.
+	Latency []loadgen.LatencyMetric
 }
 
 // page is what the template renders.
@@ -34,6 +38,10 @@ type page struct {
 	// source has interactive charts.
 	UPlotJS, ChartsInit template.JS
 	UPlotCSS            template.CSS
+	// PartCols, ClassCols and LevelCols head the latency columns of the
+	// summary, per-class and sweep tables (the metric table's Columns);
+	// PartColsMD the Markdown summary's.
+	PartCols, PartColsMD, ClassCols, LevelCols []string
 }
 
 type sourceView struct {
@@ -56,13 +64,13 @@ type sourceView struct {
 }
 
 type partView struct {
-	Name                                               string
-	Sent, OK, Errors, CutAtEnd                         int64
-	ReqPerS, OfferedPerS, TokPerS, GoodPerS            string
-	TTFT50, TTFT99, ITL50, ITL99, TPOT99, E2E50, E2E99 string
-	Valid                                              string
-	Invalid, Warnings                                  []string
-	GPU, QueueP99, IdleShare                           string
+	Name                                    string
+	Sent, OK, Errors, CutAtEnd              int64
+	ReqPerS, OfferedPerS, TokPerS, GoodPerS string
+	Lat, LatMD                              []string // under PartCols, PartColsMD
+	Valid                                   string
+	Invalid, Warnings                       []string
+	GPU, QueueP99, IdleShare                string
 }
 
 type verdictView struct {
@@ -71,9 +79,10 @@ type verdictView struct {
 }
 
 type classView struct {
-	Part, Class                                   string
-	Requests, Errors                              int64
-	ReqPerS, TTFT50, TTFT99, TPOT99, E2E50, E2E99 string
+	Part, Class      string
+	Requests, Errors int64
+	ReqPerS          string
+	Lat              []string // under ClassCols
 }
 
 type theaterView struct {
@@ -91,8 +100,9 @@ type sweepView struct {
 }
 
 type levelView struct {
-	Name, Offered, Achieved, Goodput, TTFT99, TPOT99, E2E99, GPU, Queue, Verdict string
-	Pass                                                                         bool
+	Name, Offered, Achieved, Goodput, GPU, Queue, Verdict string
+	Lat                                                   []string // under LevelCols
+	Pass                                                  bool
 }
 
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
@@ -112,10 +122,39 @@ func msText(h loadgen.Hist, pick func(loadgen.Hist) float64) string {
 	return fmt.Sprintf("%.1f", pick(h))
 }
 
-var (
-	p50 = func(h loadgen.Hist) float64 { return h.P50 }
-	p99 = func(h loadgen.Hist) float64 { return h.P99 }
-)
+// latText are the figures of cols from a latency_ms map (ms, "-" where a
+// metric has no samples).
+func latText(l map[string]loadgen.Hist, cols []loadgen.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = msText(l[c.Metric], func(h loadgen.Hist) float64 { return h.Quantile(c.Q) })
+	}
+	return out
+}
+
+// columns are the latency columns of each table, from the metric table.
+type columns struct {
+	rows                    []loadgen.LatencyMetric
+	parts, partsMD, classes []loadgen.Column
+	levels, sweepLat        []loadgen.Column
+}
+
+func columnsOf(rows []loadgen.LatencyMetric) *columns {
+	if rows == nil {
+		rows = loadgen.LatencyMetrics()
+	}
+	return &columns{rows: rows, parts: loadgen.ColumnsOf(rows, loadgen.TableReportParts),
+		partsMD: loadgen.ColumnsOf(rows, loadgen.TableReportPartsMD), classes: loadgen.ColumnsOf(rows, loadgen.TableReportClasses),
+		levels: loadgen.ColumnsOf(rows, loadgen.TableReportLevels), sweepLat: loadgen.ColumnsOf(rows, loadgen.TableReportSweepLat)}
+}
+
+func labels(cols []loadgen.Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Label
+	}
+	return out
+}
 
 // buildTables assembles the page's figures without plots.
 func buildTables(srcs []*Source, opt Options) (*page, error) { return assemble(srcs, opt, false) }
@@ -128,7 +167,9 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 	if opt.Now != nil {
 		now = opt.Now
 	}
-	pg := &page{Title: opt.Title, Generated: now().UTC().Format(time.RFC3339), Version: opt.Version}
+	cols := columnsOf(opt.Latency)
+	pg := &page{Title: opt.Title, Generated: now().UTC().Format(time.RFC3339), Version: opt.Version,
+		PartCols: labels(cols.parts), PartColsMD: labels(cols.partsMD), ClassCols: labels(cols.classes), LevelCols: labels(cols.levels)}
 	if pg.Title == "" {
 		var dirs []string
 		for _, s := range srcs {
@@ -142,8 +183,8 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 		sv := sourceView{Dir: src.Dir, Kind: src.Kind}
 		var theaterBuckets []theater.Bucket
 		for _, part := range src.Parts {
-			sv.Parts = append(sv.Parts, viewPart(part))
-			sv.Classes = append(sv.Classes, viewClasses(part)...)
+			sv.Parts = append(sv.Parts, viewPart(part, cols))
+			sv.Classes = append(sv.Classes, viewClasses(part, cols)...)
 			if s := part.Summary; s != nil && s.MetricTheater != nil {
 				for _, b := range s.MetricTheater.Buckets {
 					// A bucket is clipped to its part: the last one of a
@@ -199,7 +240,7 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 			}
 		}
 		if src.Sweep != nil {
-			if sv.Sweep, err = viewSweep(src, plots); err != nil {
+			if sv.Sweep, err = viewSweep(src, plots, cols); err != nil {
 				return nil, err
 			}
 			// The summary reads in load order, as the sweep's table does;
@@ -254,7 +295,7 @@ func (p *Part) values(metric string) []float64 {
 	return v
 }
 
-func viewPart(p *Part) partView {
+func viewPart(p *Part, cols *columns) partView {
 	v := partView{Name: p.Name, ReqPerS: "-", OfferedPerS: "-", TokPerS: "-", GoodPerS: "-", Valid: "-", GPU: "-", QueueP99: "-", IdleShare: "-"}
 	s := p.Summary
 	if s == nil {
@@ -266,10 +307,7 @@ func viewPart(p *Part) partView {
 	if th.OfferedPerS > 0 {
 		v.OfferedPerS = f1(th.OfferedPerS)
 	}
-	v.TTFT50, v.TTFT99 = msText(l["ttft"], p50), msText(l["ttft"], p99)
-	v.ITL50, v.ITL99 = msText(l["itl"], p50), msText(l["itl"], p99)
-	v.TPOT99 = msText(l["tpot"], p99)
-	v.E2E50, v.E2E99 = msText(l["e2e"], p50), msText(l["e2e"], p99)
+	v.Lat, v.LatMD = latText(l, cols.parts), latText(l, cols.partsMD)
 	v.Valid = "valid"
 	v.Warnings = s.Warnings
 	if !s.Validity.Valid {
@@ -288,7 +326,7 @@ func viewPart(p *Part) partView {
 	return v
 }
 
-func viewClasses(p *Part) []classView {
+func viewClasses(p *Part, cols *columns) []classView {
 	s := p.Summary
 	if s == nil {
 		return nil
@@ -303,13 +341,12 @@ func viewClasses(p *Part) []classView {
 		c := s.Classes[n]
 		l := c.LatencyMs
 		out = append(out, classView{Part: p.Name, Class: n, Requests: c.Requests.Sent, Errors: c.Requests.Errors,
-			ReqPerS: f1(c.Throughput.RequestsPerS), TTFT50: msText(l["ttft"], p50), TTFT99: msText(l["ttft"], p99),
-			TPOT99: msText(l["tpot"], p99), E2E50: msText(l["e2e"], p50), E2E99: msText(l["e2e"], p99)})
+			ReqPerS: f1(c.Throughput.RequestsPerS), Lat: latText(l, cols.classes)})
 	}
 	return out
 }
 
-func viewSweep(src *Source, plots bool) (*sweepView, error) {
+func viewSweep(src *Source, plots bool, cols *columns) (*sweepView, error) {
 	sw := src.Sweep
 	v := &sweepView{Mode: sw.Mode, SLOMax: "none: no level met every objective", Knee: "not found among the levels run", Warnings: sw.Warnings}
 	if m := sw.SLOMax; m != nil {
@@ -325,7 +362,7 @@ func viewSweep(src *Source, plots bool) (*sweepView, error) {
 	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })
 	for _, l := range ls {
 		lv := levelView{Name: l.Name, Offered: "-", Achieved: f1(l.AchievedPerS), Goodput: f1p(l.GoodputPerS),
-			TTFT99: msText(l.LatencyMs["ttft"], p99), TPOT99: msText(l.LatencyMs["tpot"], p99), E2E99: msText(l.LatencyMs["e2e"], p99),
+			Lat: latText(l.LatencyMs, cols.levels),
 			GPU: "-", Queue: "-", Verdict: "PASS", Pass: l.Pass}
 		if l.OfferedPerS > 0 {
 			lv.Offered = f1(l.OfferedPerS)
@@ -360,7 +397,7 @@ func viewSweep(src *Source, plots bool) (*sweepView, error) {
 		return v, nil
 	}
 	var err error
-	v.Plots, err = svgOf(sweepPlots(src)...)
+	v.Plots, err = svgOf(sweepPlots(src, cols.sweepLat)...)
 	return v, err
 }
 
@@ -402,8 +439,8 @@ td.l, th.l { text-align: left; }
 {{if .Status}}<p>Result: <span class="{{if eq (printf "%.4s" .Status) "PASS"}}pass{{else}}fail{{end}}">{{.Status}}</span></p>{{end}}
 <h3>Summary</h3>
 <table>
-<tr><th class="l">part</th><th>sent</th><th>ok</th><th>errors</th><th>cut</th><th>offered/s</th><th>completed/s</th><th>goodput/s</th><th>out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th class="l">GPU util</th><th>GPU idle</th><th>queue p99</th><th class="l">validity</th></tr>
-{{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.ITL50}}</td><td>{{.ITL99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td><td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
+<tr><th class="l">part</th><th>sent</th><th>ok</th><th>errors</th><th>cut</th><th>offered/s</th><th>completed/s</th><th>goodput/s</th><th>out tok/s</th>{{range $.PartCols}}<th>{{.}}</th>{{end}}<th class="l">GPU util</th><th>GPU idle</th><th>queue p99</th><th class="l">validity</th></tr>
+{{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td>{{range .Lat}}<td>{{.}}</td>{{end}}<td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
 {{end}}</table>
 <p class="note">Latencies in ms.</p>
 {{range .Parts}}{{$p := .Name}}{{range .Invalid}}<p class="fail">{{$p}}: invalid: {{.}}</p>{{end}}{{range .Warnings}}<p class="warn">{{$p}}: warning: {{.}}</p>{{end}}{{end}}
@@ -416,8 +453,8 @@ td.l, th.l { text-align: left; }
 {{with .Sweep}}<h3>Sweep ({{.Mode}} loop)</h3>
 <p><b>SLO-max{{if not .SLOMaxBound}}:{{end}}</b> {{.SLOMax}}<br><b>Knee:</b> {{.Knee}}{{if .Headroom}}<br><b>Headroom:</b> {{.Headroom}}{{end}}</p>
 <table>
-<tr><th class="l">level</th><th>offered/s</th><th>achieved/s</th><th>goodput/s</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p99</th><th>GPU util</th><th>queue p99</th><th class="l">verdict</th></tr>
-{{range .Levels}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Achieved}}</td><td>{{.Goodput}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E99}}</td><td>{{.GPU}}</td><td>{{.Queue}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</td></tr>
+<tr><th class="l">level</th><th>offered/s</th><th>achieved/s</th><th>goodput/s</th>{{range $.LevelCols}}<th>{{.}}</th>{{end}}<th>GPU util</th><th>queue p99</th><th class="l">verdict</th></tr>
+{{range .Levels}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Achieved}}</td><td>{{.Goodput}}</td>{{range .Lat}}<td>{{.}}</td>{{end}}<td>{{.GPU}}</td><td>{{.Queue}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</td></tr>
 {{end}}</table>
 {{.Plots}}
 {{range .Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
@@ -429,8 +466,8 @@ td.l, th.l { text-align: left; }
 {{end}}<noscript>{{.OverTime}}</noscript>{{else}}{{.OverTime}}{{end}}
 {{if .Classes}}<h3>Per class</h3>
 <table>
-<tr><th class="l">part</th><th class="l">class</th><th>requests</th><th>errors</th><th>completed/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th></tr>
-{{range .Classes}}<tr><td class="l">{{.Part}}</td><td class="l">{{.Class}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ReqPerS}}</td><td>{{.TTFT50}}</td><td>{{.TTFT99}}</td><td>{{.TPOT99}}</td><td>{{.E2E50}}</td><td>{{.E2E99}}</td></tr>
+<tr><th class="l">part</th><th class="l">class</th><th>requests</th><th>errors</th><th>completed/s</th>{{range $.ClassCols}}<th>{{.}}</th>{{end}}</tr>
+{{range .Classes}}<tr><td class="l">{{.Part}}</td><td class="l">{{.Class}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ReqPerS}}</td>{{range .Lat}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 <h3>GPU utilisation, server queue and TTFT</h3>
 {{if not .Util}}<p class="note">No server or GPU telemetry was sampled: GPU utilisation was not measured, so metric theater cannot be judged.</p>

@@ -21,11 +21,11 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 		if s.Status != "" {
 			fmt.Fprintf(b, "**Result: %s**\n\n", s.Status)
 		}
-		fmt.Fprintln(b, "| part | sent | ok | errors | completed/s | goodput/s | TTFT p50 | TTFT p99 | ITL p99 | TPOT p99 | E2E p99 | GPU util | GPU idle | queue p99 | validity |")
-		fmt.Fprintln(b, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|")
+		fmt.Fprintln(b, "| part | sent | ok | errors | completed/s | goodput/s | "+mdCells(pg.PartColsMD)+"GPU util | GPU idle | queue p99 | validity |")
+		fmt.Fprintln(b, "|---|--:|--:|--:|--:|--:|"+strings.Repeat("--:|", len(pg.PartColsMD))+"---|--:|--:|---|")
 		for _, p := range s.Parts {
-			fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", md(p.Name), p.Sent, p.OK, p.Errors,
-				p.ReqPerS, p.GoodPerS, p.TTFT50, p.TTFT99, p.ITL99, p.TPOT99, p.E2E99, p.GPU, p.IdleShare, p.QueueP99, md(p.Valid))
+			fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %s%s | %s | %s | %s |\n", md(p.Name), p.Sent, p.OK, p.Errors,
+				p.ReqPerS, p.GoodPerS, mdCells(p.LatMD), p.GPU, p.IdleShare, p.QueueP99, md(p.Valid))
 		}
 		if len(s.Verdicts) > 0 {
 			fmt.Fprintln(b, "\n| objective | stage | class | measured | threshold | target | status |")
@@ -46,10 +46,10 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 			if sw.Headroom != "" {
 				fmt.Fprintf(b, "- **Headroom:** %s\n", md(sw.Headroom))
 			}
-			fmt.Fprintln(b, "\n| level | offered/s | achieved/s | goodput/s | TTFT p99 | TPOT p99 | E2E p99 | GPU util | queue p99 | verdict |")
-			fmt.Fprintln(b, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+			fmt.Fprintln(b, "\n| level | offered/s | achieved/s | goodput/s | "+mdCells(pg.LevelCols)+"GPU util | queue p99 | verdict |")
+			fmt.Fprintln(b, "|---|--:|--:|--:|"+strings.Repeat("--:|", len(pg.LevelCols))+"--:|--:|---|")
 			for _, l := range sw.Levels {
-				fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.Name, l.Offered, l.Achieved, l.Goodput, l.TTFT99, l.TPOT99, l.E2E99, l.GPU, l.Queue, md(l.Verdict))
+				fmt.Fprintf(b, "| %s | %s | %s | %s | %s%s | %s | %s |\n", l.Name, l.Offered, l.Achieved, l.Goodput, mdCells(l.Lat), l.GPU, l.Queue, md(l.Verdict))
 			}
 			for _, w := range sw.Warnings {
 				fmt.Fprintf(b, "\n- warning: %s", md(w))
@@ -76,6 +76,15 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 }
 
 // md escapes the characters that would break a table cell.
+// mdCells are cells of a Markdown row, each followed by " | ".
+func mdCells(cells []string) string {
+	out := ""
+	for _, c := range cells {
+		out += c + " | "
+	}
+	return out
+}
+
 func md(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
@@ -513,7 +514,7 @@ func sampleInterval(tel []telPoint) float64 {
 
 // sweepPlots are latency and goodput against load, SLO-max and knee
 // marked.
-func sweepPlots(src *Source) []*plot.Plot {
+func sweepPlots(src *Source, cols []loadgen.Column) []*plot.Plot {
 	sw := src.Sweep
 	ls := slices.Clone(sw.Levels)
 	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })
@@ -523,26 +524,25 @@ func sweepPlots(src *Source) []*plot.Plot {
 	}
 	lat := newPlot("Latency against load", xlabel, "ms")
 	thr := newPlot("Goodput against load", xlabel, "requests/s")
-	var t99, tp99, e50, e99, ach, good, ideal plotter.XYs
+	lats := make([]plotter.XYs, len(cols)) // the metric table's columns of this plot
+	var ach, good, ideal plotter.XYs
 	for _, l := range ls {
 		x := l.Load()
 		if x <= 0 {
 			continue
 		}
-		t99 = append(t99, plotter.XY{X: x, Y: l.LatencyMs["ttft"].P99})
-		tp99 = append(tp99, plotter.XY{X: x, Y: l.LatencyMs["tpot"].P99})
-		e50 = append(e50, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P50})
-		e99 = append(e99, plotter.XY{X: x, Y: l.LatencyMs["e2e"].P99})
+		for i, c := range cols {
+			lats[i] = append(lats[i], plotter.XY{X: x, Y: l.LatencyMs[c.Metric].Quantile(c.Q)})
+		}
 		ach = append(ach, plotter.XY{X: x, Y: l.AchievedPerS})
 		if l.GoodputPerS != nil { // absent: not judged, not a rate of 0
 			good = append(good, plotter.XY{X: x, Y: *l.GoodputPerS})
 		}
 		ideal = append(ideal, plotter.XY{X: x, Y: x})
 	}
-	points(lat, 0, "TTFT p99", t99)
-	points(lat, 1, "TPOT p99", tp99)
-	points(lat, 2, "E2E p50", e50)
-	points(lat, 3, "E2E p99", e99)
+	for i, c := range cols {
+		points(lat, i, c.Label, lats[i])
+	}
 	points(thr, 0, "achieved", ach)
 	points(thr, 1, "goodput", good)
 	if sw.Mode != "closed" {

@@ -10,13 +10,6 @@ import (
 // every instant to the microsecond first, exactly as Record.MarshalJSON
 // does, so a live record and its saved copy measure the same.
 
-var (
-	ttftMetric  = loadgen.FindLatencyMetric(loadgen.MetricTTFT)
-	ttfatMetric = loadgen.FindLatencyMetric(loadgen.MetricTTFAT)
-	tpotMetric  = loadgen.FindLatencyMetric(loadgen.MetricTPOT)
-	e2eMetric   = loadgen.FindLatencyMetric(loadgen.MetricE2E)
-)
-
 func trunc(d time.Duration) time.Duration { return loadgen.TruncMicros(d) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -200,42 +200,61 @@ func (c Constraints) judge(r *loadgen.Record) (good, judged bool) {
 	if !r.OK() {
 		return false, true
 	}
-	if c.TPOT > 0 && r.Unstreamed && r.OutputTokens >= 2 {
-		return false, false
-	}
-	if c.TTFT > 0 {
-		if v, ok := ttftMetric.Of(r); !ok || v > c.TTFT {
-			return false, true
+	bs := c.bounds()
+	for _, b := range bs {
+		if b.m.Streamed && r.Unstreamed && r.OutputTokens >= 2 {
+			return false, false
 		}
 	}
-	if c.TTFAT > 0 {
-		if v, ok := ttfatMetric.Of(r); !ok || v > c.TTFAT {
-			return false, true
-		}
-	}
-	if c.TPOT > 0 {
-		if v, ok := tpotMetric.Of(r); ok && v > c.TPOT {
-			return false, true
-		}
-	}
-	if c.E2E > 0 {
-		if v, _ := e2eMetric.Of(r); v > c.E2E {
+	for _, b := range bs {
+		if v, ok := b.m.Of(r); (!ok && !b.m.GoodputUndefinedMeets) || (ok && v > b.d) {
 			return false, true
 		}
 	}
 	return true, true
 }
 
+// goodputMetrics are the metric table's rows that may bound a goodput
+// constraint, in table order: the keys of `goodput:`.
+var goodputMetrics = loadgen.GoodputMetrics(loadgen.LatencyMetrics())
+
+// field is the bound of c on a goodput metric (nil: not one).
+func (c *Constraints) field(metric string) *time.Duration {
+	switch metric {
+	case loadgen.MetricTTFT:
+		return &c.TTFT
+	case loadgen.MetricTTFAT:
+		return &c.TTFAT
+	case loadgen.MetricTPOT:
+		return &c.TPOT
+	case loadgen.MetricE2E:
+		return &c.E2E
+	}
+	return nil
+}
+
+// constraintBound is one set bound of Constraints.
+type constraintBound struct {
+	m *loadgen.LatencyMetric
+	d time.Duration
+}
+
+// bounds are c's set bounds, in table order.
+func (c Constraints) bounds() []constraintBound {
+	var out []constraintBound
+	for _, n := range goodputMetrics {
+		if d := *c.field(n); d > 0 {
+			out = append(out, constraintBound{loadgen.FindLatencyMetric(n), d})
+		}
+	}
+	return out
+}
+
 // String lists the bounds: "ttft ≤ 500ms, tpot ≤ 50ms".
 func (c Constraints) String() string {
 	var s []string
-	for _, b := range []struct {
-		n string
-		d time.Duration
-	}{{"ttft", c.TTFT}, {"ttfat", c.TTFAT}, {"tpot", c.TPOT}, {"e2e", c.E2E}} {
-		if b.d > 0 {
-			s = append(s, b.n+" ≤ "+b.d.String())
-		}
+	for _, b := range c.bounds() {
+		s = append(s, b.m.Name+" ≤ "+b.d.String())
 	}
 	return strings.Join(s, ", ")
 }
@@ -243,13 +262,8 @@ func (c Constraints) String() string {
 // MarshalJSON writes the bounds in milliseconds.
 func (c Constraints) MarshalJSON() ([]byte, error) {
 	var parts []string
-	for _, b := range []struct {
-		n string
-		d time.Duration
-	}{{"ttft_ms", c.TTFT}, {"ttfat_ms", c.TTFAT}, {"tpot_ms", c.TPOT}, {"e2e_ms", c.E2E}} {
-		if b.d > 0 {
-			parts = append(parts, fmt.Sprintf("%q:%g", b.n, ms(b.d)))
-		}
+	for _, b := range c.bounds() {
+		parts = append(parts, fmt.Sprintf("%q:%g", b.m.Name+"_ms", ms(b.d)))
 	}
 	return []byte("{" + strings.Join(parts, ",") + "}"), nil
 }
@@ -558,23 +572,20 @@ func errorKindList() string {
 
 func (r reader) constraints(n yamlwalk.Node) Constraints {
 	start := r.doc.Count()
-	f, _ := n.Map("ttft", "ttfat", "tpot", "e2e")
+	f, _ := n.Map(goodputMetrics...)
 	var c Constraints
-	for _, b := range []struct {
-		key string
-		dst *time.Duration
-	}{{"ttft", &c.TTFT}, {"ttfat", &c.TTFAT}, {"tpot", &c.TPOT}, {"e2e", &c.E2E}} {
-		if v, ok := f.Get(b.key); ok {
+	for _, key := range goodputMetrics {
+		if v, ok := f.Get(key); ok {
 			if d, ok := v.Duration(); ok {
 				if d == 0 {
-					f.Errorf(b.key, "must be > 0")
+					f.Errorf(key, "must be > 0")
 				}
-				*b.dst = d
+				*c.field(key) = d
 			}
 		}
 	}
 	if c.IsZero() && n.IsMap() && r.clean(start) {
-		n.Errorf("no constraint given (ttft, ttfat, tpot, e2e)")
+		n.Errorf("no constraint given (%s)", strings.Join(goodputMetrics, ", "))
 	}
 	return c
 }

@@ -15,25 +15,25 @@ import (
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// Default classic bucket bounds (seconds) per latency metric. Every SLO
-// threshold of the metric is added to them exactly (Buckets), so "share of
-// requests ≤ 500 ms" is a bucket ratio, never an interpolation.
-var (
-	defaultTTFTBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
-	defaultGapBuckets  = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
-	defaultE2EBuckets  = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
-)
-
-// latencyHistograms are the histogram rows: a metric-table row each, so
-// the values observed are the table's (one definition of each metric).
-var latencyHistograms = []struct {
+// latencyHistogram is one histogram row: a metric-table row with a
+// Prometheus face, so the values observed are the table's (one definition
+// of each metric) and its name, help and default buckets are the row's.
+type latencyHistogram struct {
 	name, metric, help string
 	defaults           []float64
-}{
-	{TTFTSeconds, loadgen.MetricTTFT, "Time to first token: intended start to the first chunk carrying an output token (successful requests).", defaultTTFTBuckets},
-	{ITLSeconds, loadgen.MetricITL, "Inter-token latency: each chunk gap divided by the tokens it carries, one observation per token (successful streamed requests).", defaultGapBuckets},
-	{TPOTSeconds, loadgen.MetricTPOT, "Time per output token: (E2E - TTFT) / (output tokens - 1), for streamed requests with at least 2 tokens.", defaultGapBuckets},
-	{E2ESeconds, loadgen.MetricE2E, "End-to-end latency: intended start to the end of the response (successful requests).", defaultE2EBuckets},
+	row                *loadgen.LatencyMetric
+}
+
+// latencyHistogramsOf are the histogram rows of a metric table, in its
+// order: the rows with a Prometheus name.
+func latencyHistogramsOf(rows []loadgen.LatencyMetric) []latencyHistogram {
+	var out []latencyHistogram
+	for i := range rows {
+		if f := rows[i].Prom; f.Name != "" {
+			out = append(out, latencyHistogram{name: f.Name, metric: rows[i].Name, help: f.Help, defaults: f.Buckets, row: &rows[i]})
+		}
+	}
+	return out
 }
 
 // Native histogram settings: ~10% bucket width, at most 160 buckets a
@@ -124,6 +124,7 @@ type Metrics struct {
 	hists   map[string]*prometheus.HistogramVec // by metric-table name
 	buckets map[string][]float64
 	built   HistogramMode // the mode the histograms in hists have
+	lat     []latencyHistogram
 }
 
 // Options configure New.
@@ -143,12 +144,19 @@ type Options struct {
 	// Histograms is which forms of the latency histograms are exposed
 	// ("": both).
 	Histograms HistogramMode
+	// Latency is the metric table the histograms are built from (nil:
+	// loadgen.LatencyMetrics()); a test passes a table with a made-up row.
+	Latency []loadgen.LatencyMetric
 }
 
 // New makes the collectors and registers them, and tailgate_build_info, on
 // a fresh registry.
 func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), mode: opts.Histograms}
+	if opts.Latency == nil {
+		opts.Latency = loadgen.LatencyMetrics()
+	}
+	m.lat = latencyHistogramsOf(opts.Latency)
 	if m.mode == "" {
 		m.mode = HistogramsBoth
 	}
@@ -259,7 +267,7 @@ func (m *Metrics) rebuild() {
 	if m.hists == nil {
 		m.hists, m.buckets = map[string]*prometheus.HistogramVec{}, map[string][]float64{}
 	}
-	for _, h := range latencyHistograms {
+	for _, h := range m.lat {
 		b := Buckets(h.metric, h.defaults, m.specs)
 		if old, ok := m.hists[h.metric]; ok {
 			if slices.Equal(b, m.buckets[h.metric]) && m.built == m.mode {
@@ -284,7 +292,7 @@ func (m *Metrics) rebuild() {
 }
 
 // HistogramBuckets is the classic bucket layout in use for a metric-table
-// metric ("ttft"), nil if it is not exported or the mode is native.
+// metric (loadgen.MetricTTFT), nil if it is not exported or the mode is native.
 func (m *Metrics) HistogramBuckets(metric string) []float64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

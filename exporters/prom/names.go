@@ -1,6 +1,9 @@
 package prom
 
 import (
+	"slices"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
 )
@@ -20,7 +23,9 @@ const (
 	OutputTokensTotal = "tailgate_output_tokens_total"
 	// Latency histograms {target,class}, in seconds, by the metric table's
 	// definitions (loadgen/metric.go): classic buckets that include every
-	// SLO threshold of that metric exactly, plus a native histogram.
+	// SLO threshold of that metric exactly, plus a native histogram. The
+	// names, help and buckets are the rows' Prom faces; these constants
+	// spell them for callers, and a test holds them equal.
 	TTFTSeconds = "tailgate_ttft_seconds"
 	ITLSeconds  = "tailgate_itl_seconds" // one observation per output token after the first
 	TPOTSeconds = "tailgate_tpot_seconds"
@@ -100,13 +105,23 @@ var burnRateWindowsTable = func() []string {
 	return out
 }()
 
-// namesTable lists every metric name of the contract, in the order above.
-var namesTable = []string{
+// namesTable lists every metric name of the contract, in the order above:
+// the latency histograms are the metric table's Prom faces.
+var namesTable = slices.Concat([]string{
 	RequestsTotal, RequestErrorsTotal, OutputTokensTotal,
-	TTFTSeconds, ITLSeconds, TPOTSeconds, E2ESeconds,
+}, latencyNames(loadgen.LatencyMetrics()), []string{
 	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,
 	LastSuccessTimestampSeconds, BuildInfo,
 	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
 	SLOWindowCoverageRatio, TargetInfo,
 	CanaryStateWriteErrorsTotal, CanaryStateLastSuccessTimestampSeconds,
+})
+
+// latencyNames are the histogram names of a metric table, in its order.
+func latencyNames(rows []loadgen.LatencyMetric) []string {
+	var out []string
+	for _, h := range latencyHistogramsOf(rows) {
+		out = append(out, h.name)
+	}
+	return out
 }

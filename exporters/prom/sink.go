@@ -52,14 +52,6 @@ type sinkObjective struct {
 	sumG, sumB uint64 // the run's events, for the budget gauge (not Operate)
 }
 
-var latencyRows = func() []*loadgen.LatencyMetric {
-	out := make([]*loadgen.LatencyMetric, len(latencyHistograms))
-	for i, h := range latencyHistograms {
-		out[i] = loadgen.FindLatencyMetric(h.metric)
-	}
-	return out
-}()
-
 // NewSink returns a sink writing to m. Every objective's event series
 // exist from here on at 0, so rate() over them works from the first
 // scrape.
@@ -120,9 +112,9 @@ func (s *Sink) Add(r *loadgen.Record) error {
 		s.m.requests.WithLabelValues(t, class, OutcomeOK).Inc()
 		s.m.outputTokens.WithLabelValues(t, class).Add(float64(max(r.OutputTokens, 0)))
 		s.m.lastSuccess.WithLabelValues(t).Set(float64(end.UnixNano()) / 1e9)
-		for i, h := range latencyHistograms {
+		for _, h := range s.m.lat {
 			var obs prometheus.Observer
-			for smp := latencyRows[i].Samples(r); smp.Next(); {
+			for smp := h.row.Samples(r); smp.Next(); {
 				if obs == nil {
 					obs = s.m.histogram(h.metric).WithLabelValues(t, class)
 				}

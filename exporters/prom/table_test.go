@@ -1,0 +1,18 @@
+package prom
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
+)
+
+// The contract's histogram constants spell the metric table's Prom faces,
+// in table order.
+func TestLatencyConstantsAreTheTablesNames(t *testing.T) {
+	t.Parallel()
+	want := []string{TTFTSeconds, ITLSeconds, TPOTSeconds, E2ESeconds}
+	if got := latencyNames(loadgen.LatencyMetrics()); !slices.Equal(got, want) {
+		t.Errorf("metric table's Prometheus names %v, constants %v", got, want)
+	}
+}

@@ -1,0 +1,143 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tailgate-llm/tailgate/comparison"
+	"github.com/tailgate-llm/tailgate/exporters/prom"
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/report"
+	"github.com/tailgate-llm/tailgate/results"
+)
+
+// tableWithTTST is the metric table plus one made-up latency metric, TTST
+// (time to the second content chunk), given every face a row can have: a
+// new metric is this one row and nothing else.
+func tableWithTTST() []loadgen.LatencyMetric {
+	ttst := loadgen.NewLatencyMetric(loadgen.LatencyMetric{
+		Name: "ttst", Label: "TTST", Events: "successful requests with two chunks",
+		Definition: "intended start to the second content-bearing chunk",
+		Compare:    true, Sweep: true,
+		Prom: loadgen.PromFace{Name: "tailgate_ttst_seconds", Help: "Time to the second chunk (made up by a test).",
+			Buckets: []float64{0.01, 0.1, 1}},
+		Columns: map[string][]float64{loadgen.TableReportParts: {0.5, 0.99}, loadgen.TableReportPartsMD: {0.99},
+			loadgen.TableReportClasses: {0.99}, loadgen.TableReportLevels: {0.99}, loadgen.TableSweep: {0.99}},
+	}, func(r *loadgen.Record) (time.Duration, bool) {
+		if len(r.Chunks) < 2 {
+			return 0, false
+		}
+		return loadgen.TruncMicros(r.Chunks[1].At) - loadgen.TruncMicros(r.Intended), true
+	})
+	return append(loadgen.LatencyMetrics(), ttst)
+}
+
+// oneRowRecords are n successful streamed requests, the second chunk
+// 30 ms (base) or more after the intended start.
+func oneRowRecords(n int, slow time.Duration) []loadgen.Record {
+	out := make([]loadgen.Record, n)
+	for i := range out {
+		at := time.Duration(i) * 10 * time.Millisecond
+		out[i] = loadgen.Record{Seq: int64(i), Class: "chat", Intended: at, Sent: at, FirstAnswer: at + 20*time.Millisecond,
+			Chunks: []loadgen.Chunk{{At: at + 20*time.Millisecond, Tokens: 1}, {At: at + 30*time.Millisecond + slow + time.Duration(i%7)*time.Millisecond, Tokens: 1},
+				{At: at + 60*time.Millisecond + slow, Tokens: 1}},
+			End: at + 70*time.Millisecond + slow, OutputTokens: 3, InputTokens: 10}
+	}
+	return out
+}
+
+// A made-up metric added as one row of the metric table reaches
+// summary.json, /metrics, report.html (and its Markdown) and compare.
+func TestOneRowMetricReachesEveryFace(t *testing.T) {
+	t.Parallel()
+	rows := tableWithTTST()
+	recs := oneRowRecords(200, 0)
+
+	// summary.json: latency_ms and definitions.
+	m := loadgen.NewMetricsOf(rows)
+	for i := range recs {
+		m.Add(&recs[i])
+	}
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, loadgen.SummaryMeta{})
+	js, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		LatencyMs   map[string]loadgen.Hist `json:"latency_ms"`
+		Definitions map[string]string       `json:"definitions"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if h := doc.LatencyMs["ttst"]; h.Count != 200 || h.Min < 30 || h.Max > 37 {
+		t.Errorf("summary.json latency_ms.ttst = %+v, want 200 samples in 30–36 ms", h)
+	}
+	if doc.Definitions["ttst"] == "" {
+		t.Error("summary.json has no definition of ttst")
+	}
+
+	// /metrics: the row's histogram, name, help and buckets.
+	pm := prom.New(prom.Options{Latency: rows})
+	sink := pm.NewSink(prom.SinkOptions{Target: "t"})
+	for i := range recs {
+		if err := sink.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(pm.Registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{"# HELP tailgate_ttst_seconds Time to the second chunk (made up by a test).",
+		`tailgate_ttst_seconds_bucket{class="chat",target="t",le="0.1"} 200`, `tailgate_ttst_seconds_count{class="chat",target="t"} 200`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// report.html and the Markdown report: the row's columns.
+	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
+	var html, md bytes.Buffer
+	if err := report.WriteHTML(&html, []*report.Source{src}, report.Options{Latency: rows}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<th>TTST p50</th><th>TTST p99</th>", "<th>TTST p99</th></tr>"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if err := report.WriteMarkdown(&md, []*report.Source{src}, report.Options{Latency: rows}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| TTST p99 | GPU util |") {
+		t.Errorf("Markdown report lacks the TTST column:\n%s", md.String())
+	}
+
+	// compare: a default row, and a slower candidate is a regression of it.
+	side := func(dir string, recs []loadgen.Record) *comparison.Side {
+		return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
+			Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
+			Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
+	}
+	rep, err := comparison.Compare(side("a", recs), side("b", oneRowRecords(200, 20*time.Millisecond)),
+		comparison.Options{Tolerance: 0.05, Resamples: 200, Seed: 1, Latency: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found, gates bool
+	for _, r := range rep.Rows {
+		if r.Metric == "ttst" {
+			found = true
+			gates = gates || (r.Gates && r.ChangePct > 50) // a 30 ms second chunk became 50 ms
+		}
+	}
+	if !found || !gates {
+		t.Errorf("compare: no ttst row that gates (found %v): %+v", found, rep.Rows)
+	}
+}

@@ -100,10 +100,14 @@ type Standardized struct {
 	// server's count, else what tailgate asked for); absent when neither
 	// was counted.
 	InputSeqLen *SequenceLength `json:"input_seq_len,omitempty"`
-	Stage       *int            `json:"stage,omitempty"`
-	MultiTurn   *MultiTurn      `json:"multi_turn,omitempty"`
-	RateQPS     *float64        `json:"rate_qps,omitempty"`
-	Concurrency *int            `json:"concurrency,omitempty"`
+	// OutputSeqLen is the mean output tokens per completed request as
+	// the server counted them: a measured mean, so "other"; absent when
+	// no output token was counted.
+	OutputSeqLen *SequenceLength `json:"output_seq_len,omitempty"`
+	Stage        *int            `json:"stage,omitempty"`
+	MultiTurn    *MultiTurn      `json:"multi_turn,omitempty"`
+	RateQPS      *float64        `json:"rate_qps,omitempty"`
+	Concurrency  *int            `json:"concurrency,omitempty"`
 }
 
 // SequenceLength is a sequence length's distribution: tailgate knows
@@ -415,6 +419,9 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 		}
 		if in > 0 {
 			st.InputSeqLen = &SequenceLength{Distribution: "other", Value: float64(in) / float64(n)}
+		}
+		if out := s.Tokens.Output; out > 0 {
+			st.OutputSeqLen = &SequenceLength{Distribution: "other", Value: float64(out) / float64(n)}
 		}
 	}
 	cfg := map[string]any{"model": s.Run.Model, "api": s.Run.API, "target_host": host}

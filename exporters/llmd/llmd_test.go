@@ -40,7 +40,7 @@ func TestUnmeasuredIsAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"inter_token_latency", "time_to_first_token", "input_token_rate", "total_token_rate", "rate_qps", "concurrency"} {
+	for _, k := range []string{"inter_token_latency", "time_to_first_token", "input_token_rate", "total_token_rate", "rate_qps", "concurrency", "input_seq_len", "output_seq_len"} {
 		if strings.Contains(string(b), `"`+k+`"`) {
 			t.Errorf("%s written: %s", k, b)
 		}
@@ -308,6 +308,9 @@ func TestSchemaRefusesPlanted(t *testing.T) {
 	if err := plant(func(map[string]any) {}); err != nil {
 		t.Fatalf("unchanged report refused: %v", err)
 	}
+	if o := r.Scenario.Load.Standardized.OutputSeqLen; o == nil || o.Distribution != "other" || o.Value != 20 {
+		t.Errorf("output_seq_len %+v, want other 20 (180 tokens / 9 ok)", o)
+	}
 	for name, f := range map[string]func(map[string]any){
 		"ttft in ms/token": func(m map[string]any) { at(m, append(agg, "latency", "time_to_first_token")...)["units"] = "ms/token" },
 		"e2e in seconds per token": func(m map[string]any) {
@@ -321,6 +324,12 @@ func TestSchemaRefusesPlanted(t *testing.T) {
 		"unknown key in requests":  func(m map[string]any) { at(m, append(agg, "requests")...)["dropped"] = 1 },
 		"unknown key in standardized": func(m map[string]any) {
 			at(m, "scenario", "load", "standardized")["arrival"] = "poisson"
+		},
+		"output_seq_len distribution outside the enum": func(m map[string]any) {
+			at(m, "scenario", "load", "standardized", "output_seq_len")["distribution"] = "poisson"
+		},
+		"unknown key in output_seq_len": func(m map[string]any) {
+			at(m, "scenario", "load", "standardized", "output_seq_len")["p50"] = 1.0
 		},
 		"zero parallelism": func(m map[string]any) { at(m, "scenario", "load", "standardized")["parallelism"] = 0 },
 	} {

@@ -114,11 +114,15 @@ type Record struct {
 	// Model is the model or adapter the prompt named (Prompt.ModelName),
 	// sent in place of the run's --model; "" when it named none and the
 	// run's was sent, so a plain run's records stay as they were.
-	Model   string
-	Stage   string
-	Session string
-	Turn    int // the call's turn index in its session lane
-	Warmup  bool
+	Model string
+	// ResponseModel is the model the server said answered ("model" of the
+	// first chunk or the body; OTel's gen_ai.response.model); "" when it
+	// named none. A router may answer with another model than was asked.
+	ResponseModel string
+	Stage         string
+	Session       string
+	Turn          int // the call's turn index in its session lane
+	Warmup        bool
 	// Call and After place a session call in its graph: its id, and the
 	// ids of the calls it waited for.
 	Call  string
@@ -371,6 +375,7 @@ type recordJSON struct {
 	ID                   string   `json:"id,omitempty"`
 	Class                string   `json:"class,omitempty"`
 	Model                string   `json:"model,omitempty"`
+	ResponseModel        string   `json:"response_model,omitempty"`
 	Stage                string   `json:"stage,omitempty"`
 	Session              string   `json:"session,omitempty"`
 	Turn                 int      `json:"turn,omitempty"`
@@ -450,7 +455,7 @@ func (r *Record) ReferenceForm(compact bool) any { return r.jsonForm(compact) }
 
 func (r *Record) jsonForm(compact bool) *recordJSON {
 	j := recordJSON{
-		Seq: r.Seq, ID: r.ID, Class: r.Class, Model: r.Model, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
+		Seq: r.Seq, ID: r.ID, Class: r.Class, Model: r.Model, ResponseModel: r.ResponseModel, Stage: r.Stage, Session: r.Session, Turn: r.Turn,
 		Call: r.Call, After: r.After, ToolWaitUs: us(r.ToolWait), NotSent: r.NotSent, SessionLast: r.SessionLast,
 		Warmup: r.Warmup, IntendedUs: us(r.Intended), SentUs: us(r.Sent), EndUs: us(r.End),
 		RequestedInputTokens: r.RequestedInputTokens, InputTokens: r.InputTokens,
@@ -501,7 +506,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	d := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	*r = Record{
-		Seq: j.Seq, ID: j.ID, Class: j.Class, Model: j.Model, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
+		Seq: j.Seq, ID: j.ID, Class: j.Class, Model: j.Model, ResponseModel: j.ResponseModel, Stage: j.Stage, Session: j.Session, Turn: j.Turn,
 		Call: j.Call, After: j.After, ToolWait: d(j.ToolWaitUs), NotSent: j.NotSent, SessionLast: j.SessionLast,
 		Warmup: j.Warmup, Intended: d(j.IntendedUs), Sent: d(j.SentUs), End: d(j.EndUs),
 		RequestedInputTokens: j.RequestedInputTokens, InputTokens: j.InputTokens,

@@ -18,6 +18,7 @@ func (r *Record) AppendJSON(b []byte, compact bool) []byte {
 	b = appendStrField(b, "id", r.ID)
 	b = appendStrField(b, "class", r.Class)
 	b = appendStrField(b, "model", r.Model)
+	b = appendStrField(b, "response_model", r.ResponseModel)
 	b = appendStrField(b, "stage", r.Stage)
 	b = appendStrField(b, "session", r.Session)
 	if r.Turn != 0 {

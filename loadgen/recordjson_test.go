@@ -38,7 +38,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	})
 	recs := []*Record{
 		{},
-		{Seq: 7, ID: "chat-1", Class: "chat", Model: "lora-a", Stage: "peak", Session: "s1", Turn: 2, Warmup: true, Intended: 1500 * time.Microsecond,
+		{Seq: 7, ID: "chat-1", Class: "chat", Model: "lora-a", ResponseModel: "base\"-7b", Stage: "peak", Session: "s1", Turn: 2, Warmup: true, Intended: 1500 * time.Microsecond,
 			Sent: 1600*time.Microsecond + 999, FirstAnswer: 9 * time.Millisecond, End: 20 * time.Millisecond,
 			Chunks: []Chunk{{At: 5 * time.Millisecond, Tokens: 1}, {At: 9 * time.Millisecond, Tokens: 3}}, RequestedInputTokens: 11,
 			InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer, Status: 200,

@@ -125,6 +125,9 @@ var profilesTable = []string{ProfileLlamaCpp, ProfileOllama}
 type Config struct {
 	// Model is the served model name (/v1/models, responses, metric label).
 	Model string
+	// AnswerModel, when set, is the model responses name in place of
+	// Model, as a router that maps an alias to the model it serves does.
+	AnswerModel string
 	// StrictModel rejects requests naming another model with 404, as vLLM
 	// does; by default any model name is accepted.
 	StrictModel bool

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -81,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 		watch:     watch,
 		truth:     newTruthStore(cfg.TruthLimit, watch),
 		text:      newTextTable(cfg.TokensPerChunk),
-		modelJSON: appendJSONString(nil, cfg.Model),
+		modelJSON: appendJSONString(nil, cmp.Or(cfg.AnswerModel, cfg.Model)),
 		idle:      make(chan struct{}),
 	}
 	close(s.idle)

@@ -164,6 +164,7 @@ func TestRunOTLP(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Every: 5}}
+	cfg.AnswerModel = "sim-llama-8b-fp8" // a router answering an alias
 	srv := simtest.Start(t, cfg)
 	sloFile := filepath.Join(t.TempDir(), "slo.yaml")
 	os.WriteFile(sloFile, []byte(checkSLO), 0o644)
@@ -227,6 +228,10 @@ func TestRunOTLP(t *testing.T) {
 				if a[otlp.AttrOperationName] != "chat" || a[otlp.AttrProviderName] != "openai" || a[otlp.AttrRequestModel] != "sim-llama-8b" ||
 					a[otlp.AttrServerAddress] != "127.0.0.1" || a[otlp.AttrServerPort] == nil || a[otlp.AttrSession] != false || a[otlp.AttrClass] != "default" {
 					t.Errorf("%s attributes %v", p.metric, a)
+				}
+				// The model that answered: only where a server answered.
+				if answered := a[otlp.AttrErrorType] == nil; answered != (a[otlp.AttrResponseModel] == "sim-llama-8b-fp8") {
+					t.Errorf("%s: response model %v beside error.type %v", p.metric, a[otlp.AttrResponseModel], a[otlp.AttrErrorType])
 				}
 				want := pmetric.MetricTypeExponentialHistogram
 				if tc.histogram == otlp.HistogramExplicit {

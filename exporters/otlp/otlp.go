@@ -68,6 +68,7 @@ const (
 	AttrOperationName = "gen_ai.operation.name"
 	AttrProviderName  = "gen_ai.provider.name"
 	AttrRequestModel  = "gen_ai.request.model"
+	AttrResponseModel = "gen_ai.response.model"
 	AttrTokenType     = "gen_ai.token.type"
 	AttrServerAddress = "server.address"
 	AttrServerPort    = "server.port"

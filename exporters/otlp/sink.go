@@ -50,6 +50,7 @@ func edges(metricName string, defaults []float64, specs []*slo.Spec) []float64 {
 // attrKey picks a record's attribute set; the sets are built once each.
 type attrKey struct {
 	class, stage, model, errType string
+	respModel                    string // gen_ai.response.model: absent when the server named none
 	session                      bool
 }
 
@@ -187,7 +188,7 @@ func (s *Sink) Name() string { return "otlp" }
 func (s *Sink) Close() error { return nil }
 
 func (s *Sink) attrs(r *loadgen.Record) *attrSets {
-	k := attrKey{class: r.Class, stage: r.Stage, model: r.Model, session: r.Session != ""}
+	k := attrKey{class: r.Class, stage: r.Stage, model: r.Model, respModel: r.ResponseModel, session: r.Session != ""}
 	if !r.OK() {
 		k.errType = string(r.ErrorKind)
 		if k.errType == "" {
@@ -204,6 +205,9 @@ func (s *Sink) attrs(r *loadgen.Record) *attrSets {
 	}
 	if model != "" {
 		kv = append(kv, attribute.String(AttrRequestModel, model))
+	}
+	if k.respModel != "" {
+		kv = append(kv, attribute.String(AttrResponseModel, k.respModel))
 	}
 	if k.class != "" {
 		kv = append(kv, attribute.String(AttrClass, k.class))

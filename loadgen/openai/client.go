@@ -80,9 +80,9 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	defer resp.Body.Close()
 	switch c.answer(resp, rec) {
 	case answerStream:
-		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, p.FollowUp != nil)
+		c.readStream(ctx, cancel, resp.Body, rec, maxTokens, p.FollowUp != nil, c.modelOf(p))
 	case answerWhole:
-		c.readWhole(ctx, resp.Body, rec, p.FollowUp != nil)
+		c.readWhole(ctx, resp.Body, rec, p.FollowUp != nil, c.modelOf(p))
 	}
 }
 
@@ -204,6 +204,7 @@ func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 type stream struct {
 	rec      *loadgen.Record
 	keepText bool
+	sent     string // the model asked for (responseModel)
 	text     []byte
 	ev       event
 	shape    shape // the stream's last event shape: most events are decoded through it
@@ -260,6 +261,9 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 		return false
 	}
 	s.text = text
+	if s.events == 1 {
+		s.rec.ResponseModel = responseModel(data, s.sent)
+	}
 	ev := &s.ev
 	if ev.isError {
 		s.kind, s.msg = loadgen.ErrStreamError, "error event in stream: "+describeError(ev.errMessage, ev.errCode)
@@ -352,11 +356,11 @@ func (s *stream) streamError(data []byte) {
 	s.msg = "error event in stream: " + quoteSnippet(data)
 }
 
-func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool) {
+func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool, sent string) {
 	sc := getScanner(body)
 	defer putScanner(sc)
 	rec.ReserveChunks(maxTokens)
-	s := &stream{rec: rec, keepText: keepText}
+	s := &stream{rec: rec, keepText: keepText, sent: sent}
 	s.run(sc)
 	c.endStream(ctx, cancel, body, sc, s)
 }
@@ -421,7 +425,7 @@ func drain(sc *sse.Scanner, body io.Reader, cancel context.CancelFunc) {
 // readWhole reads a non-streamed answer: asked for (--stream=false) or a
 // server that ignored "stream". Either way the record is Unstreamed: its
 // one chunk at the end gives TTFT = E2E and no inter-token gaps.
-func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record, keepText bool) {
+func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Record, keepText bool, sent string) {
 	rec.Unstreamed = true
 	b, kind, msg := transport.ReadWhole(ctx, body, maxResponseBytes)
 	rec.End = rec.Now()
@@ -435,6 +439,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
 		return
 	}
+	rec.ResponseModel = responseModel(b, sent)
 	if ev.isError {
 		c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+describeError(ev.errMessage, ev.errCode))
 		return

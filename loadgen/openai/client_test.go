@@ -224,10 +224,48 @@ func TestVectors(t *testing.T) {
 				} else if !strings.HasPrefix(tt.file, "llamacpp") && rec.Server != nil {
 					t.Errorf("server timings %+v from a server that gives none", rec.Server)
 				}
+				// The model the server named, by encoding/json from the
+				// first event (the whole body when not streamed).
+				if want := firstEventModel(t, body); rec.ResponseModel != want {
+					t.Errorf("ResponseModel = %q, want %q", rec.ResponseModel, want)
+				}
+				if tt.file == "llamacpp_capture_chat.txt" && rec.ResponseModel != "tiny" {
+					t.Errorf("ResponseModel = %q, want the capture's \"tiny\"", rec.ResponseModel)
+				}
 				checkInstants(t, rec)
 			})
 		}
 	}
+}
+
+// firstEventModel is the top-level "model" string of the first JSON data
+// event of an SSE body, or of the body itself when it is one JSON value.
+func firstEventModel(t *testing.T, body []byte) string {
+	t.Helper()
+	model := func(b []byte) (string, bool) {
+		var v map[string]any
+		if json.Unmarshal(b, &v) != nil {
+			return "", false
+		}
+		m, _ := v["model"].(string)
+		return m, true
+	}
+	if m, ok := model(body); ok {
+		return m
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		d, ok := strings.CutPrefix(line, "data:")
+		if !ok {
+			continue
+		}
+		d = strings.TrimSpace(d)
+		if d == "" || d == "[DONE]" {
+			continue
+		}
+		m, _ := model([]byte(d))
+		return m
+	}
+	return ""
 }
 
 // checkInstants asserts the ordering every record must have.

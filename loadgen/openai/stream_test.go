@@ -28,7 +28,7 @@ func seedStreams(tb testing.TB) [][]byte { return seedfiles.Read(tb, "testdata",
 // once the response headers are in, keeping the text.
 func parseBody(c *Client, r io.Reader) *loadgen.Record {
 	rec := loadgen.NewRecord(time.Now())
-	c.readStream(context.Background(), func() {}, r, rec, 0, true)
+	c.readStream(context.Background(), func() {}, r, rec, 0, true, "")
 	rec.Finalize()
 	return rec
 }
@@ -161,7 +161,7 @@ func BenchmarkParseStream(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				r.Reset(body)
 				rec := loadgen.NewRecord(time.Now())
-				c.readStream(context.Background(), func() {}, r, rec, tokens, keep)
+				c.readStream(context.Background(), func() {}, r, rec, tokens, keep, "")
 				if len(rec.Chunks) != tokens || rec.ErrorKind != loadgen.ErrNone {
 					b.Fatalf("%d chunks, %s %s", len(rec.Chunks), rec.ErrorKind, rec.Error)
 				}

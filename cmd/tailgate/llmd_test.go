@@ -122,6 +122,20 @@ func TestRunWritesLLMDReport(t *testing.T) {
 		th.RequestRate.Mean <= 0 {
 		t.Errorf("throughput %+v, summary %+v", th, s.Throughput)
 	}
+	// The simulator's /metrics was sampled: the stack names its family and
+	// model, and the queue figures are summary.json's telemetry.
+	tel := s.Telemetry
+	if tel == nil || tel.Running == nil {
+		t.Fatalf("simulator telemetry not sampled: %+v", tel)
+	}
+	if len(r.Scenario.Stack) != 1 || r.Scenario.Stack[0].Standardized.Tool != tel.Family ||
+		r.Scenario.Stack[0].Standardized.Model == nil || r.Scenario.Stack[0].Standardized.Model.Name != "sim-llama-8b" {
+		t.Errorf("stack %+v, telemetry family %q", r.Scenario.Stack, tel.Family)
+	}
+	if o := r.Results.Observability; o == nil || o.Components[0].Aggregate.RunningRequests == nil ||
+		o.Components[0].Aggregate.RunningRequests.Mean != tel.Running.Mean || o.Components[0].Aggregate.RunningRequests.Units != "count" {
+		t.Errorf("observability %+v, telemetry running %+v", o, tel.Running)
+	}
 
 	// report --format llm-d of the same directory gives the same report.
 	var out, errb strings.Builder

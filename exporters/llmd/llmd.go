@@ -68,10 +68,11 @@ type Time struct {
 	Duration string `json:"duration,omitempty"`
 }
 
-// Scenario is the report's scenario block (load only: tailgate does not
-// know the serving stack's components).
+// Scenario is the report's scenario block: the load, and the serving
+// stack as far as the run's telemetry tells it (absent without telemetry).
 type Scenario struct {
-	Load Load `json:"load"`
+	Stack []Component `json:"stack,omitempty"`
+	Load  Load        `json:"load"`
 }
 
 // Load is scenario.load.
@@ -132,6 +133,7 @@ type Native struct {
 type Results struct {
 	RequestPerformance RequestPerformance  `json:"request_performance"`
 	SessionPerformance *SessionPerformance `json:"session_performance,omitempty"`
+	Observability      *Observability      `json:"observability,omitempty"`
 }
 
 // RequestPerformance is results.request_performance.
@@ -480,6 +482,7 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 		r.Results.SessionPerformance = sp
 		r.Scenario.Load.Standardized.MultiTurn = &MultiTurn{Enabled: true}
 	}
+	r.Scenario.Stack, r.Results.Observability = stackOf(s.Telemetry, s.Run.Model)
 	return r
 }
 

@@ -2,6 +2,7 @@ package kserve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,7 +125,9 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 
 // DiscoverModel fails: the KServe RPCs the client uses list no models.
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
-	return "", &transport.Undiscovered{Target: c.safeTarget, Why: "the KServe v2 gRPC protocol lists no models (name one)"}
+	// A property of the protocol, not a finding about the server: no
+	// Undiscovered, which names the target.
+	return "", errors.New("the KServe v2 protocol lists no models")
 }
 
 // SetModel sets the model requests name. Call it before the first Do.

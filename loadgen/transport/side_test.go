@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -53,7 +54,10 @@ func TestRootGet(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r, err := RootConfig{Endpoint: Endpoint{URL: srv.URL}}.Open("base URL")
+	// No proxy from the environment: http.ProxyFromEnvironment reads it
+	// once per process, and TestTransportConfig sets it later.
+	direct := Config{Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }}
+	r, err := RootConfig{Endpoint: Endpoint{URL: srv.URL, Transport: direct}}.Open("base URL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,7 @@ func TestRootGet(t *testing.T) {
 	if !errors.As(err, &se) || !se.Refused() || !strings.Contains(err.Error(), "refuses the credentials") || !strings.Contains(err.Error(), "bad token") {
 		t.Errorf("Get /locked: %v, want a refusal of the credentials", err)
 	}
-	dead, err := RootConfig{Endpoint: Endpoint{URL: "http://127.0.0.1:1"}}.Open("base URL")
+	dead, err := RootConfig{Endpoint: Endpoint{URL: "http://127.0.0.1:1", Transport: direct}}.Open("base URL")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -303,18 +303,13 @@ func stageOptions(cfg Config, i int, startAt time.Time) loadgen.Options {
 	opts := loadgen.Options{
 		Stages:  []loadgen.Stage{{Name: st.Name, Rate: st.Rate, Concurrency: st.Concurrency, Duration: st.Duration}},
 		Closed:  st.Concurrency > 0,
-		Arrival: st.Arrival, Burstiness: st.Burstiness,
+		Arrival: loadgen.ResolveArrival(loadgen.Arrival(st.Arrival), st.Concurrency > 0), Burstiness: st.Burstiness,
 		// One seed per stage: the same plan sends the same prompts on
 		// the same schedule, whatever earlier stages measured.
 		Seed:           cfg.Plan.Seed + uint64(i),
 		WarmupDuration: st.Warmup, Timeout: cfg.Timeout, Grace: cfg.Grace, MaxInFlight: cfg.MaxInFlight,
 		Shard: cfg.Shard, StartAt: startAt,
 		AcceptEmpty: cfg.AcceptEmpty, AcceptEmptyClasses: cfg.Mix.AcceptEmpty(),
-	}
-	// Poisson unless the plan says otherwise, as in run: constant
-	// arrivals would understate queueing.
-	if opts.Arrival == "" && !opts.Closed {
-		opts.Arrival = loadgen.ArrivalPoisson
 	}
 	return opts
 }
@@ -342,11 +337,7 @@ func loadText(st slo.Stage) string {
 	if st.Concurrency > 0 {
 		return fmt.Sprintf("%d concurrent", st.Concurrency)
 	}
-	a := st.Arrival
-	if a == "" {
-		a = loadgen.ArrivalPoisson
-	}
-	return fmt.Sprintf("%g req/s %s", st.Rate, a)
+	return fmt.Sprintf("%g req/s %s", st.Rate, loadgen.ResolveArrival(loadgen.Arrival(st.Arrival), false))
 }
 
 // Finish writes the verdicts, the environment (if given), report.html

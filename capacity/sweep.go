@@ -28,7 +28,7 @@ type Config struct {
 	Search Search
 	// Arrival and Burstiness are the open-loop process (default Poisson,
 	// as run uses).
-	Arrival    string
+	Arrival    loadgen.Arrival
 	Burstiness float64
 	Seed       uint64
 	// Warmup (open loop) and WarmupRequests are left out of each level's
@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 	if closed {
 		res.Mode = "closed"
 	} else {
-		res.Arrival = cfg.arrival()
+		res.Arrival = string(cfg.arrival())
 	}
 	if len(cfg.Search.Levels) > 0 {
 		for _, l := range cfg.Search.Levels {
@@ -313,12 +313,7 @@ func (s Search) precision() float64 {
 	return 0.05
 }
 
-func (c *Config) arrival() string {
-	if c.Arrival == "" {
-		return loadgen.ArrivalPoisson
-	}
-	return c.Arrival
-}
+func (c *Config) arrival() loadgen.Arrival { return loadgen.ResolveArrival(c.Arrival, false) }
 
 // MinRequests is the measured requests a level needs (see the package
 // doc): the fewest that can PASS the strictest objective with no misses

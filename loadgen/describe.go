@@ -24,7 +24,7 @@ func (o Options) Describe() map[string]any {
 		m["mode"] = "closed"
 	default:
 		m["mode"] = "open"
-		m["arrival"] = o.Arrival
+		m["arrival"] = string(o.Arrival)
 		m["max_inflight"] = o.MaxInFlight
 		if o.Arrival == ArrivalGamma {
 			m["burstiness"] = o.Burstiness

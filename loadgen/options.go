@@ -32,7 +32,9 @@ type Options struct {
 	// Arrival is the open-loop process (ArrivalConstant, ArrivalPoisson,
 	// ArrivalGamma, ArrivalUniform), Burstiness the gamma shape and Jitter
 	// the uniform spread (0–1: gaps within ±Jitter of the mean gap).
-	Arrival    string
+	// Empty means constant; commands pass ResolveArrival's choice, which
+	// is DefaultArrival when the user names none.
+	Arrival    Arrival
 	Burstiness float64
 	Jitter     float64
 	Seed       uint64

@@ -98,11 +98,33 @@ func StageAt(stages []Stage, t time.Duration) int {
 // ramps and rate steps change the rate exactly, without re-seeding or
 // approximation.
 const (
-	ArrivalConstant = "constant"
-	ArrivalPoisson  = "poisson"
-	ArrivalGamma    = "gamma"
-	ArrivalUniform  = "uniform"
+	ArrivalConstant Arrival = "constant"
+	ArrivalPoisson  Arrival = "poisson"
+	ArrivalGamma    Arrival = "gamma"
+	ArrivalUniform  Arrival = "uniform"
 )
+
+// Arrival names an open-loop arrival process.
+type Arrival string
+
+// DefaultArrival is the process of an open-loop run that names none (run,
+// sweep, validate, capacity): Poisson, since constant arrivals, which never
+// bunch, would understate queueing.
+const DefaultArrival = ArrivalPoisson
+
+// ResolveArrival is the process a command runs: a as given, DefaultArrival
+// when a is empty, and "" for a closed loop, which has no arrival process.
+// Every command decides so here; library code that leaves Options.Arrival
+// empty gets constant arrivals instead (see Options.Arrival).
+func ResolveArrival(a Arrival, closed bool) Arrival {
+	switch {
+	case closed:
+		return ""
+	case a == "":
+		return DefaultArrival
+	}
+	return a
+}
 
 // OpenLoop is an open-loop arrival schedule over stages.
 type OpenLoop struct {
@@ -182,7 +204,7 @@ func ExpectedArrivals(stages []Stage, from, to time.Duration) float64 {
 // (burstiness: 1 is Poisson, below 1 burstier, above 1 more regular) or
 // the uniform spread s in [0, 1] (gaps within ±s of the mean gap); the
 // other processes ignore it. seed makes it reproducible.
-func NewOpenLoop(stages []Stage, process string, shape float64, seed uint64) (*OpenLoop, error) {
+func NewOpenLoop(stages []Stage, process Arrival, shape float64, seed uint64) (*OpenLoop, error) {
 	burstiness := shape
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	o := &OpenLoop{first: true}

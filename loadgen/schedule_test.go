@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func arrivals(t *testing.T, stages []Stage, proc string, k float64) []time.Duration {
+func arrivals(t *testing.T, stages []Stage, proc Arrival, k float64) []time.Duration {
 	t.Helper()
 	o, err := NewOpenLoop(stages, proc, k, 42)
 	if err != nil {
@@ -59,7 +59,7 @@ func interarrivalStats(a []time.Duration) (mean, cv float64) {
 func TestPoissonAndGammaMoments(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		proc   string
+		proc   Arrival
 		k      float64
 		wantCV float64
 	}{
@@ -191,5 +191,29 @@ func TestUniformArrivalsStayWithinTheJitter(t *testing.T) {
 	}
 	if _, err := NewOpenLoop([]Stage{{Rate: 1, Duration: time.Second}}, ArrivalUniform, 1.5, 1); err == nil {
 		t.Error("spread 1.5 accepted")
+	}
+}
+
+func TestResolveArrival(t *testing.T) {
+	for _, c := range []struct {
+		a      Arrival
+		closed bool
+		want   Arrival
+	}{
+		{"", false, ArrivalPoisson},
+		{ArrivalConstant, false, ArrivalConstant},
+		{ArrivalGamma, false, ArrivalGamma},
+		{"", true, ""},
+		{ArrivalGamma, true, ""},
+	} {
+		if got := ResolveArrival(c.a, c.closed); got != c.want {
+			t.Errorf("ResolveArrival(%q, closed %v) = %q, want %q", c.a, c.closed, got, c.want)
+		}
+	}
+	// The library's zero value stays constant arrivals: the first arrival
+	// at once, the next a whole mean gap later.
+	a := arrivals(t, []Stage{{Rate: 10, Duration: time.Second}}, "", 0)
+	if len(a) < 2 || a[0] != 0 || a[1] != 100*time.Millisecond {
+		t.Errorf("empty Arrival: first gaps %v, want constant arrivals every 100ms from 0", a[:min(len(a), 2)])
 	}
 }

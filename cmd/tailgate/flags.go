@@ -196,7 +196,7 @@ type loadFlags struct {
 func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&l.rate, "rate", 0, "open loop: requests per second")
 	fs.IntVar(&l.concurrency, "concurrency", 0, "closed loop: requests in flight (each sent when the previous ends)")
-	fs.StringVar(&l.arrival, "arrival", loadgen.ArrivalPoisson, "open-loop arrivals: constant, poisson or gamma")
+	fs.StringVar(&l.arrival, "arrival", string(loadgen.DefaultArrival), "open-loop arrivals: constant, poisson or gamma")
 	fs.Float64Var(&l.burstiness, "burstiness", 1, "gamma shape: 1 = Poisson, <1 burstier, >1 smoother")
 	fs.StringVar(&l.stages, "stages", "", "load stages LEVEL@DURATION,...: rates 10@1m,50@2m (open loop) or concurrencies c8@1m,c32@2m (closed loop)")
 	fs.DurationVar(&l.ramp, "ramp", 0, "linear ramp at the start of each stage from the previous level")
@@ -278,11 +278,12 @@ func (v *validityFlags) bounds(base slo.Validity) (slo.Validity, error) {
 }
 
 func (l *loadFlags) options(fs *pflag.FlagSet, trace bool) (loadgen.Options, error) {
-	o := loadgen.Options{Arrival: l.arrival, Burstiness: l.burstiness, Seed: l.seed, Trace: trace,
+	o := loadgen.Options{Burstiness: l.burstiness, Seed: l.seed, Trace: trace,
 		MaxInFlight: l.maxInFlight, Requests: l.requests, Timeout: l.timeout, Grace: graceOption(l.grace)}
 	// Closed loop: --concurrency, or stages written as concurrencies
 	// ("c8@30s,c32@1m").
 	o.Closed = l.concurrency > 0 || strings.HasPrefix(strings.TrimSpace(l.stages), "c")
+	o.Arrival = loadgen.ResolveArrival(loadgen.Arrival(l.arrival), o.Closed)
 	if l.rate > 0 && o.Closed {
 		return o, fmt.Errorf("--rate and --concurrency: choose open loop (--rate) or closed loop (--concurrency)")
 	}

@@ -38,7 +38,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	levels := fs.String("levels", "", "instead of a range, levels to run in ascending order: 5,10,20 or c4,c16,c64")
 	precision := fs.Float64("precision", 0.05, "a range search ends when the bracket's top is within this share of its bottom")
 	maxLevels := fs.Int("max-levels", 16, "most levels to run")
-	arrival := fs.String("arrival", loadgen.ArrivalPoisson, "open-loop arrivals: constant, poisson or gamma")
+	arrival := fs.String("arrival", string(loadgen.DefaultArrival), "open-loop arrivals: constant, poisson or gamma")
 	burstiness := fs.Float64("burstiness", 1, "gamma shape: 1 = Poisson, <1 burstier, >1 smoother")
 	seed := fs.Uint64("seed", 1, "seed for arrivals and prompt sampling (the same for every level)")
 	warmup := fs.Duration("warmup", 5*time.Second, "open loop: start of each level left out of its figures (closed loop leaves out 2 × concurrency requests)")
@@ -162,7 +162,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg := capacity.Config{Client: client, Source: source, SLO: spec, Search: search,
-		Arrival: *arrival, Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
+		Arrival: loadgen.Arrival(*arrival), Burstiness: *burstiness, Seed: *seed, Warmup: *warmup,
 		MinDuration: *minDur, MaxDuration: *maxDur, Timeout: *timeout, Grace: graceOption(*grace),
 		MaxInFlight: *maxInFlight, Validity: &bounds, AcceptEmpty: tf.acceptEmpty, AcceptEmptyClasses: acceptClasses,
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,

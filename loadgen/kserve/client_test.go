@@ -181,7 +181,7 @@ func TestConnectFailure(t *testing.T) {
 	if rec.ErrorKind != loadgen.ErrConnect || rec.Status != int(codes.Unavailable) {
 		t.Errorf("%s (%d) %q", rec.ErrorKind, rec.Status, rec.Error)
 	}
-	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "grpc://127.0.0.1:1 does not answer: ServerLive") {
+	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "grpc://127.0.0.1:1 does not answer ServerLive") {
 		t.Errorf("preflight: %v", err)
 	}
 }

@@ -221,7 +221,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		c.root.HTTP.FailBuilding(rec, err)
 		return
 	}
-	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorWords}
+	post := transport.Post{URL: c.root.Base + c.modelPath() + "/generate", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords}
 	if c.root.Stream {
 		post.URL, post.Accept = c.root.Base+c.modelPath()+"/generate_stream", "text/event-stream"
 	}
@@ -289,22 +289,6 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 	}
 }
 
-// get fetches path; status 0 when no answer came.
-func (c *GenerateClient) get(ctx context.Context, method, path string) (int, []byte, error) {
-	return c.root.HTTP.Fetch(ctx, method, c.root.Base+path, transport.MaxErrorBody)
-}
-
-// errorWords is the message of an {"error": "…"} body.
-func errorWords(b []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return transport.Truncate(e.Error, transport.MaxErrorMessage)
-	}
-	return ""
-}
-
 // Preflight checks, as the gRPC client does, that the server is live
 // (GET /v2/health/live) and ready (/v2/health/ready), that the model is
 // ready (/v2/models/{model}/ready), and reads its tensors (GET
@@ -316,24 +300,24 @@ func (c *GenerateClient) Preflight(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", c.root.SafeBase, field.Errorf("Model", "not given"))
 	}
 	for _, step := range []struct{ path, what string }{{"/v2/health/live", "live"}, {"/v2/health/ready", "ready"}} {
-		code, b, err := c.get(ctx, http.MethodGet, step.path)
+		_, err := c.root.Get(ctx, step.path, transport.MaxErrorBody)
+		if se := (*transport.StatusError)(nil); errors.As(err, &se) && !se.Refused() {
+			return fmt.Errorf("the server says it is not %s: %w", step.what, err)
+		}
 		if err != nil {
-			return fmt.Errorf("target %s does not answer: GET %s: %w", c.root.SafeBase, step.path, err)
-		}
-		if code != http.StatusOK {
-			return fmt.Errorf("target %s: the server says it is not %s (GET %s: %s)", c.root.SafeBase, step.what, step.path, transport.StatusText(code, errorWords(b)))
+			return err // names the target and what was tried
 		}
 	}
-	code, b, err := c.get(ctx, http.MethodGet, c.modelPath()+"/ready")
+	_, err := c.root.Get(ctx, c.modelPath()+"/ready", transport.MaxErrorBody)
+	if se := (*transport.StatusError)(nil); errors.As(err, &se) && !se.Refused() {
+		return fmt.Errorf("model %q is not ready (not loaded, still loading, or not served): %w", c.model, err)
+	}
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
+		return err
 	}
-	if code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q is not ready (%s): not loaded, still loading, or not served", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)))
-	}
-	code, b, err = c.get(ctx, http.MethodGet, c.modelPath())
-	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("target %s: model %q metadata: %s %w", c.root.SafeBase, c.model, transport.StatusText(code, errorWords(b)), err)
+	b, err := c.root.Get(ctx, c.modelPath(), transport.MaxErrorBody)
+	if err != nil {
+		return fmt.Errorf("model %q metadata: %w", c.model, err)
 	}
 	var md struct {
 		Name    string `json:"name"`
@@ -379,9 +363,9 @@ func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo 
 	if c.model != "" {
 		info.Models = []string{c.model}
 	}
-	code, b, err := c.get(ctx, http.MethodGet, "/v2")
-	if err != nil || code != http.StatusOK {
-		info.Error = fmt.Sprintf("GET /v2: HTTP %d %v", code, err)
+	b, err := c.root.Get(ctx, "/v2", transport.MaxErrorBody)
+	if err != nil {
+		info.Error = err.Error()
 		return info
 	}
 	var sm struct{ Name, Version string }
@@ -395,16 +379,13 @@ func (c *GenerateClient) DescribeServer(ctx context.Context) loadgen.ServerInfo 
 func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	code, b, err := c.get(ctx, http.MethodPost, "/v2/repository/index")
+	b, err := c.root.Side(ctx, http.MethodPost, "/v2/repository/index", transport.MaxErrorBody)
 	if err != nil {
-		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: %w", err)
-	}
-	if code != http.StatusOK {
-		return "", fmt.Errorf("discovery failed: POST /v2/repository/index: HTTP %d", code)
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Err: err}
 	}
 	var idx []struct{ Name, State string }
 	if err := json.Unmarshal(b, &idx); err != nil {
-		return "", fmt.Errorf("discovering the model: repository index: %w", err)
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Err: fmt.Errorf("target %s: POST /v2/repository/index: %w", c.root.SafeBase, err)}
 	}
 	var names []string
 	for _, m := range idx {
@@ -413,7 +394,7 @@ func (c *GenerateClient) DiscoverModel(ctx context.Context) (string, error) {
 		}
 	}
 	if len(names) == 0 {
-		return "", errors.New("discovering the model: the repository lists no ready model")
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Why: "POST /v2/repository/index lists no ready model"}
 	}
 	slices.Sort(names)
 	return names[0], nil

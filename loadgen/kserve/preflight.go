@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tailgate-llm/tailgate/internal/field"
+	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // Side requests are bounded so that a target that does not answer fails a
@@ -94,7 +96,7 @@ func (c *Client) sideError(rpc string, err error) error {
 	case codes.Unimplemented:
 		return fmt.Errorf("target %s does not implement %s: is it a KServe v2 gRPC endpoint?", c.safeTarget, rpc)
 	}
-	return fmt.Errorf("target %s does not answer: %s: gRPC %s: %s", c.safeTarget, rpc, st.Code(), c.scrub(st.Message()))
+	return &transport.Unanswered{Target: c.safeTarget, Request: rpc, Err: redact.Wrap("gRPC "+st.Code().String()+": "+c.scrub(st.Message()), err)}
 }
 
 // DescribeServer reports the server's name and version (ServerMetadata)
@@ -123,6 +125,8 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 
 // DiscoverModel fails: the KServe RPCs the client uses list no models.
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
+	// A property of the protocol, not a finding about the server: no
+	// Undiscovered, which names the target.
 	return "", errors.New("the KServe v2 protocol lists no models")
 }
 

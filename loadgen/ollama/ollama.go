@@ -125,7 +125,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		return
 	}
 	// Ollama ignores the X-Request-Id; proxies and the simulator log it.
-	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorWords})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + "/api/chat", Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
 	if resp == nil {
 		return
 	}
@@ -220,25 +220,13 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// errorWords is the message of an {"error": …} body.
-func errorWords(b []byte) string {
-	var o object
-	if json.Unmarshal(b, &o) == nil && o.Error != nil {
-		return transport.Truncate(*o.Error, transport.MaxErrorMessage)
-	}
-	return ""
-}
-
 // tags lists GET /api/tags's model names.
 func (c *Client) tags(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/api/tags", maxTagsBytes)
+	b, err := c.root.Get(ctx, "/api/tags", maxTagsBytes)
 	if err != nil {
 		return nil, err
-	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/tags: %s", transport.StatusText(code, errorWords(b)))
 	}
 	var list struct {
 		Models []struct {
@@ -246,7 +234,7 @@ func (c *Client) tags(ctx context.Context) ([]string, error) {
 		} `json:"models"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("GET /api/tags: %w", err)
+		return nil, fmt.Errorf("target %s: GET /api/tags: %w", c.root.SafeBase, err)
 	}
 	var names []string
 	for _, m := range list.Models {
@@ -267,7 +255,7 @@ func has(names []string, m string) bool {
 func (c *Client) Preflight(ctx context.Context) error {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
+		return err // names the target and what was tried
 	}
 	if c.model != "" && !has(names, c.model) {
 		return loadgen.NotServed(fmt.Errorf("target %s does not have model %q (pull it first); it has %q", c.root.SafeBase, c.model, names))
@@ -279,10 +267,10 @@ func (c *Client) Preflight(ctx context.Context) error {
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	names, err := c.tags(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %w", err)
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Err: err}
 	}
 	if len(names) == 0 {
-		return "", errors.New("discovering the model: the server has no model pulled")
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Why: "GET /api/tags lists no model (pull one first)"}
 	}
 	return names[0], nil
 }

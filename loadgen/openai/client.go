@@ -3,12 +3,10 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +102,7 @@ func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Recor
 		c.http.FailBuilding(rec, err)
 		return nil
 	}
-	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorBodyMessage})
+	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
 }
 
 // What an answer's body is.
@@ -257,7 +255,7 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 	text, err := s.shape.decode(data, &s.ev, s.text, s.keepText)
 	if err != nil {
 		s.kind = loadgen.ErrProtocol
-		s.msg = fmt.Sprintf("event %d: bad chunk JSON: %v: %s", s.events, err, quoteSnippet(data))
+		s.msg = fmt.Sprintf("event %d: bad chunk JSON: %v: %s", s.events, err, transport.QuoteSnippet(data))
 		return false
 	}
 	s.text = text
@@ -266,7 +264,7 @@ func (s *stream) feed(sc *sse.Scanner) bool {
 	}
 	ev := &s.ev
 	if ev.isError {
-		s.kind, s.msg = loadgen.ErrStreamError, "error event in stream: "+describeError(ev.errMessage, ev.errCode)
+		s.kind, s.msg = loadgen.ErrStreamError, "error event in stream: "+transport.DescribeError(ev.errMessage, ev.errCode, "")
 		return false
 	}
 	rec := s.rec
@@ -344,16 +342,16 @@ func (s *stream) streamError(data []byte) {
 	var ev event
 	if _, err := decodeEvent(data, &ev, nil, false); err == nil {
 		if ev.isError {
-			s.msg = "error event in stream: " + describeError(ev.errMessage, ev.errCode)
+			s.msg = "error event in stream: " + transport.DescribeError(ev.errMessage, ev.errCode, "")
 			return
 		}
 		// The old llama.cpp field holds the error object itself.
-		if msg, code := errorFields(data); msg != "" || code != "" {
-			s.msg = "error event in stream: " + describeError(msg, code)
+		if msg, code, typ := transport.ErrorFields(data); msg != "" || code != "" || typ != "" {
+			s.msg = "error event in stream: " + transport.DescribeError(msg, code, typ)
 			return
 		}
 	}
-	s.msg = "error event in stream: " + quoteSnippet(data)
+	s.msg = "error event in stream: " + transport.QuoteSnippet(data)
 }
 
 func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body io.Reader, rec *loadgen.Record, maxTokens int, keepText bool, sent string) {
@@ -436,12 +434,12 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	var ev event
 	text, err := decodeEvent(b, &ev, nil, keepText)
 	if err != nil {
-		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, quoteSnippet(b)))
+		c.http.Fail(rec, loadgen.ErrProtocol, fmt.Sprintf("bad response JSON: %v: %s", err, transport.QuoteSnippet(b)))
 		return
 	}
 	rec.ResponseModel = responseModel(b, sent)
 	if ev.isError {
-		c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+describeError(ev.errMessage, ev.errCode))
+		c.http.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.DescribeError(ev.errMessage, ev.errCode, ""))
 		return
 	}
 	// One chunk at the end of the body: the whole answer arrives at once.
@@ -457,87 +455,4 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *loadgen.Rec
 	if keepText {
 		rec.Text = string(text)
 	}
-}
-
-// errorBodyMessage finds the message in an error body: one of the JSON
-// shapes errorFields knows, any other JSON quoted, or the first line of
-// plain text.
-func errorBodyMessage(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return ""
-	}
-	if msg, code := errorFields(b); msg != "" || code != "" {
-		return describeError(msg, code)
-	}
-	if json.Valid(b) {
-		return quoteSnippet(b)
-	}
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
-	}
-	return transport.Truncate(strings.TrimSpace(string(b)), transport.MaxErrorMessage)
-}
-
-// errorFields pulls a message and code out of any of the error shapes:
-// {"error": "..."}, {"error": {"message", "code" | "http_status_code"}},
-// {"object": "error", "message", "code"}, {"message": ...}, {"detail": ...}.
-func errorFields(b []byte) (msg, code string) {
-	var v map[string]any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if d.Decode(&v) != nil {
-		return "", ""
-	}
-	pick := func(m map[string]any) {
-		if s, ok := m["message"].(string); ok && msg == "" {
-			msg = s
-		}
-		for _, k := range []string{"code", "http_status_code"} {
-			if c := jsonCode(m[k]); c != nil && code == "" {
-				code = *c
-			}
-		}
-	}
-	switch e := v["error"].(type) {
-	case string:
-		msg = e
-	case map[string]any:
-		pick(e)
-	}
-	pick(v)
-	if msg == "" {
-		switch d := v["detail"].(type) {
-		case string:
-			msg = d
-		case nil:
-		default:
-			if j, err := json.Marshal(d); err == nil {
-				msg = string(j)
-			}
-		}
-	}
-	return msg, code
-}
-
-func describeError(msg, code string) string {
-	msg = transport.Truncate(strings.TrimSpace(msg), transport.MaxErrorMessage)
-	switch {
-	case msg == "" && code == "":
-		return "(no message)"
-	case code == "":
-		return msg
-	case msg == "":
-		return "code " + transport.Truncate(code, 40)
-	}
-	return msg + " (code " + transport.Truncate(code, 40) + ")"
-}
-
-// quoteSnippet shows the start of a payload, for error messages.
-func quoteSnippet(b []byte) string {
-	const n = 80
-	if len(b) > n {
-		return strconv.QuoteToASCII(string(b[:n])) + "..."
-	}
-	return strconv.QuoteToASCII(string(b))
 }

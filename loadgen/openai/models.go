@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/redact"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // Side requests (the model list) are bounded so that a target that does
@@ -33,16 +35,6 @@ func (c *Client) modelsURL() string {
 	return c.url
 }
 
-// modelsError is a failed GET /v1/models; status is 0 when no answer came.
-type modelsError struct {
-	status int
-	msg    string
-	err    error // the cause, for errors.Is; its words are in msg, scrubbed
-}
-
-func (e *modelsError) Error() string { return e.msg }
-func (e *modelsError) Unwrap() error { return e.err }
-
 // models fetches /v1/models with the client's headers (the API key
 // included) and keeps the server's version-bearing headers (Server, and
 // any whose name mentions "version"). Errors name the URL redacted and
@@ -53,7 +45,7 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 	where := "GET " + c.http.Scrub(u)
 	resp, err := c.http.SideRequest(ctx, http.MethodGet, u, "application/json")
 	if err != nil {
-		return info, &modelsError{msg: where + ": " + err.Error(), err: err}
+		return info, &transport.Unanswered{Target: c.safeURL, Request: where, Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes))
@@ -67,14 +59,11 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
-		msg := fmt.Sprintf("%s: HTTP %d", where, resp.StatusCode)
-		if detail := errorBodyMessage(body); detail != "" {
-			msg += ": " + detail
-		}
-		return info, &modelsError{status: resp.StatusCode, msg: c.http.Scrub(msg)}
+		return info, &transport.StatusError{Target: c.safeURL, Request: where, Code: resp.StatusCode, Words: c.http.Scrub(transport.ErrorWords(body))}
 	}
 	if err != nil {
-		return info, &modelsError{status: resp.StatusCode, msg: where + ": reading body: " + c.http.Scrub(err.Error()), err: err}
+		_, msg := transport.ClassifyBody(ctx, err, "reading the model list")
+		return info, &transport.Unanswered{Target: c.safeURL, Request: where, Err: redact.Wrap(c.http.Scrub(msg), err)}
 	}
 	var list struct {
 		Data []struct {
@@ -82,7 +71,7 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return info, &modelsError{status: resp.StatusCode, msg: fmt.Sprintf("%s: not a model list: %v", where, err)}
+		return info, fmt.Errorf("target %s: %s: not a model list: %v", c.safeURL, where, err)
 	}
 	for _, m := range list.Data {
 		if m.ID != "" {
@@ -162,20 +151,24 @@ func (c *Client) Preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	info, err := c.models(ctx)
-	var me *modelsError
 	switch {
 	case err == nil:
-	case errors.As(err, &me) && (me.status == http.StatusNotFound || me.status == http.StatusMethodNotAllowed || me.status == http.StatusNotImplemented):
+	case noList(err):
 		return nil
-	case errors.As(err, &me) && (me.status == http.StatusUnauthorized || me.status == http.StatusForbidden):
-		return fmt.Errorf("target %s refuses the credentials (check the API key and headers): %w", c.safeURL, err)
 	default:
-		return fmt.Errorf("target %s does not answer: %w", c.safeURL, err)
+		return err // names the target and the URL tried
 	}
 	if c.model == "" || serves(info.Models, c.model) {
 		return nil
 	}
 	return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it lists %s", c.safeURL, c.model, listModels(info.Models)))
+}
+
+// noList reports whether err is a server without /v1/models (404, 405,
+// 501): it answers, with no list to check.
+func noList(err error) bool {
+	var se *transport.StatusError
+	return errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed || se.Code == http.StatusNotImplemented)
 }
 
 // serves reports whether a server listing models serves model: listed,
@@ -197,13 +190,12 @@ func (c *Client) CheckModels(ctx context.Context, models []string) error {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	info, err := c.models(ctx)
-	var me *modelsError
 	switch {
 	case err == nil:
-	case errors.As(err, &me) && (me.status == http.StatusNotFound || me.status == http.StatusMethodNotAllowed || me.status == http.StatusNotImplemented):
+	case noList(err):
 		return nil
 	default:
-		return fmt.Errorf("checking the mix's models at %s: %w", c.safeURL, err)
+		return fmt.Errorf("checking the mix's models: %w", err)
 	}
 	var missing []string
 	for _, m := range models {
@@ -258,10 +250,10 @@ func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	defer cancel()
 	info, err := c.models(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %w", err)
+		return "", &transport.Undiscovered{Target: c.safeURL, Err: err}
 	}
 	if len(info.Models) == 0 {
-		return "", errors.New("discovering the model: the server lists no models at " + c.http.Scrub(c.modelsURL()))
+		return "", &transport.Undiscovered{Target: c.safeURL, Why: "GET " + c.http.Scrub(c.modelsURL()) + " lists no models"}
 	}
 	return info.Models[0], nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
 
 // decodeSlow applies the rules on event through encoding/json. It is the
@@ -74,9 +76,9 @@ func decodeSlow(data []byte, ev *event, text []byte, keepText bool) ([]byte, err
 			ev.errMessage = e
 		case map[string]any:
 			ev.errMessage, _ = e["message"].(string)
-			if c := jsonCode(e["code"]); c != nil {
+			if c := transport.JSONCode(e["code"]); c != nil {
 				ev.errCode = *c
-			} else if c := jsonCode(e["http_status_code"]); c != nil {
+			} else if c := transport.JSONCode(e["http_status_code"]); c != nil {
 				ev.errCode = *c
 			}
 		}
@@ -101,15 +103,4 @@ func jsonMs(v any) float64 {
 		return -1
 	}
 	return timingMs(string(n))
-}
-
-func jsonCode(v any) *string {
-	switch v := v.(type) {
-	case json.Number:
-		s := string(v)
-		return &s
-	case string:
-		return &v
-	}
-	return nil
 }

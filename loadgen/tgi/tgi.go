@@ -19,9 +19,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -118,7 +116,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if c.root.Stream {
 		endpoint = "/generate_stream"
 	}
-	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: errorBody})
+	resp := c.root.HTTP.Send(ctx, rec, transport.Post{URL: c.root.Base + endpoint, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
 	if resp == nil {
 		return
 	}
@@ -138,7 +136,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 			c.root.HTTP.Fail(rec, loadgen.ErrProtocol, "bad response JSON")
 			return
 		case ev.Error != nil:
-			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in response: "+transport.DescribeError(*ev.Error, "", ev.ErrorType))
 			return
 		}
 		if ev.GeneratedText != nil && *ev.GeneratedText != "" {
@@ -171,7 +169,7 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 		}
 		if ev.Error != nil {
 			rec.End = rec.Now()
-			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+errorWords(&ev))
+			c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error event in stream: "+transport.DescribeError(*ev.Error, "", ev.ErrorType))
 			return
 		}
 		if ev.Token != nil {
@@ -234,40 +232,20 @@ func (c *Client) details(rec *loadgen.Record, ev *event) {
 	}
 }
 
-func errorWords(ev *event) string {
-	msg := transport.Truncate(*ev.Error, transport.MaxErrorMessage)
-	if ev.ErrorType != "" {
-		msg += " (" + transport.Truncate(ev.ErrorType, 40) + ")"
-	}
-	return msg
-}
-
-// errorBody is the message of an error body, an {"error": …} event.
-func errorBody(b []byte) string {
-	var e event
-	if json.Unmarshal(b, &e) == nil && e.Error != nil {
-		return errorWords(&e)
-	}
-	return ""
-}
-
 // info is GET /info.
 func (c *Client) info(ctx context.Context) (modelID, version string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
 	defer cancel()
-	code, b, err := c.root.HTTP.Fetch(ctx, http.MethodGet, c.root.Base+"/info", transport.MaxErrorBody)
+	b, err := c.root.Get(ctx, "/info", transport.MaxErrorBody)
 	if err != nil {
 		return "", "", err
-	}
-	if code != http.StatusOK {
-		return "", "", fmt.Errorf("GET /info: %s", transport.StatusText(code, errorBody(b)))
 	}
 	var in struct {
 		ModelID string `json:"model_id"`
 		Version string `json:"version"`
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
-		return "", "", fmt.Errorf("GET /info: %w", err)
+		return "", "", fmt.Errorf("target %s: GET /info: %w", c.root.SafeBase, err)
 	}
 	return in.ModelID, in.Version, nil
 }
@@ -277,7 +255,7 @@ func (c *Client) info(ctx context.Context) (modelID, version string, err error) 
 func (c *Client) Preflight(ctx context.Context) error {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return fmt.Errorf("target %s does not answer: %w", c.root.SafeBase, err)
+		return err // names the target and what was tried
 	}
 	if c.model != "" && id != "" && id != c.model {
 		return loadgen.NotServed(fmt.Errorf("target %s does not serve model %q: it serves %q", c.root.SafeBase, c.model, id))
@@ -289,10 +267,10 @@ func (c *Client) Preflight(ctx context.Context) error {
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
 	id, _, err := c.info(ctx)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model: %w", err)
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Err: err}
 	}
 	if id == "" {
-		return "", errors.New("discovering the model: /info names none")
+		return "", &transport.Undiscovered{Target: c.root.SafeBase, Why: "GET /info names no model_id"}
 	}
 	return id, nil
 }

@@ -71,7 +71,7 @@ func (c *Client) models(ctx context.Context) (loadgen.ServerInfo, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return info, fmt.Errorf("target %s: %s: not a model list: %v", c.safeURL, where, err)
+		return info, fmt.Errorf("target %s: %s: not a model list: %w", c.safeURL, where, err)
 	}
 	for _, m := range list.Data {
 		if m.ID != "" {

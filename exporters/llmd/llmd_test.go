@@ -287,17 +287,7 @@ func TestSchemaRefusesPlanted(t *testing.T) {
 	s.Tokens = loadgen.Tokens{Input: 900, Output: 180}
 	s.LatencyMs[loadgen.MetricTTFT] = loadgen.Hist{Count: 9, Mean: 3, P99: 5}
 	r := FromSummary(s, []byte("{}"))
-	r.Run.EID = r.Run.UID
-	b, _ := json.Marshal(r)
-	sch := schema(t)
-	plant := func(f func(m map[string]any)) error {
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		f(m)
-		return validate(t, sch, m)
-	}
+	plant := planter(t, r)
 	at := func(m map[string]any, path ...string) map[string]any {
 		for _, k := range path {
 			m = m[k].(map[string]any)
@@ -336,5 +326,25 @@ func TestSchemaRefusesPlanted(t *testing.T) {
 		if err := plant(f); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// planter returns a function that validates r's JSON against the schema
+// after f has planted a fault in a fresh copy of it.
+func planter(t *testing.T, r *Report) func(f func(m map[string]any)) error {
+	t.Helper()
+	r.Run.EID = r.Run.UID
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := schema(t)
+	return func(f func(m map[string]any)) error {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		return validate(t, sch, m)
 	}
 }

@@ -157,17 +157,7 @@ func TestNoTelemetryNoStack(t *testing.T) {
 // unknown key.
 func TestSchemaRefusesPlantedStack(t *testing.T) {
 	r := FromSummary(withTelemetry(), []byte("{}"))
-	r.Run.EID = r.Run.UID
-	b, _ := json.Marshal(r)
-	sch := schema(t)
-	plant := func(f func(m map[string]any)) error {
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		f(m)
-		return validate(t, sch, m)
-	}
+	plant := planter(t, r)
 	obj := func(m map[string]any, path ...any) map[string]any {
 		var v any = m
 		for _, k := range path {

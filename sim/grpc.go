@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -177,7 +178,7 @@ func (g *grpcService) streamAnswer(q *kserveRequest, send func(any) error, stop 
 				return send(&pb.ModelStreamInferResponse{InferResponse: q.textResponse(s, text, tokens, final)})
 			}
 			if head == nil {
-				head = q.responseHead(s.cfg.Model)
+				head = q.responseHead(cmp.Or(s.cfg.AnswerModel, s.cfg.Model))
 			}
 			// A new buffer each time: grpc-go writes it after Send returns.
 			var b []byte
@@ -185,7 +186,7 @@ func (g *grpcService) streamAnswer(q *kserveRequest, send func(any) error, stop 
 			return send(&encodedMessage{b})
 		},
 		errorMessage: func(msg string) error {
-			return send(&pb.ModelStreamInferResponse{ErrorMessage: msg, InferResponse: &pb.ModelInferResponse{Id: q.id, ModelName: s.cfg.Model}})
+			return send(&pb.ModelStreamInferResponse{ErrorMessage: msg, InferResponse: &pb.ModelInferResponse{Id: q.id, ModelName: cmp.Or(s.cfg.AnswerModel, s.cfg.Model)}})
 		},
 		malformed: func() error {
 			r := q.textResponse(s, nil, 0, false)
@@ -198,7 +199,7 @@ func (g *grpcService) streamAnswer(q *kserveRequest, send func(any) error, stop 
 
 // textResponse is one response carrying text and, when asked, counts.
 func (q *kserveRequest) textResponse(s *Server, text []byte, tokens int, final bool) *pb.ModelInferResponse {
-	r := &pb.ModelInferResponse{ModelName: s.cfg.Model, ModelVersion: "1", Id: q.id}
+	r := &pb.ModelInferResponse{ModelName: cmp.Or(s.cfg.AnswerModel, s.cfg.Model), ModelVersion: "1", Id: q.id}
 	r.Outputs = append(r.Outputs, &pb.ModelInferResponse_InferOutputTensor{Name: "text_output", Datatype: "BYTES", Shape: []int64{1}})
 	raw := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(text)), uint32(len(text)))
 	r.RawOutputContents = append(r.RawOutputContents, append(raw, text...))

@@ -80,6 +80,7 @@ func decoupledRefusal(err error) bool {
 // response is the state of one request's answer.
 type response struct {
 	rec      *loadgen.Record
+	sent     string // the model asked for
 	keepText bool
 	text     []byte
 	ev       event
@@ -106,6 +107,13 @@ func (s *response) feedWhole(ev *event) {
 func (s *response) feed(ev *event) {
 	s.n++
 	rec := s.rec
+	if rec.ResponseModel == "" && len(ev.model) > 0 {
+		if string(ev.model) == s.sent {
+			rec.ResponseModel = s.sent // no allocation in the common case
+		} else {
+			rec.ResponseModel = string(ev.model)
+		}
+	}
 	if ev.tokens >= 0 {
 		s.pending += int(ev.tokens)
 		rec.OutputTokens += int(ev.tokens)
@@ -148,7 +156,7 @@ func (s *response) settle() {
 
 func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
 	rec.ReserveChunks(maxTokens)
-	s := response{rec: rec, keepText: keepText}
+	s := response{rec: rec, sent: req.GetModelName(), keepText: keepText}
 	defer s.settle()
 	// Sent is taken before the stream is opened: connection setup, when
 	// the connection is not up yet, counts in TTFT as a user would feel it.
@@ -248,7 +256,7 @@ func recvStatus(st interface {
 
 func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
 	rec.Unstreamed = true
-	s := response{rec: rec, keepText: keepText}
+	s := response{rec: rec, sent: req.GetModelName(), keepText: keepText}
 	defer s.settle()
 	rec.Sent = rec.Now()
 	r, err := c.pick().ModelInfer(callCtx, req)

@@ -1,6 +1,7 @@
 package kserve_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -92,6 +93,30 @@ func TestStreamAgainstSimulator(t *testing.T) {
 	}
 	if ttft, _ := rec.TTFT(); ttft < 20*time.Millisecond || ttft > 40*time.Millisecond {
 		t.Errorf("TTFT %v, want about 20 ms", ttft)
+	}
+}
+
+// The record keeps the model the responses name (gen_ai.response.model),
+// streamed and unary, and over the generate extension: the served name
+// when the server answers as asked, another when it answers under an
+// alias's target.
+func TestResponseModel(t *testing.T) {
+	for _, answer := range []string{"", "sim-llama-8b-fp8"} {
+		cfg := fixed()
+		cfg.AnswerModel = answer
+		want := cmp.Or(answer, sim.DefaultConfig().Model)
+		srv := simtest.StartGRPC(t, cfg)
+		for _, stream := range []bool{true, false} {
+			rec := do(t, newClient(t, srv, stream), 1, prompts.Prompt{Text: "hi"}, 5*time.Second)
+			if !rec.OK() || rec.ResponseModel != want {
+				t.Errorf("answer %q, stream %v: %s %q, response model %q, want %q", answer, stream, rec.ErrorKind, rec.Error, rec.ResponseModel, want)
+			}
+		}
+		hs := simtest.Start(t, cfg)
+		rec := doGenerate(t, newGenerate(t, hs.URL, hs.Config().Model, true), 1)
+		if !rec.OK() || rec.ResponseModel != want {
+			t.Errorf("generate, answer %q: %s %q, response model %q, want %q", answer, rec.ErrorKind, rec.Error, rec.ResponseModel, want)
+		}
 	}
 }
 

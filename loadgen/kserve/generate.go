@@ -129,6 +129,7 @@ func (c *GenerateClient) generateBody(spec *modelSpec, p *prompts.Prompt, maxTok
 // each a value or an array of them, or an error.
 type generateEvent struct {
 	Error      json.RawMessage `json:"error"`
+	ModelName  json.RawMessage `json:"model_name"`
 	Text       json.RawMessage `json:"text_output"`
 	OutTokens  json.RawMessage `json:"num_output_tokens"`
 	InTokens   json.RawMessage `json:"num_input_tokens"`
@@ -154,6 +155,11 @@ func (g *generateEvent) decode(b []byte, ev *event) error {
 		return nil
 	}
 	var err error
+	// The model's name is not a measurement: one the fast path cannot
+	// read is left out rather than failing the request.
+	if m, merr := jsonText(g.ModelName, nil); merr == nil {
+		ev.model = m
+	}
 	if ev.text, err = jsonText(g.Text, ev.text); err != nil {
 		return fmt.Errorf("text_output: %w", err)
 	}
@@ -230,7 +236,7 @@ func (c *GenerateClient) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen
 		return
 	}
 	defer resp.Body.Close()
-	s := response{rec: rec, keepText: p.FollowUp != nil}
+	s := response{rec: rec, sent: c.model, keepText: p.FollowUp != nil}
 	defer s.settle()
 	var g generateEvent
 	ct := strings.ToLower(resp.Header.Get("Content-Type"))

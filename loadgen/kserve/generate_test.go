@@ -47,6 +47,7 @@ func TestGenerateVectors(t *testing.T) {
 		kind       loadgen.ErrorKind
 		chunks     int
 		msg        string
+		model      string // the model_name the server sent
 	}{
 		{"G4 TRT-LLM ensemble stream", `data: {"model_name":"ensemble","model_version":"1","sequence_end":false,"sequence_id":0,"sequence_start":false,"text_output":" Machine"}
 
@@ -54,16 +55,16 @@ data: {"model_name":"ensemble","model_version":"1","sequence_end":false,"sequenc
 
 data: {"model_name":"ensemble","model_version":"1","sequence_end":false,"sequence_id":0,"sequence_start":false,"text_output":" is"}
 
-`, loadgen.ErrNone, 3, ""},
+`, loadgen.ErrNone, 3, "", "ensemble"},
 		{"G3 error after a response, HTTP 200", `data: {"model_name":"mock_llm","model_version":"1","TEXT":"hello world"}
 
 data: {"error":"An Error Occurred"}
 
-`, loadgen.ErrStreamError, 0, "An Error Occurred"},
-		{"vLLM with counts", "data: {\"text_output\":\"a\",\"num_output_tokens\":[2]}\r\n\r\ndata: {\"text_output\":[\"b\",\"c\"],\"num_output_tokens\":1}\n\n", loadgen.ErrNone, 2, ""},
-		{"cut inside an event", "data: {\"text_output\":\"a\"}\n\ndata: {\"text_out", loadgen.ErrStreamTruncated, 1, "inside an event"},
-		{"not JSON", "data: {\"text_output\":\n\n", loadgen.ErrProtocol, 0, "bad JSON"},
-		{"empty", "", loadgen.ErrStreamTruncated, 0, "without any response"},
+`, loadgen.ErrStreamError, 0, "An Error Occurred", "mock_llm"},
+		{"vLLM with counts", "data: {\"text_output\":\"a\",\"num_output_tokens\":[2]}\r\n\r\ndata: {\"text_output\":[\"b\",\"c\"],\"num_output_tokens\":1}\n\n", loadgen.ErrNone, 2, "", ""},
+		{"cut inside an event", "data: {\"text_output\":\"a\"}\n\ndata: {\"text_out", loadgen.ErrStreamTruncated, 1, "inside an event", ""},
+		{"not JSON", "data: {\"text_output\":\n\n", loadgen.ErrProtocol, 0, "bad JSON", ""},
+		{"empty", "", loadgen.ErrStreamTruncated, 0, "without any response", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +75,9 @@ data: {"error":"An Error Occurred"}
 			rec := doGenerate(t, newGenerate(t, srv.URL, "m", true), 1)
 			if rec.ErrorKind != tc.kind || len(rec.Chunks) != tc.chunks || !strings.Contains(rec.Error, tc.msg) {
 				t.Errorf("%s %q, %d chunks", rec.ErrorKind, rec.Error, len(rec.Chunks))
+			}
+			if rec.ResponseModel != tc.model {
+				t.Errorf("response model %q, want %q", rec.ResponseModel, tc.model)
 			}
 			if tc.name == "vLLM with counts" && (rec.OutputTokens != 3 || rec.Chunks[0].Tokens != 2 || rec.Text != "") {
 				t.Errorf("tokens %d, chunks %+v", rec.OutputTokens, rec.Chunks)

@@ -25,7 +25,8 @@ type event struct {
 	errMsg   []byte // ModelStreamInferResponse.error_message
 	hasResp  bool   // infer_response was sent
 	id       []byte
-	final    bool // parameters["triton_final_response"].bool_param
+	model    []byte // model_name, the model the server says answered (may alias the frame: not reused)
+	final    bool   // parameters["triton_final_response"].bool_param
 	text     []byte
 	tokens   int64 // num_output_tokens; -1: not sent
 	inTokens int64 // num_input_tokens; -1: not sent
@@ -72,6 +73,7 @@ func (ev *event) summarize() error {
 func decodeResponse(r *pb.ModelInferResponse, ev *event) error {
 	ev.hasResp = r != nil
 	ev.id = []byte(r.GetId())
+	ev.model = []byte(r.GetModelName())
 	if p, ok := r.GetParameters()[ParamFinal]; ok && p.GetBoolParam() {
 		ev.final = true
 	}
@@ -157,7 +159,12 @@ func fastResponse(b []byte, ev *event) bool {
 		}
 		b = b[n:]
 		switch num {
-		case 1, 2: // model_name, model_version
+		case 1: // model_name
+			if !utf8.Valid(v) {
+				return false
+			}
+			ev.model = v
+		case 2: // model_version
 			if !utf8.Valid(v) {
 				return false
 			}

@@ -44,8 +44,8 @@ func streamVectors() []*pb.ModelStreamInferResponse {
 }
 
 func describe(ev *event, err error) string {
-	return fmt.Sprintf("err=%v msg=%q resp=%v id=%q final=%v text=%q tokens=%d in=%d finish=%q",
-		err, ev.errMsg, ev.hasResp, ev.id, ev.final, ev.text, ev.tokens, ev.inTokens, ev.finish)
+	return fmt.Sprintf("err=%v msg=%q resp=%v id=%q model=%q final=%v text=%q tokens=%d in=%d finish=%q",
+		err, ev.errMsg, ev.hasResp, ev.id, ev.model, ev.final, ev.text, ev.tokens, ev.inTokens, ev.finish)
 }
 
 // TestDecodeStreamVectors: the fast decoder reads the common shapes itself
@@ -62,6 +62,9 @@ func TestDecodeStreamVectors(t *testing.T) {
 		rerr := decodeStreamReference(b, &ref)
 		if i < 2 && !handled {
 			t.Errorf("vector %d: Triton's shape not read by the fast decoder", i)
+		}
+		if i == 0 && string(fast.model) != "m" {
+			t.Errorf("vector 0: model %q, want the response's model_name", fast.model)
 		}
 		if handled && describe(&fast, ferr) != describe(&ref, rerr) {
 			t.Errorf("vector %d:\nfast %s\nref  %s", i, describe(&fast, ferr), describe(&ref, rerr))

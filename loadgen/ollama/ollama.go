@@ -72,6 +72,8 @@ func New(cfg Config) (*Client, error) {
 
 // object is one NDJSON line, or the whole answer.
 type object struct {
+	// Model is the model the server says answered (every object names it).
+	Model   string `json:"model"`
 	Message *struct {
 		Content  string `json:"content"`
 		Thinking string `json:"thinking"`
@@ -101,15 +103,20 @@ func (c *Client) body(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 			opts[k] = v
 		}
 	}
-	model := c.model
-	if pm := p.ModelName(); pm != "" {
-		model = pm
-	}
-	m := map[string]any{"model": model, "messages": p.Chat(), "stream": c.root.Stream}
+	m := map[string]any{"model": c.sentModel(p), "messages": p.Chat(), "stream": c.root.Stream}
 	if len(opts) > 0 {
 		m["options"] = opts
 	}
 	return transport.EncodeJSON(m)
+}
+
+// sentModel is the model a request for p names: the prompt's own, else
+// the run's.
+func (c *Client) sentModel(p *prompts.Prompt) string {
+	if pm := p.ModelName(); pm != "" {
+		return pm
+	}
+	return c.model
 }
 
 // Do sends p and fills rec.
@@ -153,6 +160,12 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 				rec.End = rec.Now()
 				c.root.HTTP.Fail(rec, loadgen.ErrStreamError, "error in stream: "+transport.Truncate(*o.Error, transport.MaxErrorMessage))
 				return
+			}
+			if rec.ResponseModel == "" && o.Model != "" {
+				rec.ResponseModel = o.Model
+				if sent := c.sentModel(p); o.Model == sent {
+					rec.ResponseModel = sent // shares the sent string
+				}
 			}
 			content, thinking := o.Response, ""
 			if m := o.Message; m != nil {

@@ -76,18 +76,24 @@ func TestVectors(t *testing.T) {
 		in            int
 		finish        string
 		answerIsFirst bool
+		// model is the model the server named (the request names llama3.2).
+		model string
 	}{
-		{"O1", o1, loadgen.ErrNone, 7, 7, 0, "stop", true},
-		{"O1 + O2 metrics", strings.Replace(o1, `"done":true, "done_reason": "stop"}`, `"done":false}`, 1) + o2, loadgen.ErrNone, 7, 259, 26, "", true},
-		{"O3", o3, loadgen.ErrStreamError, 4, 0, 0, "", true},
-		{"chat with thinking", chat, loadgen.ErrNone, 2, 4, 26, "length", false},
-		{"cut", strings.Join(strings.Split(o1, "\n")[:3], "\n"), loadgen.ErrStreamTruncated, 3, 0, 0, "", true},
-		{"cut inside an object", o1[:100], loadgen.ErrStreamTruncated, 1, 0, 0, "", true},
+		{"O1", o1, loadgen.ErrNone, 7, 7, 0, "stop", true, "gemma4"},
+		{"O1 + O2 metrics", strings.Replace(o1, `"done":true, "done_reason": "stop"}`, `"done":false}`, 1) + o2, loadgen.ErrNone, 7, 259, 26, "", true, "gemma4"},
+		{"O3", o3, loadgen.ErrStreamError, 4, 0, 0, "", true, "gemma4"},
+		{"chat with thinking", chat, loadgen.ErrNone, 2, 4, 26, "length", false, "llama3.2"},
+		{"cut", strings.Join(strings.Split(o1, "\n")[:3], "\n"), loadgen.ErrStreamTruncated, 3, 0, 0, "", true, "gemma4"},
+		{"cut inside an object", o1[:100], loadgen.ErrStreamTruncated, 1, 0, 0, "", true, "gemma4"},
+		{"no model named", `{"response":"x","done":true}` + "\n", loadgen.ErrNone, 1, 1, 0, "", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := do(t, serve(t, tc.body, 200).URL)
 			if rec.ErrorKind != tc.kind || len(rec.Chunks) != tc.chunks || rec.InputTokens != tc.in || rec.FinishReason != tc.finish {
 				t.Fatalf("%s %q, %d chunks, in %d, finish %q", rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.FinishReason)
+			}
+			if rec.ResponseModel != tc.model {
+				t.Errorf("response model %q, want %q", rec.ResponseModel, tc.model)
 			}
 			if tc.kind == loadgen.ErrNone && rec.OutputTokens != tc.out {
 				t.Errorf("%d output tokens, want %d", rec.OutputTokens, tc.out)
@@ -169,6 +175,9 @@ func TestAgainstSimulator(t *testing.T) {
 		rec.Finalize()
 		if rec.ErrorKind != want || want == loadgen.ErrNone && (len(rec.Chunks) != 6 || rec.OutputTokens != 6 || rec.InputTokens != 2) {
 			t.Errorf("%s: %s %q, %d chunks, %d/%d tokens", fault, rec.ErrorKind, rec.Error, len(rec.Chunks), rec.InputTokens, rec.OutputTokens)
+		}
+		if want == loadgen.ErrNone && rec.ResponseModel != srv.Config().Model {
+			t.Errorf("response model %q, want %q", rec.ResponseModel, srv.Config().Model)
 		}
 	}
 	c, _ := ollama.New(ollama.Config{Endpoint: transport.Endpoint{URL: srv.URL}, Model: "qwen3"})

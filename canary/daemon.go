@@ -49,10 +49,10 @@ type Options struct {
 	// start (a KServe model's tensors: protocol.Preparer) is asked again,
 	// while it is probed, until it answers; 0 means 10s.
 	PrepareRetry time.Duration
-	// Sink, if set, makes one more sink for a target's probes (live OTLP
-	// export), at every start of its probe loop; nil: none. The sink's
+	// Sinks, if set, makes more sinks for a target's probes (live OTLP
+	// export), at every start of its probe loop; nil: none. A sink's
 	// final flush is the caller's, after Wait.
-	Sink func(t Target) pipeline.Sink
+	Sinks func(t Target) []pipeline.Sink
 }
 
 // forever is the length of a canary's one load stage: a pipeline that
@@ -513,10 +513,8 @@ func (d *Daemon) probeLoop(ctx context.Context, t Target, done chan struct{}) {
 		}})
 	stats := pipeline.Func(func(r *loadgen.Record) { d.noteRecord(t.Name, r) })
 	sinks := []pipeline.Sink{sink, stats}
-	if d.opts.Sink != nil {
-		if s := d.opts.Sink(t); s != nil {
-			sinks = append(sinks, s)
-		}
+	if d.opts.Sinks != nil {
+		sinks = append(sinks, d.opts.Sinks(t)...)
 	}
 	for ctx.Err() == nil {
 		opts := loadgen.Options{Stages: []loadgen.Stage{{Name: "canary", Rate: t.Rate, Duration: forever}},

@@ -51,15 +51,15 @@ type recordTap struct {
 	ok      int
 }
 
-func (rt *recordTap) sink(Target) pipeline.Sink {
-	return pipeline.Func(func(r *loadgen.Record) {
+func (rt *recordTap) sinks(Target) []pipeline.Sink {
+	return []pipeline.Sink{pipeline.Func(func(r *loadgen.Record) {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		rt.metrics.Add(r)
 		if r.OK() {
 			rt.ok++
 		}
-	})
+	})}
 }
 
 func (rt *recordTap) okCount() int { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.ok }
@@ -108,7 +108,7 @@ func TestCanaryNativeHistogramOnRealPrometheus(t *testing.T) {
 			tap := &recordTap{metrics: loadgen.NewMetrics()}
 			body := strings.Replace(fmt.Sprintf(canaryFile, front.URL, "2s", 50, ""), "evaluation_interval: 200ms\n",
 				fmt.Sprintf("evaluation_interval: 200ms\nhistograms: %s\n", mode), 1)
-			d, _, logs := startCanaryWith(t, body, Options{Sink: tap.sink})
+			d, _, logs := startCanaryWith(t, body, Options{Sinks: tap.sinks})
 			p := promtest.Start(t, promtest.Options{Target: d.Addr(), Job: "canary", Native: true})
 
 			// Every admitted probe answered, and the canary has them all.

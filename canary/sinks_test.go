@@ -37,7 +37,7 @@ func (s targetSink) Add(r *loadgen.Record) error {
 }
 func (s targetSink) Close() error { s.mu.Lock(); *s.closes++; s.mu.Unlock(); return nil }
 
-// Options.Sink gives every target's probe loop a sink of its own, fed
+// Options.Sinks gives every target's probe loop a sink of its own, fed
 // every probe the Prometheus sink counts, and closed when the loop ends.
 func TestCanarySinksPerTarget(t *testing.T) {
 	srv := simtest.Start(t, fastSim())
@@ -46,13 +46,13 @@ func TestCanarySinksPerTarget(t *testing.T) {
 	adds, closes := map[string]*int{}, map[string]*int{}
 	logs := newEventLog()
 	d, err := New(filepath.Join(dir, "canary.yaml"), Options{Version: "test", Log: logs, StopTimeout: 3 * time.Second,
-		Sink: func(t Target) pipeline.Sink {
+		Sinks: func(t Target) []pipeline.Sink {
 			mu.Lock()
 			defer mu.Unlock()
 			if adds[t.Name] == nil {
 				adds[t.Name], closes[t.Name] = new(int), new(int)
 			}
-			return targetSink{&mu, adds[t.Name], closes[t.Name]}
+			return []pipeline.Sink{targetSink{&mu, adds[t.Name], closes[t.Name]}}
 		}})
 	if err != nil {
 		t.Fatal(err)

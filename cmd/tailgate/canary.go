@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/canary"
-	"github.com/tailgate-llm/tailgate/exporters/otlp"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -21,8 +20,8 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	config := fs.String("config", "", "canary file (kind: Canary) (required)")
 	check := fs.Bool("check", false, "load and check the canary file and every file it names, then exit")
 	state := fs.String("state", "", "state file keeping the rolling windows across restarts (written atomically\nat every evaluation and at shutdown; its directory must be writable)")
-	var of otlpFlags
-	of.register(fs)
+	var lo liveOutputs
+	lo.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tailgate canary --config canary.yaml\n\n"+
 			"Probes every target of the canary file on its schedule, judges each SLO objective over rolling\n"+
@@ -50,26 +49,24 @@ func cmdCanary(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s: ok, %d targets\n", *config, len(cfg.Targets))
 		return nil
 	}
-	if of.enabled() {
-		// The explicit histograms' SLO edges are the file's at start; a
-		// reload changes the SLO events, not the bucket layout.
-		var specs []*slo.Spec
-		if cfg, err := canary.LoadConfig(*config); err == nil {
-			for _, t := range cfg.Targets {
-				specs = append(specs, t.SLO)
-			}
-		}
-		if err := of.start(ctx, specs, otlp.Options{Operate: true}, stderr); err != nil {
-			return err
-		}
-		// The final export, bounded, after the daemon stopped (SIGTERM,
-		// Ctrl-C) or failed to start.
-		defer of.flush(ctx, stderr)
+	if err := lo.check(); err != nil {
+		return err
 	}
-	opts := canary.Options{Version: version.Version, Revision: version.Revision(), StateFile: *state, Log: stderr}
-	if of.exp != nil {
-		opts.Sink = of.canarySink
+	// The explicit histograms' SLO edges are the file's at start; a
+	// reload changes the SLO events, not the bucket layout.
+	var specs []*slo.Spec
+	if cfg, err := canary.LoadConfig(*config); err == nil {
+		for _, t := range cfg.Targets {
+			specs = append(specs, t.SLO)
+		}
 	}
+	if err := lo.startCanary(ctx, specs, stderr); err != nil {
+		return err
+	}
+	// The final export, bounded, after the daemon stopped (SIGTERM,
+	// Ctrl-C) or failed to start.
+	defer lo.flush(ctx, stderr)
+	opts := canary.Options{Version: version.Version, Revision: version.Revision(), StateFile: *state, Log: stderr, Sinks: lo.canarySinks(ctx)}
 	d, err := canary.New(*config, opts)
 	if err != nil {
 		return err

@@ -29,13 +29,15 @@ image:
 
 # The README's test command: formatting, vet, every test with the race
 # detector, then the end-to-end timing-accuracy tests, the tests against a
-# real Ollama (e2e/ollama: skipped without `make ollama`, required in CI)
-# and the timing tests (test-timing).
+# real Ollama (e2e/ollama: skipped without `make ollama`, required in CI),
+# the waiting stream's stack budget (without the race detector, whose
+# frames are larger) and the timing tests (test-timing).
 # Packages run one at a time (-p 1): many tests time real streams, and two
 # packages' simulators fighting over two cores made them flaky.
 test: fmt-check vet lint
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
+	$(GO) test -count=1 -run 'StackBudget' ./loadgen/openai/
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) test-timing

@@ -1,0 +1,6 @@
+//go:build race
+
+package openai
+
+// raceOn: the race detector instruments this build; its frames are larger.
+const raceOn = true

@@ -13,7 +13,7 @@ export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
 BENCH_STEPS ?= plain,streamed,ttft,lag,memory,grpc
 
-.PHONY: all build image test test-timing unit fmt-check vet lint demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
+.PHONY: all build image test test-short test-timing unit fmt-check vet lint demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
 
 all: build
 
@@ -41,6 +41,12 @@ test: fmt-check vet lint
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) test-timing
+
+# The inner loop: every package's tests without the race detector, in
+# parallel, with -short skipping the end-to-end packages, the load runs of
+# whole commands and promtool. `make test` stays the gate.
+test-short:
+	$(GO) test -short -count=1 ./...
 
 # Tests held against the simulator's model or its clock, in files tagged
 # `//go:build timing && !race`: without the race detector, which slows

@@ -25,6 +25,9 @@ objectives:
 // run --slo fails the error-rate and TTFT objectives, streamed or not, and
 // check agrees; with --accept-empty the same answers pass.
 func TestRunEmptyAnswersFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultEmpty, Rate: 0.9}}

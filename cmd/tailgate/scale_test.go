@@ -61,6 +61,9 @@ func readScheduled(t *testing.T, dir string) []scheduled {
 // counts and class split; and the merged summary's histograms are exactly
 // those of the merged records (HDR merges lose nothing).
 func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t)
 	base := t.TempDir()
 	common := []string{"run", "--target", srv.URL, "--model", "sim-llama-8b", "--mix", "../../testdata/mixes/chat.yaml",

@@ -329,6 +329,9 @@ func TestRunDiskFull(t *testing.T) {
 // key never reach any file of a validate or run directory, nor stdout or
 // stderr.
 func TestSecretsNeverWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t, sim.FaultRule{Kind: sim.FaultHTTP429, Every: 5})
 	t.Setenv("OPENAI_API_KEY", "sk-SECRET-key")
 	target := strings.Replace(srv.URL, "http://", "http://user:SECRET@", 1) + "/v1?api_key=SECRET"

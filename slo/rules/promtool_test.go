@@ -72,6 +72,9 @@ func TestPromtoolCheckRules(t *testing.T) {
 // an outage pages at minute nine, 1× never pages, slow burns ticket, and
 // 28-day windows get other factors than 30-day ones.
 func TestPromtoolTestRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs promtool over every generated rule test")
+	}
 	promtest.Promtool(t)
 	dir, _, tests := generatedDir(t)
 	out := runPromtool(t, dir, append([]string{"test", "rules"}, tests...)...)

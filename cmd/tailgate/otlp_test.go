@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,14 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/tailgate-llm/tailgate/exporters/otlp"
+	"github.com/tailgate-llm/tailgate/internal/collectortest"
 	"github.com/tailgate-llm/tailgate/internal/syncbuf"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -28,49 +24,23 @@ import (
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
-// collector is the Collector's own OTLP receiver on loopback, feeding an
-// in-process consumer the test reads.
+// collector is an OpenTelemetry Collector assembled from the Collector's
+// own modules on loopback (OTLP receiver, service pipeline, an
+// in-process exporter), its exporter feeding a sink the test reads.
 type collector struct {
 	sink     *consumertest.MetricsSink
-	recv     receiver.Metrics
 	endpoint string // what --otlp-endpoint takes
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+func freeAddr(t *testing.T) string { return collectortest.FreeAddr(t) }
 
-// startCollector starts an OTLP receiver for protocol on a free loopback
-// port; it stops at the test's end.
+// startCollector starts a Collector receiving OTLP over protocol on a
+// free loopback port; it stops at the test's end.
 func startCollector(t *testing.T, protocol string) *collector {
 	t.Helper()
-	f := otlpreceiver.NewFactory()
-	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	addr := freeAddr(t)
-	c := &collector{sink: new(consumertest.MetricsSink), endpoint: "http://" + addr}
-	switch protocol {
-	case otlp.ProtocolGRPC:
-		cfg.Protocols.GRPC.GetOrInsertDefault().NetAddr.Endpoint = addr
-	default:
-		cfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = addr
-	}
-	r, err := f.CreateMetrics(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, c.sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	c.recv = r
-	t.Cleanup(func() { r.Shutdown(context.Background()) })
-	return c
+	sink := new(consumertest.MetricsSink)
+	c := collectortest.Start(t, protocol, "", sink.ConsumeMetrics)
+	return &collector{sink: sink, endpoint: c.Endpoint}
 }
 
 // point is one histogram or sum data point of the last export.
@@ -156,7 +126,7 @@ func total(ps []point, metric string, match map[string]any) (count uint64, sum f
 	return count, sum
 }
 
-// run --otlp-endpoint against a real Collector receiver, HTTP and gRPC:
+// run --otlp-endpoint against a real Collector, HTTP and gRPC:
 // every request counted once in operation.duration, token sums and the
 // TTFT and ITL sample counts equal to summary.json's, the SLO events
 // equal to the verdict's, the resource naming the run.

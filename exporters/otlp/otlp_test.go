@@ -2,20 +2,15 @@ package otlp
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/tailgate-llm/tailgate/internal/collectortest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -57,35 +52,11 @@ func (rc *received) consume(_ context.Context, md pmetric.Metrics) error {
 	return nil
 }
 
-// startReceiver starts the Collector's OTLP/HTTP receiver on addr.
-func startReceiver(t *testing.T, addr string, rc *received) receiver.Metrics {
+// startCollector starts, on addr, a Collector assembled from the
+// Collector's own modules, receiving OTLP/HTTP; its pipeline ends in rc.
+func startCollector(t *testing.T, addr string, rc *received) *collectortest.Collector {
 	t.Helper()
-	f := otlpreceiver.NewFactory()
-	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	cfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = addr
-	next, err := consumer.NewMetrics(rc.consume)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := f.CreateMetrics(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Shutdown(context.Background()) })
-	return r
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return collectortest.Start(t, ProtocolHTTP, addr, rc.consume)
 }
 
 func okRecord(seq int64) *loadgen.Record {
@@ -114,9 +85,9 @@ func waitCount(t *testing.T, rc *received, want uint64) {
 // warning), and the cumulative export after it is back counts every
 // request, those recorded while it was down included.
 func TestCollectorRestart(t *testing.T) {
-	addr := freeAddr(t)
+	addr := collectortest.FreeAddr(t)
 	rc := &received{counts: make(chan uint64, 1)}
-	r := startReceiver(t, addr, rc)
+	col := startCollector(t, addr, rc)
 	var mu sync.Mutex
 	var warnings []string
 	warned := make(chan struct{}, 1)
@@ -136,7 +107,8 @@ func TestCollectorRestart(t *testing.T) {
 		s.Add(okRecord(int64(i)))
 	}
 	waitCount(t, rc, 5)
-	if err := r.Shutdown(context.Background()); err != nil {
+	// The whole Collector goes, and a new one takes the same port.
+	if err := col.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -147,7 +119,7 @@ func TestCollectorRestart(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("no warning while the collector was down")
 	}
-	startReceiver(t, addr, rc)
+	startCollector(t, addr, rc)
 	for i := range 2 {
 		s.Add(okRecord(int64(8 + i)))
 	}
@@ -169,9 +141,9 @@ func TestCollectorRestart(t *testing.T) {
 // mode a probe the canary cancelled counts nowhere, and events follow
 // OperateEvents.
 func TestSinkLeavesOut(t *testing.T) {
-	addr := freeAddr(t)
+	addr := collectortest.FreeAddr(t)
 	rc := &received{counts: make(chan uint64, 64)}
-	startReceiver(t, addr, rc)
+	startCollector(t, addr, rc)
 	e, err := New(context.Background(), Options{Endpoint: "http://" + addr, Interval: time.Hour, Operate: true})
 	if err != nil {
 		t.Fatal(err)

@@ -196,8 +196,10 @@ func stringLit(n ast.Node) (string, bool) {
 }
 
 // Imports kept where they belong: terminal drawing only in cmd/, no
-// Prometheus server code outside tests (the tests run a real one), and
-// nothing of the deprecated io/ioutil.
+// Prometheus server code outside tests (the tests run a real one), the
+// OpenTelemetry Collector only in the test helper that assembles one (its
+// module graph stays out of the binary), and nothing of the deprecated
+// io/ioutil.
 func TestImportBounds(t *testing.T) {
 	t.Parallel()
 	for path, p := range packages(t) {
@@ -209,6 +211,8 @@ func TestImportBounds(t *testing.T) {
 				t.Errorf("%s imports %s: progress display belongs to cmd/ (pipeline.Progress is the seam)", path, imp)
 			case strings.HasPrefix(imp, "github.com/prometheus/prometheus/"):
 				t.Errorf("%s imports %s: the Prometheus server's code is for tests only", path, imp)
+			case strings.HasPrefix(imp, "go.opentelemetry.io/collector/") && path != "internal/collectortest":
+				t.Errorf("%s imports %s: the Collector's code is for tests only, through internal/collectortest", path, imp)
 			}
 		}
 	}

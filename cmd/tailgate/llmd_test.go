@@ -263,6 +263,23 @@ func TestLLMDReportOfPackAndSweep(t *testing.T) {
 		"--max-tokens", "8", "--warmup", "100ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--out", sweep); code == slo.ExitUsage {
 		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 	}
+	// Each stage records its mix's plan; the plan's classes are datasets,
+	// whose data set the lengths, so the reports state measured means.
+	stages, err := os.ReadDir(filepath.Join(pack, "stages"))
+	if err != nil || len(stages) == 0 {
+		t.Fatalf("stages %v, %v", stages, err)
+	}
+	for _, e := range stages {
+		sd := filepath.Join(pack, "stages", e.Name())
+		if lp := readSummary(t, sd).PlannedLengths; lp == nil || len(lp.Classes) != 2 || lp.Classes[0].InputTokens != nil {
+			t.Errorf("stage %s planned_lengths %+v", e.Name(), lp)
+		}
+		inst := validateLLMD(t, filepath.Join(sd, llmd.FileName))
+		in := inst["scenario"].(map[string]any)["load"].(map[string]any)["standardized"].(map[string]any)["input_seq_len"]
+		if m, _ := in.(map[string]any); m == nil || m["distribution"] != "other" || m["min"] != nil {
+			t.Errorf("stage %s input_seq_len %v: want the measured mean", e.Name(), in)
+		}
+	}
 	// The pack's reports are in its manifest; writing them into it
 	// afterwards is refused, as it would break verify.
 	m, _, err := evidence.Read(pack)

@@ -117,7 +117,9 @@ func addRecords(r *Report, f *recordFacts, s *results.Summary, iv []interval) {
 		return
 	}
 	req := &r.Results.RequestPerformance.Aggregate.Requests
-	inCounted, outCounted := s.Tokens.Input > 0, s.Tokens.Output > 0
+	// No prompt is empty, so a request without an input count had none
+	// reported: its zero is not a length, and the input keeps its mean.
+	inCounted, outCounted := s.Tokens.Input > 0 && !slices.Contains(f.in, 0), s.Tokens.Output > 0
 	if inCounted {
 		req.InputLength = lengthStats(f.in)
 	}

@@ -95,6 +95,30 @@ func TestRecordsLengthsAndTokenSeries(t *testing.T) {
 	}
 }
 
+// A request whose input the server did not count leaves the input at its
+// mean, without input or total token series; the output is still a
+// distribution with its series.
+func TestRecordsWithAnUncountedInput(t *testing.T) {
+	dir := results.Dir(t.TempDir())
+	s := summary()
+	s.Requests.OK = 2
+	s.Tokens = loadgen.Tokens{Input: 10, Output: 10}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.Run.Started = start.Format(time.RFC3339Nano)
+	writeRun(t, dir, s, start)
+	writeRecords(t, dir, [][2]int{{10, 4}, {0, 6}}, []time.Duration{100 * time.Millisecond, 1100 * time.Millisecond})
+	r, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := r.Results.RequestPerformance.Aggregate.Requests
+	th := r.Results.RequestPerformance.TimeSeries.Throughput
+	if req.InputLength == nil || req.InputLength.Mean != 5 || req.InputLength.Min != nil || th.InputTokenRate != nil ||
+		th.TotalTokenRate != nil || req.OutputLength.P50 == nil || th.OutputTokenRate == nil {
+		t.Errorf("input_length %+v, output_length %+v, series %+v", req.InputLength, req.OutputLength, th)
+	}
+}
+
 // Without input token counts there is no input length and no input or
 // total token series, though the output ones are written.
 func TestRecordsWithoutInputCounts(t *testing.T) {

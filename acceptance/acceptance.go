@@ -267,7 +267,8 @@ func runStages(ctx context.Context, cfg Config, env *evidence.Environment, bound
 			Out: out.Stage(st.Name), Telemetry: cfg.Telemetry, Validity: &bounds,
 			SLO:       &pipeline.Judging{Spec: plan.SLO, Stage: &stage, Waivers: plan.Waivers, Now: judgedAt},
 			Streaming: cfg.Streaming, Identity: identity, Changes: cfg.Changes, GPUHourCostUSD: cfg.GPUHourCostUSD,
-			Meta: loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
+			PlannedLengths: plannedLengths(cfg.Mix),
+			Meta:           loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}
@@ -417,4 +418,12 @@ func readEnvironment(out results.Dir) *evidence.Environment {
 		return nil
 	}
 	return &e
+}
+
+// plannedLengths is mix's length plan, nil without a mix.
+func plannedLengths(mix *prompts.Mix) *prompts.LengthPlan {
+	if mix == nil {
+		return nil
+	}
+	return mix.Lengths()
 }

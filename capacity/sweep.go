@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -67,6 +68,9 @@ type Config struct {
 	// Changes are change-record ids recorded in sweep.json and in every
 	// level's summary.json.
 	Changes []string
+	// PlannedLengths is the mix's length plan, recorded in every level's
+	// summary.json; nil without a mix.
+	PlannedLengths *prompts.LengthPlan
 	// Log gets one line per level (nil: discarded).
 	Log io.Writer
 	// Progress, if set, makes a progress display for each level.
@@ -375,7 +379,7 @@ func (c *Config) runLevel(ctx context.Context, l Level, order, minReq, attempt i
 	meta.Load = opts.Describe()
 	spec := pipeline.Spec{Client: c.Client, Source: c.Source(), Options: opts, Meta: meta,
 		Streaming: c.Streaming, SLO: c.judging(l), Validity: c.Validity, Telemetry: c.Telemetry, Out: dir,
-		Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD}
+		Changes: c.Changes, GPUHourCostUSD: c.GPUHourCostUSD, PlannedLengths: c.PlannedLengths}
 	if c.Progress != nil {
 		spec.Progress = c.Progress(fmt.Sprintf("level %s (%d)", name, order))
 	}

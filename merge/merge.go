@@ -193,6 +193,14 @@ func summarize(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, mer
 	ls := metrics.Summary(info, meta)
 	sum := &results.Summary{Summary: *ls}
 	sum.Run.Merged = merged
+	// Shards ran one mix (merge refuses differing identities, the mix's
+	// hash among them), so any shard's plan is the whole run's.
+	for _, s := range shards {
+		if s.sum != nil && s.sum.PlannedLengths != nil {
+			sum.PlannedLengths = s.sum.PlannedLengths
+			break
+		}
+	}
 	for _, s := range shards {
 		if s.info.LateStart > 0 {
 			sum.Warnings = append(sum.Warnings, fmt.Sprintf("shard %d (%s) started %v after --start-at", s.info.Shard.Index, s.dir, s.info.LateStart.Round(time.Microsecond)))

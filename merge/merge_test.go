@@ -44,10 +44,13 @@ func (s *source) Next() (*prompts.Prompt, error) {
 var lenient = slo.Validity{MaxErrorRate: slo.MustDecimal("100%"), MaxDropped: slo.MustDecimal("1%"),
 	MaxCutAtEnd: slo.MustDecimal("100%"), MaxDistortion: slo.MustDecimal("10%"), DistortionWarns: true}
 
+// plan is the length plan every test run records.
+var plan = &prompts.LengthPlan{Classes: []prompts.ClassLengths{{Class: "a", Share: 1, InputTokens: &prompts.LengthDist{Dist: prompts.DistFixed, Value: new(1.0)}}}}
+
 func runDir(t *testing.T, dir string, shard loadgen.Shard, start time.Time, seed uint64, form results.RecordsForm, comp results.Compression) {
 	t.Helper()
 	spec := pipeline.Spec{Client: client, Source: &source{}, Out: results.Dir(dir), Validity: &lenient,
-		Records: form, RecordsCompression: comp,
+		Records: form, RecordsCompression: comp, PlannedLengths: plan,
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "s1", Rate: 200, Duration: 300 * time.Millisecond}, {Name: "s2", Rate: 400, Duration: 200 * time.Millisecond}},
 			Arrival: loadgen.ArrivalPoisson, Seed: seed, Shard: shard, StartAt: start}}
 	spec.Meta = loadgen.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
@@ -106,6 +109,9 @@ func TestMergeIsTheWhole(t *testing.T) {
 	if got.Requests.Sent != want.Requests.Sent || got.Requests.Errors != want.Requests.Errors || len(got.Classes) != len(want.Classes) {
 		t.Fatalf("merged sent %d errors %d classes %d; single %d %d %d", got.Requests.Sent, got.Requests.Errors, len(got.Classes),
 			want.Requests.Sent, want.Requests.Errors, len(want.Classes))
+	}
+	if lp := got.PlannedLengths; lp == nil || len(lp.Classes) != 1 || *lp.Classes[0].InputTokens.Value != 1 {
+		t.Errorf("merged planned_lengths %+v, want the shards'", lp)
 	}
 	for c, cs := range want.Classes {
 		if got.Classes[c].Requests.Sent != cs.Requests.Sent {

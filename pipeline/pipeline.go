@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -54,6 +55,9 @@ type Spec struct {
 	Theater theater.Options
 	// Changes are change-record ids recorded in summary.json (changes).
 	Changes []string
+	// PlannedLengths is the mix's length plan, recorded in summary.json
+	// (planned_lengths); nil without a mix.
+	PlannedLengths *prompts.LengthPlan
 	// GPUHourCostUSD, if set, prices each stage's GPU time: the cost per
 	// million output tokens beside the energy (needs telemetry that reads
 	// the GPUs' energy or power, which also counts them).
@@ -196,6 +200,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	}
 	res.SinkErrors = p.errs
 	res.Summary.Changes = spec.Changes
+	res.Summary.PlannedLengths = spec.PlannedLengths
 	res.Summary.Warnings = append(res.Summary.Warnings, p.warnings(res)...)
 	res.Summary.Warnings = append(res.Summary.Warnings, spec.Notices.List()...)
 	rejudge := func() {

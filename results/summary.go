@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 	"github.com/tailgate-llm/tailgate/theater"
@@ -47,6 +48,11 @@ type Summary struct {
 	// records file, taken as they were written (absent with --records
 	// none and in a summary written before it was kept).
 	Records *RecordsDigest `json:"records,omitempty"`
+	// PlannedLengths is the prompt mix's plan of token lengths, class by
+	// class, as the run drew them (absent without a mix, and for a trace,
+	// whose rows set every length): the planned side of the measured
+	// tokens, for reports that state both.
+	PlannedLengths *prompts.LengthPlan `json:"planned_lengths,omitempty"`
 }
 
 // MarshalJSON writes MetricTheater under both its keys.

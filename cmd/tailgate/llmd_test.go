@@ -137,6 +137,24 @@ func TestRunWritesLLMDReport(t *testing.T) {
 		t.Errorf("observability %+v, telemetry running %+v", o, tel.Running)
 	}
 
+	// The records give the length distributions and the token-rate
+	// series; the telemetry samples the observability series.
+	if ol := agg.Requests.OutputLength; ol == nil || ol.P50 == nil || ol.Max == nil || ol.Mean != float64(s.Tokens.Output)/float64(s.Requests.OK) {
+		t.Errorf("output_length %+v: want the records' distribution, mean summary.json's", ol)
+	}
+	if ts := r.Results.RequestPerformance.TimeSeries; ts != nil && ts.Throughput != nil {
+		se := ts.Throughput.OutputTokenRate
+		if se == nil || len(se.Series) != len(ts.Throughput.RequestRate.Series) || se.Units != "tokens/s" {
+			t.Errorf("output token rate series %+v beside %d request-rate points", se, len(ts.Throughput.RequestRate.Series))
+		}
+	}
+	if tel.KVUsage != nil {
+		if o := r.Results.Observability; o == nil || o.Components[0].TimeSeries == nil || o.Components[0].TimeSeries.KVCacheUsage == nil ||
+			len(o.Components[0].TimeSeries.KVCacheUsage.Series) == 0 {
+			t.Errorf("no kv_cache_usage series though telemetry sampled it: %+v", r.Results.Observability)
+		}
+	}
+
 	// report --format llm-d of the same directory gives the same report.
 	var out, errb strings.Builder
 	if code := dispatch([]string{"report", "--format", "llm-d", "--out", "-", dir}, &out, &errb); code != 0 {
@@ -245,6 +263,23 @@ func TestLLMDReportOfPackAndSweep(t *testing.T) {
 		"--max-tokens", "8", "--warmup", "100ms", "--min-duration", "500ms", "--grace", "1s", "--self-check", "warn", "--out", sweep); code == slo.ExitUsage {
 		t.Fatalf("sweep: %d\n%s\n%s", code, stdout, stderr)
 	}
+	// Each stage records its mix's plan; the plan's classes are datasets,
+	// whose data set the lengths, so the reports state measured means.
+	stages, err := os.ReadDir(filepath.Join(pack, "stages"))
+	if err != nil || len(stages) == 0 {
+		t.Fatalf("stages %v, %v", stages, err)
+	}
+	for _, e := range stages {
+		sd := filepath.Join(pack, "stages", e.Name())
+		if lp := readSummary(t, sd).PlannedLengths; lp == nil || len(lp.Classes) != 2 || lp.Classes[0].InputTokens != nil {
+			t.Errorf("stage %s planned_lengths %+v", e.Name(), lp)
+		}
+		inst := validateLLMD(t, filepath.Join(sd, llmd.FileName))
+		in := inst["scenario"].(map[string]any)["load"].(map[string]any)["standardized"].(map[string]any)["input_seq_len"]
+		if m, _ := in.(map[string]any); m == nil || m["distribution"] != "other" || m["min"] != nil {
+			t.Errorf("stage %s input_seq_len %v: want the measured mean", e.Name(), in)
+		}
+	}
 	// The pack's reports are in its manifest; writing them into it
 	// afterwards is refused, as it would break verify.
 	m, _, err := evidence.Read(pack)
@@ -303,5 +338,42 @@ func TestLLMDReportOfSessionRun(t *testing.T) {
 	ss, _ := sp["sessions"].(map[string]any)
 	if fmt.Sprint(ss["total"]) != fmt.Sprint(s.Sessions.Count) || fmt.Sprint(ss["succeeded"]) != fmt.Sprint(s.Sessions.OK) {
 		t.Errorf("session_performance %v, summary sessions %+v", sp, s.Sessions)
+	}
+}
+
+// A run of a mix records its length plan in summary.json, and the report
+// states it: two classes of different lengths are a mixture, other with
+// the share-weighted mean and the widest bounds; their one max_tokens is
+// fixed. The measured lengths stay in the results.
+func TestLLMDReportStatesMixPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
+	cfg := sim.DefaultConfig()
+	cfg.FixedTTFT, cfg.FixedITL = time.Millisecond, time.Millisecond
+	srv := simtest.Start(t, cfg)
+	mix := filepath.Join(t.TempDir(), "mix.yaml")
+	if err := os.WriteFile(mix, []byte(`kind: Mix
+classes:
+  - {name: short, weight: 3, source: {type: synthetic, input_tokens: 40}, max_tokens: 8}
+  - {name: long, weight: 1, source: {type: synthetic, input_tokens: {dist: uniform, min: 100, max: 140}}, max_tokens: 8}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "sim-llama-8b", "--mix", mix, "--rate", "20",
+		"--duration", "500ms", "--max-error-rate", "1", "--out", dir, "--llm-d-report")
+	if code != slo.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	s := readSummary(t, dir)
+	if s.PlannedLengths == nil || len(s.PlannedLengths.Classes) != 2 || s.PlannedLengths.Classes[0].Share != 0.75 {
+		t.Fatalf("planned_lengths %+v", s.PlannedLengths)
+	}
+	inst := validateLLMD(t, filepath.Join(dir, llmd.FileName))
+	st := inst["scenario"].(map[string]any)["load"].(map[string]any)["standardized"].(map[string]any)
+	in, out := fmt.Sprint(st["input_seq_len"]), fmt.Sprint(st["output_seq_len"])
+	if in != "map[distribution:other max:140 min:40 value:60]" || out != "map[distribution:fixed value:8]" {
+		t.Errorf("input_seq_len %s, output_seq_len %s", in, out)
 	}
 }

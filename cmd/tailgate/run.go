@@ -144,6 +144,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes), Notices: notices,
 		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
+	if mix != nil {
+		ps.PlannedLengths = mix.Lengths()
+	}
 	if err := sc.apply(&ps, promptIdentity(mix, *prompt), stderr); err != nil {
 		return usageErr("%w", err)
 	}

@@ -168,6 +168,9 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
 		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
+	if mix != nil {
+		cfg.PlannedLengths = mix.Lengths()
+	}
 	if isTerminal(stderr) && !*noProgress {
 		cfg.Progress = func(label string) pipeline.Progress { return newProgress(stderr, label) }
 	}

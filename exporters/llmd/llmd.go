@@ -5,8 +5,10 @@
 // beside that part's summary.json, as inference-perf writes a partial per
 // stage; the reports of one pack share run.eid.
 //
-// Every figure is taken from summary.json as it stands: the report is a
-// second view of the same run, never a second measurement. A metric that
+// Every figure is taken from the run's files as they stand (summary.json;
+// latency.hlog, requests.jsonl and telemetry.jsonl for distributions and
+// time series, read only where they agree with summary.json): the report
+// is a second view of the same run, never a second measurement. A metric that
 // tailgate did not measure (no streamed tokens, so no ITL; no input token
 // counts) is left out of the report, never written as zero, because a zero
 // would read as a measured value. The JSON Schema of what is written is
@@ -30,6 +32,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -97,13 +100,14 @@ type Standardized struct {
 	// Source is how prompts were made: summary.json does not say, so
 	// "unknown", one of the schema's words for it.
 	Source string `json:"source"`
-	// InputSeqLen is the mean input tokens per completed request (the
+	// InputSeqLen is the input length the mix planned; without a plan
+	// for every class, the mean input tokens per completed request (the
 	// server's count, else what tailgate asked for); absent when neither
-	// was counted.
+	// is known.
 	InputSeqLen *SequenceLength `json:"input_seq_len,omitempty"`
-	// OutputSeqLen is the mean output tokens per completed request as
-	// the server counted them: a measured mean, so "other"; absent when
-	// no output token was counted.
+	// OutputSeqLen is the max_tokens the mix planned; without a plan for
+	// every class, the mean output tokens per completed request as the
+	// server counted them, "other"; absent when neither is known.
 	OutputSeqLen *SequenceLength `json:"output_seq_len,omitempty"`
 	Stage        *int            `json:"stage,omitempty"`
 	MultiTurn    *MultiTurn      `json:"multi_turn,omitempty"`
@@ -111,11 +115,14 @@ type Standardized struct {
 	Concurrency  *int            `json:"concurrency,omitempty"`
 }
 
-// SequenceLength is a sequence length's distribution: tailgate knows
-// the mean only, so "other".
+// SequenceLength is a sequence length's distribution: the mix's plan
+// (plannedSeqLen), else the measured mean, "other".
 type SequenceLength struct {
-	Distribution string  `json:"distribution"`
-	Value        float64 `json:"value"`
+	Distribution string   `json:"distribution"`
+	Value        float64  `json:"value"`
+	StdDev       *float64 `json:"std_dev,omitempty"`
+	Min          *int64   `json:"min,omitempty"`
+	Max          *int64   `json:"max,omitempty"`
 }
 
 // MultiTurn is scenario.load.standardized.multi_turn: set for a run of
@@ -157,9 +164,13 @@ type SeriesLatency struct {
 	RequestLatency     *Series `json:"request_latency,omitempty"`
 }
 
-// SeriesThroughput is time_series.throughput.
+// SeriesThroughput is time_series.throughput: completions per second
+// from latency.hlog, tokens per second from the records.
 type SeriesThroughput struct {
-	RequestRate *Series `json:"request_rate,omitempty"`
+	InputTokenRate  *Series `json:"input_token_rate,omitempty"`
+	OutputTokenRate *Series `json:"output_token_rate,omitempty"`
+	TotalTokenRate  *Series `json:"total_token_rate,omitempty"`
+	RequestRate     *Series `json:"request_rate,omitempty"`
 }
 
 // Series is one metric's time series.
@@ -234,15 +245,16 @@ type Throughput struct {
 // Statistics is the report's statistics object: units and mean are
 // required, the rest written where known.
 type Statistics struct {
-	Units string   `json:"units"`
-	Mean  float64  `json:"mean"`
-	Min   *float64 `json:"min,omitempty"`
-	P50   *float64 `json:"p50,omitempty"`
-	P90   *float64 `json:"p90,omitempty"`
-	P95   *float64 `json:"p95,omitempty"`
-	P99   *float64 `json:"p99,omitempty"`
-	P99p9 *float64 `json:"p99p9,omitempty"`
-	Max   *float64 `json:"max,omitempty"`
+	Units  string   `json:"units"`
+	Mean   float64  `json:"mean"`
+	StdDev *float64 `json:"stddev,omitempty"`
+	Min    *float64 `json:"min,omitempty"`
+	P50    *float64 `json:"p50,omitempty"`
+	P90    *float64 `json:"p90,omitempty"`
+	P95    *float64 `json:"p95,omitempty"`
+	P99    *float64 `json:"p99,omitempty"`
+	P99p9  *float64 `json:"p99p9,omitempty"`
+	Max    *float64 `json:"max,omitempty"`
 }
 
 // Part is one report and the run directory it is of.
@@ -275,11 +287,19 @@ func readRun(dir results.Dir) (*Report, error) {
 		return nil, fmt.Errorf("llm-d report of %s: %w", p, err)
 	}
 	r := FromSummary(&s, raw)
-	ts, err := readSeries(dir.Path(results.HlogFile))
+	ts, iv, err := readSeries(dir.Path(results.HlogFile))
 	if err != nil {
 		return nil, fmt.Errorf("llm-d report of %s: %w", dir, err)
 	}
 	r.Results.RequestPerformance.TimeSeries = ts
+	f, err := readRecords(dir, &s)
+	if err != nil {
+		return nil, fmt.Errorf("llm-d report of %s: %w", dir, err)
+	}
+	addRecords(r, f, &s, iv)
+	if err := addTelemetrySeries(r, dir.Path(results.TelemetryFile), s.Telemetry); err != nil {
+		return nil, fmt.Errorf("llm-d report of %s: %w", dir, err)
+	}
 	return r, nil
 }
 
@@ -426,6 +446,14 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 			st.OutputSeqLen = &SequenceLength{Distribution: "other", Value: float64(out) / float64(n)}
 		}
 	}
+	// The mix's plan is the scenario's length where it covers every class
+	// that sent; the measured lengths stay in the results.
+	if p := plannedSeqLen(s.PlannedLengths, func(c prompts.ClassLengths) *prompts.LengthDist { return c.InputTokens }); p != nil {
+		st.InputSeqLen = p
+	}
+	if p := plannedSeqLen(s.PlannedLengths, func(c prompts.ClassLengths) *prompts.LengthDist { return c.MaxTokens }); p != nil {
+		st.OutputSeqLen = p
+	}
 	cfg := map[string]any{"model": s.Run.Model, "api": s.Run.API, "target_host": host}
 	if len(s.Run.Load) > 0 {
 		cfg["load"] = s.Run.Load
@@ -494,19 +522,20 @@ var seriesMetrics = []struct{ tag, units string }{
 // readSeries is the time series of the interval log at path: per
 // interval, each latency's statistics and the completions per second (e2e
 // events over the interval's length). nil when there is no log or it
-// holds no interval.
-func readSeries(path string) (*TimeSeries, error) {
+// holds no interval. The intervals are those of the request-rate points.
+func readSeries(path string) (*TimeSeries, []interval, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	lr := hdrhistogram.NewHistogramLogReader(f)
 	by := map[string]*Series{}
 	var rate *Series
+	var iv []interval
 	f64 := func(v float64) *float64 { return &v }
 	for {
 		h, err := lr.NextIntervalHistogram()
@@ -514,7 +543,7 @@ func readSeries(path string) (*TimeSeries, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if h.TotalCount() == 0 {
 			continue
@@ -538,12 +567,13 @@ func readSeries(path string) (*TimeSeries, error) {
 						rate = &Series{Units: "queries/s"}
 					}
 					rate.Series = append(rate.Series, Point{TS: ts, Value: f64(float64(h.TotalCount()) / secs)})
+					iv = append(iv, interval{from: time.UnixMilli(h.StartTimeMs()), to: time.UnixMilli(h.EndTimeMs())})
 				}
 			}
 		}
 	}
 	if len(by) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	lat := &SeriesLatency{TimeToFirstToken: by[loadgen.MetricTTFT], TimePerOutputToken: by[loadgen.MetricTPOT],
 		InterTokenLatency: by[loadgen.MetricITL], RequestLatency: by[loadgen.MetricE2E]}
@@ -551,7 +581,7 @@ func readSeries(path string) (*TimeSeries, error) {
 	if rate != nil {
 		ts.Throughput = &SeriesThroughput{RequestRate: rate}
 	}
-	return ts, nil
+	return ts, iv, nil
 }
 
 // stats is summary.json's histogram name as a statistics object, nil when

@@ -63,6 +63,7 @@ type Observability struct {
 type ComponentObservability struct {
 	ComponentLabel string          `json:"component_label"`
 	Aggregate      ResourceMetrics `json:"aggregate"`
+	TimeSeries     *ResourceSeries `json:"time_series,omitempty"`
 }
 
 // ResourceMetrics holds the published resource metrics tailgate's

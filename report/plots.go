@@ -62,15 +62,18 @@ func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 		cs := stack(plots, draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: w, Y: h}}})
 		var short vg.Length
 		for i, p := range plots {
-			short = max(short, legendRect(&legs[i]).Size().Y-p.DataCanvas(cs[i]).Size().Y)
+			short = max(short, legendHeight(&legs[i])-p.DataCanvas(cs[i]).Size().Y)
 		}
 		if short <= 0 {
 			break
 		}
-		h += (short + vg.Points(1)) * vg.Length(len(plots))
+		h += short * vg.Length(len(plots))
 	}
 	c := vgsvg.New(plotW, h)
 	dc := draw.New(c)
+	// White under the legend column too, as under the plots.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
 	dc.Max.X = w
 	cs := stack(plots, dc)
 	for i, p := range plots {
@@ -117,6 +120,16 @@ func stack(plots []*plot.Plot, c draw.Canvas) []draw.Canvas {
 // legendRect is the size of l drawn (at the origin).
 func legendRect(l *plot.Legend) vg.Rectangle {
 	return l.Rectangle(draw.Canvas{})
+}
+
+// legendHeight is how far down l reaches when drawn: Legend.Draw puts
+// its last entry's descent lower than Legend.Rectangle counts, by one and
+// a half descents.
+func legendHeight(l *plot.Legend) vg.Length {
+	if legendRect(l).Size().Y == 0 {
+		return 0
+	}
+	return legendRect(l).Size().Y + 2*l.TextStyle.FontExtents().Descent
 }
 
 // svgString is c written out, from its <svg> element on.

@@ -218,6 +218,10 @@ func TestLegendsOutsideDataAreas(t *testing.T) {
 				if b.Min.X < page.Min.X || b.Max.X > page.Max.X || b.Min.Y < page.Min.Y || b.Max.Y > page.Max.Y {
 					t.Errorf("legend label %q at %v lies outside the SVG %v", tx.text, b, page)
 				}
+				// Room for a substitute font a quarter wider than the SVG's.
+				if wide := b.Min.X + 1.25*(b.Max.X-b.Min.X); wide > page.Max.X {
+					t.Errorf("legend label %q at %v, a quarter wider, runs past the SVG's edge %v", tx.text, b, page.Max.X)
+				}
 				beside := false // within the height of some panel's data area
 				for _, f := range doc.frames {
 					beside = beside || (b.Min.Y >= f.Min.Y-0.5 && b.Max.Y <= f.Max.Y+0.5)

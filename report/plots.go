@@ -32,11 +32,14 @@ const (
 
 // Legends sit in a column right of the data areas, so they cover no data.
 // The column is as wide as the widest legend, at most a third of the
-// width: a longer label is cut short (see legendLabel).
+// width: a longer label is cut short (see legendLabel). A browser without
+// the SVG's font draws the text in a wider one, clipped at the SVG's edge,
+// so the column is wider than the legend as measured by legendSlack.
 const (
-	legendGap  = 3 * vg.Millimeter
-	legendMaxW = plotW/3 - legendGap
-	panelPadY  = 3 * vg.Millimeter
+	legendGap   = 3 * vg.Millimeter
+	legendSlack = 1.3
+	legendMaxW  = (plotW/3 - legendGap) / legendSlack
+	panelPadY   = 3 * vg.Millimeter
 )
 
 // svgOf draws plots stacked in one column into an SVG fragment for
@@ -53,7 +56,7 @@ func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 	}
 	w := plotW
 	if legW > 0 {
-		w -= legW + legendGap
+		w -= legW*legendSlack + legendGap
 	}
 	// A panel is made taller where its legend is taller than its data
 	// area; the aligned data areas all grow alike.
@@ -89,7 +92,7 @@ func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 			d := p.DataCanvas(cs[i])
 			legs[i].Draw(draw.Canvas{Canvas: lc, Rectangle: vg.Rectangle{
 				Min: vg.Point{X: d.Max.X + legendGap, Y: d.Min.Y},
-				Max: vg.Point{X: d.Max.X + legendGap + legW, Y: d.Max.Y},
+				Max: vg.Point{X: d.Max.X + legendGap + legW*legendSlack, Y: d.Max.Y},
 			}})
 		}
 		ls, err := svgString(lc)

@@ -127,7 +127,7 @@ func legendRect(l *plot.Legend) vg.Rectangle {
 
 // legendHeight is how far down l reaches when drawn: Legend.Draw puts
 // its last entry's descent lower than Legend.Rectangle counts, by one and
-// a half descents.
+// a half descents; two are counted, so the text keeps clear of the edge.
 func legendHeight(l *plot.Legend) vg.Length {
 	if legendRect(l).Size().Y == 0 {
 		return 0

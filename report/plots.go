@@ -30,26 +30,113 @@ const (
 	panelH = 7 * vg.Centimeter
 )
 
+// Legends sit in a column right of the data areas, so they cover no data.
+// The column is as wide as the widest legend, at most a third of the
+// width: a longer label is cut short (see legendLabel). A browser without
+// the SVG's font draws the text in a wider one, clipped at the SVG's edge,
+// so the column is wider than the legend as measured by legendSlack.
+const (
+	legendGap   = 3 * vg.Millimeter
+	legendSlack = 1.3
+	legendMaxW  = (plotW/3 - legendGap) / legendSlack
+	panelPadY   = 3 * vg.Millimeter
+)
+
 // svgOf draws plots stacked in one column into an SVG fragment for
-// inlining (no XML prolog).
+// inlining (no XML prolog). Each plot's legend is drawn beside its data
+// area, in a group of class tg-legend.
 func svgOf(plots ...*plot.Plot) (template.HTML, error) {
-	c := vgsvg.New(plotW, panelH*vg.Length(len(plots)))
+	legs := make([]plot.Legend, len(plots))
+	var legW vg.Length
+	for i, p := range plots {
+		legs[i] = p.Legend
+		p.Legend = plot.NewLegend() // drawn apart, outside the data area
+		legs[i].Top, legs[i].Left = true, true
+		legW = max(legW, legendRect(&legs[i]).Size().X)
+	}
+	w := plotW
+	if legW > 0 {
+		w -= legW*legendSlack + legendGap
+	}
+	// A panel is made taller where its legend is taller than its data
+	// area; the aligned data areas all grow alike.
+	h := panelH * vg.Length(len(plots))
+	for range 3 {
+		cs := stack(plots, draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: w, Y: h}}})
+		var short vg.Length
+		for i, p := range plots {
+			short = max(short, legendHeight(&legs[i])-p.DataCanvas(cs[i]).Size().Y)
+		}
+		if short <= 0 {
+			break
+		}
+		h += short * vg.Length(len(plots))
+	}
+	c := vgsvg.New(plotW, h)
 	dc := draw.New(c)
-	for _, p := range plots {
-		roomForLegend(p, panelH)
+	// White under the legend column too, as under the plots.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	dc.Max.X = w
+	cs := stack(plots, dc)
+	for i, p := range plots {
+		p.Draw(cs[i])
 	}
-	if len(plots) == 1 {
-		plots[0].Draw(dc)
-	} else {
-		col := make([][]*plot.Plot, len(plots))
+	s, err := svgString(c)
+	if err != nil {
+		return "", err
+	}
+	if legW > 0 {
+		lc := vgsvg.New(plotW, h)
 		for i, p := range plots {
-			col[i] = []*plot.Plot{p}
+			d := p.DataCanvas(cs[i])
+			legs[i].Draw(draw.Canvas{Canvas: lc, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: d.Max.X + legendGap, Y: d.Min.Y},
+				Max: vg.Point{X: d.Max.X + legendGap + legW*legendSlack, Y: d.Max.Y},
+			}})
 		}
-		cs := plot.Align(col, draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Millimeter * 3}, dc)
-		for i, p := range plots {
-			p.Draw(cs[i][0])
+		ls, err := svgString(lc)
+		if err != nil {
+			return "", err
+		}
+		if s, err = spliceGroup(s, ls, `<g class="tg-legend">`); err != nil {
+			return "", err
 		}
 	}
+	return template.HTML(s), nil
+}
+
+// stack lays plots out in one column of c, their data areas aligned.
+func stack(plots []*plot.Plot, c draw.Canvas) []draw.Canvas {
+	col := make([][]*plot.Plot, len(plots))
+	for i, p := range plots {
+		col[i] = []*plot.Plot{p}
+	}
+	cs := plot.Align(col, draw.Tiles{Rows: len(plots), Cols: 1, PadY: panelPadY}, c)
+	out := make([]draw.Canvas, len(plots))
+	for i := range cs {
+		out[i] = cs[i][0]
+	}
+	return out
+}
+
+// legendRect is the size of l drawn (at the origin).
+func legendRect(l *plot.Legend) vg.Rectangle {
+	return l.Rectangle(draw.Canvas{})
+}
+
+// legendHeight is how far down l reaches when drawn: Legend.Draw puts
+// its last entry's descent lower than Legend.Rectangle counts, by one and
+// a half descents; two are counted, so the text keeps clear of the edge.
+func legendHeight(l *plot.Legend) vg.Length {
+	if legendRect(l).Size().Y == 0 {
+		return 0
+	}
+	return legendRect(l).Size().Y + 2*l.TextStyle.FontExtents().Descent
+}
+
+// svgString is c written out, from its <svg> element on.
+func svgString(c *vgsvg.Canvas) (string, error) {
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("report: rendering SVG: %w", err)
@@ -58,7 +145,31 @@ func svgOf(plots ...*plot.Plot) (template.HTML, error) {
 	if i := strings.Index(s, "<svg"); i > 0 {
 		s = s[i:]
 	}
-	return template.HTML(s), nil
+	return s, nil
+}
+
+// svgEnd closes the group that puts vgsvg's origin at the bottom left,
+// and the document.
+const svgEnd = "</g>\n</svg>"
+
+// spliceGroup puts the drawing of part, an SVG of the same size as doc,
+// into doc in a group opened by open. Both draw in the coordinates of
+// their first group (origin at the bottom left), so the part's drawing
+// goes inside doc's.
+func spliceGroup(doc, part, open string) (string, error) {
+	g := strings.Index(part, "<g ")
+	if g >= 0 {
+		if nl := strings.IndexByte(part[g:], '\n'); nl >= 0 {
+			g += nl + 1
+		} else {
+			g = -1
+		}
+	}
+	pe, de := strings.LastIndex(part, svgEnd), strings.LastIndex(doc, svgEnd)
+	if g < 0 || pe < g || de < 0 {
+		return "", fmt.Errorf("report: rendering SVG: unexpected vgsvg output")
+	}
+	return doc[:de] + open + "\n" + part[g:pe] + "</g>\n" + doc[de:], nil
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -105,7 +216,7 @@ func lines(p *plot.Plot, i int, label string, pieces []plotter.XYs, dashed bool)
 		}
 	}
 	if label != "" && entry != nil {
-		p.Legend.Add(label, entry)
+		p.Legend.Add(legendLabel(p.Legend, label), entry)
 	}
 }
 
@@ -132,21 +243,20 @@ func split(xys plotter.XYs, gap float64, breaks []float64) []plotter.XYs {
 	return out
 }
 
-// roomForLegend raises the top of the Y axis so the legend, drawn inside
-// the plot at its top, sits above the data instead of over the curves.
-func roomForLegend(p *plot.Plot, panel vg.Length) {
-	r := p.Legend.Rectangle(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotW, Y: panel}}})
-	h := r.Max.Y - r.Min.Y
-	// The data area: the panel less the title, the X axis and its label.
-	data := panel - 1.7*vg.Centimeter
-	if h <= 0 || data <= 0 || !(p.Y.Max > p.Y.Min) {
-		return
+// legendLabel is label cut short, with an ellipsis, where its legend
+// entry would be wider than the legend column may be.
+func legendLabel(l plot.Legend, label string) string {
+	fits := func(s string) bool {
+		return l.ThumbnailWidth+l.TextStyle.Rectangle(" "+s).Max.X <= legendMaxW
 	}
-	f := float64(h+vg.Points(4)) / float64(data)
-	if f >= 0.8 {
-		return // a legend that tall would leave no room for data
+	if fits(label) {
+		return label
 	}
-	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
+	r := []rune(label)
+	for len(r) > 1 && !fits(string(r)+"…") {
+		r = r[:len(r)-1]
+	}
+	return strings.TrimRight(string(r), " ") + "…"
 }
 
 func points(p *plot.Plot, i int, label string, xys plotter.XYs) {
@@ -161,7 +271,7 @@ func points(p *plot.Plot, i int, label string, xys plotter.XYs) {
 	s.Shape = plotutil.Shape(i)
 	p.Add(l, s)
 	if label != "" {
-		p.Legend.Add(label, l, s)
+		p.Legend.Add(legendLabel(p.Legend, label), l, s)
 	}
 }
 

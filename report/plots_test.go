@@ -23,25 +23,6 @@ func TestSplitBreaksAtGapsAndBreaks(t *testing.T) {
 	}
 }
 
-// The legend sits above the data: the Y axis is raised by the legend's
-// share of the panel, and a plot without a legend keeps its axis.
-func TestRoomForLegend(t *testing.T) {
-	t.Parallel()
-	p := newPlot("t", "s", "ms")
-	line(p, 0, "TTFT p50", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
-	line(p, 1, "TTFT p99", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
-	roomForLegend(p, panelH)
-	if p.Y.Max <= 110 || p.Y.Max > 200 {
-		t.Errorf("two legend entries: Y max %v, want room above 100", p.Y.Max)
-	}
-	q := newPlot("t", "s", "ms")
-	line(q, 0, "", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 100}}, false)
-	roomForLegend(q, panelH)
-	if q.Y.Max != 100 {
-		t.Errorf("no legend: Y max %v", q.Y.Max)
-	}
-}
-
 // A sweep of three levels run out of load order, with telemetry but no GPU
 // gauge, and a metric-theater bucket that runs past its level's end.
 func sweepSource() *Source {

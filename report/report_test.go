@@ -136,7 +136,9 @@ func TestReportOfARunAndASweep(t *testing.T) {
 		want []string
 	}{
 		{"run", []string{run}, []string{"Verdicts", "percentile spectrum", "Per class", "batch", "GPU utilisation", "Metric theater", "peak"}},
-		{"sweep", []string{sw}, []string{"SLO-max:", "Knee:", "Headroom:", "Latency against load", "r160", "saturated"}},
+		// r30, not the top level: a sweep stops at its first saturated
+		// level, which a busy machine (the race detector) can bring lower.
+		{"sweep", []string{sw}, []string{"SLO-max:", "Knee:", "Headroom:", "Latency against load", "r30", "saturated"}},
 	} {
 		path := filepath.Join(out, c.name+".html")
 		if err := Write(path, FormatHTML, c.dirs, Options{Version: "test"}); err != nil {

@@ -111,15 +111,15 @@ type Metrics struct {
 	requests, errors *prometheus.CounterVec
 	// rates are the rate table's counters (tailgate_output_tokens_total):
 	// a row's work of each successful record {target,class}.
-	rates []rateCounter
-	sloEvents                      *prometheus.CounterVec
-	objectiveRatio                 *prometheus.GaugeVec
-	budgetRemaining, burnRate      *prometheus.GaugeVec
-	lastSuccess                    *prometheus.GaugeVec
-	coverage, targetInfo           *prometheus.GaugeVec
-	reloadOK, reloadAt             prometheus.Gauge
-	stateErrors                    prometheus.Counter
-	stateWritten                   *prometheus.GaugeVec // no labels: absent until the first write
+	rates                     []rateCounter
+	sloEvents                 *prometheus.CounterVec
+	objectiveRatio            *prometheus.GaugeVec
+	budgetRemaining, burnRate *prometheus.GaugeVec
+	lastSuccess               *prometheus.GaugeVec
+	coverage, targetInfo      *prometheus.GaugeVec
+	reloadOK, reloadAt        prometheus.Gauge
+	stateErrors               prometheus.Counter
+	stateWritten              *prometheus.GaugeVec // no labels: absent until the first write
 
 	mu      sync.RWMutex
 	mode    HistogramMode

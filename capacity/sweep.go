@@ -459,6 +459,23 @@ func nextAttempt(r *results.Sweep, l Level, min int) int {
 // rows marked Sweep.
 var sweepMetrics = loadgen.NamesWhere(loadgen.LatencyMetrics(), func(m *loadgen.LatencyMetric) bool { return m.Sweep })
 
+// keepRates puts the rates of rows marked Sweep into lr.Rates, as t gives
+// them (the built-in rates have fields of their own and no Sweep mark).
+func keepRates(lr *results.SweepLevel, t *loadgen.Throughput, rows []loadgen.RateMetric) {
+	for i := range rows {
+		m := &rows[i]
+		if !m.Sweep || m.Of == nil {
+			continue
+		}
+		if v, ok := m.Of(t); ok {
+			if lr.Rates == nil {
+				lr.Rates = map[string]float64{}
+			}
+			lr.Rates[m.Name] = v
+		}
+	}
+}
+
 // levelResult reads a level's figures and decides pass and saturation.
 func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Report, tr *trend, bounds slo.Validity) *results.SweepLevel {
 	s := res.Summary
@@ -481,6 +498,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 			lr.LatencyMs[m] = h
 		}
 	}
+	keepRates(lr, &s.Throughput, loadgen.RateMetrics())
 	measured := s.Requests.Sent - s.Requests.Dropped - s.Requests.CutAtEnd
 	lr.Short = measured < int64(minReq)
 	if t := s.Telemetry; t != nil {

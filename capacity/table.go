@@ -14,14 +14,21 @@ import (
 
 // WriteTable prints the sweep: one row per level, by load, then the
 // SLO-max, the knee and the headroom.
-func WriteTable(w io.Writer, r *results.Sweep) { writeTable(w, r, loadgen.LatencyMetrics()) }
+func WriteTable(w io.Writer, r *results.Sweep) {
+	writeTable(w, r, loadgen.LatencyMetrics(), loadgen.RateMetrics())
+}
 
-// writeTable is WriteTable with the latency columns of a metric table
-// (loadgen.TableSweep).
-func writeTable(w io.Writer, r *results.Sweep, rows []loadgen.LatencyMetric) {
+// writeTable is WriteTable with the latency columns of a metric table and
+// the rate columns of a rate table (loadgen.TableSweep); the rate columns
+// come after goodput/s.
+func writeTable(w io.Writer, r *results.Sweep, rows []loadgen.LatencyMetric, rateRows []loadgen.RateMetric) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cols := loadgen.ColumnsOf(rows, loadgen.TableSweep)
+	rateCols := loadgen.RateColumnsOf(rateRows, loadgen.TableSweep)
 	head := ""
+	for _, c := range rateCols {
+		head += c.Label + "\t"
+	}
 	for _, c := range cols {
 		head += c.Label + "\t"
 	}
@@ -30,6 +37,14 @@ func writeTable(w io.Writer, r *results.Sweep, rows []loadgen.LatencyMetric) {
 	slices.SortFunc(ls, func(a, b results.SweepLevel) int { return cmpFloat(a.Value(), b.Value()) })
 	lat := func(l results.SweepLevel) string {
 		out := ""
+		for _, c := range rateCols {
+			v, ok := l.Rates[c.Name]
+			if !ok {
+				out += "-\t"
+				continue
+			}
+			out += fmt.Sprintf("%.1f\t", v)
+		}
 		for _, c := range cols {
 			h, ok := l.LatencyMs[c.Metric]
 			if !ok || h.Count == 0 {

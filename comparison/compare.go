@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -49,6 +50,10 @@ type Options struct {
 	// Latency is the metric table (nil: loadgen.LatencyMetrics()); a test
 	// passes a table with a made-up row.
 	Latency []loadgen.LatencyMetric
+	// Rates is the rate table (nil: loadgen.RateMetrics()): its floors
+	// counted per record may be named in Metrics, and those marked Compare
+	// are shown by default.
+	Rates []loadgen.RateMetric
 }
 
 // Report is the comparison.
@@ -64,6 +69,9 @@ type Report struct {
 	Tolerance  float64 `json:"tolerance"`
 	Resamples  int     `json:"resamples"`
 	Rows       []Row   `json:"rows"`
+	// Rates are the floors compared, stage by stage: shown, never gating
+	// (a rate of the whole window has no per-request resampling here).
+	Rates []RateRow `json:"rates,omitempty"`
 	// Demand lists, per stage, how the offered load or mix differed.
 	Demand           []string `json:"demand_changes,omitempty"`
 	BaselineChanges  []string `json:"baseline_changes,omitempty"`
@@ -78,6 +86,47 @@ type Report struct {
 	SkippedStages     []string `json:"skipped_stages,omitempty"`
 	BaselineRequests  int      `json:"baseline_requests"`
 	CandidateRequests int      `json:"candidate_requests"`
+}
+
+// RateRow is one stage × floor metric: its rate on each side.
+type RateRow struct {
+	Stage     string  `json:"stage"`
+	Metric    string  `json:"metric"`
+	Unit      string  `json:"unit,omitempty"`
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+	// ChangePct is candidate/baseline − 1 in percent; absent when the
+	// baseline is 0.
+	ChangePct *float64 `json:"change_pct,omitempty"`
+}
+
+// rateOf is m's rate over recs: the work of the successful, measured
+// records per second of their window (first intended start to last end,
+// as summary.json's); ok false without a window.
+func rateOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
+	var work int64
+	var first, last time.Duration
+	seen := false
+	for i := range recs {
+		r := &recs[i]
+		if r.Warmup || r.NotSent || r.ErrorKind == loadgen.ErrDropped || r.ErrorKind == loadgen.ErrNotDue {
+			continue
+		}
+		if !seen || r.Intended < first {
+			first = r.Intended
+		}
+		if !seen || r.End > last {
+			last = r.End
+		}
+		seen = true
+		if r.OK() {
+			work += m.Work(r)
+		}
+	}
+	if !seen || last <= first {
+		return 0, false
+	}
+	return loadgen.PerSecond(work, last-first), true
 }
 
 // Row is one stage × metric × percentile.
@@ -123,18 +172,29 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	if opt.Latency == nil {
 		opt.Latency = loadgen.LatencyMetrics()
 	}
+	if opt.Rates == nil {
+		opt.Rates = loadgen.RateMetrics()
+	}
+	comparable := func(m *loadgen.RateMetric) bool { return m.Kind == loadgen.RateFloor && m.Work != nil }
 	if len(opt.Metrics) == 0 {
-		opt.Metrics = loadgen.Compared(opt.Latency)
+		opt.Metrics = slices.Concat(loadgen.Compared(opt.Latency),
+			loadgen.RatesWhere(opt.Rates, func(m *loadgen.RateMetric) bool { return m.Compare && comparable(m) }))
 	}
 	if len(opt.Percentiles) == 0 {
 		opt.Percentiles = []float64{0.5, 0.9, 0.99}
 	}
 	slices.Sort(opt.Percentiles)
 	var metrics []*loadgen.LatencyMetric
+	var rates []*loadgen.RateMetric
 	for _, n := range opt.Metrics {
+		if r := loadgen.FindRateIn(opt.Rates, n); r != nil && comparable(r) {
+			rates = append(rates, r)
+			continue
+		}
 		m := loadgen.FindIn(opt.Latency, n)
 		if m == nil {
-			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(loadgen.NamesWhere(opt.Latency, func(*loadgen.LatencyMetric) bool { return true }), ", "))
+			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(slices.Concat(
+				loadgen.NamesWhere(opt.Latency, func(*loadgen.LatencyMetric) bool { return true }), loadgen.RatesWhere(opt.Rates, comparable)), ", "))
 		}
 		metrics = append(metrics, m)
 	}
@@ -211,6 +271,20 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 		}
 	}
 	rep.Judged = judged
+	for _, st := range stages {
+		for _, m := range rates {
+			b, okb := rateOf(base.Stages[st], m)
+			c, okc := rateOf(cand.Stages[st], m)
+			if !okb || !okc {
+				continue
+			}
+			row := RateRow{Stage: st, Metric: m.Name, Unit: m.Unit, Baseline: b, Candidate: c}
+			if b > 0 {
+				row.ChangePct = new(100 * (c/b - 1))
+			}
+			rep.Rates = append(rep.Rates, row)
+		}
+	}
 	alpha := 0.05 / float64(max(judged, 1))
 	rep.RowLevel = 1 - alpha
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x636f6d70617265))

@@ -44,6 +44,19 @@ func WriteTable(w io.Writer, r *Report) {
 			num(row.CILowPct, "%+.1f%%"), num(row.CIHighPct, "%+.1f%%"), v)
 	}
 	tw.Flush()
+	if len(r.Rates) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "stage\trate\tbaseline\tcandidate\tchange\t(shown, not judged)")
+		for _, row := range r.Rates {
+			change := "-"
+			if row.ChangePct != nil {
+				change = fmt.Sprintf("%+.1f%%", *row.ChangePct)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.1f %s\t%.1f %s\t%s\t\n", row.Stage, row.Metric, row.Baseline, row.Unit, row.Candidate, row.Unit, change)
+		}
+		tw.Flush()
+	}
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}

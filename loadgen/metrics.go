@@ -38,6 +38,9 @@ type Group struct {
 	Unjudged          int64
 	TokenSources      map[string]int64
 	ChunkTokenSources map[string]int64
+	// work is, per extra rate row (Metrics.WithRates), the work of the
+	// successful records.
+	work map[string]int64
 	// window: first intended start to last end of measured requests.
 	first, last time.Duration
 	seen        bool
@@ -91,6 +94,17 @@ type Metrics struct {
 	LagCorrected map[string]*hdrhistogram.Histogram
 	// table is the metric table the histograms are of.
 	table []LatencyMetric
+	// rates are the rate rows whose work Metrics counts itself (made
+	// outside loadgen: NewRateMetric), into each group's work.
+	rates []RateMetric
+}
+
+// WithRates has m count the work of the floors of rows made outside
+// loadgen (NewRateMetric), so summary.json's throughput blocks hold them;
+// the table's own rates are counted in any case. It returns m.
+func (m *Metrics) WithRates(rows []RateMetric) *Metrics {
+	m.rates = extraRates(rows)
+	return m
 }
 
 // lagMeasuredTable are the latency metrics that run from the intended start,
@@ -176,6 +190,15 @@ func (m *Metrics) Add(r *Record) {
 		grp.add(r, good, judged)
 	}
 	if r.OK() {
+		for i := range m.rates {
+			w := m.rates[i].Work(r)
+			for _, grp := range groups {
+				if grp.work == nil {
+					grp.work = map[string]int64{}
+				}
+				grp.work[m.rates[i].Name] += w
+			}
+		}
 		m.recordSamples(r, &groups)
 		m.addLagCorrected(r)
 		if d, ok := ttftMetric.Of(r); ok && r.Session != "" {

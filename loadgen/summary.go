@@ -110,6 +110,9 @@ type Throughput struct {
 	SentPerS         float64  `json:"sent_per_s,omitempty"`
 	ScheduledWindowS float64  `json:"scheduled_window_s,omitempty"`
 	MeasuredWindowS  float64  `json:"measured_window_s,omitempty"`
+	// Extra holds the rates of rate rows made outside loadgen
+	// (NewRateMetric) by name, written into the block beside the fields.
+	Extra map[string]float64 `json:"-"`
 }
 
 // Tokens says how many tokens were moved and where the counts came from.
@@ -243,6 +246,12 @@ func (g *Group) summarize(sched float64) (Counts, Throughput, map[string]Hist, T
 		if g.Unjudged == 0 || g.Unjudged < g.OK {
 			t.GoodputPerS = new(PerSecond(g.Good, w))
 		}
+		for n, v := range g.work {
+			if t.Extra == nil {
+				t.Extra = map[string]float64{}
+			}
+			t.Extra[n] = PerSecond(v, w)
+		}
 	}
 	g.rates(&t, sched)
 	lat := make(map[string]Hist, len(g.Hist))
@@ -264,6 +273,9 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 	}
 	for _, lm := range m.table { // a made-up row's too
 		defs[lm.Name] = lm.Definition
+	}
+	for _, rm := range m.rates {
+		defs[rm.Name] = rm.Definition
 	}
 	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,

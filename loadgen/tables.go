@@ -42,3 +42,9 @@ func Definitions() map[string]string {
 func RunDefinitions() map[string]string {
 	return maps.Clone(runDefinitionsTable)
 }
+
+// RateMetrics returns a copy of the package's table (rateMetricsTable), so that no
+// caller can change what every other one reads.
+func RateMetrics() []RateMetric {
+	return slices.Clone(rateMetricsTable)
+}

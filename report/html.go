@@ -27,6 +27,9 @@ type Options struct {
 	// (nil: loadgen.LatencyMetrics()); a test passes a table with a
 	// made-up row.
 	Latency []loadgen.LatencyMetric
+	// Rates is the rate table the rate columns come from (nil:
+	// loadgen.RateMetrics()); a test passes a table with a made-up row.
+	Rates []loadgen.RateMetric
 }
 
 // page is what the template renders.
@@ -42,6 +45,9 @@ type page struct {
 	// summary, per-class and sweep tables (the metric table's Columns);
 	// PartColsMD the Markdown summary's.
 	PartCols, PartColsMD, ClassCols, LevelCols []string
+	// PartRateCols and PartRateColsMD head the parts' rate columns beyond
+	// the fixed ones (completed/s, goodput/s, out tok/s).
+	PartRateCols, PartRateColsMD []string
 }
 
 type sourceView struct {
@@ -68,6 +74,7 @@ type partView struct {
 	Sent, OK, Errors, CutAtEnd              int64
 	ReqPerS, OfferedPerS, TokPerS, GoodPerS string
 	Lat, LatMD                              []string // under PartCols, PartColsMD
+	Rates, RatesMD                          []string // under PartRateCols, PartRateColsMD
 	Valid                                   string
 	Invalid, Warnings                       []string
 	GPU, QueueP99, IdleShare                string
@@ -137,15 +144,44 @@ type columns struct {
 	rows                    []loadgen.LatencyMetric
 	parts, partsMD, classes []loadgen.Column
 	levels, sweepLat        []loadgen.Column
+	// rates, ratesMD are the rate table's columns of the parts tables.
+	rates, ratesMD []*loadgen.RateMetric
 }
 
-func columnsOf(rows []loadgen.LatencyMetric) *columns {
+func columnsOf(rows []loadgen.LatencyMetric, rates []loadgen.RateMetric) *columns {
 	if rows == nil {
 		rows = loadgen.LatencyMetrics()
 	}
-	return &columns{rows: rows, parts: loadgen.ColumnsOf(rows, loadgen.TableReportParts),
+	if rates == nil {
+		rates = loadgen.RateMetrics()
+	}
+	return &columns{rows: rows, rates: loadgen.RateColumnsOf(rates, loadgen.TableReportParts),
+		ratesMD: loadgen.RateColumnsOf(rates, loadgen.TableReportPartsMD), parts: loadgen.ColumnsOf(rows, loadgen.TableReportParts),
 		partsMD: loadgen.ColumnsOf(rows, loadgen.TableReportPartsMD), classes: loadgen.ColumnsOf(rows, loadgen.TableReportClasses),
 		levels: loadgen.ColumnsOf(rows, loadgen.TableReportLevels), sweepLat: loadgen.ColumnsOf(rows, loadgen.TableReportSweepLat)}
+}
+
+func rateLabels(rows []*loadgen.RateMetric) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Label
+	}
+	return out
+}
+
+// rateText are the rows' values in a throughput block ("-": absent).
+func rateText(t *loadgen.Throughput, rows []*loadgen.RateMetric) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = "-"
+		if r.Of == nil {
+			continue
+		}
+		if v, ok := r.Of(t); ok {
+			out[i] = f1(v)
+		}
+	}
+	return out
 }
 
 func labels(cols []loadgen.Column) []string {
@@ -167,9 +203,9 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 	if opt.Now != nil {
 		now = opt.Now
 	}
-	cols := columnsOf(opt.Latency)
+	cols := columnsOf(opt.Latency, opt.Rates)
 	pg := &page{Title: opt.Title, Generated: now().UTC().Format(time.RFC3339), Version: opt.Version,
-		PartCols: labels(cols.parts), PartColsMD: labels(cols.partsMD), ClassCols: labels(cols.classes), LevelCols: labels(cols.levels)}
+		PartRateCols: rateLabels(cols.rates), PartRateColsMD: rateLabels(cols.ratesMD), PartCols: labels(cols.parts), PartColsMD: labels(cols.partsMD), ClassCols: labels(cols.classes), LevelCols: labels(cols.levels)}
 	if pg.Title == "" {
 		var dirs []string
 		for _, s := range srcs {
@@ -308,6 +344,7 @@ func viewPart(p *Part, cols *columns) partView {
 		v.OfferedPerS = f1(th.OfferedPerS)
 	}
 	v.Lat, v.LatMD = latText(l, cols.parts), latText(l, cols.partsMD)
+	v.Rates, v.RatesMD = rateText(&th, cols.rates), rateText(&th, cols.ratesMD)
 	v.Valid = "valid"
 	v.Warnings = s.Warnings
 	if !s.Validity.Valid {
@@ -439,8 +476,8 @@ td.l, th.l { text-align: left; }
 {{if .Status}}<p>Result: <span class="{{if eq (printf "%.4s" .Status) "PASS"}}pass{{else}}fail{{end}}">{{.Status}}</span></p>{{end}}
 <h3>Summary</h3>
 <table>
-<tr><th class="l">part</th><th>sent</th><th>ok</th><th>errors</th><th>cut</th><th>offered/s</th><th>completed/s</th><th>goodput/s</th><th>out tok/s</th>{{range $.PartCols}}<th>{{.}}</th>{{end}}<th class="l">GPU util</th><th>GPU idle</th><th>queue p99</th><th class="l">validity</th></tr>
-{{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td>{{range .Lat}}<td>{{.}}</td>{{end}}<td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
+<tr><th class="l">part</th><th>sent</th><th>ok</th><th>errors</th><th>cut</th><th>offered/s</th><th>completed/s</th><th>goodput/s</th><th>out tok/s</th>{{range $.PartRateCols}}<th>{{.}}</th>{{end}}{{range $.PartCols}}<th>{{.}}</th>{{end}}<th class="l">GPU util</th><th>GPU idle</th><th>queue p99</th><th class="l">validity</th></tr>
+{{range .Parts}}<tr><td class="l">{{.Name}}</td><td>{{.Sent}}</td><td>{{.OK}}</td><td>{{.Errors}}</td><td>{{.CutAtEnd}}</td><td>{{.OfferedPerS}}</td><td>{{.ReqPerS}}</td><td>{{.GoodPerS}}</td><td>{{.TokPerS}}</td>{{range .Rates}}<td>{{.}}</td>{{end}}{{range .Lat}}<td>{{.}}</td>{{end}}<td class="l">{{.GPU}}</td><td>{{.IdleShare}}</td><td>{{.QueueP99}}</td><td class="l">{{.Valid}}</td></tr>
 {{end}}</table>
 <p class="note">Latencies in ms.</p>
 {{range .Parts}}{{$p := .Name}}{{range .Invalid}}<p class="fail">{{$p}}: invalid: {{.}}</p>{{end}}{{range .Warnings}}<p class="warn">{{$p}}: warning: {{.}}</p>{{end}}{{end}}

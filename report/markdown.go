@@ -21,11 +21,11 @@ func WriteMarkdown(w io.Writer, srcs []*Source, opt Options) error {
 		if s.Status != "" {
 			fmt.Fprintf(b, "**Result: %s**\n\n", s.Status)
 		}
-		fmt.Fprintln(b, "| part | sent | ok | errors | completed/s | goodput/s | "+mdCells(pg.PartColsMD)+"GPU util | GPU idle | queue p99 | validity |")
-		fmt.Fprintln(b, "|---|--:|--:|--:|--:|--:|"+strings.Repeat("--:|", len(pg.PartColsMD))+"---|--:|--:|---|")
+		fmt.Fprintln(b, "| part | sent | ok | errors | completed/s | goodput/s | "+mdCells(pg.PartRateColsMD)+mdCells(pg.PartColsMD)+"GPU util | GPU idle | queue p99 | validity |")
+		fmt.Fprintln(b, "|---|--:|--:|--:|--:|--:|"+strings.Repeat("--:|", len(pg.PartRateColsMD)+len(pg.PartColsMD))+"---|--:|--:|---|")
 		for _, p := range s.Parts {
-			fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %s%s | %s | %s | %s |\n", md(p.Name), p.Sent, p.OK, p.Errors,
-				p.ReqPerS, p.GoodPerS, mdCells(p.LatMD), p.GPU, p.IdleShare, p.QueueP99, md(p.Valid))
+			fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %s%s%s | %s | %s | %s |\n", md(p.Name), p.Sent, p.OK, p.Errors,
+				p.ReqPerS, p.GoodPerS, mdCells(p.RatesMD), mdCells(p.LatMD), p.GPU, p.IdleShare, p.QueueP99, md(p.Valid))
 		}
 		if len(s.Verdicts) > 0 {
 			fmt.Fprintln(b, "\n| objective | stage | class | measured | threshold | target | status |")

@@ -187,7 +187,7 @@ func TestSweepLowerBoundInHTML(t *testing.T) {
 	t.Parallel()
 	sw := &results.Sweep{Mode: "open", Levels: []results.SweepLevel{{Name: "r16", RatePerS: 16, AchievedPerS: 15.3, Pass: true, Valid: true}},
 		SLOMax: &results.SweepPoint{Level: "r16", RatePerS: 16, AchievedPerS: 15.3, LowerBound: true, Note: "the SLO-max is at least this"}, LowerBound: true}
-	v, err := viewSweep(&Source{Sweep: sw}, false, columnsOf(nil))
+	v, err := viewSweep(&Source{Sweep: sw}, false, columnsOf(nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

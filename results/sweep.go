@@ -75,6 +75,10 @@ type SweepLevel struct {
 	MinRequests      int                     `json:"min_requests"`
 	Short            bool                    `json:"short"`
 	LatencyMs        map[string]loadgen.Hist `json:"latency_ms"`
+
+	// Rates are the rates of the rate table's rows marked Sweep that have
+	// no field of their own above, by name (absent: not measured).
+	Rates map[string]float64 `json:"rates,omitempty"`
 	// Status is the SLO report's: PASS, FAIL or INVALID; Pass adds
 	// validity, saturation and length.
 	Status   string        `json:"status"`

@@ -3,6 +3,8 @@ package slo
 import (
 	"fmt"
 	"math"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // Demand is the load a stage offered by itself, set where the schedule,
@@ -33,11 +35,15 @@ func (oj *objectiveJudge) applyDemand(v *Verdict, d *Demand) {
 	reqs := float64(oj.offered) / v.WindowS
 	var reach float64
 	var why string
-	switch o.Metric {
-	case RequestsPerS, GoodputPerS:
+	var by loadgen.Reach
+	if oj.rate != nil {
+		by = oj.rate.Reach
+	}
+	switch by {
+	case loadgen.ReachRequests:
 		reach = reqs
 		why = fmt.Sprintf("%s can reach at most %s req/s", offered, fmtRate(reach))
-	case OutputTokensPerS:
+	case loadgen.ReachTokens:
 		if oj.unbounded || oj.maxTokens <= 0 {
 			return
 		}

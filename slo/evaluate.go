@@ -60,7 +60,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 		}
 	case KindRatio:
 		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
-		if o.Metric == SessionSuccess {
+		if o.perSession() {
 			if oj.cut > 0 {
 				v.Note = fmt.Sprintf("left out: %d sessions cut by the load generator (a call dropped, cut at the end or not due before the run ended)", oj.cut)
 			}
@@ -94,7 +94,8 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 		v.Measured = float64(oj.bad) / float64(oj.counted)
 		applyConfidence(&v, o.Limit.Float(), oj.conf)
 	case KindFloor:
-		if o.Metric == GoodputPerS {
+		goodput := oj.rate != nil && oj.rate.Goodput
+		if goodput {
 			v.Note = "good: " + oj.cons.String()
 			if oj.unjudged > 0 && oj.work == 0 {
 				// No stream, no TPOT: the rule cannot be judged, which is
@@ -127,7 +128,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			if o.Limit.CmpRatio(oj.work, oj.offered) >= 0 {
 				v.Result = Pass
 			}
-			addNote(&v, fmt.Sprintf("%d of %d offered requests %s", oj.work, oj.offered, map[bool]string{true: "good", false: "completed"}[o.Metric == GoodputPerS]))
+			addNote(&v, fmt.Sprintf("%d of %d offered requests %s", oj.work, oj.offered, map[bool]string{true: "good", false: "completed"}[goodput]))
 			break
 		}
 		v.Measured = loadgen.PerSecond(oj.work, w)

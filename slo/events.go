@@ -40,9 +40,9 @@ func (e Events) Total() uint64 { return e.Good + e.Bad }
 func (o *Objective) HasRecordEvents() bool {
 	switch o.Kind() {
 	case KindLatency:
-		return o.Metric.latency() != nil
+		return o.latency() != nil
 	case KindRatio:
-		return !o.Metric.PerSession()
+		return !o.perSession()
 	}
 	return false
 }
@@ -106,7 +106,7 @@ func (o *Objective) Events(r *loadgen.Record) Events {
 	}
 	switch o.Kind() {
 	case KindLatency:
-		m := o.Metric.latency()
+		m := o.latency()
 		if m == nil {
 			return e
 		}
@@ -154,7 +154,7 @@ func (o *Objective) OperateEvents(r *loadgen.Record) Events {
 		return Events{}
 	}
 	if o.Kind() == KindLatency && !r.OK() {
-		if o.Metric.latency() == nil || o.ratioEvent(r) != ratioBad {
+		if o.latency() == nil || o.ratioEvent(r) != ratioBad {
 			return Events{}
 		}
 		return Events{Bad: 1}

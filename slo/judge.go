@@ -35,7 +35,7 @@ type Judge struct {
 func NewJudge(plan *Plan, spec *Spec) *Judge {
 	j := &Judge{plan: plan, spec: spec, validity: defaultValidityTable, stages: map[string]*stageJudge{}}
 	for _, o := range spec.Objectives {
-		if o.Metric.PerSession() {
+		if o.perSession() {
 			j.sessions = &loadgen.SessionRoller{}
 		}
 	}
@@ -80,7 +80,7 @@ func (j *Judge) newStage(name string, st *Stage) *stageJudge {
 		if st != nil && !st.Applies(o.Name) {
 			continue
 		}
-		oj := &objectiveJudge{o: o, metric: o.Metric.latency(), cons: j.spec.Goodput, conf: ConfidenceOf(j.spec)}
+		oj := &objectiveJudge{o: o, metric: o.latency(), rate: o.rateRow(), cons: j.spec.Goodput, conf: ConfidenceOf(j.spec)}
 		if o.Constraints != nil {
 			oj.cons = *o.Constraints
 		}
@@ -123,7 +123,7 @@ func (j *Judge) Add(r *loadgen.Record) {
 		// warm-up call's, and the roll-up leaves warm-up calls out itself.
 		if f, done := j.sessions.Add(r); done && f.Calls > 0 {
 			for _, oj := range s.objs {
-				if oj.o.Metric.PerSession() {
+				if oj.o.perSession() {
 					oj.addSession(f)
 				}
 			}
@@ -166,8 +166,8 @@ func (j *Judge) Add(r *loadgen.Record) {
 // failed among finished sessions; cut ones are left out.
 func (oj *objectiveJudge) addSession(f *loadgen.SessionFigures) {
 	o := oj.o
-	switch o.Metric {
-	case SessionDuration:
+	switch o.Kind() {
+	case KindLatency: // session_duration
 		if !f.Sent() {
 			oj.cut++
 			return
@@ -187,7 +187,7 @@ func (oj *objectiveJudge) addSession(f *loadgen.SessionFigures) {
 			oj.ok++
 			oj.lat.add(d, o.meets(d), 1)
 		}
-	case SessionSuccess:
+	case KindRatio: // session_success
 		switch f.Outcome() {
 		case loadgen.SessionCut:
 			oj.cut++
@@ -212,6 +212,7 @@ func histMicros(d time.Duration) int64 {
 type objectiveJudge struct {
 	o      *Objective
 	metric *loadgen.LatencyMetric // latency objectives judged from records
+	rate   *loadgen.RateMetric    // floors and ratios
 	cons   Constraints            // goodput_per_s
 	lat    latencyCount
 	// ok counts successful records, unstreamed those of them whose answer
@@ -269,7 +270,7 @@ func (c *latencyCount) add(v time.Duration, good bool, n uint64) {
 // the verdict here and for the operate phase's SLI events).
 func (oj *objectiveJudge) add(r *loadgen.Record) {
 	o := oj.o
-	if o.Metric.PerSession() {
+	if o.perSession() {
 		return // counted per session (addSession)
 	}
 	switch o.Kind() {
@@ -331,20 +332,17 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 		if !r.OK() {
 			return
 		}
-		switch o.Metric {
-		case RequestsPerS:
-			oj.work++
-		case OutputTokensPerS:
-			oj.work += uint64(max(r.OutputTokens, 0))
-		case InputTokensPerS:
-			oj.work += uint64(max(r.InputTokens, 0))
-		case GoodputPerS:
+		switch rate := oj.rate; {
+		case rate == nil:
+		case rate.Goodput:
 			switch good, judged := oj.cons.judge(r); {
 			case !judged:
 				oj.unjudged++ // no TPOT without a stream: not a miss either
 			case good:
 				oj.work++
 			}
+		case rate.Work != nil:
+			oj.work += uint64(max(rate.Work(r), 0))
 		}
 	}
 }

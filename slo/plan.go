@@ -180,7 +180,7 @@ func (p *Plan) Check(spec *Spec) error {
 // ParsePlan parses a plan file's bytes; it does not read the SLO file.
 func ParsePlan(file string, data []byte) (*Plan, error) {
 	doc, root := yamlwalk.Parse(file, data)
-	p := reader{doc}.plan(root)
+	p := reader{doc: doc}.plan(root)
 	if err := doc.Err(); err != nil {
 		return nil, err
 	}

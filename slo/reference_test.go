@@ -67,7 +67,7 @@ func referenceJudge(o *Objective, spec *Spec, stage string, recs []*loadgen.Reco
 	v := newVerdict(o, stage)
 	switch o.Kind() {
 	case KindLatency:
-		m := o.Metric.latency()
+		m := o.latency()
 		var samples []refSample
 		var ok, unstreamed, misses, censored, empty uint64
 		for _, r := range recs {

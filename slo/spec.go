@@ -38,12 +38,14 @@ const (
 	// QueueDelay comes from server telemetry, not from records.
 	QueueDelay Metric = "queue_delay"
 
-	ErrorRate Metric = "error_rate"
+	// The floor and ratio metrics are the rows of loadgen's rate table
+	// (loadgen.RateMetrics): a new row there is a new objective metric here.
+	ErrorRate Metric = loadgen.MetricErrorRate
 
-	OutputTokensPerS Metric = "output_tokens_per_s"
-	InputTokensPerS  Metric = "input_tokens_per_s"
-	RequestsPerS     Metric = "requests_per_s"
-	GoodputPerS      Metric = "goodput_per_s"
+	OutputTokensPerS Metric = loadgen.MetricOutputTokensPerS
+	InputTokensPerS  Metric = loadgen.MetricInputTokensPerS
+	RequestsPerS     Metric = loadgen.MetricRequestsPerS
+	GoodputPerS      Metric = loadgen.MetricGoodputPerS
 
 	// SessionDuration and SessionSuccess judge agent sessions whole, one
 	// event per session (a session's records rolled up by
@@ -52,13 +54,18 @@ const (
 	// session_success a ratio of failed sessions, as error_rate is of
 	// failed requests.
 	SessionDuration Metric = "session_duration"
-	SessionSuccess  Metric = "session_success"
+	SessionSuccess  Metric = loadgen.MetricSessionSuccess
 
 	ManualResult Metric = "manual"
 )
 
 // PerSession reports whether m is judged per session, not per request.
-func (m Metric) PerSession() bool { return m == SessionDuration || m == SessionSuccess }
+func (m Metric) PerSession() bool {
+	if r := loadgen.FindRateIn(builtin.Rates, string(m)); r != nil {
+		return r.PerSession
+	}
+	return m == SessionDuration
+}
 
 // Turns a call-level objective may select (Objective.Turn).
 const (
@@ -66,49 +73,8 @@ const (
 	TurnLater = "later" // every later call of a session
 )
 
-// otherMetrics are the metrics that are not rows of the metric table, in
-// the order metricList gives them.
-var otherMetrics = []struct {
-	m Metric
-	k Kind
-}{
-	{QueueDelay, KindLatency}, {ErrorRate, KindRatio},
-	{OutputTokensPerS, KindFloor}, {InputTokensPerS, KindFloor}, {RequestsPerS, KindFloor}, {GoodputPerS, KindFloor},
-	{SessionDuration, KindLatency}, {SessionSuccess, KindRatio},
-}
-
-var metricKinds = func() map[Metric]Kind {
-	k := map[Metric]Kind{}
-	for _, m := range loadgen.LatencyMetrics() {
-		k[Metric(m.Name)] = KindLatency
-	}
-	for _, o := range otherMetrics {
-		k[o.m] = o.k
-	}
-	return k
-}()
-
 // Kind is the metric's objective kind ("" for an unknown metric).
-func (m Metric) Kind() Kind {
-	if m == ManualResult {
-		return KindManual
-	}
-	return metricKinds[m]
-}
-
-// latency is m's row of the metric table (nil: not judged from records).
-func (m Metric) latency() *loadgen.LatencyMetric { return loadgen.FindLatencyMetric(string(m)) }
-
-func metricList() string {
-	var s []string
-	for _, m := range loadgen.LatencyMetrics() {
-		s = append(s, m.Name)
-	}
-	for _, o := range otherMetrics {
-		s = append(s, string(o.m))
-	}
-	return strings.Join(s, ", ")
-}
+func (m Metric) Kind() Kind { return builtin.kind(m) }
 
 // Objective is one line of an SLO: a metric, a threshold and (latency) a
 // target fraction, optionally for one prompt class.
@@ -141,10 +107,19 @@ type Objective struct {
 	// spec's Runbook (see RunbookURL).
 	Runbook string `json:"runbook,omitempty"`
 	Line    int    `json:"-"`
+	// The metric's kind and rows in the tables the objective was read by
+	// (resolve); unset in an objective built in code, which the built-in
+	// tables resolve.
+	kind Kind
+	lat  *loadgen.LatencyMetric
+	rate *loadgen.RateMetric
 }
 
 // Kind is the objective's kind.
-func (o *Objective) Kind() Kind { return o.Metric.Kind() }
+func (o *Objective) Kind() Kind {
+	k, _, _ := o.rows()
+	return k
+}
 
 // RunbookURL is the runbook an alert on o links to: its own, else the
 // spec's, else "".
@@ -351,8 +326,15 @@ func LoadSpec(path string) (*Spec, error) {
 // ParseSpec parses an SLO file's bytes; file names it in errors. The error,
 // if any, is an Errors listing every problem with its line and field.
 func ParseSpec(file string, data []byte) (*Spec, error) {
+	return ParseSpecIn(builtin, file, data)
+}
+
+// ParseSpecIn is ParseSpec with the metric tables objectives are read by:
+// a test's tables with a made-up row make it an objective metric of this
+// spec alone, judged by its rows.
+func ParseSpecIn(t Tables, file string, data []byte) (*Spec, error) {
 	doc, root := yamlwalk.Parse(file, data)
-	s := reader{doc}.spec(root)
+	s := reader{doc: doc, tables: &t}.spec(root)
 	if err := doc.Err(); err != nil {
 		return nil, err
 	}
@@ -460,7 +442,7 @@ func (r reader) spec(root yamlwalk.Node) *Spec {
 	hasLatency, hasErrors := false, false
 	for _, o := range s.Objectives {
 		hasLatency = hasLatency || o.Kind() == KindLatency
-		hasErrors = hasErrors || o.Metric == ErrorRate
+		hasErrors = hasErrors || (o.rate != nil && o.rate.ErrorKinds)
 	}
 	if hasLatency && !hasErrors {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: no error_rate objective: latency objectives count "+
@@ -489,11 +471,17 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 		return o, false
 	}
 	o.Metric = Metric(metric)
-	kind := o.Metric.Kind()
+	tables := r.tables
+	if tables == nil {
+		tables = &builtin
+	}
+	o.resolve(tables)
+	kind := o.kind
 	if kind == "" || kind == KindManual {
-		mv.Errorf("%q is not a metric (known: %s)", metric, metricList())
+		mv.Errorf("%q is not a metric (known: %s)", metric, tables.list())
 		return o, false
 	}
+	rate := o.rate // nil: not a floor or ratio
 	if v, ok := f.Require("threshold"); ok {
 		switch kind {
 		case KindLatency:
@@ -517,10 +505,11 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	if v, ok := f.Get("share_of_offered"); ok {
 		if b, ok := v.Bool(); ok && b {
 			switch {
-			case o.Metric != RequestsPerS && o.Metric != GoodputPerS:
+			case rate == nil || !rate.ShareOfOffered:
 				// A request's max_tokens is a ceiling, not a demand: no
 				// offered count of tokens exists to take a share of.
-				v.Errorf("only requests_per_s and goodput_per_s floors take a share of the offered requests, not %s", o.Metric)
+				v.Errorf("only %s floors take a share of the offered requests, not %s",
+					strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.ShareOfOffered }), " and "), o.Metric)
 			case o.Limit.IsZero() || o.Limit.CmpRatio(1, 1) < 0:
 				if th, ok := f.Get("threshold"); ok {
 					th.Errorf("%s is not a fraction in (0, 1]: with share_of_offered the threshold is the share of offered requests (0.95 or 95%%)", o.Limit)
@@ -543,8 +532,9 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 		f.Errorf("target", "only latency objectives have a target fraction; %s takes its bound in threshold", o.Metric)
 	}
 	if v, ok := f.Get("error_kinds"); ok {
-		if o.Metric != ErrorRate {
-			f.Errorf("error_kinds", "only error_rate objectives take error_kinds")
+		if rate == nil || !rate.ErrorKinds {
+			f.Errorf("error_kinds", "only %s objectives take error_kinds",
+				strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.ErrorKinds }), ", "))
 		}
 		for _, k := range names(v) {
 			kind, ok := loadgen.ParseErrorKind(k.Yaml().Value)
@@ -556,20 +546,21 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 		}
 	}
 	if v, ok := f.Get("constraints"); ok {
-		if o.Metric != GoodputPerS {
-			f.Errorf("constraints", "only goodput_per_s objectives take constraints")
+		if rate == nil || !rate.Goodput {
+			f.Errorf("constraints", "only %s objectives take constraints",
+				strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.Goodput }), ", "))
 		}
 		c := r.constraints(v)
 		o.Constraints = &c
 	}
-	if o.Metric == GoodputPerS && o.Constraints == nil && s.Goodput.IsZero() {
-		f.Errorf("metric", "goodput_per_s needs goodput constraints: "+
-			"give top-level goodput: {ttft: 500ms, tpot: 50ms} or this objective's constraints")
+	if rate != nil && rate.Goodput && o.Constraints == nil && s.Goodput.IsZero() {
+		f.Errorf("metric", "%s needs goodput constraints: "+
+			"give top-level goodput: {ttft: 500ms, tpot: 50ms} or this objective's constraints", o.Metric)
 	}
 	if o.Metric == QueueDelay && o.Class != "" {
 		f.Errorf("class", "queue_delay comes from server telemetry, which has no prompt classes")
 	}
-	if o.Metric.PerSession() && o.Class != "" {
+	if o.perSession() && o.Class != "" {
 		f.Errorf("class", "%s judges whole sessions, whose calls may be of several classes: "+
 			"judge a class's calls with a call-level objective (ttft, e2e, error_rate) and class", o.Metric)
 	}
@@ -578,7 +569,7 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 			switch {
 			case t != TurnFirst && t != TurnLater:
 				v.Errorf("%q is not a turn (known: %s, %s)", t, TurnFirst, TurnLater)
-			case o.Metric.PerSession() || !o.HasRecordEvents():
+			case o.perSession() || !o.HasRecordEvents():
 				v.Errorf("only call-level objectives judged from records take a turn (ttft, e2e, itl, error_rate, …), not %s", o.Metric)
 			default:
 				o.Turn = t

@@ -11,7 +11,12 @@ import (
 // reader reads one SLO or plan file through yamlwalk, recording every
 // problem in doc. Its methods return what they read and, where a caller
 // needs it, whether that part was read without error.
-type reader struct{ doc *yamlwalk.Doc }
+type reader struct {
+	doc *yamlwalk.Doc
+	// tables are the metric tables objectives are read by (nil: the
+	// built-in ones).
+	tables *Tables
+}
 
 // clean reports whether no error was recorded since count start.
 func (r reader) clean(start int) bool { return r.doc.Count() == start }

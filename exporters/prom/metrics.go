@@ -108,15 +108,18 @@ func Buckets(metric string, defaults []float64, specs []*slo.Spec) []float64 {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	requests, errors, outputTokens *prometheus.CounterVec
-	sloEvents                      *prometheus.CounterVec
-	objectiveRatio                 *prometheus.GaugeVec
-	budgetRemaining, burnRate      *prometheus.GaugeVec
-	lastSuccess                    *prometheus.GaugeVec
-	coverage, targetInfo           *prometheus.GaugeVec
-	reloadOK, reloadAt             prometheus.Gauge
-	stateErrors                    prometheus.Counter
-	stateWritten                   *prometheus.GaugeVec // no labels: absent until the first write
+	requests, errors *prometheus.CounterVec
+	// rates are the rate table's counters (tailgate_output_tokens_total):
+	// a row's work of each successful record {target,class}.
+	rates                     []rateCounter
+	sloEvents                 *prometheus.CounterVec
+	objectiveRatio            *prometheus.GaugeVec
+	budgetRemaining, burnRate *prometheus.GaugeVec
+	lastSuccess               *prometheus.GaugeVec
+	coverage, targetInfo      *prometheus.GaugeVec
+	reloadOK, reloadAt        prometheus.Gauge
+	stateErrors               prometheus.Counter
+	stateWritten              *prometheus.GaugeVec // no labels: absent until the first write
 
 	mu      sync.RWMutex
 	mode    HistogramMode
@@ -147,6 +150,29 @@ type Options struct {
 	// Latency is the metric table the histograms are built from (nil:
 	// loadgen.LatencyMetrics()); a test passes a table with a made-up row.
 	Latency []loadgen.LatencyMetric
+	// Rates is the rate table the counters are built from (nil:
+	// loadgen.RateMetrics()); a test passes a table with a made-up row.
+	Rates []loadgen.RateMetric
+}
+
+// rateCounter is one counter row: a rate-table row with a Prometheus face,
+// counting the row's work (one definition of what the rate counts).
+type rateCounter struct {
+	row *loadgen.RateMetric
+	vec *prometheus.CounterVec
+}
+
+// rateCountersOf are the counter rows of a rate table, in its order: the
+// rows with a Prometheus name and a per-record work.
+func rateCountersOf(rows []loadgen.RateMetric) []rateCounter {
+	var out []rateCounter
+	for i := range rows {
+		if f := rows[i].Prom; f.Name != "" && rows[i].Work != nil {
+			out = append(out, rateCounter{row: &rows[i], vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name, Help: f.Help},
+				[]string{LabelTarget, LabelClass})})
+		}
+	}
+	return out
 }
 
 // New makes the collectors and registers them, and tailgate_build_info, on
@@ -157,18 +183,19 @@ func New(opts Options) *Metrics {
 		opts.Latency = loadgen.LatencyMetrics()
 	}
 	m.lat = latencyHistogramsOf(opts.Latency)
+	if opts.Rates == nil {
+		opts.Rates = loadgen.RateMetrics()
+	}
+	m.rates = rateCountersOf(opts.Rates)
 	if m.mode == "" {
 		m.mode = HistogramsBoth
 	}
-	tc := []string{LabelTarget, LabelClass}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestsTotal,
 		Help: "Finished requests by outcome (ok or error); dropped and cut_at_end requests count as errors of their kind."},
 		[]string{LabelTarget, LabelClass, LabelOutcome})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestErrorsTotal,
 		Help: "Failed requests by protocol-neutral error kind (client_error, rate_limited, server_error, timeout, connect, ...)."},
 		[]string{LabelTarget, LabelClass, LabelKind})
-	m.outputTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: OutputTokensTotal,
-		Help: "Output tokens of successful requests (the server's usage count when given)."}, tc)
 	m.sloEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SLOEventsTotal,
 		Help: "SLI events per SLO objective, good or bad, by the objective's per-record rules (slo/events.go)."},
 		[]string{LabelSLO, LabelObjective, LabelTarget, LabelOutcome})
@@ -193,8 +220,11 @@ func New(opts Options) *Metrics {
 		rev = version.RevisionOrUnknown()
 	}
 	build.WithLabelValues(ver, rev, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.requests, m.errors, m.outputTokens, m.sloEvents, m.objectiveRatio,
+	m.reg.MustRegister(m.requests, m.errors, m.sloEvents, m.objectiveRatio,
 		m.budgetRemaining, m.burnRate, m.lastSuccess, build)
+	for _, c := range m.rates {
+		m.reg.MustRegister(c.vec)
+	}
 	if opts.Daemon {
 		m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: ConfigLastReloadSuccessful,
 			Help: "1 when the last configuration load succeeded; 0 when it failed and the previous configuration is still in use."})
@@ -361,8 +391,11 @@ func (m *Metrics) Forget(target string) {
 	l := prometheus.Labels{LabelTarget: target}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.requests, m.errors, m.outputTokens, m.sloEvents, m.budgetRemaining, m.burnRate, m.lastSuccess} {
+	}{m.requests, m.errors, m.sloEvents, m.budgetRemaining, m.burnRate, m.lastSuccess} {
 		v.DeletePartialMatch(l)
+	}
+	for _, c := range m.rates {
+		c.vec.DeletePartialMatch(l)
 	}
 	for _, v := range []*prometheus.GaugeVec{m.coverage, m.targetInfo} {
 		if v != nil {

@@ -19,7 +19,9 @@ const (
 	// the record's protocol-neutral error kind (loadgen.ErrorKinds).
 	RequestErrorsTotal = "tailgate_request_errors_total"
 	// OutputTokensTotal counts output tokens of successful requests
-	// {target,class}.
+	// {target,class}: the Prom face of the rate table's
+	// output_tokens_per_s row (loadgen/ratemetric.go), which a test holds
+	// equal.
 	OutputTokensTotal = "tailgate_output_tokens_total"
 	// Latency histograms {target,class}, in seconds, by the metric table's
 	// definitions (loadgen/metric.go): classic buckets that include every
@@ -108,14 +110,23 @@ var burnRateWindowsTable = func() []string {
 // namesTable lists every metric name of the contract, in the order above:
 // the latency histograms are the metric table's Prom faces.
 var namesTable = slices.Concat([]string{
-	RequestsTotal, RequestErrorsTotal, OutputTokensTotal,
-}, latencyNames(loadgen.LatencyMetrics()), []string{
+	RequestsTotal, RequestErrorsTotal,
+}, rateNames(loadgen.RateMetrics()), latencyNames(loadgen.LatencyMetrics()), []string{
 	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,
 	LastSuccessTimestampSeconds, BuildInfo,
 	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
 	SLOWindowCoverageRatio, TargetInfo,
 	CanaryStateWriteErrorsTotal, CanaryStateLastSuccessTimestampSeconds,
 })
+
+// rateNames are the counter names of a rate table, in its order.
+func rateNames(rows []loadgen.RateMetric) []string {
+	var out []string
+	for _, c := range rateCountersOf(rows) {
+		out = append(out, c.row.Prom.Name)
+	}
+	return out
+}
 
 // latencyNames are the histogram names of a metric table, in its order.
 func latencyNames(rows []loadgen.LatencyMetric) []string {

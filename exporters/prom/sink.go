@@ -110,7 +110,9 @@ func (s *Sink) Add(r *loadgen.Record) error {
 	end := r.Epoch().Add(r.End)
 	if r.OK() {
 		s.m.requests.WithLabelValues(t, class, OutcomeOK).Inc()
-		s.m.outputTokens.WithLabelValues(t, class).Add(float64(max(r.OutputTokens, 0)))
+		for _, c := range s.m.rates {
+			c.vec.WithLabelValues(t, class).Add(float64(max(c.row.Work(r), 0)))
+		}
 		s.m.lastSuccess.WithLabelValues(t).Set(float64(end.UnixNano()) / 1e9)
 		for _, h := range s.m.lat {
 			var obs prometheus.Observer

@@ -16,3 +16,13 @@ func TestLatencyConstantsAreTheTablesNames(t *testing.T) {
 		t.Errorf("metric table's Prometheus names %v, constants %v", got, want)
 	}
 }
+
+// The contract's counter constants spell the rate table's Prom faces, in
+// table order.
+func TestRateConstantsAreTheTablesNames(t *testing.T) {
+	t.Parallel()
+	want := []string{OutputTokensTotal}
+	if got := rateNames(loadgen.RateMetrics()); !slices.Equal(got, want) {
+		t.Errorf("rate table's Prometheus names %v, constants %v", got, want)
+	}
+}

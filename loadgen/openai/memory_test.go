@@ -107,6 +107,33 @@ func TestHoldServerProcess(t *testing.T) {
 	time.Sleep(time.Second) // let the ends go out
 }
 
+// startHoldServer starts TestHoldServerProcess in a process of its own:
+// its address, the pipe whose lines release one event to every held
+// stream (closing it ends them), and its output, one line per stream
+// answered. The process ends at tb's cleanup.
+func startHoldServer(tb testing.TB) (addr string, stdin io.WriteCloser, lines *bufio.Scanner) {
+	tb.Helper()
+	srv := exec.Command(os.Args[0], "-test.run=^TestHoldServerProcess$")
+	srv.Env = append(os.Environ(), holdServerEnv+"=1")
+	stdin, err := srv.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); _ = srv.Wait() })
+	lines = bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		tb.Fatal("hold server: no address")
+	}
+	return lines.Text(), stdin, lines
+}
+
 // BenchmarkIdleStreamMemory measures what a stream costs the client while
 // it waits for the server's next chunk: live heap and goroutine stack per
 // stream, over 1024 streams held open by a server in another process.
@@ -116,25 +143,8 @@ var idleHeapProfile = flag.String("idle-heap-profile", "", "BenchmarkIdleStreamM
 
 func BenchmarkIdleStreamMemory(b *testing.B) {
 	const n = 1024
-	srv := exec.Command(os.Args[0], "-test.run=^TestHoldServerProcess$")
-	srv.Env = append(os.Environ(), holdServerEnv+"=1")
-	stdin, err := srv.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = srv.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		b.Fatal("hold server: no address")
-	}
-	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://" + lines.Text(),
+	addr, stdin, lines := startHoldServer(b)
+	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://" + addr,
 		Transport: transport.Config{HTTPClient: *httpClientFlag}}})
 	if err != nil {
 		b.Fatal(err)

@@ -1,10 +1,7 @@
 package openai
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
@@ -38,26 +35,9 @@ func TestWaitingStreamStackBudget(t *testing.T) {
 		t.Skip("the race detector's instrumentation doubles the frames; make test runs this without it")
 	}
 	const n = 256
-	srv := exec.Command(os.Args[0], "-test.run=^TestHoldServerProcess$")
-	srv.Env = append(os.Environ(), holdServerEnv+"=1")
-	stdin, err := srv.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = srv.Wait() })
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		t.Fatal("hold server: no address")
-	}
+	addr, stdin, lines := startHoldServer(t)
 	// The lean client, the binary's for plain http: the budget is its.
-	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://" + lines.Text(), Transport: transport.Config{HTTPClient: transport.HTTPClientLean}}})
+	c, err := New(Config{Endpoint: transport.Endpoint{URL: "http://" + addr, Transport: transport.Config{HTTPClient: transport.HTTPClientLean}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,46 @@ type PlanResult struct {
 // junit.xml and manifest. A shard written when validate also kept a
 // plan-wide requests.jsonl merges alike: that copy is not read.
 func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error) {
+	if opts.Rejudge == nil {
+		return nil, errors.New("merge: a plan to judge, but no Rejudge")
+	}
+	// Refusals first, before anything is written.
+	envs, err := readEnvironments(dirs)
+	if err != nil {
+		return nil, err
+	}
+	stageNames, stageShards, err := checkPlanShards(dirs, envs)
+	if err != nil {
+		return nil, err
+	}
+	planCopy, sloCopy := envs[0].Inputs["plan"].Copy, envs[0].Inputs["slo"].Copy
+	if planCopy == "" || sloCopy == "" {
+		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], results.EnvironmentFile)
+	}
+	res, cpu, err := mergeStages(dirs, out, stageNames, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := copyPlanFiles(dirs, out, stageShards, stageNames); err != nil {
+		return nil, err
+	}
+	plan, err := slo.ParsePlan(filepath.Join(string(out), planCopy), mustRead(filepath.Join(string(out), planCopy)))
+	if err != nil {
+		return nil, err
+	}
+	if plan.SLO, err = slo.LoadSpec(filepath.Join(string(out), sloCopy)); err != nil {
+		return nil, err
+	}
+	env := spanningEnvironment(envs)
+	rep, err := opts.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
+	res.Report = rep
+	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/%s/%s", results.ShardsDir, results.ShardDirs, results.EnvironmentFile))
+	return res, err
+}
+
+// readEnvironments reads every shard's environment.json; a shard without
+// one is not a finished validate.
+func readEnvironments(dirs []results.Dir) ([]*evidence.Environment, error) {
 	envs := make([]*evidence.Environment, len(dirs))
 	var problems []string
 	for i, d := range dirs {
@@ -55,6 +95,14 @@ func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error
 	if len(problems) > 0 {
 		return nil, &RefusedError{Problems: problems}
 	}
+	return envs, nil
+}
+
+// checkPlanShards refuses shards that ran different inputs or whose
+// stages do not merge, naming every problem at once; it returns the
+// stages and each stage's loaded shards.
+func checkPlanShards(dirs []results.Dir, envs []*evidence.Environment) ([]string, map[string][]*shard, error) {
+	var problems []string
 	for i := 1; i < len(dirs); i++ {
 		for _, role := range inputRoles(envs[0], envs[i]) {
 			a, b := envs[0].Inputs[role], envs[i].Inputs[role]
@@ -65,23 +113,14 @@ func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error
 	}
 	stageNames, err := stageDirs(dirs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(problems) > 0 {
-		return nil, &RefusedError{Problems: problems}
+		return nil, nil, &RefusedError{Problems: problems}
 	}
-	planCopy, sloCopy := envs[0].Inputs["plan"].Copy, envs[0].Inputs["slo"].Copy
-	if planCopy == "" || sloCopy == "" {
-		return nil, fmt.Errorf("%s: %s lists no plan or SLO copy", dirs[0], results.EnvironmentFile)
-	}
-	// Refusals first, stage by stage, before anything is written.
-	var stageShards = map[string][]*shard{}
+	stageShards := map[string][]*shard{}
 	for _, name := range stageNames {
-		var sd []results.Dir
-		for _, d := range dirs {
-			sd = append(sd, d.Stage(name))
-		}
-		sh, err := load(sd)
+		sh, err := load(stageDirsOf(dirs, name))
 		if err == nil {
 			err = check(sh)
 		}
@@ -92,15 +131,21 @@ func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error
 			}
 			continue
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		stageShards[name] = sh
 	}
 	if len(problems) > 0 {
-		return nil, &RefusedError{Problems: problems}
+		return nil, nil, &RefusedError{Problems: problems}
 	}
+	return stageNames, stageShards, nil
+}
+
+// mergeStages creates out, removes a verdict an earlier merge left, and
+// merges every stage; it returns each stage's client CPU share too.
+func mergeStages(dirs []results.Dir, out results.Dir, stageNames []string, opts Options) (*PlanResult, map[string]float64, error) {
 	if err := out.Create(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, stale := range []string{results.VerdictFile, results.JUnitFile, results.ManualFile} {
 		os.Remove(out.Path(stale))
@@ -110,37 +155,40 @@ func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error
 	for _, name := range stageNames {
 		sr, err := Merge(stageDirsOf(dirs, name), out.Stage(name), opts)
 		if err != nil {
-			return nil, fmt.Errorf("stage %s: %w", name, err)
+			return nil, nil, fmt.Errorf("stage %s: %w", name, err)
 		}
 		res.Stages[name] = sr
 		cpu[name] = sr.Summary.Run.CPUUtilization
 	}
+	return res, cpu, nil
+}
+
+// copyPlanFiles copies the inputs and the queue-delay file from shard 0
+// and every shard's environment.json under shards/.
+func copyPlanFiles(dirs []results.Dir, out results.Dir, stageShards map[string][]*shard, stageNames []string) error {
 	if err := copyTree(filepath.Join(string(dirs[0]), results.InputsDir), filepath.Join(string(out), results.InputsDir)); err != nil {
-		return nil, err
+		return err
 	}
 	if err := copyFile(dirs[0].Path(results.QueueDelayFile), out.Path(results.QueueDelayFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return err
 	}
 	for _, d := range dirs {
 		idx := shardIndex(stageShards, stageNames, d)
 		to := filepath.Join(string(out), results.ShardsDir, results.ShardDir(idx))
 		if err := os.MkdirAll(to, 0o755); err != nil {
-			return nil, &results.WriteError{Path: to, Err: err}
+			return &results.WriteError{Path: to, Err: err}
 		}
 		if err := copyFile(d.Path(results.EnvironmentFile), filepath.Join(to, results.EnvironmentFile)); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	plan, err := slo.ParsePlan(filepath.Join(string(out), planCopy), mustRead(filepath.Join(string(out), planCopy)))
-	if err != nil {
-		return nil, err
-	}
-	if plan.SLO, err = slo.LoadSpec(filepath.Join(string(out), sloCopy)); err != nil {
-		return nil, err
-	}
-	// The merged pack's environment: shard 0's (the inputs, the server),
-	// spanning every shard's run; each shard's own is under shards/.
+// spanningEnvironment is the merged pack's environment: shard 0's (the
+// inputs, the server), spanning every shard's run; each shard's own is
+// under shards/.
+func spanningEnvironment(envs []*evidence.Environment) evidence.Environment {
 	env := *envs[0]
 	for _, e := range envs[1:] {
 		if e.Started.Before(env.Started) {
@@ -150,13 +198,7 @@ func Plan(dirs []results.Dir, out results.Dir, opts Options) (*PlanResult, error
 			env.Ended = e.Ended
 		}
 	}
-	if opts.Rejudge == nil {
-		return nil, errors.New("merge: a plan to judge, but no Rejudge")
-	}
-	rep, err := opts.Rejudge(out, plan, cpu, &env, opts.Version, time.Now().UTC())
-	res.Report = rep
-	res.Notes = append(res.Notes, fmt.Sprintf("every shard's environment is in %s/%s/%s", results.ShardsDir, results.ShardDirs, results.EnvironmentFile))
-	return res, err
+	return env
 }
 
 func mustRead(p string) []byte {

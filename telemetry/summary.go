@@ -433,6 +433,17 @@ func (r *Run) summaryLocked() Summary {
 	if !r.first.IsZero() {
 		sum.DurationS = r.last.Sub(r.first).Seconds()
 	}
+	r.summariseGPUShare(&sum)
+	r.summariseSources(&sum)
+	r.summariseServer(&sum)
+	r.summariseGPUs(&sum)
+	return sum
+}
+
+// summariseGPUShare fills the idle share, the energy and where the
+// utilisation was read.
+func (r *Run) summariseGPUShare(sum *Summary) {
+	st := &r.st
 	if len(st.gpuMean) > 0 {
 		idle := 0
 		for _, u := range st.gpuMean {
@@ -449,6 +460,12 @@ func (r *Run) summaryLocked() Summary {
 			sum.GPUUtilizationFrom = "nvml"
 		}
 	}
+}
+
+// summariseSources fills one row per metrics source, the family they
+// agree on, the model they name, their notes and whether any answered.
+func (r *Run) summariseSources(sum *Summary) {
+	st := &r.st
 	fams := make([]Family, 0, len(r.sources))
 	for _, src := range r.sources {
 		f := src.family
@@ -493,6 +510,11 @@ func (r *Run) summaryLocked() Summary {
 			sum.NoMetrics += " (Ollama)"
 		}
 	}
+}
+
+// summariseServer fills the server's own histograms, token counters and
+// capacity, with the counter resets seen in them.
+func (r *Run) summariseServer(sum *Summary) {
 	snap := r.snapshotLocked()
 	sum.QueueDelay = SummariseHistogram(snap.QueueDelay)
 	sum.QueueDelayUnavailable = snap.QueueDelayUnavailable
@@ -508,6 +530,11 @@ func (r *Run) summaryLocked() Summary {
 			sum.CounterResets += a.resets
 		}
 	}
+}
+
+// summariseGPUs fills one row per GPU, in the order they were first seen.
+func (r *Run) summariseGPUs(sum *Summary) {
+	st := &r.st
 	for _, key := range st.gpuOrder {
 		g := st.gpus[key]
 		gs := g.sum
@@ -515,14 +542,13 @@ func (r *Run) summaryLocked() Summary {
 		gs.MemoryUsedBytes, gs.PowerWatts = summarise(g.mem), summarise(g.powerW)
 		gs.TensorActive, gs.DRAMActive = summarise(g.tensor), summarise(g.dram)
 		gs.XIDErrors = slices.Sorted(slices.Values(g.xid))
-		for _, r := range clockReasons {
-			if g.clock&r.bit != 0 {
-				gs.ClockEventReasons = append(gs.ClockEventReasons, r.name)
+		for _, c := range clockReasons {
+			if g.clock&c.bit != 0 {
+				gs.ClockEventReasons = append(gs.ClockEventReasons, c.name)
 			}
 		}
 		sum.GPUs = append(sum.GPUs, gs)
 	}
-	return sum
 }
 
 // capacityLocked sums the sources' capacity figures (nil: none exposed).

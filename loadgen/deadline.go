@@ -43,7 +43,7 @@ func (c *deadlineContext) Err() error {
 
 func (c *deadlineContext) Value(key any) any {
 	if key == (deadlineKey{}) {
-		return c.deadline
+		return c // a pointer: no time.Time boxed on every request
 	}
 	return c.Context.Value(key)
 }
@@ -59,8 +59,10 @@ func WithSoftDeadline(parent context.Context, deadline time.Time) context.Contex
 // SoftDeadline is the soft deadline of ctx or of a context it derives
 // from (WithSoftDeadline): one that a client must keep itself.
 func SoftDeadline(ctx context.Context) (time.Time, bool) {
-	d, ok := ctx.Value(deadlineKey{}).(time.Time)
-	return d, ok
+	if c, ok := ctx.Value(deadlineKey{}).(*deadlineContext); ok {
+		return c.deadline, true
+	}
+	return time.Time{}, false
 }
 
 // HardDeadline returns ctx with a Done that closes at the deadline, when

@@ -264,7 +264,7 @@ func (k keeperClient) Do(ctx context.Context, p *prompts.Prompt, rec *Record) {
 		rec.ErrorKind, rec.Error = ErrProtocol, "no deadline"
 		return
 	}
-	if _, soft := ctx.Value(deadlineKey{}).(time.Time); soft != k.keeps {
+	if _, soft := SoftDeadline(ctx); soft != k.keeps {
 		rec.ErrorKind, rec.Error = ErrProtocol, "soft deadline given to a client that does not keep it, or the reverse"
 		return
 	}

@@ -153,6 +153,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkConnections(sweepConnections(tf.api, search), readHostLimits()); err != nil {
 		return err
 	}
+	applyMemoryLimit(sweepPeak(search, *maxInFlight))
 	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err
@@ -221,6 +222,19 @@ func cleanChanges(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// sweepPeak is the sweep's highest level as one load: the closed loop's
+// concurrency when any level is closed, otherwise the open loop's cap on
+// requests in flight.
+func sweepPeak(s capacity.Search, maxInFlight int) loadgen.Options {
+	var peak float64
+	for _, l := range append([]capacity.Level{s.To}, s.Levels...) {
+		if l.Closed() {
+			peak = max(peak, l.Value())
+		}
+	}
+	return loadgen.Options{Closed: peak > 0, Stages: []loadgen.Stage{{Concurrency: int(peak)}}, MaxInFlight: maxInFlight}
 }
 
 // sweepConnections is the connections the sweep's highest closed-loop

@@ -122,6 +122,8 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := checkConnections(plannedConnections(tf.api, peak), readHostLimits()); err != nil {
 		return err
 	}
+	peak.MaxInFlight = *maxInFlight
+	applyMemoryLimit(peak)
 	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err

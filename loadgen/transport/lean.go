@@ -292,11 +292,14 @@ func (l *lean) handles(req *http.Request) bool {
 // canonicalAddr is u's host:port, the port from the scheme when absent.
 func canonicalAddr(u *url.URL) string {
 	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
+	if port != "" {
+		// Already host:port, as JoinHostPort would write it: no string
+		// built for every request.
+		return u.Host
+	}
+	port = "80"
+	if u.Scheme == "https" {
+		port = "443"
 	}
 	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -9,15 +9,15 @@
 # everything started here is stopped on exit.
 #
 # Environment: BIN (bin/tailgate), SHARDS (4), PER (16384 streams a shard),
-# DUR (20s), TOKENS (32 a stream), ITL (250ms between tokens), OUT (a
+# DUR (30s), TOKENS (16 a stream), ITL (1s between tokens), OUT (a
 # fresh directory under /tmp).
 set -eu
 BIN=${BIN:-bin/tailgate}
 SHARDS=${SHARDS:-4}
 PER=${PER:-16384}
-DUR=${DUR:-20s}
-TOKENS=${TOKENS:-32}
-ITL=${ITL:-250ms}
+DUR=${DUR:-30s}
+TOKENS=${TOKENS:-16}
+ITL=${ITL:-1s}
 OUT=${OUT:-$(mktemp -d /tmp/scale-65k.XXXXXX)}
 TOTAL=$((SHARDS * PER))
 mkdir -p "$OUT"
@@ -55,14 +55,14 @@ while [ "$i" -lt "$SHARDS" ]; do
 done
 
 # Every shard starts its schedule at one instant, after its preconnect.
-start=$(date -u -d "@$(($(date +%s) + 15))" +%Y-%m-%dT%H:%M:%SZ)
+start=$(date -u -d "@$(($(date +%s) + 10))" +%Y-%m-%dT%H:%M:%SZ)
 echo "$TOTAL streams: $SHARDS shards of $PER, $TOKENS tokens at $ITL, $DUR from $start; results in $OUT"
 t0=$(date +%s)
 i=0
 while [ "$i" -lt "$SHARDS" ]; do
 	/usr/bin/time -v -o "$OUT/client$i.time" timeout 150 "$BIN" run --target http://127.0.0.1:8000 \
 		--connect-to "$(addr $i)" --model sim-llama-8b --shard "$i/$SHARDS" --concurrency "$TOTAL" \
-		--duration "$DUR" --grace 30s --preconnect --start-at "$start" --max-tokens "$TOKENS" \
+		--duration "$DUR" --grace 45s --preconnect --start-at "$start" --max-tokens "$TOKENS" \
 		--records compact --no-progress --out "$OUT/shard$i" >"$OUT/client$i.log" 2>&1 &
 	clients="$clients $!"
 	i=$((i + 1))
@@ -84,7 +84,7 @@ while [ "$i" -lt "$SHARDS" ]; do
 	i=$((i + 1))
 done
 
-counts() { jq -r '"\(.counts.sent) sent, \(.counts.ok) ok, \(.counts.errors) errors"' "$1/summary.json"; }
+counts() { jq -r '"\(.requests.sent) sent, \(.requests.ok) ok, \(.requests.errors) errors, \(.requests.cut_at_end) cut at end"' "$1/summary.json"; }
 shards=""
 i=0
 while [ "$i" -lt "$SHARDS" ]; do

@@ -13,7 +13,7 @@ export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
 BENCH_STEPS ?= plain,streamed,ttft,lag,memory,grpc
 
-.PHONY: all build image test test-short test-timing unit fmt-check vet lint demo bench bench-peers fuzz clean proto proto-check proto-plugins ollama
+.PHONY: all build image test test-short test-timing unit fmt-check vet lint demo bench bench-peers scale-65k fuzz clean proto proto-check proto-plugins ollama
 
 all: build
 
@@ -106,6 +106,11 @@ bench:
 # without wrk or hey it says what to install; BENCH_STEPS picks the steps.
 bench-peers: build
 	BENCH_STEPS=$(BENCH_STEPS) ./scripts/bench-peers.sh
+
+# 65,536 concurrent streams as four shards of 16,384, each its own client
+# and simulator process, merged (docs/performance.md).
+scale-65k: build
+	./scripts/scale-65k.sh
 
 # Short fuzzing of every parser (FUZZTIME each).
 FUZZTIME ?= 10s

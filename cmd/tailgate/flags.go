@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -40,6 +41,7 @@ type targetFlags struct {
 	apiKey             string   // read by client(); never printed
 	acceptEmpty        bool     // registerAnswer's
 	dial               dialFunc // the invocation's dialer (withDial); nil: TCP
+	connectTo          string   // --connect-to HOST:PORT
 }
 
 // registerAnswer registers what an answer must carry (run, validate,
@@ -56,6 +58,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.stream, "stream", true, "stream responses (SSE); --stream=false for single responses")
 	fs.StringVar(&t.apiKeyFile, "api-key-file", "", "file holding the API key (default: $TAILGATE_API_KEY, else $OPENAI_API_KEY)")
 	fs.StringArrayVar(&t.headers, "header", nil, "extra request header \"Name: value\" (repeatable)")
+	fs.StringVar(&t.connectTo, "connect-to", "", "open the connections to --target's host and port (requests and /metrics) at this HOST:PORT instead, as curl --connect-to; --target stays the run's identity (Host header, merge): shards of one schedule, each against its own replica or address")
 	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification")
 	fs.StringVar(&t.caFile, "ca-file", "", "PEM CA bundle to verify the server with")
 	fs.StringVar(&t.certFile, "cert-file", "", "PEM client certificate for mutual TLS (with --key-file)")
@@ -86,6 +89,52 @@ func checkTarget(s string) error {
 		}
 	}
 	return nil
+}
+
+// checkConnectTo rejects a --connect-to that is not HOST:PORT, or one
+// given for gRPC, whose client dials on its own.
+func (t *targetFlags) checkConnectTo() error {
+	if t.connectTo == "" {
+		return nil
+	}
+	if t.api == kserve.APIGRPC {
+		return fmt.Errorf("--connect-to: not for --api %s", kserve.APIGRPC)
+	}
+	h, p, err := net.SplitHostPort(t.connectTo)
+	if err != nil || h == "" {
+		return fmt.Errorf("--connect-to %q: want HOST:PORT", t.connectTo)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--connect-to %q: port %q: want 1-65535", t.connectTo, p)
+	}
+	return nil
+}
+
+// dialer is the invocation's dialer, with connections to the target's
+// address sent to --connect-to; others (a proxy, a --metrics-url on
+// another host) are dialled as given.
+func (t *targetFlags) dialer() dialFunc {
+	if t.connectTo == "" {
+		return t.dial
+	}
+	from := ""
+	if u, err := url.Parse(t.target); err == nil {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		from = net.JoinHostPort(u.Hostname(), port)
+	}
+	base, to := t.dial, t.connectTo
+	if base == nil {
+		base = (&net.Dialer{Timeout: transport.DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == from {
+			addr = to
+		}
+		return base(ctx, network, addr)
+	}
 }
 
 // redactErr is err's text with any URL in it redacted (url.Parse quotes
@@ -128,10 +177,13 @@ func (t *targetFlags) protocolTarget(warn func(string)) (protocol.Target, error)
 	if t.connections < 1 {
 		return protocol.Target{}, fmt.Errorf("--connections %d: want at least 1", t.connections)
 	}
+	if err := t.checkConnectTo(); err != nil {
+		return protocol.Target{}, err
+	}
 	pt := protocol.Target{
 		Endpoint: transport.Endpoint{URL: t.target, Warn: warn, Transport: transport.Config{Headers: t.headers,
 			Insecure: t.insecure, CAFile: t.caFile, CertFile: t.certFile, KeyFile: t.keyFile, HTTPClient: t.httpClient,
-			Dial: t.dial}},
+			Dial: t.dialer()}},
 		API: t.api, Model: t.model, Stream: t.stream, MaxTokens: t.maxTokens,
 		Connections: t.connections, Keepalive: t.keepalive, APIKeyFile: t.apiKeyFile}
 	// Read here, not only in protocol.New: the server's /metrics is

@@ -66,11 +66,11 @@ func checkConnections(need int64, l hostLimits) error {
 	}
 	if l.files > 0 && need+fdReserve > l.files {
 		return usageErr("%d concurrent streams need about %d open files, but this process may open %d (RLIMIT_NOFILE, hard limit %d): "+
-			"raise the limit (ulimit -n) or split the load into shards (--shard I/N), each its own process", need, need+fdReserve, l.files, l.filesHard)
+			"raise the limit (ulimit -n) or split the load into shards (--shard I/N), each its own process (scripts/scale-65k.sh)", need, need+fdReserve, l.files, l.filesHard)
 	}
 	if l.ports > 0 && need > l.ports {
 		return usageErr("%d concurrent streams need %d connections to one server address, but the kernel has %d ephemeral ports (ip_local_port_range %s): "+
-			"spread the load over several server addresses or client machines", need, need, l.ports, l.portRange)
+			"split the load into shards (--shard I/N), each toward its own server address (--connect-to), or over several client machines", need, need, l.ports, l.portRange)
 	}
 	return nil
 }

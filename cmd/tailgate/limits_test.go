@@ -21,8 +21,8 @@ func TestCheckConnections(t *testing.T) {
 	}{
 		{0, l, ""},
 		{16384, l, ""},
-		{32768, l, "need about 32832 open files, but this process may open 20000 (RLIMIT_NOFILE, hard limit 20000)"},
-		{30000, hostLimits{files: 1 << 20, filesHard: 1 << 20, ports: 28232, portRange: "32768–60999"}, "the kernel has 28232 ephemeral ports (ip_local_port_range 32768–60999)"},
+		{32768, l, "need about 32832 open files, but this process may open 20000 (RLIMIT_NOFILE, hard limit 20000): raise the limit (ulimit -n) or split the load into shards (--shard I/N)"},
+		{30000, hostLimits{files: 1 << 20, filesHard: 1 << 20, ports: 28232, portRange: "32768–60999"}, "the kernel has 28232 ephemeral ports (ip_local_port_range 32768–60999): split the load into shards (--shard I/N), each toward its own server address (--connect-to)"},
 		{30000, hostLimits{}, ""}, // limits unknown: nothing to refuse on
 	} {
 		err := checkConnections(c.need, c.lim)

@@ -134,6 +134,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return invalidErr("%w", redact.Wrap(redact.Text(err.Error(), tf.apiKey), err))
 		}
 	}
+	tel.dial = tf.dialer()
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err

@@ -158,6 +158,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	tel.dial = tf.dialer()
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err

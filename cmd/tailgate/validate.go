@@ -128,6 +128,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	tel.dial = tf.dialer()
 	telCfg, err := tel.config(tf.target, tf.model, tf.auth(), stderr)
 	if err != nil {
 		return err

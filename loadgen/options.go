@@ -86,6 +86,9 @@ type Options struct {
 	// opened; the time it takes is reported apart (Info.PreconnectTime),
 	// never in a request's latency.
 	Preconnect func(ctx context.Context) (conns int, err error)
+	// PreconnectConns is how many connections Preconnect opens; the pool
+	// is opened that much longer before StartAt (see preconnectLead).
+	PreconnectConns int
 }
 
 // OptionsError says which option makes a run impossible or pointless and

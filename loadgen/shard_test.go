@@ -209,12 +209,17 @@ func TestPreconnectBeforeTheEpoch(t *testing.T) {
 		if len(got) != 5 || got[0].intended != 0 {
 			t.Errorf("sent %d, first intended %v", len(got), got[0].intended)
 		}
-		start := time.Now().Add(2500 * time.Millisecond)
-		o.StartAt = start
-		o.Preconnect = func(context.Context) (int, error) { calledAt = time.Now(); return 1, nil }
-		runShard(t, o)
-		if lead := start.Sub(calledAt); lead != preconnectLead {
-			t.Errorf("preconnect ran %v before --start-at, want %v", lead, preconnectLead)
+		// The lead grows with the pool: 16,384 connections open earlier
+		// than one, and both open after a StartAt far enough ahead.
+		for _, conns := range []int{1, 16384} {
+			start := time.Now().Add(30 * time.Second)
+			o.StartAt, o.PreconnectConns = start, conns
+			o.Preconnect = func(context.Context) (int, error) { calledAt = time.Now(); return conns, nil }
+			runShard(t, o)
+			want := 2*time.Second + time.Duration(conns)*250*time.Microsecond
+			if lead := start.Sub(calledAt); lead != want {
+				t.Errorf("%d connections: preconnect ran %v before --start-at, want %v", conns, lead, want)
+			}
 		}
 	})
 }

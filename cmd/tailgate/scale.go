@@ -100,6 +100,7 @@ func (s *scaleFlags) apply(ps *pipeline.Spec, identity map[string]string, stderr
 			return err
 		}
 		o.Preconnect = func(ctx context.Context) (int, error) { return pc.Preconnect(ctx, n) }
+		o.PreconnectConns = n
 	}
 	ps.Identity = identity
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
@@ -18,6 +19,14 @@ var _ loadgen.Preconnector = (*Client)(nil)
 // preconnectAtOnce bounds the lean client's preconnect requests in
 // flight: as many as the kernel's default accept backlog takes at once.
 const preconnectAtOnce = 512
+
+// preconnectBudget is how long opening n connections may take: the
+// preflight's timeout, and a share per connection, so tens of thousands
+// of dials on a busy machine are not cut off part way, which would leave
+// the rest to dial at once when the load starts.
+func preconnectBudget(n int) time.Duration {
+	return PreflightTimeout + time.Duration(max(n, 0))*time.Millisecond
+}
 
 // Preconnect opens n connections to the target before the run, so the
 // first wave of requests does not pay TCP (and TLS) set-up inside its
@@ -34,7 +43,7 @@ func (c *Client) Preconnect(ctx context.Context, n int) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	ctx, cancel := context.WithTimeout(ctx, preconnectBudget(n))
 	defer cancel()
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}

@@ -180,6 +180,9 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 		c.fail(rec, kind, code, msg)
 		return
 	}
+	// Only the request's id is read from here on, so the request, sent,
+	// is not held for the rest of the stream.
+	wantID := req.GetId()
 	var fr frame
 	ev := &s.ev
 	for {
@@ -209,9 +212,9 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 		if !ev.hasResp {
 			continue
 		}
-		if len(ev.id) > 0 && string(ev.id) != req.GetId() {
+		if len(ev.id) > 0 && string(ev.id) != wantID {
 			rec.End = rec.Now()
-			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", ev.id, req.GetId()))
+			c.fail(rec, loadgen.ErrProtocol, 0, fmt.Sprintf("response for request %q on the stream of %q", ev.id, wantID))
 			return
 		}
 		s.feed(ev)

@@ -182,11 +182,11 @@ func fastResponse(b []byte, ev *event) bool {
 				ev.final = val // map semantics: the last entry wins
 			}
 		case 5: // outputs
-			o, ok := fastOutput(v)
-			if !ok {
+			// Read in place: the tensor is not copied into the slice after.
+			ev.outs = append(ev.outs, outputTensor{})
+			if !fastOutput(v, &ev.outs[len(ev.outs)-1]) {
 				return false
 			}
-			ev.outs = append(ev.outs, o)
 		case 6: // raw_output_contents
 			ev.raws = append(ev.raws, v)
 		default:
@@ -238,33 +238,34 @@ func fastParamEntry(b []byte) (key []byte, val, ok bool) {
 	return key, val, true
 }
 
-// fastOutput reads an InferOutputTensor without parameters or contents.
-func fastOutput(b []byte) (o outputTensor, ok bool) {
+// fastOutput reads an InferOutputTensor without parameters or contents
+// into o.
+func fastOutput(b []byte, o *outputTensor) (ok bool) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return o, false
+			return false
 		}
 		b = b[n:]
 		if num == 3 && typ == protowire.VarintType { // one shape element, unpacked
 			if _, n = protowire.ConsumeVarint(b); n < 0 {
-				return o, false
+				return false
 			}
 			b = b[n:]
 			continue
 		}
 		if typ != protowire.BytesType {
-			return o, false
+			return false
 		}
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return o, false
+			return false
 		}
 		b = b[n:]
 		switch num {
 		case 1, 2:
 			if !utf8.Valid(v) {
-				return o, false
+				return false
 			}
 			if num == 1 {
 				o.name = v
@@ -275,15 +276,15 @@ func fastOutput(b []byte) (o outputTensor, ok bool) {
 			for len(v) > 0 {
 				_, m := protowire.ConsumeVarint(v)
 				if m < 0 {
-					return o, false
+					return false
 				}
 				v = v[m:]
 			}
 		default:
-			return o, false
+			return false
 		}
 	}
-	return o, true
+	return true
 }
 
 // frameCodec hands a received message to the caller as bytes (*frame) and

@@ -3,21 +3,38 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 )
 
-// The soft memory limit a load sets for its own process: what the runtime
-// holds before the streams (the binary's heap, the prompt mix, the
-// histograms) and what one in-flight stream holds live, its buffers and
-// its goroutine's stack. Past the limit the collector runs sooner instead
-// of letting the heap double, so the peak a pod's memory limit must hold
-// follows the streams, not the collector's headroom; the runtime caps the
-// collector's share of the CPU when live memory is over the limit, so a
-// limit set too low costs CPU, never the run.
+// The soft memory limit a load sets for its own process: what the process
+// holds when the load is planned (the binary, the prompt mix, the
+// histograms) plus a base, and what one in-flight stream holds live, its
+// buffers and its goroutine's stack. Past the limit the collector runs
+// sooner instead of letting the heap double, so the peak a pod's memory
+// limit must hold follows the streams, not the collector's headroom.
+// A gRPC stream holds more than an HTTP one (grpc-go's per-stream state
+// and its second goroutine).
 const (
-	memLimitBase      = 32 << 20
-	memLimitPerStream = 16 << 10
+	memLimitBase          = 32 << 20
+	memLimitPerStream     = 16 << 10
+	memLimitPerGRPCStream = 48 << 10
+)
+
+// The limit never stays below what the streams really hold: long prompts
+// or a session's growing context can hold far more per stream than the
+// plan's budget, and a limit under the live heap would make the collector
+// run without pause, taking CPU from the measurement. The limiter raises
+// it to the live heap with this much headroom (a share of the live heap,
+// at least memFloorSlack), checked every memLimitEvery.
+const (
+	memFloorHeadroom = 2 // live/2
+	memFloorSlack    = 8 << 20
+	memLimitEvery    = 250 * time.Millisecond
 )
 
 // plannedInFlight is the most requests this process holds at once: the
@@ -38,20 +55,157 @@ func plannedInFlight(o loadgen.Options) int64 {
 	return peak
 }
 
-// memoryLimit is the soft limit for inFlight streams, or 0 (leave the
-// runtime's own) when the user set GOMEMLIMIT, whose value is gomemlimit,
-// or nothing is planned.
-func memoryLimit(inFlight int64, gomemlimit string) int64 {
+// memoryLimit is the planned soft limit for inFlight streams of api over
+// inUse bytes already held, or 0 (leave the runtime's own) when the user
+// set GOMEMLIMIT, whose value is gomemlimit, or nothing is planned.
+func memoryLimit(api string, inFlight, inUse int64, gomemlimit string) int64 {
 	if gomemlimit != "" || inFlight <= 0 {
 		return 0
 	}
-	return memLimitBase + inFlight*memLimitPerStream
+	per := int64(memLimitPerStream)
+	if api == kserve.APIGRPC {
+		per = memLimitPerGRPCStream
+	}
+	return inUse + memLimitBase + inFlight*per
 }
 
-// applyMemoryLimit sets the soft memory limit for the load o plans, before
-// it starts; every command that starts a load calls it.
-func applyMemoryLimit(o loadgen.Options) {
-	if l := memoryLimit(plannedInFlight(o), os.Getenv("GOMEMLIMIT")); l > 0 {
-		debug.SetMemoryLimit(l)
+// memSample is what the limiter reads of the runtime's memory.
+type memSample struct {
+	live    int64 // the heap live at the end of the last collection
+	nonHeap int64 // stacks, runtime metadata and the rest outside the heap
+}
+
+// inUse is what the process holds now beyond free and released pages.
+func (s memSample) inUse() int64 { return s.nonHeap + s.live }
+
+// floorLimit is the lowest limit the streams' live memory allows: live
+// plus headroom, so the collector never runs without pause.
+func floorLimit(s memSample) int64 {
+	return s.nonHeap + s.live + max(s.live/memFloorHeadroom, memFloorSlack)
+}
+
+var memMetrics = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/unused:bytes",
+}
+
+func readMemSample() memSample {
+	ss := make([]metrics.Sample, len(memMetrics))
+	for i, n := range memMetrics {
+		ss[i].Name = n
+	}
+	metrics.Read(ss)
+	v := func(i int) int64 {
+		if ss[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(ss[i].Value.Uint64())
+	}
+	heap := v(2) + v(3) + v(4) + v(5)
+	return memSample{live: v(0), nonHeap: max(v(1)-heap, 0)}
+}
+
+// memLimiter holds the soft limit at the plan's, raised to the floor the
+// live memory sets while the load runs.
+type memLimiter struct {
+	planned int64
+	set     int64
+	read    func() memSample
+	setter  func(int64) int64
+}
+
+// adjust sets the limit to the larger of the plan's and the floor.
+func (m *memLimiter) adjust() {
+	l := max(m.planned, floorLimit(m.read()))
+	if l != m.set {
+		m.setter(l)
+		m.set = l
+	}
+}
+
+// The limit is the process's: loads that overlap in one process (the
+// commands' tests run in parallel) share one limiter, at the largest of
+// their plans, and the last to stop restores the limit from before the
+// first.
+type memLimitState struct {
+	sync.Mutex
+	plans map[*int64]bool
+	prev  int64
+	m     *memLimiter
+	done  chan struct{}
+	ended chan struct{}
+}
+
+var memLimits memLimitState
+
+// startMemoryLimit sets the soft memory limit for the load o plans over
+// api, before it starts, and keeps it above the live memory until stop;
+// every command that starts a load calls it. Nothing is set when
+// GOMEMLIMIT is.
+func startMemoryLimit(api string, o loadgen.Options) (stop func()) {
+	planned := memoryLimit(api, plannedInFlight(o), readMemSample().inUse(), os.Getenv("GOMEMLIMIT"))
+	if planned <= 0 {
+		return func() {}
+	}
+	key := &planned
+	ml := &memLimits
+	ml.Lock()
+	defer ml.Unlock()
+	if ml.plans == nil {
+		ml.plans = map[*int64]bool{}
+	}
+	ml.plans[key] = true
+	if ml.m == nil {
+		ml.prev = debug.SetMemoryLimit(-1)
+		ml.m = &memLimiter{read: readMemSample, setter: debug.SetMemoryLimit}
+		ml.done, ml.ended = make(chan struct{}), make(chan struct{})
+		go ml.loop(ml.m, ml.done, ml.ended)
+	}
+	ml.m.planned = largestPlan(ml.plans)
+	ml.m.adjust()
+	return func() {
+		ml.Lock()
+		defer ml.Unlock()
+		delete(ml.plans, key)
+		if len(ml.plans) > 0 {
+			ml.m.planned = largestPlan(ml.plans)
+			return
+		}
+		close(ml.done)
+		ml.Unlock()
+		<-ml.ended
+		ml.Lock()
+		debug.SetMemoryLimit(ml.prev)
+		ml.m = nil
+	}
+}
+
+func largestPlan(plans map[*int64]bool) int64 {
+	var l int64
+	for p := range plans {
+		l = max(l, *p)
+	}
+	return l
+}
+
+func (ml *memLimitState) loop(m *memLimiter, done, ended chan struct{}) {
+	defer close(ended)
+	t := time.NewTicker(memLimitEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			ml.Lock()
+			if ml.m == m {
+				m.adjust()
+			}
+			ml.Unlock()
+		case <-done:
+			return
+		}
 	}
 }

@@ -112,7 +112,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := checkConnections(plannedConnections(tf.api, o), readHostLimits()); err != nil {
 			return err
 		}
-		applyMemoryLimit(o)
+		defer startMemoryLimit(tf.api, o)()
 	}
 	src := loadgen.Source(&loadgen.Repeat{Prompt: prompts.Prompt{Class: "default", Text: *prompt}})
 	opts.AcceptEmpty = tf.acceptEmpty

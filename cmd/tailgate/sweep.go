@@ -153,7 +153,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkConnections(sweepConnections(tf.api, search), readHostLimits()); err != nil {
 		return err
 	}
-	applyMemoryLimit(sweepPeak(search, *maxInFlight))
+	defer startMemoryLimit(tf.api, sweepPeak(search, *maxInFlight))()
 	client, err := tf.open(ctx, func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err

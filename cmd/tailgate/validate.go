@@ -123,7 +123,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	peak.MaxInFlight = *maxInFlight
-	applyMemoryLimit(peak)
+	defer startMemoryLimit(tf.api, peak)()
 	client, err := tf.client(func(msg string) { fmt.Fprintln(stderr, "warning:", msg) })
 	if err != nil {
 		return err

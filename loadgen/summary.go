@@ -6,6 +6,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 )
 
 // SummarySchema names the summary.json contract. Scripts and CI gates read
@@ -217,9 +219,18 @@ type Summary struct {
 	Stages      map[string]ClassSummary `json:"stages,omitempty"` // by load stage, when there are several
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
 	Sessions    *SessionSummary         `json:"sessions,omitempty"`
-	SelfCheck   SelfCheck               `json:"self_check"`
+	SelfCheck   selfcheck.Result        `json:"self_check"`
 	Warnings    []string                `json:"warnings"`
 	Definitions map[string]string       `json:"definitions"`
+}
+
+// CheckSelf judges the run's metrics as the generator gathered them
+// (selfcheck.Judge); maxShift is the stated share (0:
+// selfcheck.DefaultMaxShift).
+func (m *Metrics) CheckSelf(info Info, maxShift float64) selfcheck.Result {
+	return selfcheck.Judge(selfcheck.Input{Lag: m.All.Hist[MetricScheduleLag], Metrics: lagMeasuredTable,
+		Figures: m.All.Hist, Corrected: m.LagCorrected,
+		CPUUtilization: info.CPUUtilization, Host: info.Host, Dropped: info.Dropped}, maxShift)
 }
 
 // SummaryMeta is what the caller knows that the metrics do not.

@@ -25,12 +25,6 @@ func LagMeasured() []string {
 	return slices.Clone(lagMeasuredTable)
 }
 
-// SelfCheckQuantiles returns a copy of the package's table (selfCheckQuantilesTable), so that no
-// caller can change what every other one reads.
-func SelfCheckQuantiles() []float64 {
-	return slices.Clone(selfCheckQuantilesTable)
-}
-
 // Definitions returns a copy of the package's table (definitionsTable), so that no
 // caller can change what every other one reads.
 func Definitions() map[string]string {

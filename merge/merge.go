@@ -30,6 +30,7 @@ import (
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -530,7 +531,7 @@ func copyFile(from, to string) error {
 
 // busier: h's generator used a larger share of its cores over its sending
 // window than than's (a reading over no window is never busier).
-func busier(h, than loadgen.HostLoad) bool {
+func busier(h, than selfcheck.HostLoad) bool {
 	if h.WindowS <= 0 || h.Cores <= 0 {
 		return false
 	}

@@ -339,7 +339,7 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 	rec.Session, rec.Turn = p.Session, p.Turn
 	rec.RequestedInputTokens = p.InputTokens
 	rec.Intended = intended
-	rec.Stage = r.opts.Stages[StageAt(r.opts.Stages, intended)].Name
+	rec.Stage = r.opts.Stages[stageAt(r.opts.Stages, intended)].Name
 	rec.Warmup = (r.opts.WarmupRequests > 0 && seq < int64(r.opts.WarmupRequests)) ||
 		(r.opts.WarmupDuration > 0 && intended < r.opts.WarmupDuration)
 	if !rec.Warmup && r.opts.WarmupRequests > 0 {
@@ -454,7 +454,7 @@ func (r *Runner) openLoop(rn *run) error {
 type dispatch struct {
 	r        *Runner
 	rn       *run
-	arr      Arrivals
+	arr      dueTimes
 	slots    chan struct{} // the in-flight cap
 	timer    *time.Timer
 	wait     *waiter
@@ -568,7 +568,7 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 
 // dropRest records rec and every later arrival due before the end as
 // dropped: they were due but could not be started.
-func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
+func (r *Runner) dropRest(rn *run, rec *Record, arr dueTimes) {
 	for {
 		// An interrupt stops the dropping at once: the arrivals left are
 		// not requests of a run that was stopped.
@@ -666,7 +666,7 @@ func (r *Runner) closedLoop(rn *run) error {
 type closedWork struct {
 	r       *Runner
 	rn      *run
-	arr     Arrivals
+	arr     dueTimes
 	budget  atomic.Int64
 	claims  atomic.Int64 // budget taken, session not yet registered
 	errOnce sync.Once
@@ -690,7 +690,7 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt, due time.Duration) (*
 		}
 		// Worker w runs only while the current stage wants more than w
 		// workers; otherwise it waits for the next stage.
-		si := StageAt(r.opts.Stages, now)
+		si := stageAt(r.opts.Stages, now)
 		if r.opts.Stages[si].Concurrency <= w {
 			next := time.Duration(0)
 			for _, s := range r.opts.Stages[:si+1] {

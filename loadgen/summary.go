@@ -7,6 +7,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 )
 
@@ -191,25 +192,11 @@ type Preconnect struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Tool names the program that wrote a file: tailgate's one Tool, in
-// summary.json, verdict.json, sweep.json and the evidence pack. Go, the
-// toolchain it was built with, and Revision, the commit, are written where
-// they are known (the evidence pack's environment and attestation).
-type Tool struct {
-	Name     string `json:"name"`
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Go       string `json:"go,omitempty"`
-}
-
-// NewTool is tailgate at version.
-func NewTool(version string) Tool { return Tool{Name: "tailgate", Version: version} }
-
 // Summary is summary.json (schema tailgate.summary/v1). Keys may be added,
 // never renamed.
 type Summary struct {
 	Schema      string                  `json:"schema"`
-	Tool        Tool                    `json:"tool"`
+	Tool        version.Tool            `json:"tool"`
 	Run         RunInfo                 `json:"run"`
 	Requests    Counts                  `json:"requests"`
 	Throughput  Throughput              `json:"throughput"`
@@ -288,7 +275,7 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 	for _, rm := range m.rates {
 		defs[rm.Name] = rm.Definition
 	}
-	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
+	s := &Summary{Schema: SummarySchema, Tool: version.NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,
 		Warnings: []string{}}
 	sched := info.Scheduled.Seconds()

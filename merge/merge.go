@@ -20,6 +20,7 @@ package merge
 import (
 	"errors"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"slices"
 	"sort"
@@ -302,7 +303,7 @@ func judge(out results.Dir, sum *results.Summary, res *Result, opts Options) err
 		return err
 	}
 	res.Notes = append(res.Notes, notes...)
-	rep.Tool = loadgen.NewTool(opts.Version)
+	rep.Tool = version.NewTool(opts.Version)
 	sum.SLO = rep
 	if err := exporters.WriteVerdicts(out, rep); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	tgversion "github.com/tailgate-llm/tailgate/internal/version"
 	"io"
 	"os"
 	"path/filepath"
@@ -360,7 +361,7 @@ func hasLLMD(out results.Dir, rep *slo.Report) bool {
 }
 
 func finish(out results.Dir, rep *slo.Report, env *evidence.Environment, version string, llmdReport bool) error {
-	rep.Tool = loadgen.NewTool(version)
+	rep.Tool = tgversion.NewTool(version)
 	// Each stage's start, from its summary: junit.xml's timestamps say
 	// when the stages ran, however often the pack is judged again.
 	for i := range rep.Stages {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"io"
 	"path/filepath"
 	"slices"
@@ -107,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*results.Sweep, error) {
 		log = io.Discard
 	}
 	closed := cfg.Search.closed()
-	res := &results.Sweep{Schema: results.SweepSchema, Tool: loadgen.NewTool(cfg.Meta.Version),
+	res := &results.Sweep{Schema: results.SweepSchema, Tool: version.NewTool(cfg.Meta.Version),
 		Started: now().UTC(), Mode: "open", SLO: cfg.SLO.Name, SLOFile: cfg.SLO.File,
 		Rules: rulesTable, MinRequests: MinRequests(cfg.SLO), Target: cfg.Meta.Target, Model: cfg.Meta.Model,
 		Precision: cfg.Search.precision(), Changes: cfg.Changes, Warnings: []string{}}

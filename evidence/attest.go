@@ -15,7 +15,6 @@ import (
 	"time"
 
 	tgversion "github.com/tailgate-llm/tailgate/internal/version"
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -57,9 +56,9 @@ type Subject struct {
 // out, against which inputs, where, and who signed. Measured figures and
 // estimates are kept apart: each verdict says its basis.
 type Predicate struct {
-	Tool     loadgen.Tool `json:"tool"` // the tailgate that signed
-	Reviewer string       `json:"reviewer,omitempty"`
-	SignedAt time.Time    `json:"signed_at"`
+	Tool     tgversion.Tool `json:"tool"` // the tailgate that signed
+	Reviewer string         `json:"reviewer,omitempty"`
+	SignedAt time.Time      `json:"signed_at"`
 	// Inputs are the plan, SLO and mix copied into the pack, with hashes.
 	Inputs map[string]Input `json:"inputs,omitempty"`
 	// Plan and SLO name what the verdict judged (empty for a plain run).
@@ -156,7 +155,7 @@ func statement(dir string, m *Manifest, manifestRaw []byte, opt SignOptions) (*S
 	p := &st.Predicate
 	// Go is the signer's toolchain: the "go" key the attestation has
 	// always had, now filled.
-	p.Tool, p.Reviewer, p.SignedAt = loadgen.Tool{Name: "tailgate", Version: opt.Version, Revision: tgversion.Revision(), Go: runtime.Version()}, opt.Reviewer, now.UTC()
+	p.Tool, p.Reviewer, p.SignedAt = tgversion.Tool{Name: "tailgate", Version: opt.Version, Revision: tgversion.Revision(), Go: runtime.Version()}, opt.Reviewer, now.UTC()
 	d := results.Dir(dir)
 	if b, err := os.ReadFile(d.Path(results.EnvironmentFile)); err == nil {
 		var env Environment

@@ -27,12 +27,12 @@ const EnvironmentSchema = "tailgate.environment/v1"
 
 // Environment is what a reviewer needs to know about where a run ran.
 type Environment struct {
-	Schema  string       `json:"schema"`
-	Tool    loadgen.Tool `json:"tool"`
-	Command []string     `json:"command"` // secrets redacted
-	Host    Host         `json:"host"`
-	Started time.Time    `json:"started,omitzero"`
-	Ended   time.Time    `json:"ended,omitzero"`
+	Schema  string         `json:"schema"`
+	Tool    tgversion.Tool `json:"tool"`
+	Command []string       `json:"command"` // secrets redacted
+	Host    Host           `json:"host"`
+	Started time.Time      `json:"started,omitzero"`
+	Ended   time.Time      `json:"ended,omitzero"`
 	// Server is what the target said about itself, when it said anything.
 	Server *Server `json:"server,omitempty"`
 	// GPUs are the accelerators seen on this host (NVML or the NVIDIA
@@ -92,7 +92,7 @@ func Fingerprint(toolName, version string, args []string) Environment {
 // parameter rather than a package variable so that tests point each call
 // at their own tree and can run in parallel.
 func fingerprintAt(procRoot, toolName, version string, args []string) Environment {
-	e := Environment{Schema: EnvironmentSchema, Tool: loadgen.Tool{Name: toolName, Version: version, Revision: tgversion.Revision(), Go: runtime.Version()},
+	e := Environment{Schema: EnvironmentSchema, Tool: tgversion.Tool{Name: toolName, Version: version, Revision: tgversion.Revision(), Go: runtime.Version()},
 		Command: redact.Args(args)}
 	e.Host.Name, _ = os.Hostname()
 	e.Host.OS, e.Host.Arch, e.Host.CPUs = runtime.GOOS, runtime.GOARCH, runtime.NumCPU()

@@ -11,11 +11,11 @@
 // In turn:
 //   - A Source yields prompts in order (package prompts: mixes, traces,
 //     multi-turn sessions); io.EOF ends a finite one.
-//   - The schedule (an Arrivals) says when each request is due, its
-//     intended start. Open loop: an arrival process (ArrivalConstant,
-//     ArrivalPoisson, ArrivalGamma, ArrivalUniform) over Stages of rates
-//     and ramps, drawn through the schedule's cumulative intensity
-//     (NewOpenLoop). Trace replay (Trace): each prompt's own At. Closed
+//   - The schedule says when each request is due, its intended start.
+//     Open loop: an arrival process (ArrivalConstant, ArrivalPoisson,
+//     ArrivalGamma, ArrivalUniform) over Stages of rates and ramps, drawn
+//     through the schedule's cumulative intensity. Trace replay
+//     (Options.Trace): each prompt's own At. Closed
 //     loop: Stage.Concurrency workers, each sending its next request when
 //     its previous one ends, so the intended start is the send.
 //   - The Runner sends each request at its intended start on its own
@@ -32,7 +32,7 @@
 // send: a stalled server, a full in-flight cap or a late generator all
 // show in the figures instead of hiding in them. Schedule lag (send −
 // intended start) is the generator's own lateness; the summary's
-// SelfCheck flags a run where it is sustained and large against the
+// self-check (package loadgen/selfcheck) flags a run where it is sustained and large against the
 // latencies measured, or where the generator's CPU is saturated. In
 // closed loop the intended start is the send.
 //

@@ -42,7 +42,7 @@ func heldLive(b *testing.B, c Client, src Source, reached func() int64, n int64)
 	b.Helper()
 	base := liveBytes()
 	r, err := NewRunner(c, &limited{src: src, n: n}, Options{MaxInFlight: 2 * int(n), Grace: 2 * time.Hour, Timeout: 2 * time.Hour,
-		Stages: []Stage{{Rate: MaxRatePerS, Duration: 2 * time.Hour}}})
+		Stages: []Stage{{Rate: maxRatePerS, Duration: 2 * time.Hour}}})
 	if err != nil {
 		b.Fatal(err)
 	}

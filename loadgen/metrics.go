@@ -80,7 +80,7 @@ type Metrics struct {
 	// TurnTTFT holds TTFT per turn index of multi-turn sessions.
 	TurnTTFT map[int]*hdrhistogram.Histogram
 	// Sessions rolls agent sessions up (sessions.go); nil without any.
-	Sessions *SessionStats
+	Sessions *sessionStats
 	interval map[string]*hdrhistogram.Histogram
 	taken    map[string]*hdrhistogram.Histogram // the last interval's, reused by the next
 	// Goodput, if set, says whether an OK record met every per-request

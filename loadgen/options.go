@@ -13,12 +13,12 @@ const (
 	DefaultMaxInFlight = 10000
 	DefaultTimeout     = 2 * time.Minute
 	DefaultGrace       = 30 * time.Second
-	// MaxRatePerS bounds an open-loop rate. One process sends a few
+	// maxRatePerS bounds an open-loop rate. One process sends a few
 	// thousand requests a second per core; far above that every request
 	// would be dropped, one record each, filling the disk with records of
 	// requests never sent, so such a rate is a mistake or a job for
 	// --shard.
-	MaxRatePerS = 100000
+	maxRatePerS = 100000
 )
 
 // Options configure a run. The zero value of a field means its default.
@@ -91,15 +91,15 @@ type Options struct {
 	PreconnectConns int
 }
 
-// OptionsError says which option makes a run impossible or pointless and
+// optionsError says which option makes a run impossible or pointless and
 // why. It is always the caller's mistake (a usage error), found before
 // anything is sent.
-type OptionsError struct {
+type optionsError struct {
 	Option string // "stages", "stage 2 (ramp)", "warm-up", "arrival", …
 	Msg    string
 }
 
-func (e *OptionsError) Error() string { return "loadgen: " + e.Option + ": " + e.Msg }
+func (e *optionsError) Error() string { return "loadgen: " + e.Option + ": " + e.Msg }
 
 // Validate reports the first option that makes the run impossible, or
 // one that would measure nothing: no stages, a stage without duration or
@@ -107,7 +107,7 @@ func (e *OptionsError) Error() string { return "loadgen: " + e.Option + ": " + e
 // warm-up as long as the whole schedule or the request count.
 func (o Options) Validate() error {
 	bad := func(opt, format string, a ...any) error {
-		return &OptionsError{Option: opt, Msg: fmt.Sprintf(format, a...)}
+		return &optionsError{Option: opt, Msg: fmt.Sprintf(format, a...)}
 	}
 	if len(o.Stages) == 0 {
 		return bad("stages", "none: give a rate or concurrency and a duration")
@@ -145,24 +145,24 @@ func (o Options) Validate() error {
 		return nil
 	}
 	for i, s := range o.Stages {
-		if s.Rate > MaxRatePerS {
+		if s.Rate > maxRatePerS {
 			return &field.Error{Field: "Shard", Hint: "split the load across processes with {} I/N",
-				Err: bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send", s.Rate, MaxRatePerS)}
+				Err: bad(fmt.Sprintf("stage %d (%s)", i+1, s.Name), "rate %g/s is above %d/s, more than one load generator can send", s.Rate, maxRatePerS)}
 		}
 	}
-	if _, err := NewOpenLoop(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {
+	if _, err := newRateSchedule(o.Stages, o.Arrival, o.shape(), o.Seed); err != nil {
 		return bad("arrival", "%v", err)
 	}
 	switch {
-	case ExpectedArrivals(o.Stages, 0, total) == 0:
+	case expectedArrivals(o.Stages, 0, total) == 0:
 		return bad("stages", "every stage's rate is 0: nothing would be sent")
-	case ExpectedArrivals(o.Stages, o.WarmupDuration, total) == 0:
+	case expectedArrivals(o.Stages, o.WarmupDuration, total) == 0:
 		return bad("stages", "every rate after the %v warm-up is 0: nothing would be measured", o.WarmupDuration)
 	}
 	return nil
 }
 
-// shape is the arrival process's shape parameter for NewOpenLoop.
+// shape is the arrival process's shape parameter for newRateSchedule.
 func (o Options) shape() float64 {
 	if o.Arrival == ArrivalUniform {
 		return o.Jitter

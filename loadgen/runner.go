@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/prompts"
 )
 
@@ -50,7 +50,7 @@ type Info struct {
 	// Host is the generator's CPU and the machine's load over the sending
 	// window (hostload.go): what the self-check names as the cause of
 	// late sends.
-	Host HostLoad
+	Host selfcheck.HostLoad
 	// Shard is the part of the schedule this run sent (zero: all).
 	Shard Shard
 	// LateStart is how long after Options.StartAt the run began (0: on
@@ -78,7 +78,7 @@ type Runner struct {
 	seq         *sequencer
 	opts        Options
 	grace       time.Duration
-	hostPaths   hostPaths // where HostLoad reads; zero: the system's files
+	host        selfcheck.Sampler // where HostLoad reads; zero: the system's files
 
 	sent atomic.Int64
 	drop atomic.Int64
@@ -174,8 +174,8 @@ type run struct {
 	sentEnd time.Duration // when sending ended, ≤ end
 	// host0 is the machine's counters at the epoch; host the load over
 	// the sending window, set by endSending (hostload.go).
-	host0 hostReading
-	host  HostLoad
+	host0 selfcheck.Reading
+	host  selfcheck.HostLoad
 }
 
 // Run sends requests until the schedule ends (its stages, the request
@@ -203,8 +203,8 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	}
 	rn := &run{epoch: epoch, end: TotalDuration(r.opts.Stages), out: out, ended: make(chan struct{})}
 	info.Started, info.Grace, info.LateStart = rn.epoch, r.grace, late
-	cpu0 := cpuTime()
-	rn.host0 = readHost(r.hostPaths)
+	cpu0 := selfcheck.CPUTime()
+	rn.host0 = r.host.Read()
 
 	send, stopSending := context.WithCancelCause(ctx)
 	defer stopSending(nil)
@@ -257,7 +257,7 @@ func (r *Runner) Run(ctx context.Context, out chan<- *Record) (Info, error) {
 	info.Scheduled = r.scheduled(rn)
 	info.StageScheduled = stageShares(r.opts.Stages, info.Scheduled)
 	if wall := info.Elapsed.Seconds(); wall > 0 {
-		info.CPUUtilization = (cpuTime() - cpu0).Seconds() / (wall * float64(numCPU()))
+		info.CPUUtilization = (selfcheck.CPUTime() - cpu0).Seconds() / (wall * float64(numCPU()))
 	}
 	return info, err
 }
@@ -301,7 +301,7 @@ func (r *Runner) waitStart(ctx context.Context) (epoch time.Time, late time.Dura
 func (r *Runner) endSending(rn *run, at time.Duration) {
 	rn.endOnce.Do(func() {
 		rn.sentEnd = min(at, rn.end)
-		rn.host = hostLoad(rn.host0, readHost(r.hostPaths), numCPU())
+		rn.host = selfcheck.Between(rn.host0, r.host.Read(), numCPU())
 		close(rn.ended)
 		// Not after an interrupt or Stop: their own cause cancels the
 		// requests, on another goroutine, and a cut armed for now (no
@@ -345,7 +345,7 @@ func (r *Runner) newRecord(epoch time.Time, p *prompts.Prompt, seq int64, intend
 	rec.Session, rec.Turn = p.Session, p.Turn
 	rec.RequestedInputTokens = p.InputTokens
 	rec.Intended = intended
-	rec.Stage = r.opts.Stages[StageAt(r.opts.Stages, intended)].Name
+	rec.Stage = r.opts.Stages[stageAt(r.opts.Stages, intended)].Name
 	rec.Warmup = (r.opts.WarmupRequests > 0 && seq < int64(r.opts.WarmupRequests)) ||
 		(r.opts.WarmupDuration > 0 && intended < r.opts.WarmupDuration)
 	if !rec.Warmup && r.opts.WarmupRequests > 0 {
@@ -460,7 +460,7 @@ func (r *Runner) openLoop(rn *run) error {
 type dispatch struct {
 	r        *Runner
 	rn       *run
-	arr      Arrivals
+	arr      dueTimes
 	slots    chan struct{} // the in-flight cap
 	timer    *time.Timer
 	wait     *waiter
@@ -574,7 +574,7 @@ func (d *dispatch) next() (_ *prompts.Prompt, rec *Record, _ func(*Record)) {
 
 // dropRest records rec and every later arrival due before the end as
 // dropped: they were due but could not be started.
-func (r *Runner) dropRest(rn *run, rec *Record, arr Arrivals) {
+func (r *Runner) dropRest(rn *run, rec *Record, arr dueTimes) {
 	for {
 		// An interrupt stops the dropping at once: the arrivals left are
 		// not requests of a run that was stopped.
@@ -672,7 +672,7 @@ func (r *Runner) closedLoop(rn *run) error {
 type closedWork struct {
 	r       *Runner
 	rn      *run
-	arr     Arrivals
+	arr     dueTimes
 	budget  atomic.Int64
 	claims  atomic.Int64 // budget taken, session not yet registered
 	errOnce sync.Once
@@ -696,7 +696,7 @@ func (cw *closedWork) next(w int, pending *prompts.Prompt, due time.Duration) (*
 		}
 		// Worker w runs only while the current stage wants more than w
 		// workers; otherwise it waits for the next stage.
-		si := StageAt(r.opts.Stages, now)
+		si := stageAt(r.opts.Stages, now)
 		if r.opts.Stages[si].Concurrency <= w {
 			next := time.Duration(0)
 			for _, s := range r.opts.Stages[:si+1] {
@@ -798,14 +798,6 @@ func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	case <-stop:
 	}
 	return false
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func numCPU() int { return runtime.GOMAXPROCS(0) }

@@ -634,9 +634,9 @@ func TestValidateRejectsRunsThatMeasureNothing(t *testing.T) {
 	}
 	for _, c := range bad {
 		err := c.o.Validate()
-		var oe *OptionsError
+		var oe *optionsError
 		if !errors.As(err, &oe) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Validate(%+v) = %v, want an OptionsError containing %q", c.o, err, c.want)
+			t.Errorf("Validate(%+v) = %v, want an optionsError containing %q", c.o, err, c.want)
 		}
 		if _, err := NewRunner(&fakeClient{}, src(), c.o); err == nil {
 			t.Errorf("NewRunner accepted %+v", c.o)
@@ -761,7 +761,7 @@ func TestInterruptStopsDropping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &fakeClient{ttft: time.Hour, tokens: 1}
 		r, err := NewRunner(c, src(), Options{MaxInFlight: 1, Timeout: 2 * time.Hour, Grace: -1,
-			Stages: []Stage{{Rate: MaxRatePerS, Duration: 300 * time.Millisecond}}})
+			Stages: []Stage{{Rate: maxRatePerS, Duration: 300 * time.Millisecond}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -794,13 +794,13 @@ func TestInterruptStopsDropping(t *testing.T) {
 func TestRateAboveOneGeneratorIsRefused(t *testing.T) {
 	t.Parallel()
 	err := Options{Stages: []Stage{{Name: "main", Rate: 1e9, Duration: time.Second}}}.Validate()
-	var oe *OptionsError
+	var oe *optionsError
 	var fe *field.Error
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "rate 1e+09/s is above 100000/s") ||
 		!errors.As(err, &fe) || fe.Field != "Shard" || !strings.Contains(err.Error(), "shard I/N") {
 		t.Errorf("--rate 1e9: %v", err)
 	}
-	if err := (Options{Stages: []Stage{{Rate: MaxRatePerS, Duration: time.Second}}}).Validate(); err != nil {
+	if err := (Options{Stages: []Stage{{Rate: maxRatePerS, Duration: time.Second}}}).Validate(); err != nil {
 		t.Errorf("the bound itself: %v", err)
 	}
 }

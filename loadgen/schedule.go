@@ -78,9 +78,9 @@ func TotalDuration(stages []Stage) time.Duration {
 	return d
 }
 
-// StageAt returns the index of the stage running at offset t (the last one
+// stageAt returns the index of the stage running at offset t (the last one
 // past the end).
-func StageAt(stages []Stage, t time.Duration) int {
+func stageAt(stages []Stage, t time.Duration) int {
 	for i, s := range stages {
 		if t < s.Duration {
 			return i
@@ -126,8 +126,8 @@ func ResolveArrival(a Arrival, closed bool) Arrival {
 	return a
 }
 
-// OpenLoop is an open-loop arrival schedule over stages.
-type OpenLoop struct {
+// rateSchedule is an open-loop arrival schedule over stages.
+type rateSchedule struct {
 	segs  []segment
 	draw  func() float64
 	lam   float64 // Λ at the last arrival
@@ -188,10 +188,10 @@ func lambdaAt(segs []segment, t float64) float64 {
 	return lam
 }
 
-// ExpectedArrivals is how many requests open-loop stages make due between
+// expectedArrivals is how many requests open-loop stages make due between
 // offsets from and to, on average: the integral of the rate, ramps
 // included. Zero means the stages send nothing there.
-func ExpectedArrivals(stages []Stage, from, to time.Duration) float64 {
+func expectedArrivals(stages []Stage, from, to time.Duration) float64 {
 	segs, err := segmentsOf(stages)
 	if err != nil || to <= from {
 		return 0
@@ -199,15 +199,15 @@ func ExpectedArrivals(stages []Stage, from, to time.Duration) float64 {
 	return lambdaAt(segs, to.Seconds()) - lambdaAt(segs, from.Seconds())
 }
 
-// NewOpenLoop builds a schedule over stages with the given process
+// newRateSchedule builds a schedule over stages with the given process
 // ("constant", "poisson", "gamma", "uniform"). shape is the gamma shape
 // (burstiness: 1 is Poisson, below 1 burstier, above 1 more regular) or
 // the uniform spread s in [0, 1] (gaps within ±s of the mean gap); the
 // other processes ignore it. seed makes it reproducible.
-func NewOpenLoop(stages []Stage, process Arrival, shape float64, seed uint64) (*OpenLoop, error) {
+func newRateSchedule(stages []Stage, process Arrival, shape float64, seed uint64) (*rateSchedule, error) {
 	burstiness := shape
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	o := &OpenLoop{first: true}
+	o := &rateSchedule{first: true}
 	switch process {
 	case ArrivalConstant, "":
 		o.draw = func() float64 { return 1 }
@@ -237,9 +237,9 @@ func NewOpenLoop(stages []Stage, process Arrival, shape float64, seed uint64) (*
 	return o, nil
 }
 
-// Next implements Arrivals: the next arrival of the process, whatever
+// Next implements dueTimes: the next arrival of the process, whatever
 // the prompt.
-func (o *OpenLoop) Next(*prompts.Prompt) (time.Duration, bool) {
+func (o *rateSchedule) Next(*prompts.Prompt) (time.Duration, bool) {
 	x := o.draw()
 	if o.first {
 		// The first request goes out at once for steady paces (as vegeta

@@ -8,7 +8,7 @@ import (
 
 func arrivals(t *testing.T, stages []Stage, proc Arrival, k float64) []time.Duration {
 	t.Helper()
-	o, err := NewOpenLoop(stages, proc, k, 42)
+	o, err := newRateSchedule(stages, proc, k, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestParseStages(t *testing.T) {
 	if TotalDuration(st) != 210*time.Second {
 		t.Errorf("total %v", TotalDuration(st))
 	}
-	if i := StageAt(st, 61*time.Second); i != 1 {
-		t.Errorf("StageAt(61s) = %d, want 1", i)
+	if i := stageAt(st, 61*time.Second); i != 1 {
+		t.Errorf("stageAt(61s) = %d, want 1", i)
 	}
 	c, err := ParseStages("c8@10s,c16@10s", 0, true)
 	if err != nil || c[0].Concurrency != 8 || c[1].Concurrency != 16 {
@@ -141,7 +141,7 @@ func TestParseStages(t *testing.T) {
 	}
 }
 
-// ExpectedArrivals integrates the rate, ramps included, and agrees with
+// expectedArrivals integrates the rate, ramps included, and agrees with
 // the count of constant arrivals it drives.
 func TestExpectedArrivals(t *testing.T) {
 	t.Parallel()
@@ -158,14 +158,14 @@ func TestExpectedArrivals(t *testing.T) {
 		{4500 * time.Millisecond, 10 * sec, 5}, // past the end counts nothing
 		{2 * sec, sec, 0},
 	} {
-		if got := ExpectedArrivals(stages, c.from, c.to); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("ExpectedArrivals(%v, %v) = %v, want %v", c.from, c.to, got, c.want)
+		if got := expectedArrivals(stages, c.from, c.to); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("expectedArrivals(%v, %v) = %v, want %v", c.from, c.to, got, c.want)
 		}
 	}
 	if n := len(arrivals(t, stages, ArrivalConstant, 0)); n != 210 {
 		t.Errorf("constant pacing sent %d, want 210 = Λ(end)", n)
 	}
-	if got := ExpectedArrivals([]Stage{{Rate: 0, Duration: 2 * sec}}, 0, 2*sec); got != 0 {
+	if got := expectedArrivals([]Stage{{Rate: 0, Duration: 2 * sec}}, 0, 2*sec); got != 0 {
 		t.Errorf("0@2s expects %v", got)
 	}
 }
@@ -189,7 +189,7 @@ func TestUniformArrivalsStayWithinTheJitter(t *testing.T) {
 	if !spread {
 		t.Error("no gap strayed from 100ms by 5ms: no jitter applied")
 	}
-	if _, err := NewOpenLoop([]Stage{{Rate: 1, Duration: time.Second}}, ArrivalUniform, 1.5, 1); err == nil {
+	if _, err := newRateSchedule([]Stage{{Rate: 1, Duration: time.Second}}, ArrivalUniform, 1.5, 1); err == nil {
 		t.Error("spread 1.5 accepted")
 	}
 }

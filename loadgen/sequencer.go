@@ -9,7 +9,7 @@ import (
 // sequencer draws prompts from the source and numbers them: the source's
 // n-th prompt is Seq n in every shard (each shard draws the whole source,
 // so the schedule stays the same), and a sharded run's session turns
-// after the first are numbered from FollowUpSeqBase. Safe for the
+// after the first are numbered from followUpSeqBase. Safe for the
 // runner's goroutines: closed-loop workers and session turns draw
 // concurrently.
 type sequencer struct {
@@ -68,7 +68,7 @@ func (s *sequencer) turn() int64 {
 		// an answer, and every shard must number the source alike.
 		k := s.followUps
 		s.followUps++
-		return FollowUpSeqBase + k*int64(sh.Count) + int64(sh.Index)
+		return followUpSeqBase + k*int64(sh.Count) + int64(sh.Index)
 	}
 	s.next++
 	return s.next - 1

@@ -118,11 +118,11 @@ func (f *SessionFigures) Line() SessionLine {
 	return l
 }
 
-// SessionStats roll sessions up for summary.json: counts by outcome and
+// sessionStats roll sessions up for summary.json: counts by outcome and
 // the duration of complete sessions. A session is OK when every call was
 // answered, failed when the server failed one (its cancelled dependents
 // with it), cut when the generator cut one and none failed.
-type SessionStats struct {
+type sessionStats struct {
 	Count, OK, Failed, Cut, CancelledCalls int64
 	// Promised and PromisedOf sum the sessions' promised prefix tokens
 	// and the prompt tokens they are of, over sessions whose trace gave
@@ -135,13 +135,13 @@ type SessionStats struct {
 	roll    SessionRoller
 }
 
-func newSessionStats() *SessionStats {
-	return &SessionStats{Duration: NewHistogram(), TurnE2E: map[int]*hdrhistogram.Histogram{}}
+func newSessionStats() *sessionStats {
+	return &sessionStats{Duration: NewHistogram(), TurnE2E: map[int]*hdrhistogram.Histogram{}}
 }
 
 // add counts a record of a session call: its per-turn E2E, and once its
 // session's last record arrives, the session.
-func (s *SessionStats) add(r *Record) {
+func (s *sessionStats) add(r *Record) {
 	if r.OK() && !r.Warmup {
 		if d, ok := e2eOf(r); ok {
 			turnHist(s.TurnE2E, r.Turn).RecordValue(microsOf(d))
@@ -240,7 +240,7 @@ func turnHist(m map[int]*hdrhistogram.Histogram, turn int) *hdrhistogram.Histogr
 	return h
 }
 
-func (s *SessionStats) merge(o *SessionStats) {
+func (s *sessionStats) merge(o *sessionStats) {
 	s.Count += o.Count
 	s.OK += o.OK
 	s.Failed += o.Failed
@@ -316,7 +316,7 @@ func (m *Metrics) sessionSummary() *SessionSummary {
 	return out
 }
 
-// SessionsState is SessionStats in histograms.json.
+// SessionsState is sessionStats in histograms.json.
 type SessionsState struct {
 	Count          int64             `json:"count"`
 	OK             int64             `json:"ok"`
@@ -329,7 +329,7 @@ type SessionsState struct {
 	PromisedOf     int64             `json:"promised_of_tokens,omitempty"`
 }
 
-func (s *SessionStats) state() (*SessionsState, error) {
+func (s *sessionStats) state() (*SessionsState, error) {
 	d, err := encodeHist(s.Duration)
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func (s *SessionStats) state() (*SessionsState, error) {
 	return st, nil
 }
 
-func (st *SessionsState) stats() (*SessionStats, error) {
+func (st *SessionsState) stats() (*sessionStats, error) {
 	s := newSessionStats()
 	s.Count, s.OK, s.Failed, s.Cut, s.CancelledCalls = st.Count, st.OK, st.Failed, st.Cut, st.CancelledCalls
 	s.Promised, s.PromisedOf = st.Promised, st.PromisedOf

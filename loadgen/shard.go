@@ -22,7 +22,7 @@ import (
 //
 // Sessions: a session belongs to the shard of its first turn, and its
 // later turns (due after an answer, which no schedule knows) are numbered
-// from FollowUpSeqBase in that shard, so sequence numbers stay unique
+// from followUpSeqBase in that shard, so sequence numbers stay unique
 // across shards.
 //
 // The zero value (Count 0) and Count 1 mean no sharding.
@@ -31,9 +31,9 @@ type Shard struct {
 	Count int
 }
 
-// FollowUpSeqBase is where a sharded run numbers session turns after the
-// first: Seq = FollowUpSeqBase + k·Count + Index for the shard's k-th.
-const FollowUpSeqBase = int64(1) << 40
+// followUpSeqBase is where a sharded run numbers session turns after the
+// first: Seq = followUpSeqBase + k·Count + Index for the shard's k-th.
+const followUpSeqBase = int64(1) << 40
 
 // ParseShard reads "I/N": shard I (0-based) of N.
 func ParseShard(s string) (Shard, error) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 )
 
 // MetricsState is Metrics whole, in a form that outlives the process: every
@@ -286,27 +288,27 @@ func (g *Group) merge(o *Group, shift time.Duration) {
 // InfoState is Info in a form that outlives the process (histograms.json),
 // so a merge can rebuild each shard's run. Durations are nanoseconds.
 type InfoState struct {
-	Started          string           `json:"started"` // RFC 3339, nanoseconds
-	ElapsedNs        int64            `json:"elapsed_ns"`
-	Interrupted      bool             `json:"interrupted"`
-	Stopped          string           `json:"stopped,omitempty"`
-	Sent             int64            `json:"sent"`
-	Dropped          int64            `json:"dropped"`
-	CutAtEnd         int64            `json:"cut_at_end"`
-	GraceNs          int64            `json:"grace_ns"`
-	ScheduledFromNs  int64            `json:"scheduled_from_ns"`
-	ScheduledToNs    int64            `json:"scheduled_to_ns"`
-	StageScheduledNs map[string]int64 `json:"stage_scheduled_ns"`
-	CPUUtilization   float64          `json:"cpu_utilization"`
-	ShardIndex       int              `json:"shard_index"`
-	ShardCount       int              `json:"shard_count"`
-	LateStartNs      int64            `json:"late_start_ns"`
-	StartAt          string           `json:"start_at,omitempty"`
-	Preconnected     bool             `json:"preconnected,omitempty"`
-	PreconnectConns  int              `json:"preconnect_conns,omitempty"`
-	PreconnectNs     int64            `json:"preconnect_ns,omitempty"`
-	PreconnectErr    string           `json:"preconnect_error,omitempty"`
-	Host             *HostLoad        `json:"host,omitempty"`
+	Started          string              `json:"started"` // RFC 3339, nanoseconds
+	ElapsedNs        int64               `json:"elapsed_ns"`
+	Interrupted      bool                `json:"interrupted"`
+	Stopped          string              `json:"stopped,omitempty"`
+	Sent             int64               `json:"sent"`
+	Dropped          int64               `json:"dropped"`
+	CutAtEnd         int64               `json:"cut_at_end"`
+	GraceNs          int64               `json:"grace_ns"`
+	ScheduledFromNs  int64               `json:"scheduled_from_ns"`
+	ScheduledToNs    int64               `json:"scheduled_to_ns"`
+	StageScheduledNs map[string]int64    `json:"stage_scheduled_ns"`
+	CPUUtilization   float64             `json:"cpu_utilization"`
+	ShardIndex       int                 `json:"shard_index"`
+	ShardCount       int                 `json:"shard_count"`
+	LateStartNs      int64               `json:"late_start_ns"`
+	StartAt          string              `json:"start_at,omitempty"`
+	Preconnected     bool                `json:"preconnected,omitempty"`
+	PreconnectConns  int                 `json:"preconnect_conns,omitempty"`
+	PreconnectNs     int64               `json:"preconnect_ns,omitempty"`
+	PreconnectErr    string              `json:"preconnect_error,omitempty"`
+	Host             *selfcheck.HostLoad `json:"host,omitempty"`
 }
 
 // State is i in its saved form.

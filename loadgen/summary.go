@@ -6,6 +6,9 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/internal/version"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 )
 
 // SummarySchema names the summary.json contract. Scripts and CI gates read
@@ -189,25 +192,11 @@ type Preconnect struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Tool names the program that wrote a file: tailgate's one Tool, in
-// summary.json, verdict.json, sweep.json and the evidence pack. Go, the
-// toolchain it was built with, and Revision, the commit, are written where
-// they are known (the evidence pack's environment and attestation).
-type Tool struct {
-	Name     string `json:"name"`
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Go       string `json:"go,omitempty"`
-}
-
-// NewTool is tailgate at version.
-func NewTool(version string) Tool { return Tool{Name: "tailgate", Version: version} }
-
 // Summary is summary.json (schema tailgate.summary/v1). Keys may be added,
 // never renamed.
 type Summary struct {
 	Schema      string                  `json:"schema"`
-	Tool        Tool                    `json:"tool"`
+	Tool        version.Tool            `json:"tool"`
 	Run         RunInfo                 `json:"run"`
 	Requests    Counts                  `json:"requests"`
 	Throughput  Throughput              `json:"throughput"`
@@ -217,9 +206,18 @@ type Summary struct {
 	Stages      map[string]ClassSummary `json:"stages,omitempty"` // by load stage, when there are several
 	Turns       map[string]Hist         `json:"ttft_by_turn_ms,omitempty"`
 	Sessions    *SessionSummary         `json:"sessions,omitempty"`
-	SelfCheck   SelfCheck               `json:"self_check"`
+	SelfCheck   selfcheck.Result        `json:"self_check"`
 	Warnings    []string                `json:"warnings"`
 	Definitions map[string]string       `json:"definitions"`
+}
+
+// CheckSelf judges the run's metrics as the generator gathered them
+// (selfcheck.Judge); maxShift is the stated share (0:
+// selfcheck.DefaultMaxShift).
+func (m *Metrics) CheckSelf(info Info, maxShift float64) selfcheck.Result {
+	return selfcheck.Judge(selfcheck.Input{Lag: m.All.Hist[MetricScheduleLag], Metrics: lagMeasuredTable,
+		Figures: m.All.Hist, Corrected: m.LagCorrected,
+		CPUUtilization: info.CPUUtilization, Host: info.Host, Dropped: info.Dropped}, maxShift)
 }
 
 // SummaryMeta is what the caller knows that the metrics do not.
@@ -277,7 +275,7 @@ func (m *Metrics) Summary(info Info, meta SummaryMeta) *Summary {
 	for _, rm := range m.rates {
 		defs[rm.Name] = rm.Definition
 	}
-	s := &Summary{Schema: SummarySchema, Tool: NewTool(meta.Version),
+	s := &Summary{Schema: SummarySchema, Tool: version.NewTool(meta.Version),
 		Classes: map[string]ClassSummary{}, Definitions: defs,
 		Warnings: []string{}}
 	sched := info.Scheduled.Seconds()

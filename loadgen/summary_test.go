@@ -3,12 +3,13 @@ package loadgen
 import (
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 )
 
 // lagRun returns metrics of n OK records whose server took ttft to the
@@ -40,11 +41,11 @@ func lagRunOn(n, late int, ttft, lateBy, onTime time.Duration) *Metrics {
 // far it moved each reported figure.
 func TestSelfCheck(t *testing.T) {
 	t.Parallel()
-	busy := HostLoad{WindowS: 10, Cores: 2, OwnCores: 0.04, BusyCores: 2, OtherCores: 1.96, CPUPressure: 0.7, Source: "test"}
+	busy := selfcheck.HostLoad{WindowS: 10, Cores: 2, OwnCores: 0.04, BusyCores: 2, OtherCores: 1.96, CPUPressure: 0.7, Source: "test"}
 	for _, c := range []struct {
 		name      string
 		m         *Metrics
-		host      HostLoad
+		host      selfcheck.HostLoad
 		distorted bool
 		warned    bool
 		contains  string
@@ -69,7 +70,7 @@ func TestSelfCheck(t *testing.T) {
 		{"15 all late", lagRun(15, 15, 20*time.Millisecond, 50*time.Millisecond), busy, false, false, ""},
 		// Most sends late: p50 moves too.
 		{"all late", lagRun(200, 200, 20*time.Millisecond, 20*time.Millisecond), busy, true, false, "TTFT p50"},
-		{"CPU saturated", lagRun(100, 0, 20*time.Millisecond, 0), HostLoad{WindowS: 5, Cores: 2, OwnCores: 1.9, OtherCores: 0.05, CPUPressure: 0.9},
+		{"CPU saturated", lagRun(100, 0, 20*time.Millisecond, 0), selfcheck.HostLoad{WindowS: 5, Cores: 2, OwnCores: 1.9, OtherCores: 0.05, CPUPressure: 0.9},
 			true, false, "load generator CPU saturated: 95% of 2 cores"},
 	} {
 		sc := c.m.CheckSelf(Info{Host: c.host}, 0)
@@ -79,7 +80,7 @@ func TestSelfCheck(t *testing.T) {
 		if all := strings.Join(append(sc.Reasons, sc.Warnings...), "\n"); c.contains != "" && !strings.Contains(all, c.contains) {
 			t.Errorf("%s: %q lacks %q", c.name, all, c.contains)
 		}
-		if sc.MaxShift != DefaultMaxShift {
+		if sc.MaxShift != selfcheck.DefaultMaxShift {
 			t.Errorf("%s: stated share %v", c.name, sc.MaxShift)
 		}
 		s := c.m.Summary(Info{Host: c.host}, SummaryMeta{})
@@ -100,25 +101,6 @@ func TestSelfCheck(t *testing.T) {
 	}
 }
 
-// The 95% interval's upper end of a percentile: for 1..100 ms, p90's rank
-// is 90 + 1.96·√9 = 95.88, the 96th value (HDR rounds the rank).
-func TestQuantileHigh(t *testing.T) {
-	t.Parallel()
-	h := NewHistogram()
-	for i := int64(1); i <= 100; i++ {
-		h.RecordValue(i * 1000)
-	}
-	if hi := quantileHigh(h, 90); !h.ValuesAreEquivalent(hi, 96000) {
-		t.Errorf("p90 high %d µs, want 96 ms", hi)
-	}
-	if hi := quantileHigh(h, 50); !h.ValuesAreEquivalent(hi, 60000) { // 50 + 1.96·5 = 59.8
-		t.Errorf("p50 high %d µs, want 60 ms", hi)
-	}
-	if hi := quantileHigh(h, 99); !h.ValuesAreEquivalent(hi, 100000) { // past the last rank: the max
-		t.Errorf("p99 high %d µs, want 100 ms", hi)
-	}
-}
-
 // spreadRun is n OK records whose server took 20 + i ms to the first
 // token, each sent lag late.
 func spreadRun(n int, lag time.Duration) *Metrics {
@@ -133,75 +115,6 @@ func spreadRun(n int, lag time.Duration) *Metrics {
 		m.Add(r)
 	}
 	return m
-}
-
-// The cause classifier on injected readings.
-func TestCause(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name    string
-		cpu     float64
-		h       HostLoad
-		dropped int64
-		want    string
-		text    string
-	}{
-		{"own CPU saturated", 0, HostLoad{WindowS: 5, Cores: 2, OwnCores: 1.85, OtherCores: 0.1, CPUPressure: 0.9, Source: "s"}, 0, CauseGeneratorCPU, "the generator used 1.85 of 2 cores"},
-		{"other processes", 0, HostLoad{WindowS: 20, Cores: 2, OwnCores: 0.04, OtherCores: 1.9, CPUPressure: 0.65}, 0, CauseRunQueue, "other processes 1.90"},
-		{"pressure, no /proc/stat", 0, HostLoad{WindowS: 20, Cores: 2, OwnCores: 0.04, OtherCores: -1, CPUPressure: 0.5}, 0, CauseGeneratorCPU, "PSI"},
-		{"own share on a busy box", 0, HostLoad{WindowS: 20, Cores: 2, OwnCores: 1.2, OtherCores: 0.3, CPUPressure: 0.4}, 0, CauseGeneratorCPU, "on a busy machine"},
-		{"in-flight cap", 0, HostLoad{WindowS: 5, Cores: 2, OwnCores: 0.5, OtherCores: 0.4, CPUPressure: 0.1}, 90422, CauseInFlightCap, "90422 were dropped"},
-		{"quiet", 0, HostLoad{WindowS: 20, Cores: 2, OwnCores: 0.02, OtherCores: 0.1, CPUPressure: 0.01}, 0, CauseUnknown, "neither"},
-		{"no readings: the run's CPU", 0.95, HostLoad{}, 0, CauseGeneratorCPU, "own CPU"},
-		{"nothing readable", 0.01, HostLoad{WindowS: 3, Cores: 2, OwnCores: 0.02, OtherCores: -1, CPUPressure: -1}, 0, CauseUnknown, "neither"},
-	} {
-		kind, text := Cause(c.cpu, c.h, c.dropped)
-		if kind != c.want || !strings.Contains(text, c.text) {
-			t.Errorf("%s: %s %q, want %s containing %q", c.name, kind, text, c.want, c.text)
-		}
-	}
-}
-
-// Host readings from /proc files, and the load between two of them.
-func TestHostLoad(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	stat, psi := dir+"/stat", dir+"/pressure"
-	write := func(p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(stat, "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\ncpu1 50 0 25 400 25 0 0 0 0 0\nintr 1\n")
-	write(psi, "some avg10=1.00 avg60=0.50 avg300=0.10 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
-	if busy, total := readProcStat(stat); busy != 150 || total != 1000 {
-		t.Errorf("proc stat busy %d total %d", busy, total)
-	}
-	if v := readPSISome(psi); v != 1000000 {
-		t.Errorf("psi %d", v)
-	}
-	if n := machineCPUs(stat); n != 2 {
-		t.Errorf("cpus %d", n)
-	}
-	if r := readHost(hostPaths{stat: stat, pressure: psi}); r.busy != 150 || r.total != 1000 || r.psiSomeUs != 1000000 || r.cpus != 2 {
-		t.Errorf("reading %+v", r)
-	}
-	a := hostReading{at: time.Unix(0, 0), own: 0, busy: 150, total: 1000, psiSomeUs: 1000000, cpus: 2}
-	b := hostReading{at: time.Unix(10, 0), own: 2 * time.Second, busy: 1150, total: 2000, psiSomeUs: 4000000, cpus: 2}
-	h := hostLoad(a, b, 2)
-	// 1000 of 1000 jiffies busy on 2 CPUs: 2 cores; the generator 0.2.
-	if h.BusyCores != 2 || math.Abs(h.OwnCores-0.2) > 1e-9 || math.Abs(h.OtherCores-1.8) > 1e-9 || math.Abs(h.CPUPressure-0.3) > 1e-9 ||
-		h.Source != "/proc/stat, /proc/pressure/cpu, getrusage" {
-		t.Errorf("%+v", h)
-	}
-	// Unreadable files degrade to −1 and say which readings were used.
-	r := readHost(hostPaths{stat: dir + "/none", pressure: dir + "/none"})
-	if r.total != 0 || r.psiSomeUs != -1 {
-		t.Errorf("missing files: %+v", r)
-	}
-	if h := hostLoad(r, hostReading{at: r.at.Add(time.Second), own: r.own}, 2); h.BusyCores != -1 || h.CPUPressure != -1 || h.Source != "getrusage" {
-		t.Errorf("degraded: %+v", h)
-	}
 }
 
 // cut_at_end requests are counted apart from errors, and the summary says

@@ -3,7 +3,6 @@ package loadgen
 // Accessors for the package's tables: each returns a copy.
 
 import (
-	"maps"
 	"slices"
 )
 
@@ -17,30 +16,6 @@ func LatencyMetrics() []LatencyMetric {
 // caller can change what every other one reads.
 func MetricNames() []string {
 	return slices.Clone(metricNamesTable)
-}
-
-// LagMeasured returns a copy of the package's table (lagMeasuredTable), so that no
-// caller can change what every other one reads.
-func LagMeasured() []string {
-	return slices.Clone(lagMeasuredTable)
-}
-
-// SelfCheckQuantiles returns a copy of the package's table (selfCheckQuantilesTable), so that no
-// caller can change what every other one reads.
-func SelfCheckQuantiles() []float64 {
-	return slices.Clone(selfCheckQuantilesTable)
-}
-
-// Definitions returns a copy of the package's table (definitionsTable), so that no
-// caller can change what every other one reads.
-func Definitions() map[string]string {
-	return maps.Clone(definitionsTable)
-}
-
-// RunDefinitions returns a copy of the package's table (runDefinitionsTable), so that no
-// caller can change what every other one reads.
-func RunDefinitions() map[string]string {
-	return maps.Clone(runDefinitionsTable)
 }
 
 // RateMetrics returns a copy of the package's table (rateMetricsTable), so that no

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -19,7 +20,7 @@ func TestCombine(t *testing.T) {
 		return &shard{dir: results.Dir("shard" + string(rune('0'+i))), h: &results.Histograms{},
 			m: loadgen.NewMetrics(),
 			info: loadgen.Info{Started: t0.Add(started), Elapsed: elapsed, Sent: sent, Dropped: 1, Shard: loadgen.Shard{Index: i, Count: 2},
-				Host: loadgen.HostLoad{WindowS: 10, Cores: 4, OwnCores: own, Source: "/proc"}, Stopped: stopped,
+				Host: selfcheck.HostLoad{WindowS: 10, Cores: 4, OwnCores: own, Source: "/proc"}, Stopped: stopped,
 				StageScheduled: map[string]time.Duration{"s": elapsed}}}
 	}
 	stop := errors.New("sink failed")

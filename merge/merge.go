@@ -20,6 +20,7 @@ package merge
 import (
 	"errors"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"slices"
 	"sort"
@@ -30,6 +31,7 @@ import (
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -301,7 +303,7 @@ func judge(out results.Dir, sum *results.Summary, res *Result, opts Options) err
 		return err
 	}
 	res.Notes = append(res.Notes, notes...)
-	rep.Tool = loadgen.NewTool(opts.Version)
+	rep.Tool = version.NewTool(opts.Version)
 	sum.SLO = rep
 	if err := exporters.WriteVerdicts(out, rep); err != nil {
 		return err
@@ -530,7 +532,7 @@ func copyFile(from, to string) error {
 
 // busier: h's generator used a larger share of its cores over its sending
 // window than than's (a reading over no window is never busier).
-func busier(h, than loadgen.HostLoad) bool {
+func busier(h, than selfcheck.HostLoad) bool {
 	if h.WindowS <= 0 || h.Cores <= 0 {
 		return false
 	}

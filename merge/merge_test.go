@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
@@ -91,7 +92,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 	got := res.Summary
 	// The self-check's readings are the busiest shard's, as that shard saw
 	// them (not the merging machine's).
-	var busiest loadgen.HostLoad
+	var busiest selfcheck.HostLoad
 	idx := -1
 	for i, d := range dirs {
 		s, err := d.ReadSummary()

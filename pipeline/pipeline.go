@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -332,7 +333,7 @@ loop:
 // default) its reasons and warnings replace the default's.
 func summarize(metrics *loadgen.Metrics, info loadgen.Info, meta loadgen.SummaryMeta, share float64) *results.Summary {
 	ls := metrics.Summary(info, meta)
-	if share > 0 && share != loadgen.DefaultMaxShift {
+	if share > 0 && share != selfcheck.DefaultMaxShift {
 		def := ls.SelfCheck
 		ls.SelfCheck = metrics.CheckSelf(info, share)
 		ls.Warnings = append(slices.DeleteFunc(ls.Warnings, func(w string) bool {

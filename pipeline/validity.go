@@ -1,10 +1,10 @@
 package pipeline
 
 import (
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -69,7 +69,7 @@ func judgeRun(judge *slo.Judge, spec Spec, res *Result, runErr error) *slo.Repor
 		in.Demand = map[string]*slo.Demand{key: spec.SLO.Demand}
 	}
 	rep := judge.Assess(in)
-	rep.Tool = loadgen.NewTool(spec.Meta.Version)
+	rep.Tool = version.NewTool(spec.Meta.Version)
 	return rep
 }
 

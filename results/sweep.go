@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"time"
 
@@ -19,7 +20,7 @@ const SweepSchema = "tailgate.sweep/v1"
 // runs it; report, compare and the periodic review read it).
 type Sweep struct {
 	Schema  string       `json:"schema"`
-	Tool    loadgen.Tool `json:"tool"`
+	Tool    version.Tool `json:"tool"`
 	Started time.Time    `json:"started"`
 	Ended   time.Time    `json:"ended"`
 	Target  string       `json:"target"`

@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"sort"
 	"time"
 
@@ -45,7 +46,7 @@ const (
 // overall result.
 type Report struct {
 	Schema string       `json:"schema"`
-	Tool   loadgen.Tool `json:"tool"`
+	Tool   version.Tool `json:"tool"`
 	Plan   string       `json:"plan,omitempty"`
 	SLO    string       `json:"slo"`
 	// EvaluatedAt is the instant waivers were judged at.

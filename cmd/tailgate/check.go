@@ -14,7 +14,6 @@ import (
 	"github.com/tailgate-llm/tailgate/acceptance"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/internal/version"
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -89,7 +88,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range saved.Notes {
 		fmt.Fprintln(stderr, "tailgate check:", n)
 	}
-	rep.Tool = loadgen.NewTool(version.Version)
+	rep.Tool = version.NewTool(version.Version)
 	fmt.Fprintf(stdout, "tailgate check %s against %s (waivers judged at %s)\n\n", dir, *sloPath, now.Format(time.RFC3339))
 	if err := exporters.WriteVerdictTable(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "tailgate check:", err)
@@ -162,7 +161,7 @@ func checkSweep(dir results.Dir, spec *slo.Spec, plan *slo.Plan, at, sloPath, ou
 		for _, n := range saved.Notes {
 			fmt.Fprintf(stderr, "tailgate check: level %s: %s\n", l.Name, n)
 		}
-		rep.Tool = loadgen.NewTool(version.Version)
+		rep.Tool = version.NewTool(version.Version)
 		if err := exporters.WriteVerdictTable(stdout, rep); err != nil {
 			fmt.Fprintln(stderr, "tailgate check:", err)
 		}

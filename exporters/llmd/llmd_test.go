@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ import (
 
 func summary() *results.Summary {
 	var s results.Summary
-	s.Tool = loadgen.NewTool("1.2.3")
+	s.Tool = version.NewTool("1.2.3")
 	s.Run = loadgen.RunInfo{Started: "2026-01-02T03:04:05Z", Ended: "2026-01-02T03:04:55Z", DurationS: 49.97,
 		Target: "https://gw.example:8443/v1", Model: "m", Load: map[string]any{"mode": "open", "stages": "5@10s,10@10s"}}
 	s.Requests = loadgen.Counts{Sent: 10, OK: 9, Errors: 1, CutAtEnd: 1}

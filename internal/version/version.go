@@ -50,3 +50,17 @@ func RevisionOrUnknown() string {
 // --header sets another: a server's logs can tell tailgate's traffic, and
 // which release sent it.
 func UserAgent() string { return "tailgate/" + Version }
+
+// Tool names the program that wrote a file: tailgate's one Tool, in
+// summary.json, verdict.json, sweep.json and the evidence pack. Go, the
+// toolchain it was built with, and Revision, the commit, are written where
+// they are known (the evidence pack's environment and attestation).
+type Tool struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Go       string `json:"go,omitempty"`
+}
+
+// NewTool is tailgate at version.
+func NewTool(v string) Tool { return Tool{Name: "tailgate", Version: v} }

@@ -1,12 +1,14 @@
-package loadgen
+package selfcheck
 
 import (
 	"bufio"
 	"bytes"
 	"cmp"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -34,8 +36,9 @@ type HostLoad struct {
 	Source string `json:"source"`
 }
 
-// hostReading is one instant's cumulative counters.
-type hostReading struct {
+// Reading is one instant's cumulative counters (Sampler.Read); the load
+// between two is Between.
+type Reading struct {
 	at          time.Time
 	own         time.Duration
 	busy, total uint64 // /proc/stat jiffies, all CPUs; total 0: unreadable
@@ -43,25 +46,28 @@ type hostReading struct {
 	cpus        int    // the machine's CPUs as /proc/stat counts them
 }
 
-// hostPaths are the files read for HostLoad, a value each Runner carries
-// rather than package variables so that tests point their own readings at
-// their own files and can run in parallel. An empty path reads the
-// system's file.
-type hostPaths struct {
-	stat, pressure string
+// Sampler names the files read for HostLoad: a value each caller (each
+// loadgen.Runner) carries rather than package variables, so that tests
+// point their own readings at their own files and can run in parallel.
+// The zero Sampler reads the system's files.
+type Sampler struct {
+	// StatPath is /proc/stat, PressurePath /proc/pressure/cpu, when empty.
+	StatPath, PressurePath string
 }
 
-func readHost(p hostPaths) hostReading {
-	stat := cmp.Or(p.stat, "/proc/stat")
-	h := hostReading{at: time.Now(), own: cpuTime(), psiSomeUs: -1}
+// Read takes the counters now.
+func (p Sampler) Read() Reading {
+	stat := cmp.Or(p.StatPath, "/proc/stat")
+	h := Reading{at: time.Now(), own: CPUTime(), psiSomeUs: -1}
 	h.busy, h.total = readProcStat(stat)
-	h.psiSomeUs = readPSISome(cmp.Or(p.pressure, "/proc/pressure/cpu"))
+	h.psiSomeUs = readPSISome(cmp.Or(p.PressurePath, "/proc/pressure/cpu"))
 	h.cpus = machineCPUs(stat)
 	return h
 }
 
-// hostLoad is the load between two readings.
-func hostLoad(a, b hostReading, cores int) HostLoad {
+// Between is the load from reading a to reading b, for a generator
+// allowed cores CPUs.
+func Between(a, b Reading, cores int) HostLoad {
 	w := b.at.Sub(a.at).Seconds()
 	hl := HostLoad{WindowS: w, Cores: cores, BusyCores: -1, OtherCores: -1, CPUPressure: -1}
 	if w <= 0 {
@@ -85,6 +91,18 @@ func hostLoad(a, b hostReading, cores int) HostLoad {
 	hl.Source = strings.Join(src, ", ")
 	return hl
 }
+
+// CPUTime is the process's CPU time so far, user and system (0 when
+// getrusage fails).
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func numCPU() int { return runtime.GOMAXPROCS(0) }
 
 // readProcStat returns the busy and total jiffies of the "cpu" line (0, 0
 // when unreadable). Busy is everything but idle and iowait.

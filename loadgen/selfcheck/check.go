@@ -1,4 +1,9 @@
-package loadgen
+// Package selfcheck judges whether the load generator itself distorted a
+// run's figures (schedule lag, a saturated CPU, a busy machine) and reads
+// the host counters (/proc/stat, /proc/pressure/cpu, getrusage) that name
+// the cause. It knows histograms and metric names, not loadgen's types:
+// loadgen samples the host through it and hands it the histograms.
+package selfcheck
 
 import (
 	"fmt"
@@ -11,7 +16,7 @@ import (
 // The self-check judges the generator's lateness against what it
 // distorts. Every open-loop latency measured from the intended start
 // (TTFT, TTFAT, E2E) includes the request's schedule lag (send − intended
-// start) by design; Metrics.LagCorrected keeps the same figures less that
+// start) by design; loadgen's Metrics.LagCorrected keeps the same figures less that
 // lag. A figure is distorted when the lag moved it by more than the stated
 // share (DefaultMaxShift), by more than ShiftFloorMicros, and past the
 // 95% sampling interval of the lag-corrected figure (so the sample
@@ -25,7 +30,7 @@ import (
 // (Cause).
 const (
 	// DefaultMaxShift is the share of a figure the generator may move
-	// before the run is distorted (CheckSelf's maxShift 0).
+	// before the run is distorted (Judge's maxShift 0).
 	DefaultMaxShift = 0.10
 	// ShiftFloorMicros: a shift of 1 ms or less never distorts: a busy
 	// machine's timer and scheduling granularity, not a bottleneck.
@@ -44,14 +49,11 @@ const (
 	BusyOthers   = 0.5
 )
 
-// CPUWarnRatio is the former name of CPUSaturated.
-const CPUWarnRatio = CPUSaturated
-
-// selfCheckQuantilesTable are the quantiles judged (those summary.json
+// quantilesTable are the quantiles judged (those summary.json
 // reports that a run of ordinary length can resolve).
-var selfCheckQuantilesTable = []float64{50, 90, 99}
+var quantilesTable = []float64{50, 90, 99}
 
-// Causes of schedule lag (SelfCheck.Cause).
+// Causes of schedule lag (Result.Cause).
 const (
 	CauseGeneratorCPU = "generator_cpu" // the generator's own CPU
 	CauseRunQueue     = "run_queue"     // other processes on the machine
@@ -59,11 +61,11 @@ const (
 	CauseUnknown      = "unknown"       // neither was high
 )
 
-// SelfCheck says whether the load generator itself may have distorted the
+// Result says whether the load generator itself may have distorted the
 // run's figures, and why. Distorted means a reported figure (or, judged by
 // slo, a verdict) could move by more than MaxShift because of the
 // generator: the CLI exits 3.
-type SelfCheck struct {
+type Result struct {
 	Distorted bool     `json:"distorted"`
 	Reasons   []string `json:"reasons"` // one line per cause; also in the summary's warnings
 	// Warnings are notable lag that did not distort: a busy machine.
@@ -76,20 +78,20 @@ type SelfCheck struct {
 	LagP50Ms   float64 `json:"lag_p50_ms"`
 	LagP99Ms   float64 `json:"lag_p99_ms"`
 	// Shifts are the figures judged, each with its lag-corrected value.
-	Shifts []FigureShift `json:"shifts,omitempty"`
+	Shifts []Shift `json:"shifts,omitempty"`
 	// Cause names what made sends late (Cause*), CauseText in words; empty
 	// when nothing was late enough to matter.
 	Cause     string `json:"cause,omitempty"`
 	CauseText string `json:"cause_text,omitempty"`
-	// CPUUtilization is Info.CPUUtilization (the whole run, drain
+	// CPUUtilization is loadgen's Info.CPUUtilization (the whole run, drain
 	// included); Host the load over the sending window.
 	CPUUtilization float64  `json:"cpu_utilization"`
 	Host           HostLoad `json:"host"`
 }
 
-// FigureShift is one reported figure and what it would be had every
+// Shift is one reported figure and what it would be had every
 // request been sent on time.
-type FigureShift struct {
+type Shift struct {
 	Figure      string  `json:"figure"` // "TTFT p90"
 	ValueMs     float64 `json:"value_ms"`
 	CorrectedMs float64 `json:"corrected_ms"`
@@ -117,51 +119,46 @@ func quantileHigh(h *hdrhistogram.Histogram, q float64) int64 {
 	return h.ValueAtQuantile(100 * rank / n)
 }
 
-// SelfCheckInput is what CheckSelf judges.
-type SelfCheckInput struct {
+// Input is what Judge judges.
+type Input struct {
 	Lag *hdrhistogram.Histogram // schedule lag, µs
-	// Figures and Corrected are the lag-measured metrics' histograms as
-	// reported and less each request's lag, by metric name; a metric
-	// missing from Corrected is not judged.
+	// Metrics are the lag-measured metrics' names, in the order judged.
+	Metrics []string
+	// Figures and Corrected are their histograms as reported and less each
+	// request's lag, by metric name; a metric missing from Corrected is not
+	// judged.
 	Figures, Corrected map[string]*hdrhistogram.Histogram
 	CPUUtilization     float64
 	Host               HostLoad
 	Dropped            int64
 }
 
-// CheckSelf judges the run's metrics as the generator gathered them;
-// maxShift is the stated share (0: DefaultMaxShift).
-func (m *Metrics) CheckSelf(info Info, maxShift float64) SelfCheck {
-	return CheckSelf(SelfCheckInput{Lag: m.All.Hist[MetricScheduleLag], Figures: m.All.Hist, Corrected: m.LagCorrected,
-		CPUUtilization: info.CPUUtilization, Host: info.Host, Dropped: info.Dropped}, maxShift)
-}
-
-// CheckSelf judges the generator (see the rule above); maxShift is the
+// Judge judges the generator (see the rule above); maxShift is the
 // stated share a figure may move (0: DefaultMaxShift).
-func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
+func Judge(in Input, maxShift float64) Result {
 	if maxShift <= 0 {
 		maxShift = DefaultMaxShift
 	}
-	sc := SelfCheck{Reasons: []string{}, MaxShift: maxShift, CPUUtilization: in.CPUUtilization, Host: in.Host}
+	sc := Result{Reasons: []string{}, MaxShift: maxShift, CPUUtilization: in.CPUUtilization, Host: in.Host}
 	if in.Lag != nil && in.Lag.TotalCount() > 0 {
 		sc.LagSamples = in.Lag.TotalCount()
 		sc.LagP50Ms = float64(in.Lag.ValueAtQuantile(50)) / 1000
 		sc.LagP99Ms = float64(in.Lag.ValueAtQuantile(99)) / 1000
 	}
-	var worst *FigureShift
+	var worst *Shift
 	var distorting []string
-	for _, name := range lagMeasuredTable {
+	for _, name := range in.Metrics {
 		fig, cor := in.Figures[name], in.Corrected[name]
 		if fig == nil || cor == nil || fig.TotalCount() == 0 {
 			continue
 		}
 		n := fig.TotalCount()
-		for _, q := range selfCheckQuantilesTable {
+		for _, q := range quantilesTable {
 			if float64(n)*(100-q)/100 < TailEvents {
 				continue
 			}
 			v, c, hi := fig.ValueAtQuantile(q), cor.ValueAtQuantile(q), quantileHigh(cor, q)
-			fs := FigureShift{Figure: fmt.Sprintf("%s p%g", strings.ToUpper(name), q), ValueMs: float64(v) / 1000, CorrectedMs: float64(c) / 1000,
+			fs := Shift{Figure: fmt.Sprintf("%s p%g", strings.ToUpper(name), q), ValueMs: float64(v) / 1000, CorrectedMs: float64(c) / 1000,
 				CorrectedHighMs: float64(hi) / 1000, Resolved: v > hi}
 			fs.ShiftMs = max(fs.ValueMs-fs.CorrectedMs, 0)
 			if v > 0 {
@@ -196,13 +193,13 @@ func CheckSelf(in SelfCheckInput, maxShift float64) SelfCheck {
 	if !sc.Distorted && notable {
 		sc.Warnings = append(sc.Warnings, fmt.Sprintf(
 			"requests were sent late (schedule lag p50 %.2f ms, p99 %.2f ms): the largest figure moved is %s, by %.2f ms (%.1f%%; %s); cause: %s",
-			sc.LagP50Ms, sc.LagP99Ms, worst.Figure, worst.ShiftMs, 100*worst.Share, within(worst, maxShift), sc.CauseText))
+			sc.LagP50Ms, sc.LagP99Ms, worst.Figure, worst.ShiftMs, 100*worst.Share, inBound(worst, maxShift), sc.CauseText))
 	}
 	return sc
 }
 
-// within says why a notable shift did not distort.
-func within(fs *FigureShift, maxShift float64) string {
+// inBound says why a notable shift did not distort.
+func inBound(fs *Shift, maxShift float64) string {
 	if fs.Share <= maxShift {
 		return fmt.Sprintf("within the %.0f%% bound", 100*maxShift)
 	}
@@ -211,14 +208,14 @@ func within(fs *FigureShift, maxShift float64) string {
 
 // ownShare is the generator's CPU over the sending window as a share of
 // its cores (the whole run's when the window was not measured).
-func ownShare(in SelfCheckInput) float64 {
+func ownShare(in Input) float64 {
 	if in.Host.WindowS > 0 && in.Host.Cores > 0 {
 		return in.Host.OwnCores / float64(in.Host.Cores)
 	}
 	return in.CPUUtilization
 }
 
-func cores(in SelfCheckInput) int {
+func cores(in Input) int {
 	if in.Host.Cores > 0 {
 		return in.Host.Cores
 	}

@@ -510,25 +510,6 @@ func TestLlamaCppMetrics(t *testing.T) {
 	}
 }
 
-// A generator that cannot keep its schedule (one request in flight at a
-// time, 200 due per second) distorted what it measured: exit 3, unless
-// --self-check=warn.
-func TestSelfCheckFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs load against the simulator")
-	}
-	srv := fastSim(t)
-	args := []string{"--target", srv.URL, "--model", "sim-llama-8b", "--rate", "200", "--arrival", "constant", "--duration", "1s",
-		"--max-inflight", "1", "--max-tokens", "2", "--metrics-url", "off", "--grace", "0"}
-	code, _, stderr := runCmd(t, append(args, "--self-check", "fail")...)
-	if code != slo.ExitInvalid || !strings.Contains(stderr, "the load generator distorted the figures") {
-		t.Errorf("exit %d %s", code, stderr)
-	}
-	if code, _, stderr := runCmd(t, append(args, "--self-check", "warn", "--max-error-rate", "1", "--max-dropped", "1", "--max-cut-at-end", "1")...); code != slo.ExitOK {
-		t.Errorf("--self-check warn: exit %d %s", code, stderr)
-	}
-}
-
 // A server that ignores "stream" (one JSON body) is named in a warning and
 // gives no ITL; a 200 text/html page is a protocol error naming its
 // content type, not a truncated stream.

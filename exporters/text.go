@@ -241,9 +241,20 @@ func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummar
 	names := slices.SortedFunc(maps.Keys(groups), naturalLess)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tok\terr\treq/s\tout tok/s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t\n", title)
+	// The rate columns are the rate table's rows, by their labels.
+	var rates []loadgen.RateMetric
+	for _, name := range []string{loadgen.MetricRequestsPerS, loadgen.MetricOutputTokensPerS} {
+		rates = append(rates, *loadgen.FindRateIn(loadgen.RateMetrics(), name))
+	}
+	fmt.Fprintf(tw, "%s\tok\terr\t%s\t%s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t\n", title, rates[0].Label, rates[1].Label)
 	for _, n := range names {
 		c := groups[n]
+		rate := func(i int, f string) string {
+			if v, ok := rates[i].Of(&c.Throughput); ok {
+				return fmt.Sprintf(f, v)
+			}
+			return "-"
+		}
 		l := c.LatencyMs
 		// A metric with no sample in the group is "-", never 0.
 		q := func(m string, f string, v func(loadgen.Hist) float64) string {
@@ -254,8 +265,8 @@ func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummar
 		}
 		p50 := func(h loadgen.Hist) float64 { return h.P50 }
 		p99 := func(h loadgen.Hist) float64 { return h.P99 }
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
-			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
+			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, rate(0, "%.2f"), rate(1, "%.1f"),
 			q(loadgen.MetricTTFT, "%.1f", p50), q(loadgen.MetricTTFT, "%.1f", p99), q(loadgen.MetricITL, "%.2f", p50), q(loadgen.MetricITL, "%.2f", p99),
 			q(loadgen.MetricE2E, "%.1f", p50), q(loadgen.MetricE2E, "%.1f", p99))
 	}

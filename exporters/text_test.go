@@ -2,6 +2,7 @@ package exporters
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,16 @@ func TestWriteTextReport(t *testing.T) {
 	}
 	if strings.Contains(out, strings.Repeat("x", 300)) {
 		t.Errorf("first error not cut to a line:\n%s", out)
+	}
+	// The class table's rate columns are the rate table's rows: their
+	// labels head them, and each class's own figures fill them.
+	head := []string{"class", "ok", "err"}
+	for _, name := range []string{loadgen.MetricRequestsPerS, loadgen.MetricOutputTokensPerS} {
+		head = append(head, loadgen.FindRateIn(loadgen.RateMetrics(), name).Label)
+	}
+	rag := fmt.Sprintf("rag 2 0 %.2f %.1f", s.Classes["rag"].Throughput.RequestsPerS, s.Classes["rag"].Throughput.OutputTokensPerS)
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, strings.Join(head, " ")) || !strings.Contains(flat, rag) {
+		t.Errorf("class table lacks the header %q or the row %q:\n%s", head, rag, out)
 	}
 	if strings.Contains(out, "ttfat") {
 		t.Errorf("ttfat shown though no reasoning tokens:\n%s", out)

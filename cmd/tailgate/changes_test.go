@@ -10,6 +10,9 @@ import (
 // run --change ID (repeatable) records change-record ids in summary.json,
 // for compare to show; blanks are dropped.
 func TestRunRecordsChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t)
 	dir := t.TempDir()
 	code, _, stderr := runCmd(t, "--target", srv.URL, "--model", "sim-llama-8b", "--rate", "10", "--duration", "500ms",

@@ -23,6 +23,9 @@ import (
 // their kinds, token counts come from num_output_tokens, and the streams
 // spread over --connections.
 func TestRunKServeGRPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, 2*time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 7}, {Kind: sim.FaultTruncate, Every: 11},
@@ -76,6 +79,9 @@ func TestRunKServeGRPCMissingModel(t *testing.T) {
 
 // A triton-generate run against the simulator's generate extension.
 func TestRunTritonGenerate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 5*time.Millisecond, 2*time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultErrorInStream, Every: 10}}

@@ -54,6 +54,9 @@ func validateLLMD(t *testing.T, path string) map[string]any {
 // report that validates against the schema, states the run's rate, keeps
 // credentials out, and whose every figure is summary.json's.
 func TestRunWritesLLMDReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 3*time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 5}}

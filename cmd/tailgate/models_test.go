@@ -29,6 +29,9 @@ func mixOfAdapters(t *testing.T, a, b string) string {
 // every record names it, and the simulator's own truth says the same
 // adapter served that request.
 func TestRunClassesNameTheirAdapters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := simtest.Start(t, sim.Config{Model: "base", Adapters: []string{"lora-a", "lora-b"}, FixedTTFT: time.Millisecond})
 	dir := t.TempDir()
 	code, _, stderr := runCmd(t, "--target", srv.URL+"/v1", "--model", "base", "--mix", mixOfAdapters(t, "lora-a", "lora-b"),

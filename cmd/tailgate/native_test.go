@@ -75,6 +75,9 @@ objectives:
 // classic buckets are there beside it; --push-histograms native drops
 // them, classic drops the native histogram.
 func TestRunPushNativeHistogram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL, cfg.Jitter = 20*time.Millisecond, time.Millisecond, 15*time.Millisecond
 	srv := simtest.Start(t, cfg)

@@ -131,6 +131,9 @@ func total(ps []point, metric string, match map[string]any) (count uint64, sum f
 // TTFT and ITL sample counts equal to summary.json's, the SLO events
 // equal to the verdict's, the resource naming the run.
 func TestRunOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Every: 5}}
@@ -283,6 +286,9 @@ func TestRunOTLPRefused(t *testing.T) {
 // mid-run still flushes: what arrived counts every request summary.json
 // counts.
 func TestRunOTLPEnvInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 20*time.Millisecond, 50*time.Millisecond
 	srv := simtest.Start(t, cfg)

@@ -86,6 +86,9 @@ func sumOf(mf *dto.MetricFamily, label, value string) float64 {
 // names, job tailgate, the target in the grouping key, and agree with
 // summary.json.
 func TestRunPush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 2*time.Millisecond, time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP503, Every: 5}}

@@ -85,6 +85,9 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 // Every injected fault completes the run, shows in errors_by_kind under
 // its kind, and leaves summary.json and requests.jsonl behind.
 func TestRunClassifiesEveryFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL, cfg.StallFor = 5*time.Millisecond, 2*time.Millisecond, 300*time.Millisecond
 	cfg.Faults = []sim.FaultRule{{Kind: sim.FaultHTTP429, Every: 7}, {Kind: sim.FaultHTTP503, Every: 11},
@@ -185,6 +188,9 @@ func TestRunUsageErrors(t *testing.T) {
 // summary.json with "interrupted": true and a requests.jsonl whose every
 // line parses, and exits 3.
 func TestRunInterruptKeepsResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	cfg := sim.DefaultConfig()
 	cfg.FixedTTFT, cfg.FixedITL = 50*time.Millisecond, 100*time.Millisecond
 	srv := simtest.Start(t, cfg)
@@ -271,6 +277,9 @@ func TestRunKeepsSecretsOutOfResults(t *testing.T) {
 // were kept, and check then judged a mix of both), and keeps what tailgate
 // did not write.
 func TestRunForceReplacesAValidateDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := simtest.Start(t, capacitySim())
 	dir := t.TempDir()
 	for _, f := range []string{results.VerdictFile, results.JUnitFile, results.ManifestFile, results.RecordsFile, "notes.txt"} {

@@ -165,6 +165,9 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 // merge refuses what is not one schedule's complete set of shards, and
 // says which directories and why.
 func TestMergeRefusesMismatchedShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t)
 	base := t.TempDir()
 	run := func(name, shard, seed string) string {
@@ -270,6 +273,9 @@ func TestCompactRecordsJudgeAlike(t *testing.T) {
 // summary says so, with the set-up time apart; without it the summary says
 // it was not used.
 func TestPreconnectInSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t)
 	for _, pre := range []bool{false, true} {
 		dir := t.TempDir()

@@ -92,6 +92,9 @@ func TestSLORulesUsage(t *testing.T) {
 // summary.json has no goodput_per_s (absent, not 0/s) and the goodput
 // verdict says there was no data, in every output.
 func TestUnstreamedGoodputIsAbsent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load against the simulator")
+	}
 	srv := fastSim(t)
 	dir := t.TempDir()
 	// Exit 3: the ITL, TPOT and queue objectives have no data either.

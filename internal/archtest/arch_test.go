@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -26,12 +27,19 @@ type pkg struct {
 	Imports    []string
 }
 
-// packages lists every package of the module (non-test files).
-func packages(t *testing.T) map[string]pkg {
-	t.Helper()
+// goList runs `go list` once for the package's parallel tests: each run
+// walks the whole module, and the answer cannot change during the tests.
+var goList = sync.OnceValues(func() ([]byte, error) {
 	cmd := exec.Command("go", "list", "-json", "./...")
 	cmd.Dir = "../.."
-	out, err := cmd.Output()
+	return cmd.Output()
+})
+
+// packages lists every package of the module (non-test files), a fresh
+// map for each caller.
+func packages(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := goList()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

@@ -55,11 +55,15 @@ type lean struct {
 	noReuse     bool // a new connection for every request
 
 	mu   sync.Mutex
-	idle map[string][]*leanConn // by scheme://host:port
+	idle map[connKey][]*leanConn
 }
 
+// connKey is what a pooled connection serves: a struct, not a
+// "scheme://host:port" string, so that finding one builds no string.
+type connKey struct{ scheme, addr string }
+
 type leanConn struct {
-	key    string
+	key    connKey
 	conn   net.Conn
 	in     connReader
 	reused bool
@@ -120,9 +124,13 @@ func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Dura
 		proxy:       fallback.Proxy,
 		fallback:    fallback,
 		noReuse:     noReuse,
-		idle:        map[string][]*leanConn{},
+		idle:        map[connKey][]*leanConn{},
 	}
 }
+
+// neverStopped is the stop of a request whose context cannot end: there
+// was nothing to stop, and the answer is its own.
+func neverStopped() bool { return true }
 
 // aLongTimeAgo is a deadline that makes every blocked read or write on a
 // connection return at once: how a cancelled context interrupts one.
@@ -138,8 +146,8 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	u := req.URL
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
-	key, addr := u.Scheme+"://"+canonicalAddr(u), canonicalAddr(u)
-	c, err := l.get(ctx, key, addr, u)
+	addr := canonicalAddr(u)
+	c, err := l.get(ctx, connKey{u.Scheme, addr}, addr, u)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -157,7 +165,10 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = c.conn.SetDeadline(deadline)
 		c.deadline = true
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	stop := neverStopped
+	if ctx.Done() != nil { // a context that cannot end needs no watch
+		stop = context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	}
 	answered := false
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -386,7 +397,7 @@ func appendRequest(b []byte, req *http.Request, close bool) ([]byte, error) {
 }
 
 // get returns an idle connection to key or dials one.
-func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn, error) {
+func (l *lean) get(ctx context.Context, key connKey, addr string, u *url.URL) (*leanConn, error) {
 	if !l.noReuse {
 		l.mu.Lock()
 		if cs := l.idle[key]; len(cs) > 0 {
@@ -505,7 +516,7 @@ func (l *lean) put(c *leanConn) {
 func (l *lean) CloseIdleConnections() {
 	l.mu.Lock()
 	idle := l.idle
-	l.idle = map[string][]*leanConn{}
+	l.idle = map[connKey][]*leanConn{}
 	l.mu.Unlock()
 	for _, cs := range idle {
 		for _, c := range cs {

@@ -28,6 +28,12 @@ const ClosingAfter = 3
 // headers. It is safe for concurrent use.
 type Client struct {
 	headers HeaderSet
+	// shared is headers.Header with every value slice's capacity its
+	// length, so that the requests that share the slices (newOutgoing)
+	// cannot write into them: an Add appends to a copy.
+	shared  http.Header
+	leanAll bool // pooled and fresh are both lean: newOutgoing may build
+	lastURL atomic.Pointer[parsedURL]
 	secrets []string
 	pooled  *http.Client // keep-alive
 	fresh   *http.Client // a new connection for every request
@@ -66,6 +72,7 @@ func (c Config) NewClient(defaults http.Header, warn func(string), extraSecrets 
 	} else if lean {
 		cl.pooled.Transport = newLean(t, t.TLSClientConfig, t.TLSHandshakeTimeout, false)
 		cl.fresh.Transport = newLean(ft, ft.TLSClientConfig, ft.TLSHandshakeTimeout, true)
+		cl.shared, cl.leanAll = hs.Header.Clone(), true
 	}
 	return cl, nil
 }

@@ -35,7 +35,8 @@ const (
 
 // lean is an HTTP/1.1 client transport without per-connection goroutines:
 // the goroutine that sends a request writes it, reads the answer's headers
-// (http.ReadResponse: net/http's own parser, through a pooled buffer) and
+// (fastHead for a plain head, else http.ReadResponse: net/http's own
+// parser, through a pooled buffer) and
 // then the body (bodyReader: chunked, Content-Length and close-delimited,
 // decoded as net/http decodes them), on a kept-alive connection from a
 // small pool. A connection holds a read buffer only while it has unread
@@ -236,11 +237,15 @@ func (l *lean) write(c *leanConn, req *http.Request) error {
 	return err
 }
 
-// readHead reads an answer's head with net/http's parser, through a
-// pooled bufio.Reader: what that reader read past the head is the body's
+// readHead reads an answer's head: a plain one from the buffered bytes
+// (fastHead), any other with net/http's parser, through a pooled
+// bufio.Reader: what that reader read past the head is the body's
 // start, and goes back to in. The body net/http made over the reader is
 // left unread: bodyReader reads in its place.
 func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
+	if resp := fastHead(in, req); resp != nil {
+		return resp, nil
+	}
 	h := headPool.Get().(*headReader)
 	br := h.br
 	// The limit counts what the buffer read past the head too, as

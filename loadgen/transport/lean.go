@@ -57,6 +57,9 @@ type lean struct {
 
 	mu   sync.Mutex
 	idle map[connKey][]*leanConn
+
+	wmu     sync.Mutex
+	watches map[<-chan struct{}]*watch // by the context's Done (watchOn)
 }
 
 // connKey is what a pooled connection serves: a struct, not a
@@ -71,6 +74,7 @@ type leanConn struct {
 	// deadline: a request set one on conn; put clears it, so a pooled
 	// connection never carries one.
 	deadline bool
+	watch    *watch // the request's context's, while in flight (watchOn)
 }
 
 // headReader is a pooled reader of response heads: http.ReadResponse
@@ -129,10 +133,6 @@ func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Dura
 	}
 }
 
-// neverStopped is the stop of a request whose context cannot end: there
-// was nothing to stop, and the answer is its own.
-func neverStopped() bool { return true }
-
 // aLongTimeAgo is a deadline that makes every blocked read or write on a
 // connection return at once: how a cancelled context interrupts one.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -166,13 +166,10 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = c.conn.SetDeadline(deadline)
 		c.deadline = true
 	}
-	stop := neverStopped
-	if ctx.Done() != nil { // a context that cannot end needs no watch
-		stop = context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
-	}
+	l.watchOn(ctx, c)
 	answered := false
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		c.unwatch()
 		c.conn.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -204,10 +201,10 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// answer keeps a request without them.
 	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
 	held, _ := ctx.Value(heldKey{}).(*Held)
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, held: held}
+	body := &leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
-		if !stop() || !reusable {
+		if !c.unwatch() || !reusable {
 			c.conn.Close()
 		} else {
 			l.putOrHold(c, held)
@@ -537,7 +534,6 @@ type leanBody struct {
 	l        *lean
 	c        *leanConn
 	r        bodyReader
-	stop     func() bool
 	reusable bool
 	done     bool
 	// reqDeadline is the request's deadline (zero: none): a read deadline
@@ -608,11 +604,11 @@ func (b *leanBody) finish(clean bool) {
 		return
 	}
 	b.done = true
-	if clean && b.stop() && b.reusable && !b.r.dirty {
+	if clean && b.c.unwatch() && b.reusable && !b.r.dirty {
 		b.l.putOrHold(b.c, b.held)
 		return
 	}
-	b.stop()
+	b.c.unwatch()
 	b.c.conn.Close()
 }
 

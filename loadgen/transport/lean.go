@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -60,6 +61,8 @@ type lean struct {
 
 	wmu     sync.Mutex
 	watches map[<-chan struct{}]*watch // by the context's Done (watchOn)
+
+	lastAnswer atomic.Pointer[http.Request] // answerRequest's
 }
 
 // connKey is what a pooled connection serves: a struct, not a
@@ -198,8 +201,9 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A stream keeps its answer for its whole life, and through
 	// resp.Request the request's headers (cloned twice on the way: by the
 	// caller and by http.Client) and body: over a kilobyte per stream. The
-	// answer keeps a request without them.
-	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
+	// answer keeps a request without them, shared by the answers to the
+	// same URL (read-only, as an answer's Request is).
+	resp.Request = l.answerRequest(req)
 	held, _ := ctx.Value(heldKey{}).(*Held)
 	body := &leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
@@ -213,6 +217,19 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// answerRequest is what an answer to req keeps of it: method, URL, proto
+// and host, shared with the answers before it when they are the same
+// (the same parsed URL: Client.Send's, parsed once).
+func (l *lean) answerRequest(req *http.Request) *http.Request {
+	if a := l.lastAnswer.Load(); a != nil && a.URL == req.URL && a.Method == req.Method && a.Host == req.Host &&
+		a.Proto == req.Proto && a.ProtoMajor == req.ProtoMajor && a.ProtoMinor == req.ProtoMinor {
+		return a
+	}
+	a := &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
+	l.lastAnswer.Store(a)
+	return a
 }
 
 // write writes req on c in one write. Not inlined: its frames are not on

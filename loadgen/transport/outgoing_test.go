@@ -142,3 +142,33 @@ func TestOutgoingReuse(t *testing.T) {
 		}
 	}
 }
+
+// The answers to requests for one URL share what they keep of the
+// request (method, URL, host), and it says what was sent.
+func TestLeanAnswerRequestShared(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
+	cl, err := Config{Proxy: noProxy, HTTPClient: HTTPClientLean}.NewClient(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	var got []*http.Request
+	for _, u := range []string{srv.URL + "/a", srv.URL + "/a", srv.URL + "/b"} {
+		rec := loadgen.NewRecord(time.Now())
+		resp := cl.Send(context.Background(), rec, Post{URL: u, Body: []byte("{}")})
+		if resp == nil {
+			t.Fatalf("%s: %s", u, rec.Error)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if r := resp.Request; r.Method != http.MethodPost || r.URL.String() != u || r.Host != strings.TrimPrefix(srv.URL, "http://") || r.Header != nil || r.Body != nil {
+			t.Errorf("%s: the answer's request %s %s host %q, header %v", u, r.Method, r.URL, r.Host, r.Header)
+		}
+		got = append(got, resp.Request)
+	}
+	if got[0] != got[1] || got[1] == got[2] {
+		t.Errorf("shared: /a and /a %v, /a and /b %v; want true, false", got[0] == got[1], got[1] == got[2])
+	}
+}

@@ -417,7 +417,24 @@ func drain(sc *sse.Scanner, body io.Reader, cancel context.CancelFunc) {
 	} else {
 		return
 	}
-	_, _ = io.CopyN(io.Discard, sc.Rest(), maxDrainBytes)
+	discard(sc.Rest(), maxDrainBytes)
+}
+
+var drainPool = sync.Pool{New: func() any { return new([8 << 10]byte) }}
+
+// discard reads and drops at most n bytes of r, to its end or first
+// error: io.CopyN to io.Discard without the io.LimitReader it allocates
+// for every request.
+func discard(r io.Reader, n int64) {
+	buf := drainPool.Get().(*[8 << 10]byte)
+	for n > 0 {
+		m, err := r.Read(buf[:min(n, int64(len(buf)))])
+		n -= int64(m)
+		if err != nil {
+			break
+		}
+	}
+	drainPool.Put(buf)
 }
 
 // readWhole reads a non-streamed answer: asked for (--stream=false) or a

@@ -28,6 +28,12 @@ const ClosingAfter = 3
 // headers. It is safe for concurrent use.
 type Client struct {
 	headers HeaderSet
+	// shared is headers.Header with every value slice's capacity its
+	// length, so that the requests that share the slices (newOutgoing)
+	// cannot write into them: an Add appends to a copy.
+	shared  http.Header
+	leanAll bool // pooled and fresh are both lean: newOutgoing may build
+	lastURL atomic.Pointer[parsedURL]
 	secrets []string
 	pooled  *http.Client // keep-alive
 	fresh   *http.Client // a new connection for every request
@@ -66,6 +72,7 @@ func (c Config) NewClient(defaults http.Header, warn func(string), extraSecrets 
 	} else if lean {
 		cl.pooled.Transport = newLean(t, t.TLSClientConfig, t.TLSHandshakeTimeout, false)
 		cl.fresh.Transport = newLean(ft, ft.TLSClientConfig, ft.TLSHandshakeTimeout, true)
+		cl.shared, cl.leanAll = hs.Header.Clone(), true
 	}
 	return cl, nil
 }
@@ -101,35 +108,28 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 		resp, err = send(cl.fresh, req)
 		return resp, 0, err
 	}
-	var reused, answered atomic.Bool
+	var reused, answered bool
 	if l, ok := cl.pooled.Transport.(*lean); ok && l.handles(req) {
 		// The lean client says itself, without a trace: on the answer's
 		// body, or in its error.
 		resp, err = send(cl.pooled, req)
-		var le *leanError
-		switch {
-		case err == nil:
+		if err == nil {
 			if b, ok := resp.Body.(*leanBody); ok {
-				reused.Store(b.c.reused)
+				reused = b.c.reused
 			}
-		case errors.As(err, &le):
-			reused.Store(le.reused)
-			answered.Store(le.answered)
+		} else if le := leanErrorOf(err); le != nil {
+			reused, answered = le.reused, le.answered
 		}
 	} else {
-		trace := &httptrace.ClientTrace{
-			GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-			GotFirstResponseByte: func() { answered.Store(true) }, // runs on the transport's reader goroutine
-		}
-		resp, err = send(cl.pooled, req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+		resp, reused, answered, err = sendTraced(cl.pooled, req)
 	}
 	if err == nil {
-		if reused.Load() {
+		if reused {
 			cl.reusedFailures.Store(0)
 		}
 		return resp, 0, nil
 	}
-	if !reused.Load() || answered.Load() || req.Context().Err() != nil || (req.Body != nil && req.GetBody == nil) {
+	if !reused || answered || req.Context().Err() != nil || (req.Body != nil && req.GetBody == nil) {
 		return nil, 0, err
 	}
 	if cl.reusedFailures.Add(1) >= ClosingAfter && cl.closing.CompareAndSwap(false, true) {
@@ -150,6 +150,30 @@ func (cl *Client) Do(req *http.Request) (resp *http.Response, retries int, err e
 	}
 	resp, err = send(cl.fresh, again)
 	return resp, 1, err
+}
+
+// leanErrorOf is the lean client's error in err, or nil. A function of
+// its own: the target errors.As needs lives on the heap, paid only here,
+// on the error path.
+func leanErrorOf(err error) *leanError {
+	var le *leanError
+	if errors.As(err, &le) {
+		return le
+	}
+	return nil
+}
+
+// sendTraced sends req through hc (net/http's transport) with a trace
+// that says whether the connection was reused and whether any of the
+// answer came.
+func sendTraced(hc *http.Client, req *http.Request) (resp *http.Response, reused, answered bool, err error) {
+	var r, a atomic.Bool
+	trace := &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { r.Store(i.Reused) },
+		GotFirstResponseByte: func() { a.Store(true) }, // runs on the transport's reader goroutine
+	}
+	resp, err = send(hc, req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	return resp, r.Load(), a.Load(), err
 }
 
 // send sends req through hc. A request on the lean client goes to it

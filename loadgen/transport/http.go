@@ -97,6 +97,9 @@ type Post struct {
 // for a request that cannot be built, Classify's kind for a failed send,
 // ResponseKind's for a non-2xx status.
 func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.Response {
+	if req, o := cl.newOutgoing(ctx, p, rec.Seq); o != nil {
+		return cl.sendOutgoing(ctx, rec, p, req, o)
+	}
 	req, err := cl.NewRequest(ctx, http.MethodPost, p.URL, bytes.NewReader(p.Body))
 	if err != nil {
 		cl.FailBuilding(rec, err)
@@ -113,6 +116,21 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 	for k, v := range p.Header {
 		req.Header.Set(k, v)
 	}
+	return cl.sendBuilt(ctx, rec, p, req)
+}
+
+// sendOutgoing is Send for a pooled request (Client.outgoing), given back
+// once Do is done with it. Not inlined: see failStatus.
+//
+//go:noinline
+func (cl *Client) sendOutgoing(ctx context.Context, rec *loadgen.Record, p Post, req *http.Request, o *outgoing) *http.Response {
+	resp := cl.sendBuilt(ctx, rec, p, req)
+	o.put()
+	return resp
+}
+
+// sendBuilt sends req, built for p, as rec's request.
+func (cl *Client) sendBuilt(ctx context.Context, rec *loadgen.Record, p Post, req *http.Request) *http.Response {
 	rec.Sent = rec.Now()
 	resp, retries, err := cl.Do(req)
 	rec.Retries += retries

@@ -56,6 +56,12 @@ type errReader struct{}
 func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 func TestSend(t *testing.T) {
+	for _, kind := range []string{HTTPClientNetHTTP, HTTPClientLean} {
+		t.Run(kind, func(t *testing.T) { testSend(t, kind) })
+	}
+}
+
+func testSend(t *testing.T, kind string) {
 	var ids []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ids = append(ids, r.Header.Get("X-Request-Id")+" "+r.Header.Get("Accept"))
@@ -70,10 +76,11 @@ func TestSend(t *testing.T) {
 	// A proxy of its own: the environment's is read once per process, and
 	// TestTransportConfig sets it.
 	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
-	cl, err := Config{APIKey: "sk-SECRET", Proxy: noProxy}.NewClient(JSONHeaders(""), nil)
+	cl, err := Config{APIKey: "sk-SECRET", Proxy: noProxy, HTTPClient: kind}.NewClient(JSONHeaders(""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cl.CloseIdleConnections()
 	words := func(b []byte) string { return strings.TrimPrefix(strings.TrimSuffix(string(b), `"}`), `{"error":"`) }
 
 	rec := loadgen.NewRecord(time.Now())

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -35,7 +36,8 @@ const (
 
 // lean is an HTTP/1.1 client transport without per-connection goroutines:
 // the goroutine that sends a request writes it, reads the answer's headers
-// (http.ReadResponse: net/http's own parser, through a pooled buffer) and
+// (fastHead for a plain head, else http.ReadResponse: net/http's own
+// parser, through a pooled buffer) and
 // then the body (bodyReader: chunked, Content-Length and close-delimited,
 // decoded as net/http decodes them), on a kept-alive connection from a
 // small pool. A connection holds a read buffer only while it has unread
@@ -55,17 +57,27 @@ type lean struct {
 	noReuse     bool // a new connection for every request
 
 	mu   sync.Mutex
-	idle map[string][]*leanConn // by scheme://host:port
+	idle map[connKey][]*leanConn
+
+	wmu     sync.Mutex
+	watches map[<-chan struct{}]*watch // by the context's Done (watchOn)
+
+	lastAnswer atomic.Pointer[http.Request] // answerRequest's
 }
 
+// connKey is what a pooled connection serves: a struct, not a
+// "scheme://host:port" string, so that finding one builds no string.
+type connKey struct{ scheme, addr string }
+
 type leanConn struct {
-	key    string
+	key    connKey
 	conn   net.Conn
 	in     connReader
 	reused bool
 	// deadline: a request set one on conn; put clears it, so a pooled
 	// connection never carries one.
 	deadline bool
+	watch    *watch // the request's context's, while in flight (watchOn)
 }
 
 // headReader is a pooled reader of response heads: http.ReadResponse
@@ -120,7 +132,7 @@ func newLean(fallback *http.Transport, tlsCfg *tls.Config, dialTimeout time.Dura
 		proxy:       fallback.Proxy,
 		fallback:    fallback,
 		noReuse:     noReuse,
-		idle:        map[string][]*leanConn{},
+		idle:        map[connKey][]*leanConn{},
 	}
 }
 
@@ -138,8 +150,8 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	u := req.URL
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
-	key, addr := u.Scheme+"://"+canonicalAddr(u), canonicalAddr(u)
-	c, err := l.get(ctx, key, addr, u)
+	addr := canonicalAddr(u)
+	c, err := l.get(ctx, connKey{u.Scheme, addr}, addr, u)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -157,10 +169,10 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = c.conn.SetDeadline(deadline)
 		c.deadline = true
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	l.watchOn(ctx, c)
 	answered := false
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		c.unwatch()
 		c.conn.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -189,13 +201,14 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A stream keeps its answer for its whole life, and through
 	// resp.Request the request's headers (cloned twice on the way: by the
 	// caller and by http.Client) and body: over a kilobyte per stream. The
-	// answer keeps a request without them.
-	resp.Request = &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
+	// answer keeps a request without them, shared by the answers to the
+	// same URL (read-only, as an answer's Request is).
+	resp.Request = l.answerRequest(req)
 	held, _ := ctx.Value(heldKey{}).(*Held)
-	body := &leanBody{l: l, c: c, stop: stop, reusable: reusable, reqDeadline: deadline, held: held}
+	body := &leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
-		if !stop() || !reusable {
+		if !c.unwatch() || !reusable {
 			c.conn.Close()
 		} else {
 			l.putOrHold(c, held)
@@ -204,6 +217,19 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// answerRequest is what an answer to req keeps of it: method, URL, proto
+// and host, shared with the answers before it when they are the same
+// (the same parsed URL: Client.Send's, parsed once).
+func (l *lean) answerRequest(req *http.Request) *http.Request {
+	if a := l.lastAnswer.Load(); a != nil && a.URL == req.URL && a.Method == req.Method && a.Host == req.Host &&
+		a.Proto == req.Proto && a.ProtoMajor == req.ProtoMajor && a.ProtoMinor == req.ProtoMinor {
+		return a
+	}
+	a := &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor, Host: req.Host}
+	l.lastAnswer.Store(a)
+	return a
 }
 
 // write writes req on c in one write. Not inlined: its frames are not on
@@ -225,11 +251,15 @@ func (l *lean) write(c *leanConn, req *http.Request) error {
 	return err
 }
 
-// readHead reads an answer's head with net/http's parser, through a
-// pooled bufio.Reader: what that reader read past the head is the body's
+// readHead reads an answer's head: a plain one from the buffered bytes
+// (fastHead), any other with net/http's parser, through a pooled
+// bufio.Reader: what that reader read past the head is the body's
 // start, and goes back to in. The body net/http made over the reader is
 // left unread: bodyReader reads in its place.
 func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
+	if resp := fastHead(in, req); resp != nil {
+		return resp, nil
+	}
 	h := headPool.Get().(*headReader)
 	br := h.br
 	// The limit counts what the buffer read past the head too, as
@@ -386,7 +416,7 @@ func appendRequest(b []byte, req *http.Request, close bool) ([]byte, error) {
 }
 
 // get returns an idle connection to key or dials one.
-func (l *lean) get(ctx context.Context, key, addr string, u *url.URL) (*leanConn, error) {
+func (l *lean) get(ctx context.Context, key connKey, addr string, u *url.URL) (*leanConn, error) {
 	if !l.noReuse {
 		l.mu.Lock()
 		if cs := l.idle[key]; len(cs) > 0 {
@@ -505,7 +535,7 @@ func (l *lean) put(c *leanConn) {
 func (l *lean) CloseIdleConnections() {
 	l.mu.Lock()
 	idle := l.idle
-	l.idle = map[string][]*leanConn{}
+	l.idle = map[connKey][]*leanConn{}
 	l.mu.Unlock()
 	for _, cs := range idle {
 		for _, c := range cs {
@@ -521,7 +551,6 @@ type leanBody struct {
 	l        *lean
 	c        *leanConn
 	r        bodyReader
-	stop     func() bool
 	reusable bool
 	done     bool
 	// reqDeadline is the request's deadline (zero: none): a read deadline
@@ -592,11 +621,11 @@ func (b *leanBody) finish(clean bool) {
 		return
 	}
 	b.done = true
-	if clean && b.stop() && b.reusable && !b.r.dirty {
+	if clean && b.c.unwatch() && b.reusable && !b.r.dirty {
 		b.l.putOrHold(b.c, b.held)
 		return
 	}
-	b.stop()
+	b.c.unwatch()
 	b.c.conn.Close()
 }
 

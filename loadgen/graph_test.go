@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // failing answers as fakeClient does, except that calls whose id is in
@@ -367,11 +368,11 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back MetricsState
+		var back schema.MetricsState
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		pm, err := back.Metrics()
+		pm, err := MetricsFromState(&back)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // TestUnstreamedGivesNoStreamMetrics: an answer that came as one body has a
@@ -104,7 +106,7 @@ func TestColumnsArePercentilesOfHist(t *testing.T) {
 							t.Errorf("%s in %s: p%g is not a summary.json percentile", m.Name, table, 100*q)
 						}
 					}()
-					Hist{}.Quantile(q)
+					schema.Hist{}.Quantile(q)
 				}()
 			}
 		}

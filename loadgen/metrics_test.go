@@ -268,7 +268,7 @@ func TestGoodputUnjudgedIsAbsent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := st.Metrics()
+		back, err := MetricsFromState(st)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func TestSessionPromisedPrefix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := st.Metrics()
+		back, err := MetricsFromState(st)
 		if err != nil {
 			t.Fatal(err)
 		}

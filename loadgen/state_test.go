@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // Metrics taken apart (a state through JSON, as histograms.json holds it)
@@ -35,11 +37,11 @@ func TestStateMergeIsLossless(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(st)
-		var back MetricsState
+		var back schema.MetricsState
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		m, err := back.Metrics()
+		m, err := MetricsFromState(&back)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // tableWithTTST is the metric table plus one made-up latency metric, TTST
@@ -70,8 +71,8 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		LatencyMs   map[string]loadgen.Hist `json:"latency_ms"`
-		Definitions map[string]string       `json:"definitions"`
+		LatencyMs   map[string]schema.Hist `json:"latency_ms"`
+		Definitions map[string]string      `json:"definitions"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -23,10 +24,10 @@ type Histograms struct {
 	// arrival, stages, seed, limits), target, API, model, and the prompts'
 	// identity (the mix's hash), each a string. Merge refuses shards whose
 	// identities differ, naming the key.
-	Identity map[string]string     `json:"identity"`
-	Meta     HistogramsMeta        `json:"meta"`
-	Info     loadgen.InfoState     `json:"info"`
-	Metrics  *loadgen.MetricsState `json:"metrics"`
+	Identity map[string]string    `json:"identity"`
+	Meta     HistogramsMeta       `json:"meta"`
+	Info     schema.InfoState     `json:"info"`
+	Metrics  *schema.MetricsState `json:"metrics"`
 	// Records is the form requests.jsonl was kept in.
 	Records RecordsForm `json:"records"`
 	// Streaming says the client asked for streamed answers.

@@ -68,7 +68,7 @@ func (rt *recordTap) okCount() int { rt.mu.Lock(); defer rt.mu.Unlock(); return 
 func (rt *recordTap) ttft() schema.Hist {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.metrics.Summary(loadgen.Info{}, loadgen.SummaryMeta{}).LatencyMs[loadgen.MetricTTFT]
+	return rt.metrics.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[loadgen.MetricTTFT]
 }
 
 // The canary's native TTFT histogram scraped by Debian's Prometheus with

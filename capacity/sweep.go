@@ -54,7 +54,7 @@ type Config struct {
 	Validity  *slo.Validity
 	Telemetry *telemetry.Config
 	Streaming bool
-	Meta      loadgen.SummaryMeta
+	Meta      schema.SummaryMeta
 	// Out receives sweep.json and one results directory per level under
 	// levels/. Empty: nothing is written.
 	Out results.Dir

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 const ms = time.Millisecond
@@ -185,7 +187,7 @@ func TestMetricsSummaryFigures(t *testing.T) {
 	}
 	m.Add(&Record{Class: "a", ErrorKind: ErrRateLimited, Intended: 0, End: ms})
 	m.Add(&Record{Class: "a", ErrorKind: ErrDropped})
-	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, SummaryMeta{})
+	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
 	if s.Requests.Sent != 11 || s.Requests.OK != 10 || s.Requests.Errors != 1 || s.Requests.Dropped != 1 {
 		t.Errorf("counts %+v", s.Requests)
 	}
@@ -225,12 +227,12 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	s := m.Summary(Info{CPUUtilization: 0.5}, SummaryMeta{})
+	s := m.Summary(Info{CPUUtilization: 0.5}, schema.SummaryMeta{})
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "TTFT p90") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 	m.Add(&Record{ErrorKind: ErrDropped})
-	s = m.Summary(Info{CPUUtilization: 0.95}, SummaryMeta{})
+	s = m.Summary(Info{CPUUtilization: 0.95}, schema.SummaryMeta{})
 	if len(s.Warnings) != 3 {
 		t.Errorf("want lag, CPU and dropped warnings: %q", s.Warnings)
 	}
@@ -238,7 +240,7 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 	r := &Record{Sent: 50 * time.Microsecond, End: ms, Chunks: []Chunk{{At: ms / 2}}}
 	r.Finalize()
 	quiet.Add(r)
-	if w := quiet.Summary(Info{CPUUtilization: 0.2}, SummaryMeta{}).Warnings; len(w) != 0 {
+	if w := quiet.Summary(Info{CPUUtilization: 0.2}, schema.SummaryMeta{}).Warnings; len(w) != 0 {
 		t.Errorf("warnings on a healthy run: %q", w)
 	}
 }
@@ -273,7 +275,7 @@ func TestGoodputUnjudgedIsAbsent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mm := range []*Metrics{m, back} {
-			got := mm.Summary(Info{Elapsed: time.Second}, SummaryMeta{}).Throughput.GoodputPerS
+			got := mm.Summary(Info{Elapsed: time.Second}, schema.SummaryMeta{}).Throughput.GoodputPerS
 			switch {
 			case tc.wantNil && got != nil:
 				t.Errorf("%s: goodput %v, want absent", tc.name, *got)

@@ -680,7 +680,7 @@ func summarize(recs []*Record, info Info) *schema.Summary {
 	for _, r := range recs {
 		m.Add(r)
 	}
-	return m.Summary(info, SummaryMeta{})
+	return m.Summary(info, schema.SummaryMeta{})
 }
 
 // A generator that cannot keep up (one slot, a server slower than the

@@ -13,7 +13,7 @@ import (
 )
 
 func encodeHist(h *hdrhistogram.Histogram) (string, error) {
-	b, err := EncodeHistogram(h)
+	b, err := schema.EncodeHistogram(h)
 	return string(b), err
 }
 

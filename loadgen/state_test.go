@@ -48,7 +48,7 @@ func TestStateMergeIsLossless(t *testing.T) {
 		merged.Merge(m, 0)
 	}
 	info := Info{Started: time.Unix(0, 0), Elapsed: 5 * time.Second, Scheduled: Window{0, 4 * time.Second}}
-	got, want := merged.Summary(info, SummaryMeta{}), all.Summary(info, SummaryMeta{})
+	got, want := merged.Summary(info, schema.SummaryMeta{}), all.Summary(info, schema.SummaryMeta{})
 	if !reflect.DeepEqual(got, want) {
 		gb, _ := json.Marshal(got)
 		wb, _ := json.Marshal(want)

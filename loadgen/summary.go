@@ -37,12 +37,6 @@ func (m *Metrics) CheckSelf(info Info, maxShift float64) selfcheck.Result {
 		CPUUtilization: info.CPUUtilization, Host: info.Host, Dropped: info.Dropped}, maxShift)
 }
 
-// SummaryMeta is what the caller knows that the metrics do not.
-type SummaryMeta struct {
-	Version, Target, API, Model string
-	Load                        map[string]any
-}
-
 // summarize builds one population's blocks; sched is its scheduled window
 // in seconds (0: unknown).
 func (g *Group) summarize(sched float64) (schema.Counts, schema.Throughput, map[string]schema.Hist, schema.Tokens) {
@@ -79,7 +73,7 @@ func (g *Group) summarize(sched float64) (schema.Counts, schema.Throughput, map[
 }
 
 // Summary builds summary.json from the metrics and the run's info.
-func (m *Metrics) Summary(info Info, meta SummaryMeta) *schema.Summary {
+func (m *Metrics) Summary(info Info, meta schema.SummaryMeta) *schema.Summary {
 	defs := make(map[string]string, len(definitionsTable)+len(runDefinitionsTable))
 	for _, d := range []map[string]string{definitionsTable, runDefinitionsTable} {
 		for k, v := range d {

@@ -55,7 +55,7 @@ func runDir(t *testing.T, dir string, shard loadgen.Shard, start time.Time, seed
 		Records: form, RecordsCompression: comp, PlannedLengths: plan,
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "s1", Rate: 200, Duration: 300 * time.Millisecond}, {Name: "s2", Rate: 400, Duration: 200 * time.Millisecond}},
 			Arrival: loadgen.ArrivalPoisson, Seed: seed, Shard: shard, StartAt: start}}
-	spec.Meta = loadgen.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
+	spec.Meta = schema.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
 	if _, err := pipeline.Run(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	for i := range recs {
 		m.Add(&recs[i])
 	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, loadgen.SummaryMeta{})
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
 	js, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	for i := range recs {
 		m.Add(&recs[i])
 	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, loadgen.SummaryMeta{})
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
 	js, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)

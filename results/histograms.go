@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -51,7 +50,7 @@ func (h *Histograms) Bounds() slo.Validity {
 	return v
 }
 
-// HistogramsMeta is loadgen.SummaryMeta, saved.
+// HistogramsMeta is schema.SummaryMeta, saved.
 type HistogramsMeta struct {
 	Version string         `json:"version"`
 	Target  string         `json:"target"`
@@ -61,8 +60,8 @@ type HistogramsMeta struct {
 }
 
 // SummaryMeta is the saved meta back in the summary's form.
-func (m HistogramsMeta) SummaryMeta() loadgen.SummaryMeta {
-	return loadgen.SummaryMeta{Version: m.Version, Target: m.Target, API: m.API, Model: m.Model, Load: m.Load}
+func (m HistogramsMeta) SummaryMeta() schema.SummaryMeta {
+	return schema.SummaryMeta{Version: m.Version, Target: m.Target, API: m.API, Model: m.Model, Load: m.Load}
 }
 
 // WriteHistograms writes histograms.json into d atomically.

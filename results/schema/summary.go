@@ -282,3 +282,10 @@ func (s *SessionSummary) SetServerPrefixHitRate(rate *float64) {
 		s.ServerPrefixHitRate = &v
 	}
 }
+
+// SummaryMeta is what the caller knows that the metrics do not: the tool
+// version and the run block's target, API, model and load.
+type SummaryMeta struct {
+	Version, Target, API, Model string
+	Load                        map[string]any
+}

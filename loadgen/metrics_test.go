@@ -43,7 +43,7 @@ func TestRecordDerivedMetrics(t *testing.T) {
 	if !reflect.DeepEqual(itl, []time.Duration{10 * ms, 10 * ms, 15 * ms, 15 * ms, 15 * ms, 15 * ms}) {
 		t.Errorf("ITL %v", itl)
 	}
-	if r.ChunkTokenSource != ChunkTokensServer || r.TokenSource != TokensFromUsage {
+	if r.ChunkTokenSource != chunkTokensServer || r.TokenSource != TokensFromUsage {
 		t.Errorf("sources %q %q", r.TokenSource, r.ChunkTokenSource)
 	}
 }
@@ -56,12 +56,12 @@ func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
 	for _, c := range r.Chunks {
 		got = append(got, c.Tokens)
 	}
-	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != ChunkTokensSpread {
+	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != chunkTokensSpread {
 		t.Errorf("spread %v (%s)", got, r.ChunkTokenSource)
 	}
 	r2 := &Record{Chunks: make([]Chunk, 4)}
 	r2.Finalize()
-	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != ChunkTokensOne {
+	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != chunkTokensOne {
 		t.Errorf("no usage: %d tokens from %s/%s", r2.OutputTokens, r2.TokenSource, r2.ChunkTokenSource)
 	}
 }
@@ -70,7 +70,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	r := &Record{Seq: 3, ID: "x", Class: "chat", Stage: "peak", Intended: 1500 * time.Microsecond, Sent: 1600 * time.Microsecond,
 		FirstAnswer: 9 * ms, End: 20 * ms, Chunks: []Chunk{{At: 5 * ms, Tokens: 1}, {At: 9 * ms, Tokens: 3}},
-		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer,
+		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: chunkTokensServer,
 		Status: 200, ErrorKind: ErrStreamTruncated, Error: "eof"}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -269,7 +270,7 @@ func runStages(ctx context.Context, cfg Config, env *evidence.Environment, bound
 			SLO:       &pipeline.Judging{Spec: plan.SLO, Stage: &stage, Waivers: plan.Waivers, Now: judgedAt},
 			Streaming: cfg.Streaming, Identity: identity, Changes: cfg.Changes, GPUHourCostUSD: cfg.GPUHourCostUSD,
 			PlannedLengths: plannedLengths(cfg.Mix),
-			Meta:           loadgen.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
+			Meta:           schema.SummaryMeta{Version: cfg.Version, Target: cfg.Target, API: cfg.API, Model: cfg.Model, Load: opts.Describe()}}
 		if cfg.Progress != nil {
 			spec.Progress = cfg.Progress(fmt.Sprintf("stage %s %d/%d", st.Name, n, stages))
 		}

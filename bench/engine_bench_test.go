@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -123,7 +124,7 @@ func BenchmarkCapacity(b *testing.B) {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
 			res := drive(b, zeroDelay(), tokensPerRequest, loadgen.Options{Closed: true, Timeout: time.Minute,
 				Stages: []loadgen.Stage{{Concurrency: conc, Duration: 4 * time.Second}}})
-			s := res.metrics.Summary(res.info, loadgen.SummaryMeta{})
+			s := res.metrics.Summary(res.info, schema.SummaryMeta{})
 			el := res.info.Elapsed.Seconds()
 			b.ReportMetric(float64(s.Tokens.Output)/el, "tokens/s")
 			b.ReportMetric(float64(s.Requests.OK)/el, "req/s")
@@ -157,7 +158,7 @@ func BenchmarkScheduleLag(b *testing.B) {
 				rate := float64(inflight) / life.Seconds()
 				res := drive(b, cfg, shape.tokens, loadgen.Options{Arrival: loadgen.ArrivalPoisson, Seed: 1, Timeout: time.Minute,
 					Stages: []loadgen.Stage{{Rate: rate, Duration: 5 * time.Second}}})
-				s := res.metrics.Summary(res.info, loadgen.SummaryMeta{})
+				s := res.metrics.Summary(res.info, schema.SummaryMeta{})
 				lag := s.LatencyMs[loadgen.MetricScheduleLag]
 				schedP99(b)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -43,7 +44,7 @@ func BenchmarkGRPCCapacity(b *testing.B) {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
 			res := driveGRPC(b, zeroDelay(), tokensPerRequest, loadgen.Options{Closed: true, Timeout: time.Minute,
 				Stages: []loadgen.Stage{{Concurrency: conc, Duration: 4 * time.Second}}})
-			s := res.metrics.Summary(res.info, loadgen.SummaryMeta{})
+			s := res.metrics.Summary(res.info, schema.SummaryMeta{})
 			el := res.info.Elapsed.Seconds()
 			b.ReportMetric(float64(s.Tokens.Output)/el, "tokens/s")
 			b.ReportMetric(float64(s.Requests.OK)/el, "req/s")
@@ -68,7 +69,7 @@ func BenchmarkGRPCScheduleLag(b *testing.B) {
 			rate := float64(inflight) / (itl * tokens).Seconds()
 			res := driveGRPC(b, cfg, tokens, loadgen.Options{Arrival: loadgen.ArrivalPoisson, Seed: 1, Timeout: time.Minute,
 				Stages: []loadgen.Stage{{Rate: rate, Duration: 5 * time.Second}}})
-			s := res.metrics.Summary(res.info, loadgen.SummaryMeta{})
+			s := res.metrics.Summary(res.info, schema.SummaryMeta{})
 			lag := s.LatencyMs[loadgen.MetricScheduleLag]
 			b.ReportMetric(lag.P50, "lag-p50-ms")
 			b.ReportMetric(lag.P99, "lag-p99-ms")

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/internal/promtest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/pipeline"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 )
 
@@ -64,10 +65,10 @@ func (rt *recordTap) sinks(Target) []pipeline.Sink {
 
 func (rt *recordTap) okCount() int { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.ok }
 
-func (rt *recordTap) ttft() loadgen.Hist {
+func (rt *recordTap) ttft() schema.Hist {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.metrics.Summary(loadgen.Info{}, loadgen.SummaryMeta{}).LatencyMs[loadgen.MetricTTFT]
+	return rt.metrics.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[loadgen.MetricTTFT]
 }
 
 // The canary's native TTFT histogram scraped by Debian's Prometheus with

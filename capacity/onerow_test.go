@@ -7,6 +7,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // The sweep table's latency columns are the metric table's: a made-up row
@@ -16,7 +17,7 @@ func TestSweepTableColumnsFromTheMetricTable(t *testing.T) {
 	rows := append(loadgen.LatencyMetrics(), loadgen.LatencyMetric{Name: "ttst", Label: "TTST",
 		Columns: map[string][]float64{loadgen.TableSweep: {0.5}}})
 	sw := &results.Sweep{Levels: []results.SweepLevel{{Name: "c2", Concurrency: 2, AchievedPerS: 9, Pass: true, Valid: true,
-		LatencyMs: map[string]loadgen.Hist{"ttft": {Count: 5, P99: 12.5}, "ttst": {Count: 5, P50: 33.3}}}}}
+		LatencyMs: map[string]schema.Hist{"ttft": {Count: 5, P99: 12.5}, "ttst": {Count: 5, P50: 33.3}}}}}
 	var b bytes.Buffer
 	writeTable(&b, sw, rows, loadgen.RateMetrics())
 	head, row, _ := strings.Cut(b.String(), "\n")
@@ -35,7 +36,7 @@ func TestSweepKeepsAndShowsAMadeUpRate(t *testing.T) {
 	t.Parallel()
 	rates := append(loadgen.RateMetrics(), loadgen.NewRateMetric(loadgen.RateMetric{Name: "total_tokens_per_s", Label: "total tok/s",
 		Sweep: true, Columns: []string{loadgen.TableSweep}}, func(r *loadgen.Record) int64 { return int64(r.InputTokens + r.OutputTokens) }))
-	th := loadgen.Throughput{RequestsPerS: 9, OutputTokensPerS: 90, Extra: map[string]float64{"total_tokens_per_s": 123.45}}
+	th := schema.Throughput{RequestsPerS: 9, OutputTokensPerS: 90, Extra: map[string]float64{"total_tokens_per_s": 123.45}}
 	lv := results.SweepLevel{Name: "c2", Concurrency: 2, AchievedPerS: 9, Pass: true, Valid: true}
 	keepRates(&lv, &th, loadgen.RateMetrics())
 	if lv.Rates != nil {

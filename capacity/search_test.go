@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // A synthetic latency curve with a known boundary: score = s(λ)/X with
@@ -131,7 +131,7 @@ func TestGrowthAndHeadroom(t *testing.T) {
 
 func TestKnee(t *testing.T) {
 	lv := func(name string, rate, e2e float64) results.SweepLevel {
-		return results.SweepLevel{Name: name, RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]loadgen.Hist{"e2e": {P50: e2e}}}
+		return results.SweepLevel{Name: name, RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]schema.Hist{"e2e": {P50: e2e}}}
 	}
 	// E2E = 32 ms / (1 − λ/125): elasticity λ/(125 − λ) passes 1 at 62.5.
 	var ls []results.SweepLevel
@@ -152,7 +152,7 @@ func TestKnee(t *testing.T) {
 // not a knee.
 func TestKneeIgnoresCloseLevelsNoise(t *testing.T) {
 	lv := func(rate, e2e float64) results.SweepLevel {
-		return results.SweepLevel{Name: fmt.Sprintf("r%g", rate), RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]loadgen.Hist{"e2e": {P50: e2e}}}
+		return results.SweepLevel{Name: fmt.Sprintf("r%g", rate), RatePerS: rate, AchievedPerS: rate, LatencyMs: map[string]schema.Hist{"e2e": {P50: e2e}}}
 	}
 	// E2E grows slower than load everywhere (elasticity 0.5), but the
 	// median at 70 is 3% high: against 68 that is an elasticity over 1.

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -53,7 +54,7 @@ type Config struct {
 	Validity  *slo.Validity
 	Telemetry *telemetry.Config
 	Streaming bool
-	Meta      loadgen.SummaryMeta
+	Meta      schema.SummaryMeta
 	// Out receives sweep.json and one results directory per level under
 	// levels/. Empty: nothing is written.
 	Out results.Dir
@@ -462,7 +463,7 @@ var sweepMetrics = loadgen.NamesWhere(loadgen.LatencyMetrics(), func(m *loadgen.
 
 // keepRates puts the rates of rows marked Sweep into lr.Rates, as t gives
 // them (the built-in rates have fields of their own and no Sweep mark).
-func keepRates(lr *results.SweepLevel, t *loadgen.Throughput, rows []loadgen.RateMetric) {
+func keepRates(lr *results.SweepLevel, t *schema.Throughput, rows []loadgen.RateMetric) {
 	for i := range rows {
 		m := &rows[i]
 		if !m.Sweep || m.Of == nil {
@@ -483,7 +484,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 	lr := &results.SweepLevel{Name: l.Name(), RatePerS: l.Rate, Concurrency: l.Concurrency, Order: order,
 		OfferedPerS: s.Throughput.OfferedPerS, AchievedPerS: s.Throughput.RequestsPerS,
 		GoodputPerS: s.Throughput.GoodputPerS, OutputTokensPerS: s.Throughput.OutputTokensPerS,
-		Requests: s.Requests, MinRequests: minReq, LatencyMs: map[string]loadgen.Hist{},
+		Requests: s.Requests, MinRequests: minReq, LatencyMs: map[string]schema.Hist{},
 		Status: rep.Status, Verdicts: rep.Verdicts, Problems: rep.Problems, Valid: true, Warnings: s.Warnings}
 	for _, p := range rep.Problems {
 		if !serverSide[p.Check] && p.Check != "no_data" {

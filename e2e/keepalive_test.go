@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -39,7 +40,7 @@ func TestServerClosingEveryConnectionLosesNothing(t *testing.T) {
 			t.Errorf("request %d failed: %s: %s (retries %d)", r.Seq, r.ErrorKind, r.Error, r.Retries)
 		}
 	}
-	s := m.Summary(loadgen.Info{}, loadgen.SummaryMeta{})
+	s := m.Summary(loadgen.Info{}, schema.SummaryMeta{})
 	if s.Requests.Errors != 0 || s.Requests.OK != int64(len(recs)) {
 		t.Errorf("%d errors of %d: %v", s.Requests.Errors, len(recs), s.Requests.ErrorsByKind)
 	}

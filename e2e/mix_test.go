@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -173,7 +174,7 @@ func testSessionsCarryHistory(t *testing.T, mix *prompts.Mix) {
 			}
 		}
 	}
-	s := m.Summary(loadgen.Info{}, loadgen.SummaryMeta{})
+	s := m.Summary(loadgen.Info{}, schema.SummaryMeta{})
 	for k, want := range map[string]int64{"0": 6, "1": 6, "2": int64(complete)} {
 		if s.Turns[k].Count != want {
 			t.Errorf("ttft_by_turn_ms[%s] count %d, want %d", k, s.Turns[k].Count, want)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 )
@@ -28,7 +29,7 @@ func p99E2E(recs []*loadgen.Record) float64 {
 	for _, r := range recs {
 		m.Add(r)
 	}
-	return m.Summary(loadgen.Info{}, loadgen.SummaryMeta{}).LatencyMs[loadgen.MetricE2E].P99
+	return m.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[loadgen.MetricE2E].P99
 }
 
 // TestCoordinatedOmission: a 10 s open-loop run at 50 req/s against a

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -237,7 +238,7 @@ func telemetryLine(t *telemetry.Summary) string {
 
 // groupTable prints one row per class or stage, in natural order (stage10
 // after stage9).
-func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummary) {
+func groupTable(w io.Writer, title string, groups map[string]schema.ClassSummary) {
 	names := slices.SortedFunc(maps.Keys(groups), naturalLess)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -257,16 +258,23 @@ func groupTable(w io.Writer, title string, groups map[string]loadgen.ClassSummar
 		}
 		l := c.LatencyMs
 		// A metric with no sample in the group is "-", never 0.
-		q := func(m string, f string, v func(loadgen.Hist) float64) string {
+		q := func(m string, f string, v func(schema.Hist) float64) string {
 			if h := l[m]; h.Count > 0 {
 				return fmt.Sprintf(f, v(h))
 			}
 			return "-"
 		}
+<<<<<<< HEAD
 		p50 := func(h loadgen.Hist) float64 { return h.P50 }
 		p99 := func(h loadgen.Hist) float64 { return h.P99 }
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
 			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, rate(0, "%.2f"), rate(1, "%.1f"),
+=======
+		p50 := func(h schema.Hist) float64 { return h.P50 }
+		p99 := func(h schema.Hist) float64 { return h.P99 }
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
+			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
+>>>>>>> wt-schema
 			q(loadgen.MetricTTFT, "%.1f", p50), q(loadgen.MetricTTFT, "%.1f", p99), q(loadgen.MetricITL, "%.2f", p50), q(loadgen.MetricITL, "%.2f", p99),
 			q(loadgen.MetricE2E, "%.1f", p50), q(loadgen.MetricE2E, "%.1f", p99))
 	}
@@ -297,7 +305,7 @@ func splitNumber(s string) (string, int) {
 
 // writeScale says which shard a run was, what a merged result is made of,
 // and the connection set-up kept out of the latencies (--preconnect).
-func writeScale(w io.Writer, r loadgen.RunInfo) {
+func writeScale(w io.Writer, r schema.RunInfo) {
 	if sh := r.Shard; sh != nil {
 		fmt.Fprintf(w, "shard    %d/%d", sh.Index, sh.Count)
 		if sh.StartAt != "" {
@@ -366,7 +374,7 @@ func energyLines(s *results.Summary) []string {
 // writeSessions prints the agent sessions' figures: counts by outcome, the
 // duration of complete sessions, and TTFT and E2E of first and later
 // turns. Nothing when the run had no sessions.
-func writeSessions(w io.Writer, ss *loadgen.SessionSummary) {
+func writeSessions(w io.Writer, ss *schema.SessionSummary) {
 	if ss == nil {
 		return
 	}
@@ -386,7 +394,7 @@ func writeSessions(w io.Writer, ss *loadgen.SessionSummary) {
 }
 
 // histRow is one histogram's row of a latency table.
-func histRow(w io.Writer, name string, h loadgen.Hist) {
+func histRow(w io.Writer, name string, h schema.Hist) {
 	fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
 		name, h.Count, h.Mean, h.Min, h.P50, h.P90, h.P95, h.P99, h.P999, h.Max)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -24,7 +25,7 @@ func TestWriteTextReport(t *testing.T) {
 	m.Add(&loadgen.Record{Seq: 7, Class: "chat", ErrorKind: loadgen.ErrRateLimited, End: time.Millisecond,
 		Error: "HTTP 429: slow down\n" + strings.Repeat("x", 400)})
 	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second, Interrupted: true},
-		loadgen.SummaryMeta{Version: "v", Target: "http://x", API: "openai-chat", Model: "m"})
+		schema.SummaryMeta{Version: "v", Target: "http://x", API: "openai-chat", Model: "m"})
 	var b bytes.Buffer
 	if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestWriteTextSessions(t *testing.T) {
 	}
 	text := func(m *loadgen.Metrics) string {
 		var b bytes.Buffer
-		s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, loadgen.SummaryMeta{})
+		s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
 		if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestWriteTextNoSampleAbsent(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, loadgen.SummaryMeta{Version: "v", Target: "http://x"})
+	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{Version: "v", Target: "http://x"})
 	var b bytes.Buffer
 	if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // failing answers as fakeClient does, except that calls whose id is in
@@ -367,11 +368,11 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back MetricsState
+		var back schema.MetricsState
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		pm, err := back.Metrics()
+		pm, err := MetricsFromState(&back)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +383,7 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 			t.Errorf("session %s in %d shards, want exactly 1", id, seen[id])
 		}
 	}
-	ws, ms := want.Summary(wi, SummaryMeta{}).Sessions, merged.Summary(wi, SummaryMeta{}).Sessions
+	ws, ms := want.Summary(wi, schema.SummaryMeta{}).Sessions, merged.Summary(wi, schema.SummaryMeta{}).Sessions
 	if ws.Count != 7 || ws.Count != ms.Count || ws.OK != ms.OK || ws.DurationMs != ms.DurationMs ||
 		ws.Turns["1+"]["e2e"] != ms.Turns["1+"]["e2e"] || ws.Turns["0"]["ttft"] != ms.Turns["0"]["ttft"] {
 		t.Errorf("merged sessions %+v, unsharded %+v", ms, ws)
@@ -396,7 +397,7 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		}
 		back.Add(&rr)
 	}
-	if bs := back.Summary(wi, SummaryMeta{}).Sessions; bs.Count != ws.Count || bs.DurationMs != ws.DurationMs {
+	if bs := back.Summary(wi, schema.SummaryMeta{}).Sessions; bs.Count != ws.Count || bs.DurationMs != ws.DurationMs {
 		t.Errorf("read back: sessions %+v, live %+v", bs, ws)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // TestUnstreamedGivesNoStreamMetrics: an answer that came as one body has a
@@ -17,7 +19,7 @@ func TestUnstreamedGivesNoStreamMetrics(t *testing.T) {
 		Chunks: []Chunk{{At: 300 * ms, Tokens: 50}}}
 	r.Finalize()
 	m.Add(r)
-	s := m.Summary(Info{}, SummaryMeta{})
+	s := m.Summary(Info{}, schema.SummaryMeta{})
 	for name, want := range map[string]int64{MetricTTFT: 1, MetricE2E: 1, MetricScheduleLag: 1, MetricTPOT: 0, MetricITL: 0, MetricICL: 0} {
 		if got := s.LatencyMs[name].Count; got != want {
 			t.Errorf("%s: %d samples, want %d", name, got, want)
@@ -104,7 +106,7 @@ func TestColumnsArePercentilesOfHist(t *testing.T) {
 							t.Errorf("%s in %s: p%g is not a summary.json percentile", m.Name, table, 100*q)
 						}
 					}()
-					Hist{}.Quantile(q)
+					schema.Hist{}.Quantile(q)
 				}()
 			}
 		}

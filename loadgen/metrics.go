@@ -5,6 +5,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // Histogram bounds, fixed for every summary: microseconds, 1 µs to 1 h, 3 significant
@@ -29,7 +31,7 @@ type Group struct {
 	ErrorsByKind              map[string]int64
 	// FirstErrors holds, per error kind, the failed record intended
 	// earliest: what the server said first, for the report.
-	FirstErrors               map[string]FirstError
+	FirstErrors               map[string]schema.FirstError
 	InputTokens, OutputTokens int64
 	RequestedInputTokens      int64
 	Good                      int64 // met every goodput constraint
@@ -53,7 +55,7 @@ func newGroup(rows []LatencyMetric) *Group {
 		rows = latencyMetricsTable
 	}
 	g := &Group{Hist: map[string]*hdrhistogram.Histogram{}, ErrorsByKind: map[string]int64{},
-		FirstErrors: map[string]FirstError{}, TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
+		FirstErrors: map[string]schema.FirstError{}, TokenSources: map[string]int64{}, ChunkTokenSources: map[string]int64{}}
 	for _, m := range rows {
 		g.Hist[m.Name] = NewHistogram()
 	}
@@ -236,7 +238,7 @@ func (g *Group) add(r *Record, good, judged bool) {
 			g.Errors++
 		}
 		g.ErrorsByKind[string(r.ErrorKind)]++
-		g.firstError(FirstError{IntendedNs: int64(r.Intended), Seq: r.Seq, Error: r.Error}, string(r.ErrorKind))
+		g.firstError(schema.FirstError{IntendedNs: int64(r.Intended), Seq: r.Seq, Error: r.Error}, string(r.ErrorKind))
 		return
 	}
 	g.OK++
@@ -351,19 +353,10 @@ func (m *Metrics) ClassNames() []string {
 	return out
 }
 
-// FirstError is the first failed record of one kind: its intended start
-// (which orders shards as it orders records), sequence number and error
-// text, scrubbed as the record holds it.
-type FirstError struct {
-	IntendedNs int64  `json:"intended_ns"`
-	Seq        int64  `json:"seq"`
-	Error      string `json:"error"`
-}
-
 // firstError keeps e for kind when it was intended before the one held;
 // ties go to the lower sequence number, so merged shards agree with one
 // run whatever their order.
-func (g *Group) firstError(e FirstError, kind string) {
+func (g *Group) firstError(e schema.FirstError, kind string) {
 	if e.Error == "" {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 const ms = time.Millisecond
@@ -41,7 +43,7 @@ func TestRecordDerivedMetrics(t *testing.T) {
 	if !reflect.DeepEqual(itl, []time.Duration{10 * ms, 10 * ms, 15 * ms, 15 * ms, 15 * ms, 15 * ms}) {
 		t.Errorf("ITL %v", itl)
 	}
-	if r.ChunkTokenSource != ChunkTokensServer || r.TokenSource != TokensFromUsage {
+	if r.ChunkTokenSource != chunkTokensServer || r.TokenSource != TokensFromUsage {
 		t.Errorf("sources %q %q", r.TokenSource, r.ChunkTokenSource)
 	}
 }
@@ -54,12 +56,12 @@ func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
 	for _, c := range r.Chunks {
 		got = append(got, c.Tokens)
 	}
-	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != ChunkTokensSpread {
+	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != chunkTokensSpread {
 		t.Errorf("spread %v (%s)", got, r.ChunkTokenSource)
 	}
 	r2 := &Record{Chunks: make([]Chunk, 4)}
 	r2.Finalize()
-	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != ChunkTokensOne {
+	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != chunkTokensOne {
 		t.Errorf("no usage: %d tokens from %s/%s", r2.OutputTokens, r2.TokenSource, r2.ChunkTokenSource)
 	}
 }
@@ -68,7 +70,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	r := &Record{Seq: 3, ID: "x", Class: "chat", Stage: "peak", Intended: 1500 * time.Microsecond, Sent: 1600 * time.Microsecond,
 		FirstAnswer: 9 * ms, End: 20 * ms, Chunks: []Chunk{{At: 5 * ms, Tokens: 1}, {At: 9 * ms, Tokens: 3}},
-		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer,
+		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: chunkTokensServer,
 		Status: 200, ErrorKind: ErrStreamTruncated, Error: "eof"}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -185,7 +187,7 @@ func TestMetricsSummaryFigures(t *testing.T) {
 	}
 	m.Add(&Record{Class: "a", ErrorKind: ErrRateLimited, Intended: 0, End: ms})
 	m.Add(&Record{Class: "a", ErrorKind: ErrDropped})
-	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, SummaryMeta{})
+	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
 	if s.Requests.Sent != 11 || s.Requests.OK != 10 || s.Requests.Errors != 1 || s.Requests.Dropped != 1 {
 		t.Errorf("counts %+v", s.Requests)
 	}
@@ -225,12 +227,12 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	s := m.Summary(Info{CPUUtilization: 0.5}, SummaryMeta{})
+	s := m.Summary(Info{CPUUtilization: 0.5}, schema.SummaryMeta{})
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "TTFT p90") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 	m.Add(&Record{ErrorKind: ErrDropped})
-	s = m.Summary(Info{CPUUtilization: 0.95}, SummaryMeta{})
+	s = m.Summary(Info{CPUUtilization: 0.95}, schema.SummaryMeta{})
 	if len(s.Warnings) != 3 {
 		t.Errorf("want lag, CPU and dropped warnings: %q", s.Warnings)
 	}
@@ -238,7 +240,7 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 	r := &Record{Sent: 50 * time.Microsecond, End: ms, Chunks: []Chunk{{At: ms / 2}}}
 	r.Finalize()
 	quiet.Add(r)
-	if w := quiet.Summary(Info{CPUUtilization: 0.2}, SummaryMeta{}).Warnings; len(w) != 0 {
+	if w := quiet.Summary(Info{CPUUtilization: 0.2}, schema.SummaryMeta{}).Warnings; len(w) != 0 {
 		t.Errorf("warnings on a healthy run: %q", w)
 	}
 }
@@ -268,12 +270,12 @@ func TestGoodputUnjudgedIsAbsent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := st.Metrics()
+		back, err := MetricsFromState(st)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, mm := range []*Metrics{m, back} {
-			got := mm.Summary(Info{Elapsed: time.Second}, SummaryMeta{}).Throughput.GoodputPerS
+			got := mm.Summary(Info{Elapsed: time.Second}, schema.SummaryMeta{}).Throughput.GoodputPerS
 			switch {
 			case tc.wantNil && got != nil:
 				t.Errorf("%s: goodput %v, want absent", tc.name, *got)

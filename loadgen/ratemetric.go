@@ -1,10 +1,6 @@
 package loadgen
 
-import (
-	"encoding/json"
-	"reflect"
-	"strings"
-)
+import "github.com/tailgate-llm/tailgate/results/schema"
 
 // The rate table: every floor and ratio metric (the throughput rates, the
 // error rate, goodput, session success) is one row, read by the slo
@@ -71,7 +67,7 @@ type RateMetric struct {
 	Reach Reach
 	// Of reads the metric from a throughput block; ok false: absent (not
 	// measured, or not a rate summary.json holds).
-	Of func(t *Throughput) (v float64, ok bool)
+	Of func(t *schema.Throughput) (v float64, ok bool)
 
 	// The faces the packages above loadgen build from this row.
 
@@ -100,7 +96,7 @@ type RateMetric struct {
 func NewRateMetric(m RateMetric, work func(r *Record) int64) RateMetric {
 	m.Kind, m.Work, m.extra = RateFloor, work, true
 	name := m.Name
-	m.Of = func(t *Throughput) (float64, bool) {
+	m.Of = func(t *schema.Throughput) (float64, bool) {
 		v, ok := t.Extra[name]
 		return v, ok
 	}
@@ -114,19 +110,19 @@ var rateMetricsTable = []RateMetric{
 	{Name: MetricOutputTokensPerS, Kind: RateFloor, Unit: "tok/s", Label: "out tok/s", Reach: ReachTokens,
 		Definition: "output tokens of successful requests per second of the measured window",
 		Work:       func(r *Record) int64 { return int64(max(r.OutputTokens, 0)) },
-		Of:         func(t *Throughput) (float64, bool) { return t.OutputTokensPerS, true },
+		Of:         func(t *schema.Throughput) (float64, bool) { return t.OutputTokensPerS, true },
 		Prom:       PromFace{Name: "tailgate_output_tokens_total", Help: "Output tokens of successful requests (the server's usage count when given)."}},
 	{Name: MetricInputTokensPerS, Kind: RateFloor, Unit: "tok/s", Label: "in tok/s",
 		Definition: "input tokens of successful requests per second of the measured window",
 		Work:       func(r *Record) int64 { return int64(max(r.InputTokens, 0)) },
-		Of:         func(t *Throughput) (float64, bool) { return t.InputTokensPerS, true }},
+		Of:         func(t *schema.Throughput) (float64, bool) { return t.InputTokensPerS, true }},
 	{Name: MetricRequestsPerS, Kind: RateFloor, Unit: "req/s", Label: "completed/s", Reach: ReachRequests, ShareOfOffered: true,
 		Definition: "successful requests per second of the measured window",
 		Work:       func(*Record) int64 { return 1 },
-		Of:         func(t *Throughput) (float64, bool) { return t.RequestsPerS, true }},
+		Of:         func(t *schema.Throughput) (float64, bool) { return t.RequestsPerS, true }},
 	{Name: MetricGoodputPerS, Kind: RateFloor, Unit: "req/s", Label: "goodput/s", Reach: ReachRequests, ShareOfOffered: true, Goodput: true,
 		Definition: "successful requests that met every goodput constraint per second of the measured window",
-		Of: func(t *Throughput) (float64, bool) {
+		Of: func(t *schema.Throughput) (float64, bool) {
 			if t.GoodputPerS == nil {
 				return 0, false
 			}
@@ -182,60 +178,4 @@ func extraRates(rows []RateMetric) []RateMetric {
 		}
 	}
 	return out
-}
-
-// throughputFields is Throughput without its methods, for encoding/json.
-type throughputFields Throughput
-
-// knownThroughputKeys are the JSON keys of Throughput's own fields.
-var knownThroughputKeys = func() map[string]bool {
-	k := map[string]bool{}
-	t := reflect.TypeFor[throughputFields]()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			k[name] = true
-		}
-	}
-	return k
-}()
-
-// MarshalJSON writes the fields, then Extra's rates under their names.
-func (t Throughput) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(throughputFields(t))
-	if err != nil || len(t.Extra) == 0 {
-		return b, err
-	}
-	extra, err := json.Marshal(t.Extra) // sorted keys
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 2 { // {}
-		return extra, nil
-	}
-	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
-}
-
-// UnmarshalJSON reads the fields, and keys of no field into Extra.
-func (t *Throughput) UnmarshalJSON(b []byte) error {
-	if err := json.Unmarshal(b, (*throughputFields)(t)); err != nil {
-		return err
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return err
-	}
-	for k, raw := range all {
-		if knownThroughputKeys[k] {
-			continue
-		}
-		var v float64
-		if json.Unmarshal(raw, &v) != nil {
-			continue // not a rate: nothing of ours
-		}
-		if t.Extra == nil {
-			t.Extra = map[string]float64{}
-		}
-		t.Extra[k] = v
-	}
-	return nil
 }

@@ -1,6 +1,10 @@
 package loadgen
 
-import "time"
+import (
+	"time"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
+)
 
 // runDefinitionsTable define the runner's figures in summary.json: the three
 // request rates and their windows, cut_at_end and the self-check. The
@@ -22,7 +26,7 @@ func PerSecond[N int64 | uint64](n N, w time.Duration) float64 { return float64(
 
 // rates fills t's offered and sent rates over a scheduled window of
 // sched seconds, and the window lengths.
-func (g *Group) rates(t *Throughput, sched float64) {
+func (g *Group) rates(t *schema.Throughput, sched float64) {
 	t.MeasuredWindowS = (g.last - g.first).Seconds()
 	if sched <= 0 {
 		return

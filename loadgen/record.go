@@ -98,10 +98,10 @@ type Chunk struct {
 const (
 	TokensFromUsage  = "usage"  // the server's usage object
 	TokensFromChunks = "chunks" // one per content chunk: the server gave no count
-	// Per-chunk token provenance.
-	ChunkTokensServer = "server" // cumulative counts on every chunk
-	ChunkTokensSpread = "spread" // usage total spread evenly over the chunks
-	ChunkTokensOne    = "one"    // one token per chunk assumed
+	// Per-chunk token provenance, which Finalize alone decides.
+	chunkTokensServer = "server" // cumulative counts on every chunk
+	chunkTokensSpread = "spread" // usage total spread evenly over the chunks
+	chunkTokensOne    = "one"    // one token per chunk assumed
 )
 
 // Record is everything measured for one request. All instants are offsets
@@ -333,7 +333,7 @@ func (r *Record) Finalize() {
 	case len(r.Chunks) == 0:
 	case known == len(r.Chunks):
 		if r.ChunkTokenSource == "" {
-			r.ChunkTokenSource = ChunkTokensServer
+			r.ChunkTokenSource = chunkTokensServer
 		}
 	case r.TokenSource == TokensFromUsage && r.OutputTokens >= len(r.Chunks):
 		// Spread the total: every chunk gets the floor, the remainder goes to
@@ -352,14 +352,14 @@ func (r *Record) Finalize() {
 				r.Chunks[i].Tokens++
 			}
 		}
-		r.ChunkTokenSource = ChunkTokensSpread
+		r.ChunkTokenSource = chunkTokensSpread
 	default:
 		for i := range r.Chunks {
 			if r.Chunks[i].Tokens <= 0 {
 				r.Chunks[i].Tokens = 1
 			}
 		}
-		r.ChunkTokenSource = ChunkTokensOne
+		r.ChunkTokenSource = chunkTokensOne
 	}
 	if r.OutputTokens == 0 {
 		for _, c := range r.Chunks {

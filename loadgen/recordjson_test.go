@@ -41,7 +41,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{Seq: 7, ID: "chat-1", Class: "chat", Model: "lora-a", ResponseModel: "base\"-7b", Stage: "peak", Session: "s1", Turn: 2, Warmup: true, Intended: 1500 * time.Microsecond,
 			Sent: 1600*time.Microsecond + 999, FirstAnswer: 9 * time.Millisecond, End: 20 * time.Millisecond,
 			Chunks: []Chunk{{At: 5 * time.Millisecond, Tokens: 1}, {At: 9 * time.Millisecond, Tokens: 3}}, RequestedInputTokens: 11,
-			InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: ChunkTokensServer, Status: 200,
+			InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: chunkTokensServer, Status: 200,
 			FinishReason: "length", Unstreamed: true, Retries: 1},
 		{Seq: 1 << 41, ID: `a"b\c<d>&e`, Class: "ünïcode ☃", Error: "line1\nline2\t\x01 \u2028 \xff", ErrorKind: ErrServer, Status: 503,
 			Intended: -5 * time.Microsecond, End: time.Hour},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // fakeClient answers after a delay computed from the send instant, with
@@ -674,12 +675,12 @@ func TestScheduledWindow(t *testing.T) {
 	})
 }
 
-func summarize(recs []*Record, info Info) *Summary {
+func summarize(recs []*Record, info Info) *schema.Summary {
 	m := NewMetrics()
 	for _, r := range recs {
 		m.Add(r)
 	}
-	return m.Summary(info, SummaryMeta{})
+	return m.Summary(info, schema.SummaryMeta{})
 }
 
 // A generator that cannot keep up (one slot, a server slower than the

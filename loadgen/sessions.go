@@ -5,6 +5,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // SessionFigures are one agent session's figures, computed from its
@@ -254,42 +256,13 @@ func (s *sessionStats) merge(o *sessionStats) {
 	}
 }
 
-// SessionSummary is summary.json's "sessions": counts, the duration of
-// complete sessions, and TTFT and E2E of the first turn ("0") and of the
-// later ones ("1+").
-type SessionSummary struct {
-	Count          int64                      `json:"count"`
-	OK             int64                      `json:"ok"`
-	Failed         int64                      `json:"failed"`
-	Cut            int64                      `json:"cut"`
-	CancelledCalls int64                      `json:"cancelled_calls"`
-	DurationMs     Hist                       `json:"duration_ms"`
-	Turns          map[string]map[string]Hist `json:"turns,omitempty"`
-	// PromisedPrefixShare is the prefix share the traces' hash ids
-	// promise over every session that has them; ServerPrefixHitRate is
-	// what the server measured over the run (vLLM's prefix-cache hits /
-	// queries, from the telemetry): the two side by side say whether the
-	// cache kept what the sessions share. Each is absent when unknown.
-	PromisedPrefixShare *float64 `json:"promised_prefix_share,omitempty"`
-	ServerPrefixHitRate *float64 `json:"server_prefix_hit_rate,omitempty"`
-}
-
-// SetServerPrefixHitRate sets the server's measured prefix-cache hit
-// rate beside the promise, when there are sessions and a rate.
-func (s *SessionSummary) SetServerPrefixHitRate(rate *float64) {
-	if s != nil && rate != nil {
-		v := *rate
-		s.ServerPrefixHitRate = &v
-	}
-}
-
-func (m *Metrics) sessionSummary() *SessionSummary {
+func (m *Metrics) sessionSummary() *schema.SessionSummary {
 	s := m.Sessions
 	if s == nil || s.Count == 0 {
 		return nil
 	}
-	out := &SessionSummary{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls,
-		DurationMs: HistOf(s.Duration), Turns: map[string]map[string]Hist{}}
+	out := &schema.SessionSummary{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls,
+		DurationMs: schema.HistOf(s.Duration), Turns: map[string]map[string]schema.Hist{}}
 	if s.PromisedOf > 0 {
 		share := float64(s.Promised) / float64(s.PromisedOf)
 		out.PromisedPrefixShare = &share
@@ -308,33 +281,20 @@ func (m *Metrics) sessionSummary() *SessionSummary {
 				continue
 			}
 			if out.Turns[key] == nil {
-				out.Turns[key] = map[string]Hist{}
+				out.Turns[key] = map[string]schema.Hist{}
 			}
-			out.Turns[key][name] = HistOf(h)
+			out.Turns[key][name] = schema.HistOf(h)
 		}
 	}
 	return out
 }
 
-// SessionsState is sessionStats in histograms.json.
-type SessionsState struct {
-	Count          int64             `json:"count"`
-	OK             int64             `json:"ok"`
-	Failed         int64             `json:"failed"`
-	Cut            int64             `json:"cut"`
-	CancelledCalls int64             `json:"cancelled_calls"`
-	Duration       string            `json:"duration"`
-	TurnE2E        map[string]string `json:"e2e_by_turn,omitempty"`
-	Promised       int64             `json:"promised_prefix_tokens,omitempty"`
-	PromisedOf     int64             `json:"promised_of_tokens,omitempty"`
-}
-
-func (s *sessionStats) state() (*SessionsState, error) {
+func (s *sessionStats) state() (*schema.SessionsState, error) {
 	d, err := encodeHist(s.Duration)
 	if err != nil {
 		return nil, err
 	}
-	st := &SessionsState{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls, Duration: d,
+	st := &schema.SessionsState{Count: s.Count, OK: s.OK, Failed: s.Failed, Cut: s.Cut, CancelledCalls: s.CancelledCalls, Duration: d,
 		Promised: s.Promised, PromisedOf: s.PromisedOf}
 	for t, h := range s.TurnE2E {
 		if st.TurnE2E == nil {
@@ -347,7 +307,8 @@ func (s *sessionStats) state() (*SessionsState, error) {
 	return st, nil
 }
 
-func (st *SessionsState) stats() (*sessionStats, error) {
+// sessionStatsOf rebuilds the sessionStats a state was taken of.
+func sessionStatsOf(st *schema.SessionsState) (*sessionStats, error) {
 	s := newSessionStats()
 	s.Count, s.OK, s.Failed, s.Cut, s.CancelledCalls = st.Count, st.OK, st.Failed, st.Cut, st.CancelledCalls
 	s.Promised, s.PromisedOf = st.Promised, st.PromisedOf

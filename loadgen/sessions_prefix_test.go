@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // promiseSource is graphSource whose even sessions' traces gave hash ids
@@ -51,7 +52,7 @@ func TestSessionPromisedPrefix(t *testing.T) {
 			t.Fatalf("%d session lines, want 4", lines)
 		}
 		m := metricsOf(recs)
-		s := m.Summary(info, SummaryMeta{}).Sessions
+		s := m.Summary(info, schema.SummaryMeta{}).Sessions
 		if s == nil || s.PromisedPrefixShare == nil || *s.PromisedPrefixShare != 0.3 {
 			t.Fatalf("summary sessions promised share %v, want 0.3", s.PromisedPrefixShare)
 		}
@@ -71,11 +72,11 @@ func TestSessionPromisedPrefix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := st.Metrics()
+		back, err := MetricsFromState(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s2 := back.Summary(info, SummaryMeta{}).Sessions; s2 == nil || s2.PromisedPrefixShare == nil || *s2.PromisedPrefixShare != 0.3 {
+		if s2 := back.Summary(info, schema.SummaryMeta{}).Sessions; s2 == nil || s2.PromisedPrefixShare == nil || *s2.PromisedPrefixShare != 0.3 {
 			t.Errorf("after the state round trip: %+v", s2)
 		}
 	})

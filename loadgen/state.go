@@ -9,49 +9,11 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
-// MetricsState is Metrics whole, in a form that outlives the process: every
-// group's counters and HDR histograms (compressed, base64, the HdrHistogram
-// V2 encoding), so shards run apart can be merged into exactly the metrics
-// one process would have gathered. Times are nanoseconds from the run's
-// epoch.
-type MetricsState struct {
-	All      GroupState            `json:"all"`
-	Classes  map[string]GroupState `json:"classes"`
-	Stages   map[string]GroupState `json:"stages"`
-	Warmup   int64                 `json:"warmup"`
-	TurnTTFT map[string]string     `json:"ttft_by_turn,omitempty"`
-	Sessions *SessionsState        `json:"sessions,omitempty"`
-	// LagCorrected are Metrics.LagCorrected.
-	LagCorrected map[string]string `json:"lag_corrected,omitempty"`
-}
-
-// GroupState is one Group.
-type GroupState struct {
-	Sent                 int64                 `json:"sent"`
-	OK                   int64                 `json:"ok"`
-	Errors               int64                 `json:"errors"`
-	Dropped              int64                 `json:"dropped"`
-	Retries              int64                 `json:"retries"`
-	ErrorsByKind         map[string]int64      `json:"errors_by_kind"`
-	FirstErrors          map[string]FirstError `json:"first_errors,omitempty"`
-	InputTokens          int64                 `json:"input_tokens"`
-	OutputTokens         int64                 `json:"output_tokens"`
-	RequestedInputTokens int64                 `json:"requested_input_tokens"`
-	Good                 int64                 `json:"good"`
-	Unjudged             int64                 `json:"unjudged,omitempty"`
-	TokenSources         map[string]int64      `json:"token_sources"`
-	ChunkTokenSources    map[string]int64      `json:"chunk_token_sources"`
-	FirstNs              int64                 `json:"first_ns"`
-	LastNs               int64                 `json:"last_ns"`
-	Seen                 bool                  `json:"seen"`
-	Hist                 map[string]string     `json:"hist"`
-}
-
 func encodeHist(h *hdrhistogram.Histogram) (string, error) {
-	b, err := EncodeHistogram(h)
+	b, err := schema.EncodeHistogram(h)
 	return string(b), err
 }
 
@@ -69,8 +31,8 @@ func decodeHist(s string) (*hdrhistogram.Histogram, error) {
 	return out, nil
 }
 
-func (g *Group) state() (GroupState, error) {
-	s := GroupState{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries,
+func (g *Group) state() (schema.GroupState, error) {
+	s := schema.GroupState{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries,
 		ErrorsByKind: g.ErrorsByKind, FirstErrors: g.FirstErrors, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
 		RequestedInputTokens: g.RequestedInputTokens, Good: g.Good, Unjudged: g.Unjudged, TokenSources: g.TokenSources,
 		ChunkTokenSources: g.ChunkTokenSources, FirstNs: int64(g.first), LastNs: int64(g.last), Seen: g.seen,
@@ -85,7 +47,7 @@ func (g *Group) state() (GroupState, error) {
 	return s, nil
 }
 
-func (s GroupState) group() (*Group, error) {
+func groupOf(s schema.GroupState) (*Group, error) {
 	g := newGroup(nil)
 	g.Sent, g.OK, g.Errors, g.Dropped, g.Retries = s.Sent, s.OK, s.Errors, s.Dropped, s.Retries
 	g.InputTokens, g.OutputTokens, g.RequestedInputTokens, g.Good, g.Unjudged = s.InputTokens, s.OutputTokens, s.RequestedInputTokens, s.Good, s.Unjudged
@@ -112,9 +74,9 @@ func (s GroupState) group() (*Group, error) {
 	return g, nil
 }
 
-// State is m whole (see MetricsState).
-func (m *Metrics) State() (*MetricsState, error) {
-	st := &MetricsState{Classes: map[string]GroupState{}, Stages: map[string]GroupState{}, Warmup: m.Warmup}
+// State is m whole (see schema.MetricsState).
+func (m *Metrics) State() (*schema.MetricsState, error) {
+	st := &schema.MetricsState{Classes: map[string]schema.GroupState{}, Stages: map[string]schema.GroupState{}, Warmup: m.Warmup}
 	var err error
 	if st.All, err = m.All.state(); err != nil {
 		return nil, err
@@ -157,20 +119,20 @@ func (m *Metrics) State() (*MetricsState, error) {
 	return st, nil
 }
 
-// Metrics rebuilds the metrics a State was taken of.
-func (st *MetricsState) Metrics() (*Metrics, error) {
+// MetricsFromState rebuilds the metrics a State was taken of.
+func MetricsFromState(st *schema.MetricsState) (*Metrics, error) {
 	m := NewMetrics()
 	var err error
-	if m.All, err = st.All.group(); err != nil {
+	if m.All, err = groupOf(st.All); err != nil {
 		return nil, err
 	}
 	for n, gs := range st.Classes {
-		if m.Classes[n], err = gs.group(); err != nil {
+		if m.Classes[n], err = groupOf(gs); err != nil {
 			return nil, fmt.Errorf("class %s: %w", n, err)
 		}
 	}
 	for n, gs := range st.Stages {
-		if m.Stages[n], err = gs.group(); err != nil {
+		if m.Stages[n], err = groupOf(gs); err != nil {
 			return nil, fmt.Errorf("stage %s: %w", n, err)
 		}
 	}
@@ -185,7 +147,7 @@ func (st *MetricsState) Metrics() (*Metrics, error) {
 		}
 	}
 	if st.Sessions != nil {
-		if m.Sessions, err = st.Sessions.stats(); err != nil {
+		if m.Sessions, err = sessionStatsOf(st.Sessions); err != nil {
 			return nil, fmt.Errorf("sessions: %w", err)
 		}
 	}
@@ -285,35 +247,9 @@ func (g *Group) merge(o *Group, shift time.Duration) {
 	}
 }
 
-// InfoState is Info in a form that outlives the process (histograms.json),
-// so a merge can rebuild each shard's run. Durations are nanoseconds.
-type InfoState struct {
-	Started          string              `json:"started"` // RFC 3339, nanoseconds
-	ElapsedNs        int64               `json:"elapsed_ns"`
-	Interrupted      bool                `json:"interrupted"`
-	Stopped          string              `json:"stopped,omitempty"`
-	Sent             int64               `json:"sent"`
-	Dropped          int64               `json:"dropped"`
-	CutAtEnd         int64               `json:"cut_at_end"`
-	GraceNs          int64               `json:"grace_ns"`
-	ScheduledFromNs  int64               `json:"scheduled_from_ns"`
-	ScheduledToNs    int64               `json:"scheduled_to_ns"`
-	StageScheduledNs map[string]int64    `json:"stage_scheduled_ns"`
-	CPUUtilization   float64             `json:"cpu_utilization"`
-	ShardIndex       int                 `json:"shard_index"`
-	ShardCount       int                 `json:"shard_count"`
-	LateStartNs      int64               `json:"late_start_ns"`
-	StartAt          string              `json:"start_at,omitempty"`
-	Preconnected     bool                `json:"preconnected,omitempty"`
-	PreconnectConns  int                 `json:"preconnect_conns,omitempty"`
-	PreconnectNs     int64               `json:"preconnect_ns,omitempty"`
-	PreconnectErr    string              `json:"preconnect_error,omitempty"`
-	Host             *selfcheck.HostLoad `json:"host,omitempty"`
-}
-
 // State is i in its saved form.
-func (i Info) State() InfoState {
-	s := InfoState{Started: i.Started.UTC().Format(time.RFC3339Nano), ElapsedNs: int64(i.Elapsed), Interrupted: i.Interrupted,
+func (i Info) State() schema.InfoState {
+	s := schema.InfoState{Started: i.Started.UTC().Format(time.RFC3339Nano), ElapsedNs: int64(i.Elapsed), Interrupted: i.Interrupted,
 		Sent: i.Sent, Dropped: i.Dropped, CutAtEnd: i.CutAtEnd, GraceNs: int64(i.Grace),
 		ScheduledFromNs: int64(i.Scheduled.From), ScheduledToNs: int64(i.Scheduled.To), StageScheduledNs: map[string]int64{},
 		CPUUtilization: i.CPUUtilization, ShardIndex: i.Shard.Index, ShardCount: i.Shard.Count, LateStartNs: int64(i.LateStart),
@@ -337,9 +273,9 @@ func (i Info) State() InfoState {
 	return s
 }
 
-// Info rebuilds the Info a state was taken of (Stopped and PreconnectErr
+// InfoFromState rebuilds the Info a state was taken of (Stopped and PreconnectErr
 // as plain errors of their text).
-func (s InfoState) Info() (Info, error) {
+func InfoFromState(s schema.InfoState) (Info, error) {
 	started, err := time.Parse(time.RFC3339Nano, s.Started)
 	if err != nil {
 		return Info{}, fmt.Errorf("started %q: %w", s.Started, err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // Metrics taken apart (a state through JSON, as histograms.json holds it)
@@ -35,18 +37,18 @@ func TestStateMergeIsLossless(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(st)
-		var back MetricsState
+		var back schema.MetricsState
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		m, err := back.Metrics()
+		m, err := MetricsFromState(&back)
 		if err != nil {
 			t.Fatal(err)
 		}
 		merged.Merge(m, 0)
 	}
 	info := Info{Started: time.Unix(0, 0), Elapsed: 5 * time.Second, Scheduled: Window{0, 4 * time.Second}}
-	got, want := merged.Summary(info, SummaryMeta{}), all.Summary(info, SummaryMeta{})
+	got, want := merged.Summary(info, schema.SummaryMeta{}), all.Summary(info, schema.SummaryMeta{})
 	if !reflect.DeepEqual(got, want) {
 		gb, _ := json.Marshal(got)
 		wb, _ := json.Marshal(want)

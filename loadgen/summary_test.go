@@ -10,6 +10,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // lagRun returns metrics of n OK records whose server took ttft to the
@@ -83,7 +84,7 @@ func TestSelfCheck(t *testing.T) {
 		if sc.MaxShift != selfcheck.DefaultMaxShift {
 			t.Errorf("%s: stated share %v", c.name, sc.MaxShift)
 		}
-		s := c.m.Summary(Info{Host: c.host}, SummaryMeta{})
+		s := c.m.Summary(Info{Host: c.host}, schema.SummaryMeta{})
 		if s.SelfCheck.Distorted != c.distorted || len(s.Warnings) != len(sc.Reasons)+len(sc.Warnings) {
 			t.Errorf("%s: summary self-check %+v, warnings %q", c.name, s.SelfCheck, s.Warnings)
 		}
@@ -137,7 +138,7 @@ func TestSummaryCountsCutAtEndApart(t *testing.T) {
 	add(ErrServer, 1)
 	add(ErrCancelled, 1)
 	add(ErrDropped, 1)
-	s := m.Summary(Info{Grace: 30 * time.Second}, SummaryMeta{})
+	s := m.Summary(Info{Grace: 30 * time.Second}, schema.SummaryMeta{})
 	if c := s.Requests; c.Sent != 12 || c.OK != 8 || c.Errors != 1 || c.Cancelled != 1 || c.CutAtEnd != 2 || c.Dropped != 1 ||
 		c.ErrorsByKind["cut_at_end"] != 2 {
 		t.Errorf("counts %+v", c)
@@ -170,7 +171,7 @@ func TestSummaryRates(t *testing.T) {
 	info := Info{Scheduled: Window{From: 0, To: 2 * time.Second},
 		StageScheduled: map[string]time.Duration{"lo": time.Second, "hi": time.Second},
 		Stopped:        errors.New("disk full")}
-	s := m.Summary(info, SummaryMeta{})
+	s := m.Summary(info, schema.SummaryMeta{})
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
 	if tp := s.Throughput; !near(tp.OfferedPerS, 10) || !near(tp.SentPerS, 9) || !near(tp.ScheduledWindowS, 2) ||
 		!near(tp.MeasuredWindowS, 2.9) || !near(tp.RequestsPerS, 18/2.9) {
@@ -188,7 +189,7 @@ func TestSummaryRates(t *testing.T) {
 		}
 	}
 	// Built offline, without a schedule, the rates are left out.
-	if tp := m.Summary(Info{}, SummaryMeta{}).Throughput; tp.OfferedPerS != 0 || tp.ScheduledWindowS != 0 || tp.RequestsPerS == 0 {
+	if tp := m.Summary(Info{}, schema.SummaryMeta{}).Throughput; tp.OfferedPerS != 0 || tp.ScheduledWindowS != 0 || tp.RequestsPerS == 0 {
 		t.Errorf("no schedule: %+v", tp)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -131,7 +132,7 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 // combine merges the shards' histograms onto one clock, the earliest
 // shard's start, and their run facts into one Info: counts add up, the
 // schedule spans them all, and the self-check judges the busiest shard.
-func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *loadgen.MergedInfo) {
+func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *schema.MergedInfo) {
 	base := shards[0].info.Started
 	for _, s := range shards[1:] {
 		if s.info.Started.Before(base) {
@@ -141,7 +142,7 @@ func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *loadgen.MergedIn
 	metrics := loadgen.NewMetrics()
 	info := loadgen.Info{Started: base, Grace: shards[0].info.Grace, StageScheduled: map[string]time.Duration{}}
 	var end time.Time
-	merged := &loadgen.MergedInfo{Count: len(shards)}
+	merged := &schema.MergedInfo{Count: len(shards)}
 	first := true
 	for _, s := range shards {
 		shift := s.info.Started.Sub(base)
@@ -177,7 +178,7 @@ func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *loadgen.MergedIn
 			info.Host.Source = fmt.Sprintf("shard %d, the busiest generator: %s", s.info.Shard.Index, h.Source)
 		}
 		info.LateStart = max(info.LateStart, s.info.LateStart)
-		merged.Shards = append(merged.Shards, loadgen.MergedShard{Index: s.info.Shard.Index, Dir: string(s.dir),
+		merged.Shards = append(merged.Shards, schema.MergedShard{Index: s.info.Shard.Index, Dir: string(s.dir),
 			Started: s.info.Started.UTC().Format(time.RFC3339Nano), LateByS: s.info.LateStart.Seconds(),
 			CPUUtilization: s.info.CPUUtilization, Sent: s.info.Sent, Records: string(s.h.Records)})
 	}
@@ -187,7 +188,7 @@ func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *loadgen.MergedIn
 
 // summarize is the merged run's summary, with every shard's warnings
 // named by shard.
-func summarize(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, merged *loadgen.MergedInfo, opts Options) *results.Summary {
+func summarize(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, merged *schema.MergedInfo, opts Options) *results.Summary {
 	meta := shards[0].h.Meta.SummaryMeta()
 	if opts.Version != "" {
 		meta.Version = opts.Version
@@ -363,14 +364,14 @@ func load(dirs []results.Dir) ([]*shard, error) {
 			continue
 		}
 		s := &shard{dir: d, h: h}
-		if s.info, err = h.Info.Info(); err != nil {
+		if s.info, err = loadgen.InfoFromState(h.Info); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: info: %v", d.Path(results.HistogramsFile), err))
 			continue
 		}
 		if s.info.Shard.Count == 0 {
 			s.info.Shard = loadgen.Shard{Index: 0, Count: 1}
 		}
-		if s.m, err = h.Metrics.Metrics(); err != nil {
+		if s.m, err = loadgen.MetricsFromState(h.Metrics); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: metrics: %v", d.Path(results.HistogramsFile), err))
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -54,7 +55,7 @@ func runDir(t *testing.T, dir string, shard loadgen.Shard, start time.Time, seed
 		Records: form, RecordsCompression: comp, PlannedLengths: plan,
 		Options: loadgen.Options{Stages: []loadgen.Stage{{Name: "s1", Rate: 200, Duration: 300 * time.Millisecond}, {Name: "s2", Rate: 400, Duration: 200 * time.Millisecond}},
 			Arrival: loadgen.ArrivalPoisson, Seed: seed, Shard: shard, StartAt: start}}
-	spec.Meta = loadgen.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
+	spec.Meta = schema.SummaryMeta{Target: "http://t", Model: "m", Load: spec.Options.Describe()}
 	if _, err := pipeline.Run(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +132,11 @@ func TestMergeIsTheWhole(t *testing.T) {
 		t.Fatalf("merged records: %d, single sent %d", len(seqs), want.Requests.Sent)
 	}
 	for _, n := range loadgen.MetricNames() {
-		if g, w := got.LatencyMs[n], loadgen.HistOf(m.All.Hist[n]); g != w {
+		if g, w := got.LatencyMs[n], schema.HistOf(m.All.Hist[n]); g != w {
 			t.Errorf("%s: merged summary %+v, merged records %+v", n, g, w)
 		}
 		for st := range want.Stages {
-			if g, w := got.Stages[st].LatencyMs[n], loadgen.HistOf(m.Stages[st].Hist[n]); g != w {
+			if g, w := got.Stages[st].LatencyMs[n], schema.HistOf(m.Stages[st].Hist[n]); g != w {
 				t.Errorf("stage %s %s: merged summary %+v, merged records %+v", st, n, g, w)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // sessions yields two-call sessions: b 10 ms after a's answer.
@@ -63,7 +64,7 @@ func TestMergeSessions(t *testing.T) {
 	if _, err := results.ReadRecords(out.RecordsPath(), func(r *loadgen.Record) error { cp := *r; m.Add(&cp); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	want := m.Summary(loadgen.Info{}, loadgen.SummaryMeta{}).Sessions
+	want := m.Summary(loadgen.Info{}, schema.SummaryMeta{}).Sessions
 	if got.Count != want.Count || got.OK != want.OK || got.Cut != want.Cut || got.DurationMs != want.DurationMs {
 		t.Errorf("merged summary sessions %+v, merged records %+v", got, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 	"github.com/tailgate-llm/tailgate/theater"
@@ -24,7 +25,7 @@ type Spec struct {
 	Client  loadgen.Client
 	Source  loadgen.Source
 	Options loadgen.Options
-	Meta    loadgen.SummaryMeta
+	Meta    schema.SummaryMeta
 	// Streaming says the client asked for streamed answers, so an answer
 	// that came as one body means the server ignored "stream".
 	Streaming bool
@@ -331,7 +332,7 @@ loop:
 // summarize is the run's summary from its metrics. The summary's
 // self-check is at the default share; at the run's stated share (0: the
 // default) its reasons and warnings replace the default's.
-func summarize(metrics *loadgen.Metrics, info loadgen.Info, meta loadgen.SummaryMeta, share float64) *results.Summary {
+func summarize(metrics *loadgen.Metrics, info loadgen.Info, meta schema.SummaryMeta, share float64) *results.Summary {
 	ls := metrics.Summary(info, meta)
 	if share > 0 && share != selfcheck.DefaultMaxShift {
 		def := ls.SelfCheck

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
@@ -122,7 +123,7 @@ func f1p(v *float64) string {
 	return f1(*v)
 }
 
-func msText(h loadgen.Hist, pick func(loadgen.Hist) float64) string {
+func msText(h schema.Hist, pick func(schema.Hist) float64) string {
 	if h.Count == 0 {
 		return "-"
 	}
@@ -131,10 +132,10 @@ func msText(h loadgen.Hist, pick func(loadgen.Hist) float64) string {
 
 // latText are the figures of cols from a latency_ms map (ms, "-" where a
 // metric has no samples).
-func latText(l map[string]loadgen.Hist, cols []loadgen.Column) []string {
+func latText(l map[string]schema.Hist, cols []loadgen.Column) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
-		out[i] = msText(l[c.Metric], func(h loadgen.Hist) float64 { return h.Quantile(c.Q) })
+		out[i] = msText(l[c.Metric], func(h schema.Hist) float64 { return h.Quantile(c.Q) })
 	}
 	return out
 }
@@ -170,7 +171,7 @@ func rateLabels(rows []*loadgen.RateMetric) []string {
 }
 
 // rateText are the rows' values in a throughput block ("-": absent).
-func rateText(t *loadgen.Throughput, rows []*loadgen.RateMetric) []string {
+func rateText(t *schema.Throughput, rows []*loadgen.RateMetric) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = "-"

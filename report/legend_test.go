@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // frameColor outlines each panel's data area in the legend tests; no
@@ -150,7 +151,7 @@ func legendSources() (util *Source, sweep *Source) {
 	sweep = sweepSource()
 	for i := range sweep.Sweep.Levels {
 		l := &sweep.Sweep.Levels[i]
-		l.LatencyMs = map[string]loadgen.Hist{loadgen.MetricTTFT: {P50: 10 * l.RatePerS, P99: 30 * l.RatePerS}}
+		l.LatencyMs = map[string]schema.Hist{loadgen.MetricTTFT: {P50: 10 * l.RatePerS, P99: 30 * l.RatePerS}}
 		l.AchievedPerS = 0.9 * l.RatePerS
 		good := 0.8 * l.RatePerS
 		l.GoodputPerS = &good

@@ -17,6 +17,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -69,7 +70,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	for i := range recs {
 		m.Add(&recs[i])
 	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, loadgen.SummaryMeta{})
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
 	js, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	if doc.Definitions["total_tokens_per_s"] == "" {
 		t.Error("summary.json has no definition of total_tokens_per_s")
 	}
-	var back loadgen.Summary
+	var back schema.Summary
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}

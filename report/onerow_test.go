@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // tableWithTTST is the metric table plus one made-up latency metric, TTST
@@ -64,14 +65,14 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	for i := range recs {
 		m.Add(&recs[i])
 	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, loadgen.SummaryMeta{})
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
 	js, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
-		LatencyMs   map[string]loadgen.Hist `json:"latency_ms"`
-		Definitions map[string]string       `json:"definitions"`
+		LatencyMs   map[string]schema.Hist `json:"latency_ms"`
+		Definitions map[string]string      `json:"definitions"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)

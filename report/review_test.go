@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -39,7 +40,7 @@ func reviewRun(t *testing.T, dir string, at time.Time, ttftMs float64, changes .
 	os.WriteFile(d.Path(results.RecordsFile), buf.Bytes(), 0o644)
 	idle := 0.25
 	s := &results.Summary{Telemetry: &telemetry.Summary{GPUIdleShare: &idle, GPUUtilization: &telemetry.Stats{N: 10, Mean: 0.6}}, Changes: changes}
-	s.Schema, s.Run.Started = loadgen.SummarySchema, at.UTC().Format(time.RFC3339Nano)
+	s.Schema, s.Run.Started = schema.SummarySchema, at.UTC().Format(time.RFC3339Nano)
 	s.Run.Load = map[string]any{"mode": "open", "arrival": "poisson", "stages": "10@6s"}
 	s.Validity.Valid = true
 	if err := d.WriteSummary(s); err != nil {

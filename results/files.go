@@ -12,7 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/internal/atomicfile"
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // WriteJSON writes v as indented JSON to path atomically (a temporary file
@@ -147,7 +147,7 @@ var badTag = regexp.MustCompile(`.[, \r\n].`)
 // writeInterval writes one interval line as hdrhistogram's
 // OutputIntervalHistogram does (its base time is 0 here; TestHlogLineAsTheLibrary
 // holds the two to the same bytes), the histogram encoded by
-// loadgen.EncodeHistogram, whose compressor is reused: the library's makes
+// schema.EncodeHistogram, whose compressor is reused: the library's makes
 // a new one per histogram, each second, for every metric.
 func (h *HlogWriter) writeInterval(hist *hdrhistogram.Histogram) error {
 	tag := ""
@@ -157,7 +157,7 @@ func (h *HlogWriter) writeInterval(hist *hdrhistogram.Histogram) error {
 		}
 		tag = "Tag=" + t + ","
 	}
-	payload, err := loadgen.EncodeHistogram(hist)
+	payload, err := schema.EncodeHistogram(hist)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -23,10 +23,10 @@ type Histograms struct {
 	// arrival, stages, seed, limits), target, API, model, and the prompts'
 	// identity (the mix's hash), each a string. Merge refuses shards whose
 	// identities differ, naming the key.
-	Identity map[string]string     `json:"identity"`
-	Meta     HistogramsMeta        `json:"meta"`
-	Info     loadgen.InfoState     `json:"info"`
-	Metrics  *loadgen.MetricsState `json:"metrics"`
+	Identity map[string]string    `json:"identity"`
+	Meta     HistogramsMeta       `json:"meta"`
+	Info     schema.InfoState     `json:"info"`
+	Metrics  *schema.MetricsState `json:"metrics"`
 	// Records is the form requests.jsonl was kept in.
 	Records RecordsForm `json:"records"`
 	// Streaming says the client asked for streamed answers.
@@ -50,7 +50,7 @@ func (h *Histograms) Bounds() slo.Validity {
 	return v
 }
 
-// HistogramsMeta is loadgen.SummaryMeta, saved.
+// HistogramsMeta is schema.SummaryMeta, saved.
 type HistogramsMeta struct {
 	Version string         `json:"version"`
 	Target  string         `json:"target"`
@@ -60,8 +60,8 @@ type HistogramsMeta struct {
 }
 
 // SummaryMeta is the saved meta back in the summary's form.
-func (m HistogramsMeta) SummaryMeta() loadgen.SummaryMeta {
-	return loadgen.SummaryMeta{Version: m.Version, Target: m.Target, API: m.API, Model: m.Model, Load: m.Load}
+func (m HistogramsMeta) SummaryMeta() schema.SummaryMeta {
+	return schema.SummaryMeta{Version: m.Version, Target: m.Target, API: m.API, Model: m.Model, Load: m.Load}
 }
 
 // WriteHistograms writes histograms.json into d atomically.

@@ -18,7 +18,7 @@ func streamRecord(seq int64, n int) *loadgen.Record {
 	start := time.Duration(seq) * 10 * time.Millisecond
 	r := &loadgen.Record{Seq: seq, ID: fmt.Sprintf("r%d", seq), Class: "chat", Stage: "main", Intended: start,
 		Sent: start + 120*time.Microsecond, OutputTokens: n, InputTokens: 40, RequestedInputTokens: 40,
-		TokenSource: loadgen.TokensFromUsage, ChunkTokenSource: loadgen.ChunkTokensSpread, Status: 200, FinishReason: "length"}
+		TokenSource: loadgen.TokensFromUsage, ChunkTokenSource: "spread", Status: 200, FinishReason: "length"}
 	for i := 0; i < n; i++ {
 		r.Chunks = append(r.Chunks, loadgen.Chunk{At: start + 30*time.Millisecond + time.Duration(i)*5*time.Millisecond + time.Duration(i*i), Tokens: 1})
 	}

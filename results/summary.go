@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/prompts"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 	"github.com/tailgate-llm/tailgate/theater"
@@ -16,7 +16,7 @@ import (
 // typed parts: the load generator's figures, the telemetry summary and, when
 // the run was judged, the SLO report. Keys may be added, never renamed.
 type Summary struct {
-	loadgen.Summary
+	schema.Summary
 	// Telemetry is null when nothing was sampled.
 	Telemetry *telemetry.Summary `json:"telemetry"`
 	// SLO is null unless the run was judged (run --slo).

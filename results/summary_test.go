@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
@@ -17,7 +17,7 @@ func TestSummaryMetricTheaterKeys(t *testing.T) {
 	d := Dir(t.TempDir())
 	s := &Summary{MetricTheater: &theater.Section{Rule: "r", BucketS: 10, MetricTheater: true, Flagged: 1,
 		Buckets: []theater.Bucket{{FromS: 0, ToS: 10, Flag: true, Why: "busy"}}}}
-	s.Schema = loadgen.SummarySchema
+	s.Schema = schema.SummarySchema
 	if err := d.WriteSummary(s); err != nil {
 		t.Fatal(err)
 	}

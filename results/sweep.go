@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -68,14 +68,14 @@ type SweepLevel struct {
 	// OfferedPerS is what the schedule made due (open loop; 0 in closed
 	// loop, which offers what it achieves); AchievedPerS the completion
 	// rate; GoodputPerS completions meeting the goodput constraints.
-	OfferedPerS      float64                 `json:"offered_per_s"`
-	AchievedPerS     float64                 `json:"achieved_per_s"`
-	GoodputPerS      *float64                `json:"goodput_per_s,omitempty"` // absent: not judged (see loadgen.Throughput)
-	OutputTokensPerS float64                 `json:"output_tokens_per_s"`
-	Requests         loadgen.Counts          `json:"requests"`
-	MinRequests      int                     `json:"min_requests"`
-	Short            bool                    `json:"short"`
-	LatencyMs        map[string]loadgen.Hist `json:"latency_ms"`
+	OfferedPerS      float64                `json:"offered_per_s"`
+	AchievedPerS     float64                `json:"achieved_per_s"`
+	GoodputPerS      *float64               `json:"goodput_per_s,omitempty"` // absent: not judged (see schema.Throughput)
+	OutputTokensPerS float64                `json:"output_tokens_per_s"`
+	Requests         schema.Counts          `json:"requests"`
+	MinRequests      int                    `json:"min_requests"`
+	Short            bool                   `json:"short"`
+	LatencyMs        map[string]schema.Hist `json:"latency_ms"`
 
 	// Rates are the rates of the rate table's rows marked Sweep that have
 	// no field of their own above, by name (absent: not measured).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
@@ -20,7 +21,7 @@ func TestMetricTable(t *testing.T) {
 	r.Sent = 2 * ms1
 	sum := loadgen.NewMetrics()
 	sum.Add(&r)
-	s := sum.Summary(loadgen.Info{}, loadgen.SummaryMeta{})
+	s := sum.Summary(loadgen.Info{}, schema.SummaryMeta{})
 	_, err := ParseSpec("slo.yaml", []byte("kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: o, metric: nope, threshold: 1s, target: 1}\n"))
 	if err == nil {
 		t.Fatal("unknown metric parsed")

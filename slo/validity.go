@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // Validity bounds the run itself: beyond them the run is invalid (exit 3)
@@ -224,7 +225,7 @@ func (c *StageCounts) add(r *loadgen.Record) {
 
 // CountsOf is a run summary's request counts in a stage's form (merge
 // judges a merged run from them, as the judge does from records).
-func CountsOf(q loadgen.Counts) StageCounts {
+func CountsOf(q schema.Counts) StageCounts {
 	u := func(n int64) uint64 { return uint64(max(n, 0)) }
 	c := StageCounts{Requests: u(q.Sent + q.Dropped), OK: u(q.OK), Failed: u(q.Errors), Dropped: u(q.Dropped),
 		CutAtEnd: u(q.CutAtEnd), Cancelled: u(q.ErrorsByKind[string(loadgen.ErrCancelled)]),

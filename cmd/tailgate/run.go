@@ -21,6 +21,7 @@ import (
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -145,7 +146,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ps := pipeline.Spec{Client: client, Source: src, Options: opts, Out: out, Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost,
 		Streaming: tf.stream, Validity: &bounds, Changes: cleanChanges(*changes), Notices: notices,
-		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
+		Meta: schema.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model, Load: opts.Describe()}}
 	if mix != nil {
 		ps.PlannedLengths = mix.Lengths()
 	}

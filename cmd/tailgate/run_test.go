@@ -17,6 +17,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -42,7 +43,7 @@ func readSummary(t *testing.T, dir string) *results.Summary {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("summary.json: %v", err)
 	}
-	if s.Schema != loadgen.SummarySchema {
+	if s.Schema != schema.SummarySchema {
 		t.Errorf("schema %q", s.Schema)
 	}
 	return &s

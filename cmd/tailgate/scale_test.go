@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -149,11 +150,11 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 				return nil
 			})
 			for _, metric := range loadgen.MetricNames() {
-				if g, w := sum.LatencyMs[metric], loadgen.HistOf(m.All.Hist[metric]); g != w {
+				if g, w := sum.LatencyMs[metric], schema.HistOf(m.All.Hist[metric]); g != w {
 					t.Errorf("%s: merged histogram %+v, from the merged records %+v", metric, g, w)
 				}
 				for c := range wantSum.Classes {
-					if g, w := sum.Classes[c].LatencyMs[metric], loadgen.HistOf(m.Classes[c].Hist[metric]); g != w {
+					if g, w := sum.Classes[c].LatencyMs[metric], schema.HistOf(m.Classes[c].Hist[metric]); g != w {
 						t.Errorf("class %s %s: merged %+v, records %+v", c, metric, g, w)
 					}
 				}

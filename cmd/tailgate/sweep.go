@@ -18,6 +18,7 @@ import (
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -169,7 +170,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxInFlight: *maxInFlight, Validity: &bounds, AcceptEmpty: tf.acceptEmpty, AcceptEmptyClasses: acceptClasses,
 		Telemetry: telCfg, GPUHourCostUSD: tel.gpuHourCost, Streaming: tf.stream, Out: out, Force: *force, CurrentRate: *current, Growth: g,
 		Changes: cleanChanges(*changes), Log: stderr,
-		Meta: loadgen.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
+		Meta: schema.SummaryMeta{Version: version.Version, Target: redact.URL(tf.target), API: tf.api, Model: tf.model}}
 	if mix != nil {
 		cfg.PlannedLengths = mix.Lengths()
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 // FileName is the report's name in a results directory, as llm-d's
@@ -503,7 +504,7 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 			TotalEventsCancelled: i(ss.CancelledCalls)}}
 		// The published schema describes session_duration in seconds.
 		if d := ss.DurationMs; d.Count > 0 {
-			sec := loadgen.Hist{Count: d.Count, Mean: d.Mean / 1000, Min: d.Min / 1000, P50: d.P50 / 1000, P90: d.P90 / 1000,
+			sec := schema.Hist{Count: d.Count, Mean: d.Mean / 1000, Min: d.Min / 1000, P50: d.P50 / 1000, P90: d.P90 / 1000,
 				P95: d.P95 / 1000, P99: d.P99 / 1000, P999: d.P999 / 1000, Max: d.Max / 1000}
 			sp.Sessions.SessionDuration = statsOf(sec, "s")
 		}
@@ -553,7 +554,7 @@ func readSeries(path string) (*TimeSeries, []interval, error) {
 			if h.Tag() != m.tag {
 				continue
 			}
-			st := loadgen.HistOf(h)
+			st := schema.HistOf(h)
 			se := by[m.tag]
 			if se == nil {
 				se = &Series{Units: m.units}
@@ -586,7 +587,7 @@ func readSeries(path string) (*TimeSeries, []interval, error) {
 
 // stats is summary.json's histogram name as a statistics object, nil when
 // it holds no events.
-func stats(lat map[string]loadgen.Hist, name, units string) *Statistics {
+func stats(lat map[string]schema.Hist, name, units string) *Statistics {
 	h, ok := lat[name]
 	if !ok || h.Count == 0 {
 		return nil
@@ -595,7 +596,7 @@ func stats(lat map[string]loadgen.Hist, name, units string) *Statistics {
 }
 
 // statsOf is h as a statistics object in units.
-func statsOf(h loadgen.Hist, units string) *Statistics {
+func statsOf(h schema.Hist, units string) *Statistics {
 	f := func(v float64) *float64 { return &v }
 	return &Statistics{Units: units, Mean: h.Mean, Min: f(h.Min), P50: f(h.P50), P90: f(h.P90),
 		P95: f(h.P95), P99: f(h.P99), P99p9: f(h.P999), Max: f(h.Max)}

@@ -18,16 +18,17 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 func summary() *results.Summary {
 	var s results.Summary
 	s.Tool = version.NewTool("1.2.3")
-	s.Run = loadgen.RunInfo{Started: "2026-01-02T03:04:05Z", Ended: "2026-01-02T03:04:55Z", DurationS: 49.97,
+	s.Run = schema.RunInfo{Started: "2026-01-02T03:04:05Z", Ended: "2026-01-02T03:04:55Z", DurationS: 49.97,
 		Target: "https://gw.example:8443/v1", Model: "m", Load: map[string]any{"mode": "open", "stages": "5@10s,10@10s"}}
-	s.Requests = loadgen.Counts{Sent: 10, OK: 9, Errors: 1, CutAtEnd: 1}
-	s.LatencyMs = map[string]loadgen.Hist{loadgen.MetricE2E: {Count: 9, Mean: 12, P99: 20}, loadgen.MetricITL: {}}
-	s.Throughput = loadgen.Throughput{RequestsPerS: 3, OutputTokensPerS: 30, MeasuredWindowS: 3}
+	s.Requests = schema.Counts{Sent: 10, OK: 9, Errors: 1, CutAtEnd: 1}
+	s.LatencyMs = map[string]schema.Hist{loadgen.MetricE2E: {Count: 9, Mean: 12, P99: 20}, loadgen.MetricITL: {}}
+	s.Throughput = schema.Throughput{RequestsPerS: 3, OutputTokensPerS: 30, MeasuredWindowS: 3}
 	return &s
 }
 
@@ -71,8 +72,8 @@ func TestLoadLevel(t *testing.T) {
 	}
 }
 
-// schema is the JSON Schema of what tailgate writes.
-func schema(t *testing.T) *jsonschema.Schema {
+// reportSchema is the JSON Schema of what tailgate writes.
+func reportSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
@@ -150,7 +151,7 @@ func uidOf(b []byte) string {
 func TestRunReport(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	s := summary()
-	s.Tokens = loadgen.Tokens{Input: 900, Output: 180}
+	s.Tokens = schema.Tokens{Input: 900, Output: 180}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	raw := writeRun(t, dir, s, start)
 	parts, err := Write(dir)
@@ -178,7 +179,7 @@ func TestRunReport(t *testing.T) {
 	if rr.Units != "queries/s" || len(rr.Series) != 2 || *rr.Series[0].Value != 4 || *rr.Series[1].Value != 5 {
 		t.Errorf("request rate series %+v", rr)
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("report does not validate: %v", err)
 	}
 	// What Write wrote is what Reports built.
@@ -212,7 +213,7 @@ func TestPackReports(t *testing.T) {
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("parts %v, %v", parts, err)
 	}
-	sch := schema(t)
+	sch := reportSchema(t)
 	for i, n := range []string{"peak", "normal"} {
 		p := parts[i]
 		st := p.Report.Scenario.Load.Standardized
@@ -246,7 +247,7 @@ func TestSweepReports(t *testing.T) {
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("parts %v, %v", parts, err)
 	}
-	sch := schema(t)
+	sch := reportSchema(t)
 	for i, want := range []float64{20, 10} {
 		r := parts[i].Report
 		if q := r.Scenario.Load.Standardized.RateQPS; q == nil || *q != want || r.Run.EID != uidOf(sw) {
@@ -261,8 +262,8 @@ func TestSweepReports(t *testing.T) {
 // A session run gives session_performance, its durations in seconds.
 func TestSessionPerformance(t *testing.T) {
 	s := summary()
-	s.Sessions = &loadgen.SessionSummary{Count: 4, OK: 3, Failed: 1, CancelledCalls: 2,
-		DurationMs: loadgen.Hist{Count: 4, Mean: 1500, Min: 1000, P50: 1400, P90: 2000, P95: 2000, P99: 2000, P999: 2000, Max: 2000}}
+	s.Sessions = &schema.SessionSummary{Count: 4, OK: 3, Failed: 1, CancelledCalls: 2,
+		DurationMs: schema.Hist{Count: 4, Mean: 1500, Min: 1000, P50: 1400, P90: 2000, P95: 2000, P99: 2000, P999: 2000, Max: 2000}}
 	r := FromSummary(s, []byte("{}"))
 	r.Run.EID = r.Run.UID
 	sp := r.Results.SessionPerformance
@@ -273,7 +274,7 @@ func TestSessionPerformance(t *testing.T) {
 	if mt := r.Scenario.Load.Standardized.MultiTurn; mt == nil || !mt.Enabled {
 		t.Errorf("multi_turn %v", mt)
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("does not validate: %v", err)
 	}
 	if r := FromSummary(summary(), []byte("{}")); r.Results.SessionPerformance != nil || r.Scenario.Load.Standardized.MultiTurn != nil {
@@ -285,8 +286,8 @@ func TestSessionPerformance(t *testing.T) {
 // with a planted unknown key, at several depths.
 func TestSchemaRefusesPlanted(t *testing.T) {
 	s := summary()
-	s.Tokens = loadgen.Tokens{Input: 900, Output: 180}
-	s.LatencyMs[loadgen.MetricTTFT] = loadgen.Hist{Count: 9, Mean: 3, P99: 5}
+	s.Tokens = schema.Tokens{Input: 900, Output: 180}
+	s.LatencyMs[loadgen.MetricTTFT] = schema.Hist{Count: 9, Mean: 3, P99: 5}
 	r := FromSummary(s, []byte("{}"))
 	plant := planter(t, r)
 	at := func(m map[string]any, path ...string) map[string]any {
@@ -339,7 +340,7 @@ func planter(t *testing.T, r *Report) func(f func(m map[string]any)) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch := schema(t)
+	sch := reportSchema(t)
 	return func(f func(m map[string]any)) error {
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {

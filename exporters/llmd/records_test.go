@@ -9,6 +9,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
+	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
@@ -50,7 +51,7 @@ func TestRecordsLengthsAndTokenSeries(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	s := summary()
 	s.Requests.OK = 4
-	s.Tokens = loadgen.Tokens{Input: 100, Output: 40}
+	s.Tokens = schema.Tokens{Input: 100, Output: 40}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Run.Started = start.Format(time.RFC3339Nano)
 	writeRun(t, dir, s, start)
@@ -77,7 +78,7 @@ func TestRecordsLengthsAndTokenSeries(t *testing.T) {
 			t.Errorf("%s token rate series %+v, want %v", name, se, want[name])
 		}
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("report does not validate: %v", err)
 	}
 
@@ -102,7 +103,7 @@ func TestRecordsWithAnUncountedInput(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	s := summary()
 	s.Requests.OK = 2
-	s.Tokens = loadgen.Tokens{Input: 10, Output: 10}
+	s.Tokens = schema.Tokens{Input: 10, Output: 10}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Run.Started = start.Format(time.RFC3339Nano)
 	writeRun(t, dir, s, start)
@@ -125,7 +126,7 @@ func TestRecordsWithoutInputCounts(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	s := summary()
 	s.Requests.OK = 2
-	s.Tokens = loadgen.Tokens{Output: 10}
+	s.Tokens = schema.Tokens{Output: 10}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Run.Started = start.Format(time.RFC3339Nano)
 	writeRun(t, dir, s, start)
@@ -190,7 +191,7 @@ func TestTelemetrySeries(t *testing.T) {
 	if ts.KVCacheUsage.Series[1].TS != "2026-01-02T03:04:06Z" {
 		t.Errorf("ts %s", ts.KVCacheUsage.Series[1].TS)
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("report does not validate: %v", err)
 	}
 	// No telemetry.jsonl: the aggregate alone.
@@ -244,7 +245,7 @@ func TestPlannedSeqLen(t *testing.T) {
 	// In a report: the plan in the scenario, the measured means in the
 	// results, and it passes the schema.
 	s := summary()
-	s.Tokens = loadgen.Tokens{Input: 900, Output: 180}
+	s.Tokens = schema.Tokens{Input: 900, Output: 180}
 	s.PlannedLengths = &prompts.LengthPlan{Classes: []prompts.ClassLengths{{Class: "a", Share: 1, InputTokens: uni(50, 150)}}}
 	r := FromSummary(s, []byte("{}"))
 	r.Run.EID = r.Run.UID
@@ -253,7 +254,7 @@ func TestPlannedSeqLen(t *testing.T) {
 		st.OutputSeqLen.Value != 20 {
 		t.Errorf("input %+v, output %+v: want the plan's uniform input and the measured mean output", st.InputSeqLen, st.OutputSeqLen)
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("report does not validate: %v", err)
 	}
 }
@@ -294,7 +295,7 @@ func TestSchemaRefusesPlantedSeries(t *testing.T) {
 	dir := results.Dir(t.TempDir())
 	s := withTelemetry()
 	s.Requests.OK = 4
-	s.Tokens = loadgen.Tokens{Input: 100, Output: 40}
+	s.Tokens = schema.Tokens{Input: 100, Output: 40}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Run.Started = start.Format(time.RFC3339Nano)
 	f := func(v float64) *float64 { return &v }

@@ -89,7 +89,7 @@ func TestStackAndObservability(t *testing.T) {
 			t.Errorf("%s: p95 %v max %v, want %v %v", name, *s.P95, *s.Max, tc.p95, tc.max)
 		}
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("does not validate: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestStackOneGPUNoFamily(t *testing.T) {
 	if a.KVCacheUsage != nil || a.RunningRequests != nil || a.WaitingRequests != nil || a.CacheHitRate != nil {
 		t.Errorf("unmeasured written: %+v", a)
 	}
-	if err := validate(t, schema(t), r); err != nil {
+	if err := validate(t, reportSchema(t), r); err != nil {
 		t.Errorf("does not validate: %v", err)
 	}
 }

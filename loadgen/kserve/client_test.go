@@ -72,7 +72,7 @@ func TestStreamAgainstSimulator(t *testing.T) {
 		t.Fatalf("%s: %s", rec.ErrorKind, rec.Error)
 	}
 	if len(rec.Chunks) != 8 || rec.OutputTokens != 8 || rec.TokenSource != loadgen.TokensFromUsage ||
-		rec.ChunkTokenSource != loadgen.ChunkTokensServer || rec.InputTokens != 2 || rec.Unstreamed {
+		rec.ChunkTokenSource != "server" || rec.InputTokens != 2 || rec.Unstreamed {
 		t.Fatalf("record %+v", rec)
 	}
 	waitIdle(t, srv)

@@ -96,7 +96,7 @@ func TestGenerateAgainstSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := doGenerate(t, c, 3)
-	if !rec.OK() || len(rec.Chunks) != 8 || rec.OutputTokens != 8 || rec.InputTokens != 2 || rec.ChunkTokenSource != loadgen.ChunkTokensServer {
+	if !rec.OK() || len(rec.Chunks) != 8 || rec.OutputTokens != 8 || rec.InputTokens != 2 || rec.ChunkTokenSource != "server" {
 		t.Fatalf("stream: %+v", rec)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

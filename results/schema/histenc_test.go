@@ -1,4 +1,4 @@
-package loadgen
+package schema
 
 import (
 	"bytes"
@@ -8,25 +8,33 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
+// The bounds of loadgen.NewHistogram: microseconds, 1 µs to 1 h.
+const (
+	histMinMicros = 1
+	histMaxMicros = int64(3600 * 1000 * 1000)
+)
+
+func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMinMicros, histMaxMicros, 3) }
+
 // histograms for the encoder tests: empty, one value, the bounds, and
 // random latency-like populations of several sizes and spreads.
 func testHistograms() []*hdrhistogram.Histogram {
 	var out []*hdrhistogram.Histogram
-	out = append(out, NewHistogram())
-	one := NewHistogram()
+	out = append(out, newHistogram())
+	one := newHistogram()
 	one.RecordValue(1234)
 	out = append(out, one)
-	edges := NewHistogram()
+	edges := newHistogram()
 	edges.RecordValue(histMinMicros)
 	edges.RecordValues(histMaxMicros, 3)
 	out = append(out, edges)
-	big := NewHistogram()
+	big := newHistogram()
 	big.RecordValues(50_000, 1<<40) // counts that need long varints
 	out = append(out, big)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 10, 1000, 100_000} {
 		for _, spread := range []float64{1e3, 1e5, 1e8} {
-			h := NewHistogram()
+			h := newHistogram()
 			for range n {
 				h.RecordValue(1 + int64(r.ExpFloat64()*spread))
 			}

@@ -264,17 +264,10 @@ func groupTable(w io.Writer, title string, groups map[string]schema.ClassSummary
 			}
 			return "-"
 		}
-<<<<<<< HEAD
-		p50 := func(h loadgen.Hist) float64 { return h.P50 }
-		p99 := func(h loadgen.Hist) float64 { return h.P99 }
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
-			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, rate(0, "%.2f"), rate(1, "%.1f"),
-=======
 		p50 := func(h schema.Hist) float64 { return h.P50 }
 		p99 := func(h schema.Hist) float64 { return h.P99 }
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
-			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, c.Throughput.RequestsPerS, c.Throughput.OutputTokensPerS,
->>>>>>> wt-schema
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
+			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, rate(0, "%.2f"), rate(1, "%.1f"),
 			q(loadgen.MetricTTFT, "%.1f", p50), q(loadgen.MetricTTFT, "%.1f", p99), q(loadgen.MetricITL, "%.2f", p50), q(loadgen.MetricITL, "%.2f", p99),
 			q(loadgen.MetricE2E, "%.1f", p50), q(loadgen.MetricE2E, "%.1f", p99))
 	}

@@ -80,3 +80,22 @@ func TestConcurrencyBeyondFileLimitRefused(t *testing.T) {
 		t.Errorf("shard 0/4 refused by the limit check: exit %d: %s", code, stderr)
 	}
 }
+
+// --preconnect auto opens a connection per closed-loop worker (this
+// shard's), past the open loop's cap on requests in flight, and one
+// second of the open loop's rate within that cap.
+func TestPreconnectAutoCount(t *testing.T) {
+	t.Parallel()
+	closed := loadgen.Options{Closed: true, MaxInFlight: loadgen.DefaultMaxInFlight, Stages: []loadgen.Stage{{Concurrency: 65536}},
+		Shard: loadgen.Shard{Index: 0, Count: 4}}
+	if n, err := preconnectCount("auto", closed); err != nil || n != 16384 {
+		t.Errorf("closed loop, shard 0/4 of 65536 workers: %d connections (%v), want 16384", n, err)
+	}
+	open := loadgen.Options{MaxInFlight: 100, Stages: []loadgen.Stage{{Rate: 500}}}
+	if n, err := preconnectCount("auto", open); err != nil || n != 100 {
+		t.Errorf("open loop at 500/s capped at 100 in flight: %d connections (%v), want 100", n, err)
+	}
+	if n, err := preconnectCount("12", open); err != nil || n != 12 {
+		t.Errorf("a count: %d (%v), want 12", n, err)
+	}
+}

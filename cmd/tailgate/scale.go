@@ -130,7 +130,9 @@ func preconnectCount(v string, o loadgen.Options) (int, error) {
 		peak /= float64(o.Shard.Count)
 	}
 	n := int(math.Ceil(peak))
-	if lim := o.MaxInFlight; lim > 0 && n > lim {
+	// The cap on requests in flight is the open loop's; a closed loop holds
+	// every worker's connection at once, however many.
+	if lim := o.MaxInFlight; !o.Closed && lim > 0 && n > lim {
 		n = lim
 	}
 	return max(n, 1), nil

@@ -135,9 +135,7 @@ type memLimitState struct {
 	sync.Mutex
 	plans map[*int64]bool
 	prev  int64
-	m     *memLimiter
-	done  chan struct{}
-	ended chan struct{}
+	m     *memLimiter // nil when no load runs
 }
 
 var memLimits memLimitState
@@ -162,8 +160,7 @@ func startMemoryLimit(api string, o loadgen.Options) (stop func()) {
 	if ml.m == nil {
 		ml.prev = debug.SetMemoryLimit(-1)
 		ml.m = &memLimiter{read: readMemSample, setter: debug.SetMemoryLimit}
-		ml.done, ml.ended = make(chan struct{}), make(chan struct{})
-		go ml.loop(ml.m, ml.done, ml.ended)
+		go ml.loop(ml.m)
 	}
 	ml.m.planned = largestPlan(ml.plans)
 	ml.m.adjust()
@@ -175,12 +172,10 @@ func startMemoryLimit(api string, o loadgen.Options) (stop func()) {
 			ml.m.planned = largestPlan(ml.plans)
 			return
 		}
-		close(ml.done)
-		ml.Unlock()
-		<-ml.ended
-		ml.Lock()
-		debug.SetMemoryLimit(ml.prev)
+		// The loop sees it is no longer the limiter and ends; a load that
+		// starts meanwhile gets a limiter of its own.
 		ml.m = nil
+		debug.SetMemoryLimit(ml.prev)
 	}
 }
 
@@ -192,19 +187,17 @@ func largestPlan(plans map[*int64]bool) int64 {
 	return l
 }
 
-func (ml *memLimitState) loop(m *memLimiter, done, ended chan struct{}) {
-	defer close(ended)
+func (ml *memLimitState) loop(m *memLimiter) {
 	t := time.NewTicker(memLimitEvery)
 	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			ml.Lock()
-			if ml.m == m {
-				m.adjust()
-			}
-			ml.Unlock()
-		case <-done:
+	for range t.C {
+		ml.Lock()
+		mine := ml.m == m
+		if mine {
+			m.adjust()
+		}
+		ml.Unlock()
+		if !mine {
 			return
 		}
 	}

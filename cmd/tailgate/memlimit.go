@@ -128,17 +128,18 @@ func (m *memLimiter) adjust() {
 }
 
 // The limit is the process's: loads that overlap in one process (the
-// commands' tests run in parallel) share one limiter, at the largest of
-// their plans, and the last to stop restores the limit from before the
-// first.
+// commands' tests run in parallel) share it, at the largest of their plans,
+// and the last to stop restores the limit from before the first. Each load
+// watches the live memory from a goroutine of its own, ended by its stop,
+// so a load leaves nothing running behind it.
 type memLimitState struct {
 	sync.Mutex
 	plans map[*int64]bool
 	prev  int64
-	m     *memLimiter // nil when no load runs
+	m     memLimiter
 }
 
-var memLimits memLimitState
+var memLimits = memLimitState{m: memLimiter{read: readMemSample, setter: debug.SetMemoryLimit}}
 
 // startMemoryLimit sets the soft memory limit for the load o plans over
 // api, before it starts, and keeps it above the live memory until stop;
@@ -152,53 +153,50 @@ func startMemoryLimit(api string, o loadgen.Options) (stop func()) {
 	key := &planned
 	ml := &memLimits
 	ml.Lock()
-	defer ml.Unlock()
-	if ml.plans == nil {
+	if len(ml.plans) == 0 {
 		ml.plans = map[*int64]bool{}
+		ml.prev = debug.SetMemoryLimit(-1)
+		ml.m.set = ml.prev
 	}
 	ml.plans[key] = true
-	if ml.m == nil {
-		ml.prev = debug.SetMemoryLimit(-1)
-		ml.m = &memLimiter{read: readMemSample, setter: debug.SetMemoryLimit}
-		go ml.loop(ml.m)
-	}
-	ml.m.planned = largestPlan(ml.plans)
-	ml.m.adjust()
+	ml.adjustLocked()
+	ml.Unlock()
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(memLimitEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				ml.Lock()
+				ml.adjustLocked()
+				ml.Unlock()
+			case <-done:
+				return
+			}
+		}
+	}()
 	return func() {
+		close(done)
+		<-ended
 		ml.Lock()
 		defer ml.Unlock()
 		delete(ml.plans, key)
-		if len(ml.plans) > 0 {
-			ml.m.planned = largestPlan(ml.plans)
+		if len(ml.plans) == 0 {
+			debug.SetMemoryLimit(ml.prev)
 			return
 		}
-		// The loop sees it is no longer the limiter and ends; a load that
-		// starts meanwhile gets a limiter of its own.
-		ml.m = nil
-		debug.SetMemoryLimit(ml.prev)
+		ml.adjustLocked()
 	}
 }
 
-func largestPlan(plans map[*int64]bool) int64 {
+// adjustLocked sets the limit for the loads running now.
+func (ml *memLimitState) adjustLocked() {
 	var l int64
-	for p := range plans {
+	for p := range ml.plans {
 		l = max(l, *p)
 	}
-	return l
-}
-
-func (ml *memLimitState) loop(m *memLimiter) {
-	t := time.NewTicker(memLimitEvery)
-	defer t.Stop()
-	for range t.C {
-		ml.Lock()
-		mine := ml.m == m
-		if mine {
-			m.adjust()
-		}
-		ml.Unlock()
-		if !mine {
-			return
-		}
-	}
+	ml.m.planned = l
+	ml.m.adjust()
 }

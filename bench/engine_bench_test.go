@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -21,7 +22,7 @@ import (
 const tokensPerRequest = 256
 
 type result struct {
-	metrics  *loadgen.Metrics
+	metrics  *measure.Metrics
 	info     loadgen.Info
 	peakHeap uint64 // heap+stacks sampled mid-run, over the idle baseline
 	peakLive int64  // most requests seen in flight at a sample
@@ -62,7 +63,7 @@ func driveClient(b *testing.B, c loadgen.Client, opts loadgen.Options) result {
 
 	out := make(chan *loadgen.Record, 8192)
 	var res result
-	res.metrics = loadgen.NewMetrics()
+	res.metrics = measure.NewMetrics()
 	var finished atomic.Int64
 	done := make(chan struct{})
 	go func() {
@@ -129,7 +130,7 @@ func BenchmarkCapacity(b *testing.B) {
 			b.ReportMetric(float64(s.Tokens.Output)/el, "tokens/s")
 			b.ReportMetric(float64(s.Requests.OK)/el, "req/s")
 			b.ReportMetric(float64(s.Requests.Errors), "errors")
-			b.ReportMetric(s.LatencyMs[loadgen.MetricScheduleLag].P99, "lag-p99-ms")
+			b.ReportMetric(s.LatencyMs[measure.MetricScheduleLag].P99, "lag-p99-ms")
 			if res.peakLive > 0 {
 				b.ReportMetric(float64(res.peakHeap)/float64(res.peakLive)/1024, "KiB/stream")
 			}
@@ -159,7 +160,7 @@ func BenchmarkScheduleLag(b *testing.B) {
 				res := drive(b, cfg, shape.tokens, loadgen.Options{Arrival: loadgen.ArrivalPoisson, Seed: 1, Timeout: time.Minute,
 					Stages: []loadgen.Stage{{Rate: rate, Duration: 5 * time.Second}}})
 				s := res.metrics.Summary(res.info, schema.SummaryMeta{})
-				lag := s.LatencyMs[loadgen.MetricScheduleLag]
+				lag := s.LatencyMs[measure.MetricScheduleLag]
 				schedP99(b)
 
 				b.ReportMetric(lag.P50, "lag-p50-ms")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/kserve"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -49,7 +50,7 @@ func BenchmarkGRPCCapacity(b *testing.B) {
 			b.ReportMetric(float64(s.Tokens.Output)/el, "tokens/s")
 			b.ReportMetric(float64(s.Requests.OK)/el, "req/s")
 			b.ReportMetric(float64(s.Requests.Errors), "errors")
-			b.ReportMetric(s.LatencyMs[loadgen.MetricScheduleLag].P99, "lag-p99-ms")
+			b.ReportMetric(s.LatencyMs[measure.MetricScheduleLag].P99, "lag-p99-ms")
 			if res.peakLive > 0 {
 				b.ReportMetric(float64(res.peakHeap)/float64(res.peakLive)/1024, "KiB/stream")
 			}
@@ -70,7 +71,7 @@ func BenchmarkGRPCScheduleLag(b *testing.B) {
 			res := driveGRPC(b, cfg, tokens, loadgen.Options{Arrival: loadgen.ArrivalPoisson, Seed: 1, Timeout: time.Minute,
 				Stages: []loadgen.Stage{{Rate: rate, Duration: 5 * time.Second}}})
 			s := res.metrics.Summary(res.info, schema.SummaryMeta{})
-			lag := s.LatencyMs[loadgen.MetricScheduleLag]
+			lag := s.LatencyMs[measure.MetricScheduleLag]
 			b.ReportMetric(lag.P50, "lag-p50-ms")
 			b.ReportMetric(lag.P99, "lag-p99-ms")
 			b.ReportMetric(lag.Max, "lag-max-ms")

@@ -14,6 +14,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/promtest"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -44,11 +45,11 @@ func (g *probeGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // recordTap keeps the canary's records of one target as a run's
-// summary.json counts them (loadgen.Metrics), so its TTFT p99 is the one a
+// summary.json counts them (measure.Metrics), so its TTFT p99 is the one a
 // summary of the same probes would hold.
 type recordTap struct {
 	mu      sync.Mutex
-	metrics *loadgen.Metrics
+	metrics *measure.Metrics
 	ok      int
 }
 
@@ -68,7 +69,7 @@ func (rt *recordTap) okCount() int { rt.mu.Lock(); defer rt.mu.Unlock(); return 
 func (rt *recordTap) ttft() schema.Hist {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.metrics.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[loadgen.MetricTTFT]
+	return rt.metrics.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[measure.MetricTTFT]
 }
 
 // The canary's native TTFT histogram scraped by Debian's Prometheus with
@@ -76,7 +77,7 @@ func (rt *recordTap) ttft() schema.Hist {
 // the only exposition that carries native histograms): after a bounded
 // number of probes against the simulator with known delays,
 // histogram_quantile(0.99) over the stored native series agrees with the
-// TTFT p99 that summary.json's arithmetic (loadgen.Metrics, HDR) gives for
+// TTFT p99 that summary.json's arithmetic (measure.Metrics, HDR) gives for
 // the same probes, within the schema's resolution, for histograms: native
 // and both. The instant quantile of the series is compared, not one over
 // rate(): the series holds every probe since the daemon started, which is
@@ -106,7 +107,7 @@ func TestCanaryNativeHistogramOnRealPrometheus(t *testing.T) {
 			front := httptest.NewServer(gate)
 			t.Cleanup(front.Close)
 
-			tap := &recordTap{metrics: loadgen.NewMetrics()}
+			tap := &recordTap{metrics: measure.NewMetrics()}
 			body := strings.Replace(fmt.Sprintf(canaryFile, front.URL, "2s", 50, ""), "evaluation_interval: 200ms\n",
 				fmt.Sprintf("evaluation_interval: 200ms\nhistograms: %s\n", mode), 1)
 			d, _, logs := startCanaryWith(t, body, Options{Sinks: tap.sinks})

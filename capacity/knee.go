@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -21,7 +21,7 @@ const kneeMinStep = 1.1
 func knee(ls []results.SweepLevel) *results.SweepPoint {
 	var pts []results.SweepLevel
 	for _, l := range ls {
-		if !l.Saturated && l.AchievedPerS > 0 && l.LatencyMs[loadgen.MetricE2E].P50 > 0 {
+		if !l.Saturated && l.AchievedPerS > 0 && l.LatencyMs[measure.MetricE2E].P50 > 0 {
 			pts = append(pts, l)
 		}
 	}
@@ -40,7 +40,7 @@ func knee(ls []results.SweepLevel) *results.SweepPoint {
 		}
 		a, b := pts[i], pts[j]
 		dx := math.Log(b.AchievedPerS / a.AchievedPerS)
-		e := math.Log(b.LatencyMs[loadgen.MetricE2E].P50/a.LatencyMs[loadgen.MetricE2E].P50) / dx
+		e := math.Log(b.LatencyMs[measure.MetricE2E].P50/a.LatencyMs[measure.MetricE2E].P50) / dx
 		if e > 1 {
 			return &results.SweepPoint{Level: a.Name, RatePerS: a.RatePerS, Concurrency: a.Concurrency, AchievedPerS: a.AchievedPerS,
 				Elasticity: e, Note: fmt.Sprintf("E2E p50 grows %.2f× as fast as throughput from %s to %s", e, a.Name, b.Name)}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -31,7 +31,7 @@ func levelLine(l *results.SweepLevel) string {
 	case l.Pass:
 		verdict = "PASS"
 	}
-	s := fmt.Sprintf("%s achieved %.1f/s, E2E p99 %.0f ms, score %.2f", verdict, l.AchievedPerS, l.LatencyMs[loadgen.MetricE2E].P99, l.Score)
+	s := fmt.Sprintf("%s achieved %.1f/s, E2E p99 %.0f ms, score %.2f", verdict, l.AchievedPerS, l.LatencyMs[measure.MetricE2E].P99, l.Score)
 	if l.Saturated {
 		s += "; saturated: " + l.Saturation
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tailgate-llm/tailgate/internal/version"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/version"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
@@ -459,11 +461,11 @@ func nextAttempt(r *results.Sweep, l Level, min int) int {
 
 // sweepMetrics are the latency metrics a level keeps: the metric table's
 // rows marked Sweep.
-var sweepMetrics = loadgen.NamesWhere(loadgen.LatencyMetrics(), func(m *loadgen.LatencyMetric) bool { return m.Sweep })
+var sweepMetrics = measure.NamesWhere(measure.LatencyMetrics(), func(m *measure.LatencyMetric) bool { return m.Sweep })
 
 // keepRates puts the rates of rows marked Sweep into lr.Rates, as t gives
 // them (the built-in rates have fields of their own and no Sweep mark).
-func keepRates(lr *results.SweepLevel, t *schema.Throughput, rows []loadgen.RateMetric) {
+func keepRates(lr *results.SweepLevel, t *schema.Throughput, rows []measure.RateMetric) {
 	for i := range rows {
 		m := &rows[i]
 		if !m.Sweep || m.Of == nil {
@@ -500,7 +502,7 @@ func levelResult(l Level, order, minReq int, res *pipeline.Result, rep *slo.Repo
 			lr.LatencyMs[m] = h
 		}
 	}
-	keepRates(lr, &s.Throughput, loadgen.RateMetrics())
+	keepRates(lr, &s.Throughput, measure.RateMetrics())
 	measured := s.Requests.Sent - s.Requests.Dropped - s.Requests.CutAtEnd
 	lr.Short = measured < int64(minReq)
 	if t := s.Telemetry; t != nil {

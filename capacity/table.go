@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
@@ -15,16 +15,16 @@ import (
 // WriteTable prints the sweep: one row per level, by load, then the
 // SLO-max, the knee and the headroom.
 func WriteTable(w io.Writer, r *results.Sweep) {
-	writeTable(w, r, loadgen.LatencyMetrics(), loadgen.RateMetrics())
+	writeTable(w, r, measure.LatencyMetrics(), measure.RateMetrics())
 }
 
 // writeTable is WriteTable with the latency columns of a metric table and
-// the rate columns of a rate table (loadgen.TableSweep); the rate columns
+// the rate columns of a rate table (measure.TableSweep); the rate columns
 // come after goodput/s.
-func writeTable(w io.Writer, r *results.Sweep, rows []loadgen.LatencyMetric, rateRows []loadgen.RateMetric) {
+func writeTable(w io.Writer, r *results.Sweep, rows []measure.LatencyMetric, rateRows []measure.RateMetric) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := loadgen.ColumnsOf(rows, loadgen.TableSweep)
-	rateCols := loadgen.RateColumnsOf(rateRows, loadgen.TableSweep)
+	cols := measure.ColumnsOf(rows, measure.TableSweep)
+	rateCols := measure.RateColumnsOf(rateRows, measure.TableSweep)
 	head := ""
 	for _, c := range rateCols {
 		head += c.Label + "\t"

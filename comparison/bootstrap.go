@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // population is one side's samples of one metric, grouped by request, as
@@ -16,7 +17,7 @@ type population struct {
 	total  int64     // sum of weights
 }
 
-func newPopulation(recs []loadgen.Record, m *loadgen.LatencyMetric) *population {
+func newPopulation(recs []loadgen.Record, m *measure.LatencyMetric) *population {
 	type sample struct {
 		v float64
 		w int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/field"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -47,13 +48,13 @@ type Options struct {
 	Percentiles []float64
 	// Force compares results of different plans or mixes.
 	Force bool
-	// Latency is the metric table (nil: loadgen.LatencyMetrics()); a test
+	// Latency is the metric table (nil: measure.LatencyMetrics()); a test
 	// passes a table with a made-up row.
-	Latency []loadgen.LatencyMetric
-	// Rates is the rate table (nil: loadgen.RateMetrics()): its floors
+	Latency []measure.LatencyMetric
+	// Rates is the rate table (nil: measure.RateMetrics()): its floors
 	// counted per record may be named in Metrics, and those marked Compare
 	// are shown by default.
-	Rates []loadgen.RateMetric
+	Rates []measure.RateMetric
 }
 
 // Report is the comparison.
@@ -103,7 +104,7 @@ type RateRow struct {
 // rateOf is m's rate over recs: the work of the successful, measured
 // records per second of their window (first intended start to last end,
 // as summary.json's); ok false without a window.
-func rateOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
+func rateOf(recs []loadgen.Record, m *measure.RateMetric) (float64, bool) {
 	var work int64
 	var first, last time.Duration
 	seen := false
@@ -126,7 +127,7 @@ func rateOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
 	if !seen || last <= first {
 		return 0, false
 	}
-	return loadgen.PerSecond(work, last-first), true
+	return measure.PerSecond(work, last-first), true
 }
 
 // Row is one stage × metric × percentile.
@@ -170,31 +171,31 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 		opt.Resamples = 2000
 	}
 	if opt.Latency == nil {
-		opt.Latency = loadgen.LatencyMetrics()
+		opt.Latency = measure.LatencyMetrics()
 	}
 	if opt.Rates == nil {
-		opt.Rates = loadgen.RateMetrics()
+		opt.Rates = measure.RateMetrics()
 	}
-	comparable := func(m *loadgen.RateMetric) bool { return m.Kind == loadgen.RateFloor && m.Work != nil }
+	comparable := func(m *measure.RateMetric) bool { return m.Kind == measure.RateFloor && m.Work != nil }
 	if len(opt.Metrics) == 0 {
-		opt.Metrics = slices.Concat(loadgen.Compared(opt.Latency),
-			loadgen.RatesWhere(opt.Rates, func(m *loadgen.RateMetric) bool { return m.Compare && comparable(m) }))
+		opt.Metrics = slices.Concat(measure.Compared(opt.Latency),
+			measure.RatesWhere(opt.Rates, func(m *measure.RateMetric) bool { return m.Compare && comparable(m) }))
 	}
 	if len(opt.Percentiles) == 0 {
 		opt.Percentiles = []float64{0.5, 0.9, 0.99}
 	}
 	slices.Sort(opt.Percentiles)
-	var metrics []*loadgen.LatencyMetric
-	var rates []*loadgen.RateMetric
+	var metrics []*measure.LatencyMetric
+	var rates []*measure.RateMetric
 	for _, n := range opt.Metrics {
-		if r := loadgen.FindRateIn(opt.Rates, n); r != nil && comparable(r) {
+		if r := measure.FindRateIn(opt.Rates, n); r != nil && comparable(r) {
 			rates = append(rates, r)
 			continue
 		}
-		m := loadgen.FindIn(opt.Latency, n)
+		m := measure.FindIn(opt.Latency, n)
 		if m == nil {
 			return nil, fmt.Errorf("metric %q: want one of %s", n, strings.Join(slices.Concat(
-				loadgen.NamesWhere(opt.Latency, func(*loadgen.LatencyMetric) bool { return true }), loadgen.RatesWhere(opt.Rates, comparable)), ", "))
+				measure.NamesWhere(opt.Latency, func(*measure.LatencyMetric) bool { return true }), measure.RatesWhere(opt.Rates, comparable)), ", "))
 		}
 		metrics = append(metrics, m)
 	}

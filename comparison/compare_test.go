@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -143,7 +144,7 @@ func TestCorrectionCountsJudgedRowsOnly(t *testing.T) {
 		var ttft *Row
 		for i := range rep.Rows {
 			r := &rep.Rows[i]
-			if r.Metric == loadgen.MetricTTFT && r.Percentile == 0.5 {
+			if r.Metric == measure.MetricTTFT && r.Percentile == 0.5 {
 				ttft = r
 			}
 			if r.Percentile > 0.5 && (r.Verdict != NotEnoughData || !strings.Contains(r.Note, "requests a side")) {
@@ -155,7 +156,7 @@ func TestCorrectionCountsJudgedRowsOnly(t *testing.T) {
 		}
 		// ITL did not change: its row must not claim a difference.
 		for _, r := range rep.Rows {
-			if r.Metric == loadgen.MetricITL && r.Percentile == 0.5 && r.Verdict != NoChange {
+			if r.Metric == measure.MetricITL && r.Percentile == 0.5 && r.Verdict != NoChange {
 				t.Errorf("seed %d: ITL unchanged, got %s", seed, r.Verdict)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -33,7 +34,7 @@ func TestServerClosingEveryConnectionLosesNothing(t *testing.T) {
 	if len(recs) < 200 {
 		t.Fatalf("only %d requests in 5 s", len(recs))
 	}
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for _, r := range recs {
 		m.Add(r)
 		if !r.OK() {

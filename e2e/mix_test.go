@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/openai"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -134,7 +135,7 @@ func testSessionsCarryHistory(t *testing.T, mix *prompts.Mix) {
 		t.Fatalf("%d sessions, want 6 (10/s for 0.6 s)", len(bySession))
 	}
 	complete := 0
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for _, r := range recs {
 		m.Add(r)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
@@ -25,11 +26,11 @@ func stallServer(t *testing.T) *simtest.Server {
 // p99E2E is the p99 E2E that tailgate reports: summary.json's figure,
 // from the HDR histogram.
 func p99E2E(recs []*loadgen.Record) float64 {
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for _, r := range recs {
 		m.Add(r)
 	}
-	return m.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[loadgen.MetricE2E].P99
+	return m.Summary(loadgen.Info{}, schema.SummaryMeta{}).LatencyMs[measure.MetricE2E].P99
 }
 
 // TestCoordinatedOmission: a 10 s open-loop run at 50 req/s against a

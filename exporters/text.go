@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
@@ -68,10 +68,10 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	// A metric with no sample is absent, never a row of zeros: zero would
 	// read as a measurement.
 	var rows, none []string
-	for _, name := range loadgen.MetricNames() {
+	for _, name := range measure.MetricNames() {
 		h := s.LatencyMs[name]
 		switch {
-		case name == loadgen.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[loadgen.MetricTTFT]):
+		case name == measure.MetricTTFAT && (h.Count == 0 || h == s.LatencyMs[measure.MetricTTFT]):
 			// no reasoning tokens: TTFAT is TTFT
 		case h.Count == 0:
 			none = append(none, name)
@@ -243,9 +243,9 @@ func groupTable(w io.Writer, title string, groups map[string]schema.ClassSummary
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// The rate columns are the rate table's rows, by their labels.
-	var rates []loadgen.RateMetric
-	for _, name := range []string{loadgen.MetricRequestsPerS, loadgen.MetricOutputTokensPerS} {
-		rates = append(rates, *loadgen.FindRateIn(loadgen.RateMetrics(), name))
+	var rates []measure.RateMetric
+	for _, name := range []string{measure.MetricRequestsPerS, measure.MetricOutputTokensPerS} {
+		rates = append(rates, *measure.FindRateIn(measure.RateMetrics(), name))
 	}
 	fmt.Fprintf(tw, "%s\tok\terr\t%s\t%s\tttft p50\tttft p99\titl p50\titl p99\te2e p50\te2e p99\t\n", title, rates[0].Label, rates[1].Label)
 	for _, n := range names {
@@ -268,8 +268,8 @@ func groupTable(w io.Writer, title string, groups map[string]schema.ClassSummary
 		p99 := func(h schema.Hist) float64 { return h.P99 }
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n,
 			c.Requests.OK, c.Requests.Errors+c.Requests.Dropped, rate(0, "%.2f"), rate(1, "%.1f"),
-			q(loadgen.MetricTTFT, "%.1f", p50), q(loadgen.MetricTTFT, "%.1f", p99), q(loadgen.MetricITL, "%.2f", p50), q(loadgen.MetricITL, "%.2f", p99),
-			q(loadgen.MetricE2E, "%.1f", p50), q(loadgen.MetricE2E, "%.1f", p99))
+			q(measure.MetricTTFT, "%.1f", p50), q(measure.MetricTTFT, "%.1f", p99), q(measure.MetricITL, "%.2f", p50), q(measure.MetricITL, "%.2f", p99),
+			q(measure.MetricE2E, "%.1f", p50), q(measure.MetricE2E, "%.1f", p99))
 	}
 	tw.Flush()
 }
@@ -377,7 +377,7 @@ func writeSessions(w io.Writer, ss *schema.SessionSummary) {
 	fmt.Fprintln(tw, "session ms\tcount\tmean\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
 	histRow(tw, "duration", ss.DurationMs)
 	for _, turn := range []string{"0", "1+"} {
-		for _, m := range loadgen.MetricNames() { // the turn metrics, in table order
+		for _, m := range measure.MetricNames() { // the turn metrics, in table order
 			if h, ok := ss.Turns[turn][m]; ok {
 				histRow(tw, "turn "+turn+" "+m, h)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -15,7 +16,7 @@ import (
 
 func TestWriteTextReport(t *testing.T) {
 	t.Parallel()
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for i := 0; i < 4; i++ {
 		r := &loadgen.Record{Class: []string{"chat", "rag"}[i%2], Intended: 0, Sent: 0, End: 100 * time.Millisecond,
 			Chunks: []loadgen.Chunk{{At: 20 * time.Millisecond}, {At: 40 * time.Millisecond}}}
@@ -43,8 +44,8 @@ func TestWriteTextReport(t *testing.T) {
 	// The class table's rate columns are the rate table's rows: their
 	// labels head them, and each class's own figures fill them.
 	head := []string{"class", "ok", "err"}
-	for _, name := range []string{loadgen.MetricRequestsPerS, loadgen.MetricOutputTokensPerS} {
-		head = append(head, loadgen.FindRateIn(loadgen.RateMetrics(), name).Label)
+	for _, name := range []string{measure.MetricRequestsPerS, measure.MetricOutputTokensPerS} {
+		head = append(head, measure.FindRateIn(measure.RateMetrics(), name).Label)
 	}
 	rag := fmt.Sprintf("rag 2 0 %.2f %.1f", s.Classes["rag"].Throughput.RequestsPerS, s.Classes["rag"].Throughput.OutputTokensPerS)
 	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, strings.Join(head, " ")) || !strings.Contains(flat, rag) {
@@ -58,7 +59,7 @@ func TestWriteTextReport(t *testing.T) {
 // A run with agent sessions prints their figures; one without, none.
 func TestWriteTextSessions(t *testing.T) {
 	t.Parallel()
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for i, call := range []string{"a", "b"} {
 		r := &loadgen.Record{Session: "s0", Call: call, Turn: i, Intended: time.Duration(i) * 150 * time.Millisecond,
 			Sent: time.Duration(i) * 150 * time.Millisecond, End: time.Duration(i)*150*time.Millisecond + 100*time.Millisecond,
@@ -66,7 +67,7 @@ func TestWriteTextSessions(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	text := func(m *loadgen.Metrics) string {
+	text := func(m *measure.Metrics) string {
 		var b bytes.Buffer
 		s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
 		if err := WriteText(&b, &results.Summary{Summary: *s}); err != nil {
@@ -80,7 +81,7 @@ func TestWriteTextSessions(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if out := text(loadgen.NewMetrics()); strings.Contains(out, "sessions") {
+	if out := text(measure.NewMetrics()); strings.Contains(out, "sessions") {
 		t.Errorf("sessions shown for a run without:\n%s", out)
 	}
 }
@@ -106,7 +107,7 @@ func TestTelemetryLineFirstBucketAndServerModel(t *testing.T) {
 // "no sample" line, never a row of zeros; in the class table it is "-".
 func TestWriteTextNoSampleAbsent(t *testing.T) {
 	t.Parallel()
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	for i := 0; i < 2; i++ {
 		// One content chunk each: TTFT and E2E, but no gap for ICL or
 		// ITL and too few tokens for TPOT.

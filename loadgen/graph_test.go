@@ -346,7 +346,7 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		}
 	}
 	want := metricsOf(whole)
-	merged := NewMetrics()
+	merged := NewMeasured()
 	seen := map[string]int{}
 	for i := 0; i < 2; i++ {
 		part, _ := run(Shard{Index: i, Count: 2})
@@ -372,7 +372,7 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		pm, err := MetricsFromState(&back)
+		pm, err := MeasuredFromState(&back)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 		t.Errorf("merged sessions %+v, unsharded %+v", ms, ws)
 	}
 	// Read back from requests.jsonl: the same roll-up.
-	back := NewMetrics()
+	back := NewMeasured()
 	for _, r := range whole {
 		var rr Record
 		if err := rr.UnmarshalJSON(r.AppendJSON(nil, false)); err != nil {
@@ -405,8 +405,8 @@ func TestGraphTraceClockAndShards(t *testing.T) {
 // near: an HDR figure (3 significant digits) of want ms.
 func near(got, want float64) bool { return got >= want*0.999 && got <= want*1.001 }
 
-func metricsOf(recs []*Record) *Metrics {
-	m := NewMetrics()
+func metricsOf(recs []*Record) Measured {
+	m := NewMeasured()
 	for _, r := range recs {
 		m.Add(r)
 	}

@@ -276,39 +276,73 @@ func (r *Record) FirstToken() time.Duration {
 	return r.Chunks[0].At
 }
 
-// The figures of one record, by the metric table's rules (metric.go): every
-// instant truncated to the microsecond first, as requests.jsonl stores it,
-// so a live record and its saved copy measure the same. Unlike the
-// table's Samples they do not ask whether the record succeeded.
+// The figures of one record, by the metric table's rule (package
+// loadgen/measure): every instant truncated to the microsecond first, as
+// requests.jsonl stores it, so a live record and its saved copy measure
+// the same. Quotients (TPOT, ITL) of those differences keep their
+// nanoseconds. They do not ask whether the record succeeded.
+
+// TruncMicros truncates an instant to the microsecond, as requests.jsonl
+// stores it.
+func TruncMicros(d time.Duration) time.Duration { return d / time.Microsecond * time.Microsecond }
+
+// ScheduleLagOf is r's send lateness by the table's rule, for failed
+// records too (a validity check judges every sent request's lag).
+func ScheduleLagOf(r *Record) time.Duration { return TruncMicros(r.Sent) - TruncMicros(r.Intended) }
 
 // TTFT is intended start → first token; ok is false without a token.
-func (r *Record) TTFT() (d time.Duration, ok bool) { return ttftOf(r) }
+func (r *Record) TTFT() (d time.Duration, ok bool) {
+	if len(r.Chunks) == 0 {
+		return 0, false
+	}
+	return TruncMicros(r.Chunks[0].At) - TruncMicros(r.Intended), true
+}
 
 // TTFAT is intended start → first answer token (reasoning models).
-func (r *Record) TTFAT() (d time.Duration, ok bool) { return ttfatOf(r) }
+func (r *Record) TTFAT() (d time.Duration, ok bool) {
+	if r.FirstAnswer <= 0 {
+		return 0, false
+	}
+	return TruncMicros(r.FirstAnswer) - TruncMicros(r.Intended), true
+}
 
 // E2E is intended start → end of response.
-func (r *Record) E2E() time.Duration { d, _ := e2eOf(r); return d }
+func (r *Record) E2E() time.Duration { return TruncMicros(r.End) - TruncMicros(r.Intended) }
 
 // ScheduleLag is actual send − intended start.
 func (r *Record) ScheduleLag() time.Duration { return ScheduleLagOf(r) }
 
 // TPOT is (E2E − TTFT) / (output tokens − 1), defined for ≥ 2 tokens.
-func (r *Record) TPOT() (d time.Duration, ok bool) { return tpotOf(r) }
+func (r *Record) TPOT() (d time.Duration, ok bool) {
+	t, ok := r.TTFT()
+	if !ok || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E() - t) / time.Duration(r.OutputTokens-1), true
+}
+
+// ChunkGap is the gap between content chunk i and the one before it
+// (0 < i < len(Chunks)): the one rule ICL and ITL samples are taken by.
+func (r *Record) ChunkGap(i int) time.Duration {
+	return TruncMicros(r.Chunks[i].At) - TruncMicros(r.Chunks[i-1].At)
+}
 
 // EachICL calls f with every gap between consecutive content chunks.
 func (r *Record) EachICL(f func(gap time.Duration)) {
-	for s := (Samples{m: FindLatencyMetric(MetricICL), r: r}); s.Next(); {
-		f(s.Value())
+	for i := 1; i < len(r.Chunks); i++ {
+		f(r.ChunkGap(i))
 	}
 }
 
 // EachITL calls f(perToken, tokens) for every chunk after the first: the
 // gap divided by the tokens the chunk carries, to be counted tokens times.
-// Call Finalize first so every chunk has a token count.
+// Chunks without a token count give none: call Finalize first so every
+// chunk has one.
 func (r *Record) EachITL(f func(perToken time.Duration, tokens int)) {
-	for s := (Samples{m: FindLatencyMetric(MetricITL), r: r}); s.Next(); {
-		f(s.Value(), s.Weight())
+	for i := 1; i < len(r.Chunks); i++ {
+		if n := r.Chunks[i].Tokens; n > 0 {
+			f(r.ChunkGap(i)/time.Duration(n), n)
+		}
 	}
 }
 

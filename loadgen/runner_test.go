@@ -346,12 +346,12 @@ func TestWarmupMarking(t *testing.T) {
 				t.Errorf("seq %d warmup %v", r.Seq, r.Warmup)
 			}
 		}
-		m := NewMetrics()
+		m := NewMeasured()
 		for _, r := range recs {
 			m.Add(r)
 		}
-		if m.Warmup != 5 || m.All.Sent != 15 {
-			t.Errorf("metrics: warmup %d sent %d", m.Warmup, m.All.Sent)
+		if warmup, sent := m.Counts(); warmup != 5 || sent != 15 {
+			t.Errorf("metrics: warmup %d sent %d", warmup, sent)
 		}
 	})
 }
@@ -676,7 +676,7 @@ func TestScheduledWindow(t *testing.T) {
 }
 
 func summarize(recs []*Record, info Info) *schema.Summary {
-	m := NewMetrics()
+	m := NewMeasured()
 	for _, r := range recs {
 		m.Add(r)
 	}
@@ -724,8 +724,8 @@ func TestSelfCheckIgnoresOneLateSend(t *testing.T) {
 		if len(recs) != 45 || s.SelfCheck.LagSamples != 45 {
 			t.Fatalf("%d records, %d lag samples", len(recs), s.SelfCheck.LagSamples)
 		}
-		if s.SelfCheck.Distorted || s.LatencyMs[MetricScheduleLag].P99 < 40 {
-			t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs[MetricScheduleLag])
+		if s.SelfCheck.Distorted || s.LatencyMs["schedule_lag"].P99 < 40 {
+			t.Errorf("self-check %+v, lag %+v", s.SelfCheck, s.LatencyMs["schedule_lag"])
 		}
 		// Rates: 45 due and sent over the 1.8 s schedule; completions over the
 		// measured window, which adds the last answer's ~105 ms.

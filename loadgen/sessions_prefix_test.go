@@ -72,7 +72,7 @@ func TestSessionPromisedPrefix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := MetricsFromState(st)
+		back, err := MeasuredFromState(st)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/results"
 )
@@ -18,7 +19,7 @@ func TestCombine(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mk := func(i int, started time.Duration, elapsed time.Duration, sent int64, own float64, stopped error) *shard {
 		return &shard{dir: results.Dir("shard" + string(rune('0'+i))), h: &results.Histograms{},
-			m: loadgen.NewMetrics(),
+			m: measure.NewMetrics(),
 			info: loadgen.Info{Started: t0.Add(started), Elapsed: elapsed, Sent: sent, Dropped: 1, Shard: loadgen.Shard{Index: i, Count: 2},
 				Host: selfcheck.HostLoad{WindowS: 10, Cores: 4, OwnCores: own, Source: "/proc"}, Stopped: stopped,
 				StageScheduled: map[string]time.Duration{"s": elapsed}}}

@@ -20,7 +20,6 @@ package merge
 import (
 	"errors"
 	"fmt"
-	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"slices"
 	"sort"
@@ -28,9 +27,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
+
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/results"
@@ -73,7 +75,7 @@ type shard struct {
 	dir  results.Dir
 	h    *results.Histograms
 	info loadgen.Info
-	m    *loadgen.Metrics
+	m    *measure.Metrics
 	sum  *results.Summary // nil when summary.json is missing
 }
 
@@ -132,14 +134,14 @@ func Merge(dirs []results.Dir, out results.Dir, opts Options) (*Result, error) {
 // combine merges the shards' histograms onto one clock, the earliest
 // shard's start, and their run facts into one Info: counts add up, the
 // schedule spans them all, and the self-check judges the busiest shard.
-func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *schema.MergedInfo) {
+func combine(shards []*shard) (*measure.Metrics, loadgen.Info, *schema.MergedInfo) {
 	base := shards[0].info.Started
 	for _, s := range shards[1:] {
 		if s.info.Started.Before(base) {
 			base = s.info.Started
 		}
 	}
-	metrics := loadgen.NewMetrics()
+	metrics := measure.NewMetrics()
 	info := loadgen.Info{Started: base, Grace: shards[0].info.Grace, StageScheduled: map[string]time.Duration{}}
 	var end time.Time
 	merged := &schema.MergedInfo{Count: len(shards)}
@@ -188,7 +190,7 @@ func combine(shards []*shard) (*loadgen.Metrics, loadgen.Info, *schema.MergedInf
 
 // summarize is the merged run's summary, with every shard's warnings
 // named by shard.
-func summarize(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, merged *schema.MergedInfo, opts Options) *results.Summary {
+func summarize(shards []*shard, metrics *measure.Metrics, info loadgen.Info, merged *schema.MergedInfo, opts Options) *results.Summary {
 	meta := shards[0].h.Meta.SummaryMeta()
 	if opts.Version != "" {
 		meta.Version = opts.Version
@@ -281,7 +283,7 @@ func validity(shards []*shard, sum *results.Summary) {
 
 // writeState writes the merged histograms and run facts, so the merged
 // directory merges and re-judges like a shard's.
-func writeState(shards []*shard, metrics *loadgen.Metrics, info loadgen.Info, form results.RecordsForm, out results.Dir) error {
+func writeState(shards []*shard, metrics *measure.Metrics, info loadgen.Info, form results.RecordsForm, out results.Dir) error {
 	st, err := metrics.State()
 	if err != nil {
 		return err
@@ -371,7 +373,7 @@ func load(dirs []results.Dir) ([]*shard, error) {
 		if s.info.Shard.Count == 0 {
 			s.info.Shard = loadgen.Shard{Index: 0, Count: 1}
 		}
-		if s.m, err = loadgen.MetricsFromState(h.Metrics); err != nil {
+		if s.m, err = measure.MetricsFromState(h.Metrics); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: metrics: %v", d.Path(results.HistogramsFile), err))
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -120,7 +121,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 			t.Errorf("class %s: merged %d, single %d", c, got.Classes[c].Requests.Sent, cs.Requests.Sent)
 		}
 	}
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	var seqs []int64
 	results.ReadRecords(out.RecordsPath(), func(r *loadgen.Record) error {
 		cp := *r
@@ -131,7 +132,7 @@ func TestMergeIsTheWhole(t *testing.T) {
 	if int64(len(seqs)) != want.Requests.Sent {
 		t.Fatalf("merged records: %d, single sent %d", len(seqs), want.Requests.Sent)
 	}
-	for _, n := range loadgen.MetricNames() {
+	for _, n := range measure.MetricNames() {
 		if g, w := got.LatencyMs[n], schema.HistOf(m.All.Hist[n]); g != w {
 			t.Errorf("%s: merged summary %+v, merged records %+v", n, g, w)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
@@ -60,7 +61,7 @@ func TestMergeSessions(t *testing.T) {
 	if got == nil || got.Count != 30 {
 		t.Fatalf("merged sessions %+v, want 30 (100/s over 300 ms)", got)
 	}
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	if _, err := results.ReadRecords(out.RecordsPath(), func(r *loadgen.Record) error { cp := *r; m.Add(&cp); return nil }); err != nil {
 		t.Fatal(err)
 	}

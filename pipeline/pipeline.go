@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
@@ -32,7 +33,7 @@ type Spec struct {
 	// Goodput, if set, judges each OK record against the SLO's per-request
 	// goodput constraints (summary.json's goodput_per_s); with SLO set and
 	// Goodput nil, the SLO's constraints are used.
-	Goodput loadgen.GoodputJudge
+	Goodput measure.GoodputJudge
 	// SLO, if set, judges the run: the pipeline feeds every record to the
 	// judge and writes the report into summary.json (slo) and verdict.json
 	// once, so no caller judges again.
@@ -124,7 +125,7 @@ type Judging struct {
 type Result struct {
 	Summary *results.Summary
 	Info    loadgen.Info
-	Metrics *loadgen.Metrics
+	Metrics *measure.Metrics
 	// QueueDelay is the server's queue-delay histogram gained in each stage
 	// (by stage name, warm-up left out); empty without telemetry or when
 	// the server exposes none.
@@ -162,7 +163,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	metrics := loadgen.NewMetrics()
+	metrics := measure.NewMetrics()
 	metrics.Goodput = spec.Goodput
 	if metrics.Goodput == nil && spec.SLO != nil {
 		metrics.Goodput = spec.SLO.Spec.GoodputFunc()
@@ -231,7 +232,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 // files into it as records arrive (records, sessions, the interval log),
 // and returns them with the records writer (nil without records). Without
 // an Out there are none.
-func openFiles(spec Spec, metrics *loadgen.Metrics, start time.Time) ([]Sink, *results.RecordWriter, error) {
+func openFiles(spec Spec, metrics *measure.Metrics, start time.Time) ([]Sink, *results.RecordWriter, error) {
 	if spec.Out == "" {
 		return nil, nil, nil
 	}
@@ -313,7 +314,7 @@ loop:
 			}
 			lastTick = now
 			if spec.Progress != nil {
-				ttft := p.metrics.All.Hist[loadgen.MetricTTFT]
+				ttft := p.metrics.All.Hist[measure.MetricTTFT]
 				spec.Progress.Update(ProgressState{Elapsed: now.Sub(start), Total: total, Sent: runner.Sent(), Done: p.done, Failed: p.failed,
 					TTFTP99: time.Duration(ttft.ValueAtQuantile(99)) * time.Microsecond, HasTTFT: ttft.TotalCount() > 0})
 			}
@@ -332,7 +333,7 @@ loop:
 // summarize is the run's summary from its metrics. The summary's
 // self-check is at the default share; at the run's stated share (0: the
 // default) its reasons and warnings replace the default's.
-func summarize(metrics *loadgen.Metrics, info loadgen.Info, meta schema.SummaryMeta, share float64) *results.Summary {
+func summarize(metrics *measure.Metrics, info loadgen.Info, meta schema.SummaryMeta, share float64) *results.Summary {
 	ls := metrics.Summary(info, meta)
 	if share > 0 && share != selfcheck.DefaultMaxShift {
 		def := ls.SelfCheck
@@ -405,7 +406,7 @@ func writeResults(spec Spec, res *Result, bounds slo.Validity) {
 
 // pipe is the record loop's state: one goroutine owns it.
 type pipe struct {
-	metrics      *loadgen.Metrics
+	metrics      *measure.Metrics
 	sinks        []*sinkState
 	errs         []SinkError
 	done, failed int64

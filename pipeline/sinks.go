@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -49,7 +50,7 @@ func (s *sessionsSink) Close() error {
 // hlogSink writes the interval histograms each second.
 type hlogSink struct {
 	w *results.HlogWriter
-	m *loadgen.Metrics
+	m *measure.Metrics
 }
 
 func (s *hlogSink) Name() string              { return results.HlogFile }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -14,7 +14,7 @@ import (
 // interval log and sessions always with one, the records unless told
 // none, each file created before the first record.
 func TestOpenFiles(t *testing.T) {
-	m := loadgen.NewMetrics()
+	m := measure.NewMetrics()
 	if own, rw, err := openFiles(Spec{}, m, time.Now()); own != nil || rw != nil || err != nil {
 		t.Fatalf("no Out: %v %v %v", own, rw, err)
 	}

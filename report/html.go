@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/theater"
@@ -25,12 +25,12 @@ type Options struct {
 	// Now stamps the report (nil: time.Now).
 	Now func() time.Time
 	// Latency is the metric table the latency columns and plots come from
-	// (nil: loadgen.LatencyMetrics()); a test passes a table with a
+	// (nil: measure.LatencyMetrics()); a test passes a table with a
 	// made-up row.
-	Latency []loadgen.LatencyMetric
+	Latency []measure.LatencyMetric
 	// Rates is the rate table the rate columns come from (nil:
-	// loadgen.RateMetrics()); a test passes a table with a made-up row.
-	Rates []loadgen.RateMetric
+	// measure.RateMetrics()); a test passes a table with a made-up row.
+	Rates []measure.RateMetric
 }
 
 // page is what the template renders.
@@ -132,7 +132,7 @@ func msText(h schema.Hist, pick func(schema.Hist) float64) string {
 
 // latText are the figures of cols from a latency_ms map (ms, "-" where a
 // metric has no samples).
-func latText(l map[string]schema.Hist, cols []loadgen.Column) []string {
+func latText(l map[string]schema.Hist, cols []measure.Column) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		out[i] = msText(l[c.Metric], func(h schema.Hist) float64 { return h.Quantile(c.Q) })
@@ -142,27 +142,27 @@ func latText(l map[string]schema.Hist, cols []loadgen.Column) []string {
 
 // columns are the latency columns of each table, from the metric table.
 type columns struct {
-	rows                    []loadgen.LatencyMetric
-	parts, partsMD, classes []loadgen.Column
-	levels, sweepLat        []loadgen.Column
+	rows                    []measure.LatencyMetric
+	parts, partsMD, classes []measure.Column
+	levels, sweepLat        []measure.Column
 	// rates, ratesMD are the rate table's columns of the parts tables.
-	rates, ratesMD []*loadgen.RateMetric
+	rates, ratesMD []*measure.RateMetric
 }
 
-func columnsOf(rows []loadgen.LatencyMetric, rates []loadgen.RateMetric) *columns {
+func columnsOf(rows []measure.LatencyMetric, rates []measure.RateMetric) *columns {
 	if rows == nil {
-		rows = loadgen.LatencyMetrics()
+		rows = measure.LatencyMetrics()
 	}
 	if rates == nil {
-		rates = loadgen.RateMetrics()
+		rates = measure.RateMetrics()
 	}
-	return &columns{rows: rows, rates: loadgen.RateColumnsOf(rates, loadgen.TableReportParts),
-		ratesMD: loadgen.RateColumnsOf(rates, loadgen.TableReportPartsMD), parts: loadgen.ColumnsOf(rows, loadgen.TableReportParts),
-		partsMD: loadgen.ColumnsOf(rows, loadgen.TableReportPartsMD), classes: loadgen.ColumnsOf(rows, loadgen.TableReportClasses),
-		levels: loadgen.ColumnsOf(rows, loadgen.TableReportLevels), sweepLat: loadgen.ColumnsOf(rows, loadgen.TableReportSweepLat)}
+	return &columns{rows: rows, rates: measure.RateColumnsOf(rates, measure.TableReportParts),
+		ratesMD: measure.RateColumnsOf(rates, measure.TableReportPartsMD), parts: measure.ColumnsOf(rows, measure.TableReportParts),
+		partsMD: measure.ColumnsOf(rows, measure.TableReportPartsMD), classes: measure.ColumnsOf(rows, measure.TableReportClasses),
+		levels: measure.ColumnsOf(rows, measure.TableReportLevels), sweepLat: measure.ColumnsOf(rows, measure.TableReportSweepLat)}
 }
 
-func rateLabels(rows []*loadgen.RateMetric) []string {
+func rateLabels(rows []*measure.RateMetric) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.Label
@@ -171,7 +171,7 @@ func rateLabels(rows []*loadgen.RateMetric) []string {
 }
 
 // rateText are the rows' values in a throughput block ("-": absent).
-func rateText(t *schema.Throughput, rows []*loadgen.RateMetric) []string {
+func rateText(t *schema.Throughput, rows []*measure.RateMetric) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = "-"
@@ -185,7 +185,7 @@ func rateText(t *schema.Throughput, rows []*loadgen.RateMetric) []string {
 	return out
 }
 
-func labels(cols []loadgen.Column) []string {
+func labels(cols []measure.Column) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		out[i] = c.Label
@@ -242,9 +242,9 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 			if many {
 				label = src.Dir + ": " + part.Name
 			}
-			for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricE2E} {
+			for _, m := range []string{measure.MetricTTFT, measure.MetricITL, measure.MetricE2E} {
 				ss := spectrumSeries{label: label, values: part.values(m)}
-				if m == loadgen.MetricITL {
+				if m == measure.MetricITL {
 					ss.total = part.itlSeen
 				}
 				spec[m] = append(spec[m], ss)
@@ -290,7 +290,7 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 		}
 		pg.Sources = append(pg.Sources, sv)
 	}
-	for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricITL, loadgen.MetricE2E} {
+	for _, m := range []string{measure.MetricTTFT, measure.MetricITL, measure.MetricE2E} {
 		if !plots {
 			break
 		}
@@ -309,7 +309,7 @@ func assemble(srcs []*Source, opt Options, plots bool) (*page, error) {
 // values are the part's sorted samples of a metric (ms).
 func (p *Part) values(metric string) []float64 {
 	var v []float64
-	if metric == loadgen.MetricITL {
+	if metric == measure.MetricITL {
 		v = make([]float64, len(p.itl))
 		for i, x := range p.itl {
 			v[i] = float64(x)
@@ -322,9 +322,9 @@ func (p *Part) values(metric string) []float64 {
 			continue
 		}
 		switch metric {
-		case loadgen.MetricTTFT:
+		case measure.MetricTTFT:
 			v = append(v, r.ttft)
-		case loadgen.MetricE2E:
+		case measure.MetricE2E:
 			v = append(v, r.e2e)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/splitmix"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/telemetry"
@@ -173,7 +174,7 @@ func readPart(d results.Dir, name string) (*Part, error) {
 	default:
 		return nil, err
 	}
-	itl, tpotMetric := loadgen.FindLatencyMetric(loadgen.MetricITL), loadgen.FindLatencyMetric(loadgen.MetricTPOT)
+	itl, tpotMetric := measure.FindLatencyMetric(measure.MetricITL), measure.FindLatencyMetric(measure.MetricTPOT)
 	if _, err := results.ReadRecords(d.Path(results.RecordsFile), func(r *loadgen.Record) error {
 		p.Span = max(p.Span, r.End)
 		if r.Warmup || r.ErrorKind == loadgen.ErrDropped {

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
@@ -151,7 +151,7 @@ func legendSources() (util *Source, sweep *Source) {
 	sweep = sweepSource()
 	for i := range sweep.Sweep.Levels {
 		l := &sweep.Sweep.Levels[i]
-		l.LatencyMs = map[string]schema.Hist{loadgen.MetricTTFT: {P50: 10 * l.RatePerS, P99: 30 * l.RatePerS}}
+		l.LatencyMs = map[string]schema.Hist{measure.MetricTTFT: {P50: 10 * l.RatePerS, P99: 30 * l.RatePerS}}
 		l.AchievedPerS = 0.9 * l.RatePerS
 		good := 0.8 * l.RatePerS
 		l.GoodputPerS = &good
@@ -189,7 +189,7 @@ func TestLegendsOutsideDataAreas(t *testing.T) {
 	}{
 		{"over time", overTimePlots(sweepSource()), []string{"TTFT p50", "TTFT p99", "E2E p50", "E2E p99", "completed/s"}, nil},
 		{"utilisation", utilisationPlots(util, nil), []string{"GPU util (mean over GPUs)", "queue delay (mean per interval, ms)", "waiting requests", "TTFT p99"}, nil},
-		{"sweep", sweepPlots(sweep, []loadgen.Column{{Metric: loadgen.MetricTTFT, Label: "TTFT p50", Q: 0.5}, {Metric: loadgen.MetricTTFT, Label: "TTFT p99", Q: 0.99}}),
+		{"sweep", sweepPlots(sweep, []measure.Column{{Metric: measure.MetricTTFT, Label: "TTFT p50", Q: 0.5}, {Metric: measure.MetricTTFT, Label: "TTFT p99", Q: 0.99}}),
 			[]string{"TTFT p50", "TTFT p99", "achieved", "goodput", "offered"}, nil},
 		{"spectrum", []*plot.Plot{spectrumPlot("TTFT percentile spectrum", []spectrumSeries{{label: "base", values: values(1000)}, {label: long, values: values(50), total: 500}})},
 			[]string{"base (n=1000)"}, []string{"a very long name"}},

@@ -15,6 +15,7 @@ import (
 	"github.com/tailgate-llm/tailgate/exporters"
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
@@ -24,15 +25,15 @@ import (
 // ratesWithTotalTokens is the rate table plus one made-up floor,
 // total_tokens_per_s (input and output tokens of successful requests per
 // second), given every face a row can have: a new floor is this one row.
-func ratesWithTotalTokens() []loadgen.RateMetric {
-	total := loadgen.NewRateMetric(loadgen.RateMetric{
+func ratesWithTotalTokens() []measure.RateMetric {
+	total := measure.NewRateMetric(measure.RateMetric{
 		Name: "total_tokens_per_s", Unit: "tok/s", Label: "total tok/s",
 		Definition: "input and output tokens of successful requests per second of the measured window",
 		Compare:    true, Sweep: true,
-		Prom:    loadgen.PromFace{Name: "tailgate_total_tokens_total", Help: "Input and output tokens of successful requests (made up by a test)."},
-		Columns: []string{loadgen.TableReportParts, loadgen.TableReportPartsMD, loadgen.TableSweep},
+		Prom:    measure.PromFace{Name: "tailgate_total_tokens_total", Help: "Input and output tokens of successful requests (made up by a test)."},
+		Columns: []string{measure.TableReportParts, measure.TableReportPartsMD, measure.TableSweep},
 	}, func(r *loadgen.Record) int64 { return int64(r.InputTokens + r.OutputTokens) })
-	return append(loadgen.RateMetrics(), total)
+	return append(measure.RateMetrics(), total)
 }
 
 // oneRowSLO judges the made-up floor and the made-up latency metric.
@@ -66,7 +67,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	wantRate := 200 * 13 / 2.06
 
 	// summary.json: the throughput block and definitions, and back.
-	m := loadgen.NewMetricsOf(rows).WithRates(rates)
+	m := measure.NewMetricsOf(rows).WithRates(rates)
 	for i := range recs {
 		m.Add(&recs[i])
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/report"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
@@ -21,22 +22,22 @@ import (
 // tableWithTTST is the metric table plus one made-up latency metric, TTST
 // (time to the second content chunk), given every face a row can have: a
 // new metric is this one row and nothing else.
-func tableWithTTST() []loadgen.LatencyMetric {
-	ttst := loadgen.NewLatencyMetric(loadgen.LatencyMetric{
+func tableWithTTST() []measure.LatencyMetric {
+	ttst := measure.NewLatencyMetric(measure.LatencyMetric{
 		Name: "ttst", Label: "TTST", Events: "successful requests with two chunks",
 		Definition: "intended start to the second content-bearing chunk",
 		Compare:    true, Sweep: true,
-		Prom: loadgen.PromFace{Name: "tailgate_ttst_seconds", Help: "Time to the second chunk (made up by a test).",
+		Prom: measure.PromFace{Name: "tailgate_ttst_seconds", Help: "Time to the second chunk (made up by a test).",
 			Buckets: []float64{0.01, 0.1, 1}},
-		Columns: map[string][]float64{loadgen.TableReportParts: {0.5, 0.99}, loadgen.TableReportPartsMD: {0.99},
-			loadgen.TableReportClasses: {0.99}, loadgen.TableReportLevels: {0.99}, loadgen.TableSweep: {0.99}},
+		Columns: map[string][]float64{measure.TableReportParts: {0.5, 0.99}, measure.TableReportPartsMD: {0.99},
+			measure.TableReportClasses: {0.99}, measure.TableReportLevels: {0.99}, measure.TableSweep: {0.99}},
 	}, func(r *loadgen.Record) (time.Duration, bool) {
 		if len(r.Chunks) < 2 {
 			return 0, false
 		}
 		return loadgen.TruncMicros(r.Chunks[1].At) - loadgen.TruncMicros(r.Intended), true
 	})
-	return append(loadgen.LatencyMetrics(), ttst)
+	return append(measure.LatencyMetrics(), ttst)
 }
 
 // oneRowRecords are n successful streamed requests, the second chunk
@@ -61,7 +62,7 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	recs := oneRowRecords(200, 0)
 
 	// summary.json: latency_ms and definitions.
-	m := loadgen.NewMetricsOf(rows)
+	m := measure.NewMetricsOf(rows)
 	for i := range recs {
 		m.Add(&recs[i])
 	}

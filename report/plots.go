@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/theater"
 )
 
@@ -624,7 +624,7 @@ func sampleInterval(tel []telPoint) float64 {
 
 // sweepPlots are latency and goodput against load, SLO-max and knee
 // marked.
-func sweepPlots(src *Source, cols []loadgen.Column) []*plot.Plot {
+func sweepPlots(src *Source, cols []measure.Column) []*plot.Plot {
 	sw := src.Sweep
 	ls := slices.Clone(sw.Levels)
 	slices.SortFunc(ls, func(a, b levelT) int { return cmpF(a.Load(), b.Load()) })

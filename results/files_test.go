@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 func TestWriteJSONReplacesAtomically(t *testing.T) {
@@ -96,7 +97,7 @@ func TestHlogRoundTrip(t *testing.T) {
 	}
 	var want []*hdrhistogram.Histogram
 	for i := 0; i < 3; i++ {
-		h := loadgen.NewHistogram()
+		h := measure.NewHistogram()
 		h.SetTag("ttft")
 		for v := int64(1); v < 50000; v += int64(97 * (i + 1)) {
 			h.RecordValue(v)
@@ -137,7 +138,7 @@ func TestHlogLineAsTheLibrary(t *testing.T) {
 	start := time.Unix(1_800_000_000, 250_000_000)
 	var hists []*hdrhistogram.Histogram
 	for i, tag := range []string{"ttft", "", "itl", "e2e"} {
-		h := loadgen.NewHistogram()
+		h := measure.NewHistogram()
 		h.SetTag(tag)
 		for v := int64(1); i < 3 && v < 5_000_000; v = v*3 + int64(i) {
 			h.RecordValues(v, v%7+1)
@@ -158,7 +159,7 @@ func TestHlogLineAsTheLibrary(t *testing.T) {
 	if got.String() != want.String() {
 		t.Fatalf("interval lines differ from the library's:\n got  %q\n want %q", got.String(), want.String())
 	}
-	bad := loadgen.NewHistogram()
+	bad := measure.NewHistogram()
 	bad.SetTag("a b")
 	if err := (&HlogWriter{path: "x.hlog", w: &got}).WriteInterval([]*hdrhistogram.Histogram{bad}, start, start); err == nil {
 		t.Fatal("a tag with a space was written")

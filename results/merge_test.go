@@ -9,6 +9,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // Two files' records come out as one, in order of end, every instant of
@@ -75,7 +76,7 @@ func TestMergeHlogsByStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range offsets {
-			h := loadgen.NewHistogram()
+			h := measure.NewHistogram()
 			h.RecordValue(int64(1000 + o))
 			from := start.Add(time.Duration(o) * time.Second)
 			if err := w.WriteInterval([]*hdrhistogram.Histogram{h}, from, from.Add(time.Second)); err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // The confidence rule. An objective allows a fraction p0 of its events to
@@ -256,8 +256,8 @@ func eventNoun(v *Verdict) string {
 	if v.Metric.PerSession() {
 		return "sessions"
 	}
-	if m := loadgen.FindLatencyMetric(string(v.Metric)); v.Kind == KindRatio || v.Metric == QueueDelay ||
-		m != nil && m.Per == loadgen.PerRequest {
+	if m := measure.FindLatencyMetric(string(v.Metric)); v.Kind == KindRatio || v.Metric == QueueDelay ||
+		m != nil && m.Per == measure.PerRequest {
 		return "requests"
 	}
 	return "events"

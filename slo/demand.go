@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // Demand is the load a stage offered by itself, set where the schedule,
@@ -35,15 +35,15 @@ func (oj *objectiveJudge) applyDemand(v *Verdict, d *Demand) {
 	reqs := float64(oj.offered) / v.WindowS
 	var reach float64
 	var why string
-	var by loadgen.Reach
+	var by measure.Reach
 	if oj.rate != nil {
 		by = oj.rate.Reach
 	}
 	switch by {
-	case loadgen.ReachRequests:
+	case measure.ReachRequests:
 		reach = reqs
 		why = fmt.Sprintf("%s can reach at most %s req/s", offered, fmtRate(reach))
-	case loadgen.ReachTokens:
+	case measure.ReachTokens:
 		if oj.unbounded || oj.maxTokens <= 0 {
 			return
 		}

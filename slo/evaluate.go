@@ -9,6 +9,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
@@ -131,7 +132,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			addNote(&v, fmt.Sprintf("%d of %d offered requests %s", oj.work, oj.offered, map[bool]string{true: "good", false: "completed"}[goodput]))
 			break
 		}
-		v.Measured = loadgen.PerSecond(oj.work, w)
+		v.Measured = measure.PerSecond(oj.work, w)
 		v.Result = Fail
 		if rateAtLeast(oj.work, w, o.Limit) {
 			v.Result = Pass
@@ -218,7 +219,7 @@ func (oj *objectiveJudge) noSamples() string {
 		return fmt.Sprintf("no streamed responses: %s needs a stream (all %d successful responses came as one body)",
 			strings.ToUpper(string(oj.o.Metric)), oj.ok)
 	}
-	if oj.metric.Per != loadgen.PerRequest && oj.ok > 0 && oj.compact == oj.ok {
+	if oj.metric.Per != measure.PerRequest && oj.ok > 0 && oj.compact == oj.ok {
 		return fmt.Sprintf("the records are compact (--records compact): they keep no chunk instants, so no %s; re-judge a run kept with --records full",
 			strings.ToUpper(string(oj.o.Metric)))
 	}

@@ -6,6 +6,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
 
@@ -147,7 +148,7 @@ func (j *Judge) Add(r *loadgen.Record) {
 			s.lagWithin++
 		}
 		if s.lagHist == nil {
-			s.lagHist = loadgen.NewHistogram()
+			s.lagHist = measure.NewHistogram()
 		}
 		s.lagHist.RecordValue(histMicros(lag))
 	}
@@ -211,8 +212,8 @@ func histMicros(d time.Duration) int64 {
 // objectiveJudge is the running state of one objective on one stage.
 type objectiveJudge struct {
 	o      *Objective
-	metric *loadgen.LatencyMetric // latency objectives judged from records
-	rate   *loadgen.RateMetric    // floors and ratios
+	metric *measure.LatencyMetric // latency objectives judged from records
+	rate   *measure.RateMetric    // floors and ratios
 	cons   Constraints            // goodput_per_s
 	lat    latencyCount
 	// ok counts successful records, unstreamed those of them whose answer
@@ -261,7 +262,7 @@ func (c *latencyCount) add(v time.Duration, good bool, n uint64) {
 		c.good += n
 	}
 	if c.hist == nil {
-		c.hist = loadgen.NewHistogram()
+		c.hist = measure.NewHistogram()
 	}
 	c.hist.RecordValues(histMicros(v), int64(n))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/telemetry/promhist"
 )
@@ -19,14 +20,14 @@ func TestMetricTable(t *testing.T) {
 	t.Parallel()
 	r := okRec("s", 0, 100*ms1, 400*ms1, 4)
 	r.Sent = 2 * ms1
-	sum := loadgen.NewMetrics()
+	sum := measure.NewMetrics()
 	sum.Add(&r)
 	s := sum.Summary(loadgen.Info{}, schema.SummaryMeta{})
 	_, err := ParseSpec("slo.yaml", []byte("kind: SLO\nname: x\nowner: o\nobjectives:\n  - {name: o, metric: nope, threshold: 1s, target: 1}\n"))
 	if err == nil {
 		t.Fatal("unknown metric parsed")
 	}
-	for _, m := range loadgen.LatencyMetrics() {
+	for _, m := range measure.LatencyMetrics() {
 		if Metric(m.Name).Kind() != KindLatency {
 			t.Errorf("%s: kind %q", m.Name, Metric(m.Name).Kind())
 		}
@@ -45,8 +46,8 @@ func TestMetricTable(t *testing.T) {
 			t.Errorf("%s: no definition or event name", m.Name)
 		}
 	}
-	if len(s.LatencyMs) != len(loadgen.LatencyMetrics()) {
-		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(loadgen.LatencyMetrics()))
+	if len(s.LatencyMs) != len(measure.LatencyMetrics()) {
+		t.Errorf("latency_ms has %d keys, the table %d rows", len(s.LatencyMs), len(measure.LatencyMetrics()))
 	}
 }
 

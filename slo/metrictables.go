@@ -3,7 +3,7 @@ package slo
 import (
 	"strings"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // Tables are the metric tables an SLO is read and judged by: loadgen's
@@ -11,13 +11,13 @@ import (
 // them, so a test's made-up row is an objective metric without changing
 // what any other spec reads.
 type Tables struct {
-	Latency []loadgen.LatencyMetric
-	Rates   []loadgen.RateMetric
+	Latency []measure.LatencyMetric
+	Rates   []measure.RateMetric
 }
 
 // BuiltinTables are copies of loadgen's tables.
 func BuiltinTables() Tables {
-	return Tables{Latency: loadgen.LatencyMetrics(), Rates: loadgen.RateMetrics()}
+	return Tables{Latency: measure.LatencyMetrics(), Rates: measure.RateMetrics()}
 }
 
 // builtin is the package's own copy of the tables, never changed: what an
@@ -34,10 +34,10 @@ func (t *Tables) kind(m Metric) Kind {
 	switch {
 	case m == ManualResult:
 		return KindManual
-	case loadgen.FindIn(t.Latency, string(m)) != nil:
+	case measure.FindIn(t.Latency, string(m)) != nil:
 		return KindLatency
 	}
-	if r := loadgen.FindRateIn(t.Rates, string(m)); r != nil {
+	if r := measure.FindRateIn(t.Rates, string(m)); r != nil {
 		return Kind(r.Kind)
 	}
 	for _, o := range otherMetrics {
@@ -73,28 +73,28 @@ func (t *Tables) list() string {
 // checks read the rows, not the metric's name.
 func (o *Objective) resolve(t *Tables) {
 	o.kind = t.kind(o.Metric)
-	o.lat = loadgen.FindIn(t.Latency, string(o.Metric))
-	o.rate = loadgen.FindRateIn(t.Rates, string(o.Metric))
+	o.lat = measure.FindIn(t.Latency, string(o.Metric))
+	o.rate = measure.FindRateIn(t.Rates, string(o.Metric))
 }
 
 // rows are o's kind and rows: those it was resolved to, else the
 // built-in tables' (an objective built in code). It allocates nothing: the
 // judge asks it per record.
-func (o *Objective) rows() (Kind, *loadgen.LatencyMetric, *loadgen.RateMetric) {
+func (o *Objective) rows() (Kind, *measure.LatencyMetric, *measure.RateMetric) {
 	if o.kind != "" {
 		return o.kind, o.lat, o.rate
 	}
-	return builtin.kind(o.Metric), loadgen.FindIn(builtin.Latency, string(o.Metric)), loadgen.FindRateIn(builtin.Rates, string(o.Metric))
+	return builtin.kind(o.Metric), measure.FindIn(builtin.Latency, string(o.Metric)), measure.FindRateIn(builtin.Rates, string(o.Metric))
 }
 
 // latency is o's row of the latency table (nil: not judged from records).
-func (o *Objective) latency() *loadgen.LatencyMetric {
+func (o *Objective) latency() *measure.LatencyMetric {
 	_, l, _ := o.rows()
 	return l
 }
 
 // rateRow is o's row of the rate table (nil: not a floor or ratio).
-func (o *Objective) rateRow() *loadgen.RateMetric {
+func (o *Objective) rateRow() *measure.RateMetric {
 	_, _, r := o.rows()
 	return r
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/yamlwalk"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // Kind is the shape of an objective.
@@ -22,30 +23,30 @@ const (
 )
 
 // Metric names an objective's measurement. Latency names are the rows of
-// loadgen's metric table (loadgen.LatencyMetrics), the keys of latency_ms in
+// loadgen's metric table (measure.LatencyMetrics), the keys of latency_ms in
 // summary.json: a new row there is a new objective metric here.
 type Metric string
 
 // The metrics an objective can judge.
 const (
-	TTFT        Metric = loadgen.MetricTTFT
-	TTFAT       Metric = loadgen.MetricTTFAT
-	ICL         Metric = loadgen.MetricICL
-	ITL         Metric = loadgen.MetricITL
-	TPOT        Metric = loadgen.MetricTPOT
-	E2E         Metric = loadgen.MetricE2E
-	ScheduleLag Metric = loadgen.MetricScheduleLag
+	TTFT        Metric = measure.MetricTTFT
+	TTFAT       Metric = measure.MetricTTFAT
+	ICL         Metric = measure.MetricICL
+	ITL         Metric = measure.MetricITL
+	TPOT        Metric = measure.MetricTPOT
+	E2E         Metric = measure.MetricE2E
+	ScheduleLag Metric = measure.MetricScheduleLag
 	// QueueDelay comes from server telemetry, not from records.
 	QueueDelay Metric = "queue_delay"
 
 	// The floor and ratio metrics are the rows of loadgen's rate table
-	// (loadgen.RateMetrics): a new row there is a new objective metric here.
-	ErrorRate Metric = loadgen.MetricErrorRate
+	// (measure.RateMetrics): a new row there is a new objective metric here.
+	ErrorRate Metric = measure.MetricErrorRate
 
-	OutputTokensPerS Metric = loadgen.MetricOutputTokensPerS
-	InputTokensPerS  Metric = loadgen.MetricInputTokensPerS
-	RequestsPerS     Metric = loadgen.MetricRequestsPerS
-	GoodputPerS      Metric = loadgen.MetricGoodputPerS
+	OutputTokensPerS Metric = measure.MetricOutputTokensPerS
+	InputTokensPerS  Metric = measure.MetricInputTokensPerS
+	RequestsPerS     Metric = measure.MetricRequestsPerS
+	GoodputPerS      Metric = measure.MetricGoodputPerS
 
 	// SessionDuration and SessionSuccess judge agent sessions whole, one
 	// event per session (a session's records rolled up by
@@ -54,14 +55,14 @@ const (
 	// session_success a ratio of failed sessions, as error_rate is of
 	// failed requests.
 	SessionDuration Metric = "session_duration"
-	SessionSuccess  Metric = loadgen.MetricSessionSuccess
+	SessionSuccess  Metric = measure.MetricSessionSuccess
 
 	ManualResult Metric = "manual"
 )
 
 // PerSession reports whether m is judged per session, not per request.
 func (m Metric) PerSession() bool {
-	if r := loadgen.FindRateIn(builtin.Rates, string(m)); r != nil {
+	if r := measure.FindRateIn(builtin.Rates, string(m)); r != nil {
 		return r.PerSession
 	}
 	return m == SessionDuration
@@ -111,8 +112,8 @@ type Objective struct {
 	// (resolve); unset in an objective built in code, which the built-in
 	// tables resolve.
 	kind Kind
-	lat  *loadgen.LatencyMetric
-	rate *loadgen.RateMetric
+	lat  *measure.LatencyMetric
+	rate *measure.RateMetric
 }
 
 // Kind is the objective's kind.
@@ -194,18 +195,18 @@ func (c Constraints) judge(r *loadgen.Record) (good, judged bool) {
 
 // goodputMetrics are the metric table's rows that may bound a goodput
 // constraint, in table order: the keys of `goodput:`.
-var goodputMetrics = loadgen.GoodputMetrics(loadgen.LatencyMetrics())
+var goodputMetrics = measure.GoodputMetrics(measure.LatencyMetrics())
 
 // field is the bound of c on a goodput metric (nil: not one).
 func (c *Constraints) field(metric string) *time.Duration {
 	switch metric {
-	case loadgen.MetricTTFT:
+	case measure.MetricTTFT:
 		return &c.TTFT
-	case loadgen.MetricTTFAT:
+	case measure.MetricTTFAT:
 		return &c.TTFAT
-	case loadgen.MetricTPOT:
+	case measure.MetricTPOT:
 		return &c.TPOT
-	case loadgen.MetricE2E:
+	case measure.MetricE2E:
 		return &c.E2E
 	}
 	return nil
@@ -213,7 +214,7 @@ func (c *Constraints) field(metric string) *time.Duration {
 
 // constraintBound is one set bound of Constraints.
 type constraintBound struct {
-	m *loadgen.LatencyMetric
+	m *measure.LatencyMetric
 	d time.Duration
 }
 
@@ -222,10 +223,10 @@ type constraintBound struct {
 const maxGoodputBounds = 4
 
 // goodputRows are the rows of goodputMetrics, looked up once.
-var goodputRows = func() []*loadgen.LatencyMetric {
-	out := make([]*loadgen.LatencyMetric, len(goodputMetrics))
+var goodputRows = func() []*measure.LatencyMetric {
+	out := make([]*measure.LatencyMetric, len(goodputMetrics))
 	for i, n := range goodputMetrics {
-		out[i] = loadgen.FindLatencyMetric(n)
+		out[i] = measure.FindLatencyMetric(n)
 	}
 	return out
 }()
@@ -306,8 +307,8 @@ func (s *Spec) Objective(name string) (*Objective, bool) {
 }
 
 // GoodputFunc returns a function telling whether a record met the spec's
-// goodput constraints, for loadgen.Metrics.Goodput; nil when there are none.
-func (s *Spec) GoodputFunc() loadgen.GoodputJudge {
+// goodput constraints, for measure.Metrics.Goodput; nil when there are none.
+func (s *Spec) GoodputFunc() measure.GoodputJudge {
 	if s.Goodput.IsZero() {
 		return nil
 	}
@@ -509,7 +510,7 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 				// A request's max_tokens is a ceiling, not a demand: no
 				// offered count of tokens exists to take a share of.
 				v.Errorf("only %s floors take a share of the offered requests, not %s",
-					strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.ShareOfOffered }), " and "), o.Metric)
+					strings.Join(measure.RatesWhere(tables.Rates, func(m *measure.RateMetric) bool { return m.ShareOfOffered }), " and "), o.Metric)
 			case o.Limit.IsZero() || o.Limit.CmpRatio(1, 1) < 0:
 				if th, ok := f.Get("threshold"); ok {
 					th.Errorf("%s is not a fraction in (0, 1]: with share_of_offered the threshold is the share of offered requests (0.95 or 95%%)", o.Limit)
@@ -534,7 +535,7 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	if v, ok := f.Get("error_kinds"); ok {
 		if rate == nil || !rate.ErrorKinds {
 			f.Errorf("error_kinds", "only %s objectives take error_kinds",
-				strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.ErrorKinds }), ", "))
+				strings.Join(measure.RatesWhere(tables.Rates, func(m *measure.RateMetric) bool { return m.ErrorKinds }), ", "))
 		}
 		for _, k := range names(v) {
 			kind, ok := loadgen.ParseErrorKind(k.Yaml().Value)
@@ -548,7 +549,7 @@ func (r reader) objective(n yamlwalk.Node, s *Spec) (Objective, bool) {
 	if v, ok := f.Get("constraints"); ok {
 		if rate == nil || !rate.Goodput {
 			f.Errorf("constraints", "only %s objectives take constraints",
-				strings.Join(loadgen.RatesWhere(tables.Rates, func(m *loadgen.RateMetric) bool { return m.Goodput }), ", "))
+				strings.Join(measure.RatesWhere(tables.Rates, func(m *measure.RateMetric) bool { return m.Goodput }), ", "))
 		}
 		c := r.constraints(v)
 		o.Constraints = &c

@@ -12,14 +12,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tailgate-llm/tailgate/comparison"
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
 func cmdCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	tolerance := fs.String("tolerance", "5%", "slowdown a regression must exceed, with confidence, to fail the comparison (exit 1)")
-	metrics := fs.String("metrics", strings.Join(loadgen.Compared(loadgen.LatencyMetrics()), ","),
+	metrics := fs.String("metrics", strings.Join(measure.Compared(measure.LatencyMetrics()), ","),
 		"latency metrics to compare")
 	pcts := fs.String("percentiles", "50,90,99", "percentiles to compare")
 	resamples := fs.Int("resamples", 2000, "bootstrap resamples")

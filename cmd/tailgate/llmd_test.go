@@ -15,7 +15,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/evidence"
 	"github.com/tailgate-llm/tailgate/exporters/llmd"
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -108,9 +108,9 @@ func TestRunWritesLLMDReport(t *testing.T) {
 	if agg.Latency == nil {
 		t.Fatal("no latency block")
 	}
-	for name, got := range map[string]*llmd.Statistics{loadgen.MetricTTFT: agg.Latency.TimeToFirstToken,
-		loadgen.MetricE2E: agg.Latency.RequestLatency, loadgen.MetricITL: agg.Latency.InterTokenLatency,
-		loadgen.MetricTPOT: agg.Latency.TimePerOutputToken} {
+	for name, got := range map[string]*llmd.Statistics{measure.MetricTTFT: agg.Latency.TimeToFirstToken,
+		measure.MetricE2E: agg.Latency.RequestLatency, measure.MetricITL: agg.Latency.InterTokenLatency,
+		measure.MetricTPOT: agg.Latency.TimePerOutputToken} {
 		h := s.LatencyMs[name]
 		if got == nil || h.Count == 0 {
 			t.Fatalf("%s: report %v, summary count %d", name, got, h.Count)

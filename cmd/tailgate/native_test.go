@@ -15,7 +15,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/exporters/prom"
 	"github.com/tailgate-llm/tailgate/internal/promtest"
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/sim"
 	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -100,7 +100,7 @@ func TestRunPushNativeHistogram(t *testing.T) {
 				t.Fatalf("pushed as %q, want protobuf (the text format has no native histograms)", pg.header.Get("Content-Type"))
 			}
 			s := readSummary(t, dir)
-			want := s.LatencyMs[loadgen.MetricTTFT]
+			want := s.LatencyMs[measure.MetricTTFT]
 			if want.Count < 50 {
 				t.Fatalf("summary TTFT count %d: too few to judge a p99", want.Count)
 			}
@@ -154,7 +154,7 @@ func TestRunNativeHistogramOnRealPrometheus(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, dir)
-	want := s.LatencyMs[loadgen.MetricTTFT]
+	want := s.LatencyMs[measure.MetricTTFT]
 	// The run's own series only, by its target label: a port is free when
 	// picked but not held, so another test's Pushgateway may answer too.
 	host := strings.TrimPrefix(srv.URL, "http://")

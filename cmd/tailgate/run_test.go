@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/sim"
@@ -130,8 +131,8 @@ func TestRunClassifiesEveryFault(t *testing.T) {
 		t.Errorf("telemetry.jsonl: %d bytes, %v", len(b), err)
 	}
 	// stall_mid is slow, not an error: it must appear as a long ICL gap.
-	if s.LatencyMs[loadgen.MetricICL].Max < 290 {
-		t.Errorf("max ICL %.1f ms: the 300 ms mid-stream stall is missing", s.LatencyMs[loadgen.MetricICL].Max)
+	if s.LatencyMs[measure.MetricICL].Max < 290 {
+		t.Errorf("max ICL %.1f ms: the 300 ms mid-stream stall is missing", s.LatencyMs[measure.MetricICL].Max)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 	"github.com/tailgate-llm/tailgate/slo"
@@ -143,13 +144,13 @@ func TestShardedRunsMergeToTheSingleSchedule(t *testing.T) {
 				t.Errorf("run.merged %+v, validity %+v", sum.Run.Merged, sum.Validity)
 			}
 			// The merged histograms are those of every request together.
-			m := loadgen.NewMetrics()
+			m := measure.NewMetrics()
 			results.ReadRecords(results.Dir(merged).RecordsPath(), func(r *loadgen.Record) error {
 				cp := *r
 				m.Add(&cp)
 				return nil
 			})
-			for _, metric := range loadgen.MetricNames() {
+			for _, metric := range measure.MetricNames() {
 				if g, w := sum.LatencyMs[metric], schema.HistOf(m.All.Hist[metric]); g != w {
 					t.Errorf("%s: merged histogram %+v, from the merged records %+v", metric, g, w)
 				}

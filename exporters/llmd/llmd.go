@@ -31,7 +31,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
@@ -477,10 +477,10 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 		}
 	}
 	lat := Latency{
-		TimeToFirstToken:   stats(s.LatencyMs, loadgen.MetricTTFT, "ms"),
-		TimePerOutputToken: stats(s.LatencyMs, loadgen.MetricTPOT, "ms/token"),
-		InterTokenLatency:  stats(s.LatencyMs, loadgen.MetricITL, "ms/token"),
-		RequestLatency:     stats(s.LatencyMs, loadgen.MetricE2E, "ms"),
+		TimeToFirstToken:   stats(s.LatencyMs, measure.MetricTTFT, "ms"),
+		TimePerOutputToken: stats(s.LatencyMs, measure.MetricTPOT, "ms/token"),
+		InterTokenLatency:  stats(s.LatencyMs, measure.MetricITL, "ms/token"),
+		RequestLatency:     stats(s.LatencyMs, measure.MetricE2E, "ms"),
 	}
 	if lat != (Latency{}) {
 		agg.Latency = &lat
@@ -517,7 +517,7 @@ func FromSummary(s *results.Summary, raw []byte) *Report {
 
 // seriesMetrics are the hlog tags written as latency time series.
 var seriesMetrics = []struct{ tag, units string }{
-	{loadgen.MetricTTFT, "ms"}, {loadgen.MetricTPOT, "ms/token"}, {loadgen.MetricITL, "ms/token"}, {loadgen.MetricE2E, "ms"},
+	{measure.MetricTTFT, "ms"}, {measure.MetricTPOT, "ms/token"}, {measure.MetricITL, "ms/token"}, {measure.MetricE2E, "ms"},
 }
 
 // readSeries is the time series of the interval log at path: per
@@ -562,7 +562,7 @@ func readSeries(path string) (*TimeSeries, []interval, error) {
 			}
 			se.Series = append(se.Series, Point{TS: ts, Mean: f64(st.Mean), Min: f64(st.Min), P50: f64(st.P50), P90: f64(st.P90),
 				P95: f64(st.P95), P99: f64(st.P99), P99p9: f64(st.P999), Max: f64(st.Max)})
-			if m.tag == loadgen.MetricE2E {
+			if m.tag == measure.MetricE2E {
 				if secs := float64(h.EndTimeMs()-h.StartTimeMs()) / 1000; secs > 0 {
 					if rate == nil {
 						rate = &Series{Units: "queries/s"}
@@ -576,8 +576,8 @@ func readSeries(path string) (*TimeSeries, []interval, error) {
 	if len(by) == 0 {
 		return nil, nil, nil
 	}
-	lat := &SeriesLatency{TimeToFirstToken: by[loadgen.MetricTTFT], TimePerOutputToken: by[loadgen.MetricTPOT],
-		InterTokenLatency: by[loadgen.MetricITL], RequestLatency: by[loadgen.MetricE2E]}
+	lat := &SeriesLatency{TimeToFirstToken: by[measure.MetricTTFT], TimePerOutputToken: by[measure.MetricTPOT],
+		InterTokenLatency: by[measure.MetricITL], RequestLatency: by[measure.MetricE2E]}
 	ts := &TimeSeries{Latency: lat}
 	if rate != nil {
 		ts.Throughput = &SeriesThroughput{RequestRate: rate}

@@ -6,17 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/tailgate-llm/tailgate/internal/version"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/version"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
@@ -27,7 +28,7 @@ func summary() *results.Summary {
 	s.Run = schema.RunInfo{Started: "2026-01-02T03:04:05Z", Ended: "2026-01-02T03:04:55Z", DurationS: 49.97,
 		Target: "https://gw.example:8443/v1", Model: "m", Load: map[string]any{"mode": "open", "stages": "5@10s,10@10s"}}
 	s.Requests = schema.Counts{Sent: 10, OK: 9, Errors: 1, CutAtEnd: 1}
-	s.LatencyMs = map[string]schema.Hist{loadgen.MetricE2E: {Count: 9, Mean: 12, P99: 20}, loadgen.MetricITL: {}}
+	s.LatencyMs = map[string]schema.Hist{measure.MetricE2E: {Count: 9, Mean: 12, P99: 20}, measure.MetricITL: {}}
 	s.Throughput = schema.Throughput{RequestsPerS: 3, OutputTokensPerS: 30, MeasuredWindowS: 3}
 	return &s
 }
@@ -114,8 +115,8 @@ func writeRun(t *testing.T, dir results.Dir, s *results.Summary, start time.Time
 	}
 	for i := range 2 {
 		var hs []*hdrhistogram.Histogram
-		for _, m := range []string{loadgen.MetricTTFT, loadgen.MetricE2E} {
-			h := loadgen.NewHistogram()
+		for _, m := range []string{measure.MetricTTFT, measure.MetricE2E} {
+			h := measure.NewHistogram()
 			h.SetTag(m)
 			for v := range 4 + i { // microseconds: 1 ms, 2 ms, …
 				h.RecordValue(int64(v+1) * 1000)
@@ -287,7 +288,7 @@ func TestSessionPerformance(t *testing.T) {
 func TestSchemaRefusesPlanted(t *testing.T) {
 	s := summary()
 	s.Tokens = schema.Tokens{Input: 900, Output: 180}
-	s.LatencyMs[loadgen.MetricTTFT] = schema.Hist{Count: 9, Mean: 3, P99: 5}
+	s.LatencyMs[measure.MetricTTFT] = schema.Hist{Count: 9, Mean: 3, P99: 5}
 	r := FromSummary(s, []byte("{}"))
 	plant := planter(t, r)
 	at := func(m map[string]any, path ...string) map[string]any {

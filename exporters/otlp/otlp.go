@@ -9,7 +9,7 @@
 //
 // The figures are summary.json's: the same records are left out (warm-up,
 // dropped, not due), tokens come from successful requests only, and the
-// latency samples are the metric table's (loadgen.LatencyMetrics). Export
+// latency samples are the metric table's (measure.LatencyMetrics). Export
 // runs in the SDK's background reader; a record costs an in-memory
 // aggregation, so an endpoint that is slow or down never holds up the load.
 package otlp

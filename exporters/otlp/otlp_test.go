@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailgate-llm/tailgate/internal/collectortest"
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -205,11 +206,11 @@ func TestServerOf(t *testing.T) {
 // same metric, sorted, each once.
 func TestEdges(t *testing.T) {
 	spec := &slo.Spec{Objectives: []slo.Objective{
-		{Name: "ttft", Metric: slo.Metric(loadgen.MetricTTFT), Threshold: 500 * time.Millisecond},
-		{Name: "ttft2", Metric: slo.Metric(loadgen.MetricTTFT), Threshold: 640 * time.Millisecond},
-		{Name: "e2e", Metric: slo.Metric(loadgen.MetricE2E), Threshold: 3 * time.Second},
+		{Name: "ttft", Metric: slo.Metric(measure.MetricTTFT), Threshold: 500 * time.Millisecond},
+		{Name: "ttft2", Metric: slo.Metric(measure.MetricTTFT), Threshold: 640 * time.Millisecond},
+		{Name: "e2e", Metric: slo.Metric(measure.MetricE2E), Threshold: 3 * time.Second},
 	}}
-	got := edges(loadgen.MetricTTFT, DurationBuckets, []*slo.Spec{spec})
+	got := edges(measure.MetricTTFT, DurationBuckets, []*slo.Spec{spec})
 	if !slices.Contains(got, 0.5) || slices.Contains(got, 3) || len(got) != len(DurationBuckets)+1 || !slices.IsSorted(got) {
 		t.Errorf("ttft edges %v", got)
 	}

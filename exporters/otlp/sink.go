@@ -11,20 +11,21 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
 // The metric-table rows behind the instruments.
 const (
-	metricE2E  = loadgen.MetricE2E
-	metricTTFT = loadgen.MetricTTFT
-	metricITL  = loadgen.MetricITL
+	metricE2E  = measure.MetricE2E
+	metricTTFT = measure.MetricTTFT
+	metricITL  = measure.MetricITL
 )
 
 var (
-	rowTTFT = loadgen.FindLatencyMetric(metricTTFT)
-	rowITL  = loadgen.FindLatencyMetric(metricITL)
-	rowE2E  = loadgen.FindLatencyMetric(metricE2E)
+	rowTTFT = measure.FindLatencyMetric(metricTTFT)
+	rowITL  = measure.FindLatencyMetric(metricITL)
+	rowE2E  = measure.FindLatencyMetric(metricE2E)
 )
 
 // edges is an explicit bucket layout: defaults plus every threshold of a

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tailgate-llm/tailgate/internal/version"
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -21,12 +21,12 @@ import (
 type latencyHistogram struct {
 	name, metric, help string
 	defaults           []float64
-	row                *loadgen.LatencyMetric
+	row                *measure.LatencyMetric
 }
 
 // latencyHistogramsOf are the histogram rows of a metric table, in its
 // order: the rows with a Prometheus name.
-func latencyHistogramsOf(rows []loadgen.LatencyMetric) []latencyHistogram {
+func latencyHistogramsOf(rows []measure.LatencyMetric) []latencyHistogram {
 	var out []latencyHistogram
 	for i := range rows {
 		if f := rows[i].Prom; f.Name != "" {
@@ -148,23 +148,23 @@ type Options struct {
 	// ("": both).
 	Histograms HistogramMode
 	// Latency is the metric table the histograms are built from (nil:
-	// loadgen.LatencyMetrics()); a test passes a table with a made-up row.
-	Latency []loadgen.LatencyMetric
+	// measure.LatencyMetrics()); a test passes a table with a made-up row.
+	Latency []measure.LatencyMetric
 	// Rates is the rate table the counters are built from (nil:
-	// loadgen.RateMetrics()); a test passes a table with a made-up row.
-	Rates []loadgen.RateMetric
+	// measure.RateMetrics()); a test passes a table with a made-up row.
+	Rates []measure.RateMetric
 }
 
 // rateCounter is one counter row: a rate-table row with a Prometheus face,
 // counting the row's work (one definition of what the rate counts).
 type rateCounter struct {
-	row *loadgen.RateMetric
+	row *measure.RateMetric
 	vec *prometheus.CounterVec
 }
 
 // rateCountersOf are the counter rows of a rate table, in its order: the
 // rows with a Prometheus name and a per-record work.
-func rateCountersOf(rows []loadgen.RateMetric) []rateCounter {
+func rateCountersOf(rows []measure.RateMetric) []rateCounter {
 	var out []rateCounter
 	for i := range rows {
 		if f := rows[i].Prom; f.Name != "" && rows[i].Work != nil {
@@ -180,11 +180,11 @@ func rateCountersOf(rows []loadgen.RateMetric) []rateCounter {
 func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), mode: opts.Histograms}
 	if opts.Latency == nil {
-		opts.Latency = loadgen.LatencyMetrics()
+		opts.Latency = measure.LatencyMetrics()
 	}
 	m.lat = latencyHistogramsOf(opts.Latency)
 	if opts.Rates == nil {
-		opts.Rates = loadgen.RateMetrics()
+		opts.Rates = measure.RateMetrics()
 	}
 	m.rates = rateCountersOf(opts.Rates)
 	if m.mode == "" {
@@ -322,7 +322,7 @@ func (m *Metrics) rebuild() {
 }
 
 // HistogramBuckets is the classic bucket layout in use for a metric-table
-// metric (loadgen.MetricTTFT), nil if it is not exported or the mode is native.
+// metric (measure.MetricTTFT), nil if it is not exported or the mode is native.
 func (m *Metrics) HistogramBuckets(metric string) []float64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

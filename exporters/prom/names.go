@@ -3,7 +3,7 @@ package prom
 import (
 	"slices"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 	"github.com/tailgate-llm/tailgate/slo/rules"
 )
@@ -111,7 +111,7 @@ var burnRateWindowsTable = func() []string {
 // the latency histograms are the metric table's Prom faces.
 var namesTable = slices.Concat([]string{
 	RequestsTotal, RequestErrorsTotal,
-}, rateNames(loadgen.RateMetrics()), latencyNames(loadgen.LatencyMetrics()), []string{
+}, rateNames(measure.RateMetrics()), latencyNames(measure.LatencyMetrics()), []string{
 	SLOEventsTotal, SLOObjectiveRatio, SLOErrorBudgetRemainingRatio, SLOBurnRate,
 	LastSuccessTimestampSeconds, BuildInfo,
 	ConfigLastReloadSuccessful, ConfigLastReloadSuccessTimestampSeconds,
@@ -120,7 +120,7 @@ var namesTable = slices.Concat([]string{
 })
 
 // rateNames are the counter names of a rate table, in its order.
-func rateNames(rows []loadgen.RateMetric) []string {
+func rateNames(rows []measure.RateMetric) []string {
 	var out []string
 	for _, c := range rateCountersOf(rows) {
 		out = append(out, c.row.Prom.Name)
@@ -129,7 +129,7 @@ func rateNames(rows []loadgen.RateMetric) []string {
 }
 
 // latencyNames are the histogram names of a metric table, in its order.
-func latencyNames(rows []loadgen.LatencyMetric) []string {
+func latencyNames(rows []measure.LatencyMetric) []string {
 	var out []string
 	for _, h := range latencyHistogramsOf(rows) {
 		out = append(out, h.name)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/pipeline"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -220,7 +221,7 @@ func TestBucketsHoldThresholdsExactly(t *testing.T) {
 	t.Parallel()
 	spec := mustSpec(t)
 	m := New(Options{Specs: []*slo.Spec{spec}})
-	if b := m.HistogramBuckets(loadgen.MetricITL); !slices.Contains(b, (15 * time.Millisecond).Seconds()) {
+	if b := m.HistogramBuckets(measure.MetricITL); !slices.Contains(b, (15 * time.Millisecond).Seconds()) {
 		t.Fatalf("itl buckets %v lack 0.015", b)
 	}
 	s := m.NewSink(SinkOptions{Target: "sim", Specs: []*slo.Spec{spec}})
@@ -249,7 +250,7 @@ func TestBucketsHoldThresholdsExactly(t *testing.T) {
 	spec2 := mustSpec(t)
 	spec2.Objectives[0].Threshold = 700 * time.Millisecond
 	m.SetSpecs([]*slo.Spec{spec2})
-	if b := m.HistogramBuckets(loadgen.MetricTTFT); !slices.Contains(b, 0.7) {
+	if b := m.HistogramBuckets(measure.MetricTTFT); !slices.Contains(b, 0.7) {
 		t.Errorf("ttft buckets after SetSpecs: %v", b)
 	}
 }

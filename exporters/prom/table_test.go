@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/loadgen/measure"
 )
 
 // The contract's histogram constants spell the metric table's Prom faces,
@@ -12,7 +12,7 @@ import (
 func TestLatencyConstantsAreTheTablesNames(t *testing.T) {
 	t.Parallel()
 	want := []string{TTFTSeconds, ITLSeconds, TPOTSeconds, E2ESeconds}
-	if got := latencyNames(loadgen.LatencyMetrics()); !slices.Equal(got, want) {
+	if got := latencyNames(measure.LatencyMetrics()); !slices.Equal(got, want) {
 		t.Errorf("metric table's Prometheus names %v, constants %v", got, want)
 	}
 }
@@ -22,7 +22,7 @@ func TestLatencyConstantsAreTheTablesNames(t *testing.T) {
 func TestRateConstantsAreTheTablesNames(t *testing.T) {
 	t.Parallel()
 	want := []string{OutputTokensTotal}
-	if got := rateNames(loadgen.RateMetrics()); !slices.Equal(got, want) {
+	if got := rateNames(measure.RateMetrics()); !slices.Equal(got, want) {
 		t.Errorf("rate table's Prometheus names %v, constants %v", got, want)
 	}
 }

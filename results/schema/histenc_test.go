@@ -8,7 +8,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// The bounds of loadgen.NewHistogram: microseconds, 1 µs to 1 h.
+// The bounds of measure.NewHistogram: microseconds, 1 µs to 1 h.
 const (
 	histMinMicros = 1
 	histMaxMicros = int64(3600 * 1000 * 1000)

@@ -24,7 +24,7 @@ type SessionsState struct {
 	PromisedOf     int64             `json:"promised_of_tokens,omitempty"`
 }
 
-// MetricsState is loadgen.Metrics whole, in a form that outlives the process: every
+// MetricsState is measure.Metrics whole, in a form that outlives the process: every
 // group's counters and HDR histograms (compressed, base64, the HdrHistogram
 // V2 encoding), so shards run apart can be merged into exactly the metrics
 // one process would have gathered. Times are nanoseconds from the run's
@@ -36,11 +36,11 @@ type MetricsState struct {
 	Warmup   int64                 `json:"warmup"`
 	TurnTTFT map[string]string     `json:"ttft_by_turn,omitempty"`
 	Sessions *SessionsState        `json:"sessions,omitempty"`
-	// LagCorrected are loadgen.Metrics.LagCorrected.
+	// LagCorrected are measure.Metrics.LagCorrected.
 	LagCorrected map[string]string `json:"lag_corrected,omitempty"`
 }
 
-// GroupState is one loadgen.Group.
+// GroupState is one measure.Group.
 type GroupState struct {
 	Sent                 int64                 `json:"sent"`
 	OK                   int64                 `json:"ok"`

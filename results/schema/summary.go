@@ -101,7 +101,7 @@ type Throughput struct {
 	ScheduledWindowS float64  `json:"scheduled_window_s,omitempty"`
 	MeasuredWindowS  float64  `json:"measured_window_s,omitempty"`
 	// Extra holds the rates of rate rows made outside loadgen
-	// (loadgen.NewRateMetric) by name, written into the block beside the fields.
+	// (measure.NewRateMetric) by name, written into the block beside the fields.
 	Extra map[string]float64 `json:"-"`
 }
 

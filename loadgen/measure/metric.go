@@ -1,8 +1,10 @@
-package loadgen
+package measure
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
 // The metric table: every latency metric is one row, read by loadgen's
@@ -49,7 +51,7 @@ type LatencyMetric struct {
 	// Events names what is counted, for "nothing to measure" notes.
 	Events string
 	// value is the sample of a PerRequest metric.
-	value func(r *Record) (time.Duration, bool)
+	value func(r *loadgen.Record) (time.Duration, bool)
 
 	// The faces the packages above loadgen build from this row.
 
@@ -113,7 +115,7 @@ func ColumnsOf(rows []LatencyMetric, table string) []Column {
 
 // NewLatencyMetric is a per-request row whose sample is value, for a
 // table built outside loadgen (a test's made-up metric).
-func NewLatencyMetric(m LatencyMetric, value func(r *Record) (time.Duration, bool)) LatencyMetric {
+func NewLatencyMetric(m LatencyMetric, value func(r *loadgen.Record) (time.Duration, bool)) LatencyMetric {
 	m.Per, m.value = PerRequest, value
 	return m
 }
@@ -185,50 +187,25 @@ var metricNamesTable = func() []string {
 // FindLatencyMetric returns the row named name, or nil.
 func FindLatencyMetric(name string) *LatencyMetric { return FindIn(latencyMetricsTable, name) }
 
-// TruncMicros truncates an instant to the microsecond, as requests.jsonl
-// stores it.
-func TruncMicros(d time.Duration) time.Duration { return d / time.Microsecond * time.Microsecond }
+// The per-request samples of the table's rows, by Record's own figures.
 
-func ttftOf(r *Record) (time.Duration, bool) {
-	if len(r.Chunks) == 0 {
-		return 0, false
-	}
-	return TruncMicros(r.Chunks[0].At) - TruncMicros(r.Intended), true
-}
+func ttftOf(r *loadgen.Record) (time.Duration, bool) { return r.TTFT() }
 
-func ttfatOf(r *Record) (time.Duration, bool) {
-	if r.FirstAnswer <= 0 {
-		return 0, false
-	}
-	return TruncMicros(r.FirstAnswer) - TruncMicros(r.Intended), true
-}
+func ttfatOf(r *loadgen.Record) (time.Duration, bool) { return r.TTFAT() }
 
-func e2eOf(r *Record) (time.Duration, bool) {
-	return TruncMicros(r.End) - TruncMicros(r.Intended), true
-}
+func e2eOf(r *loadgen.Record) (time.Duration, bool) { return r.E2E(), true }
 
-func scheduleLagOf(r *Record) (time.Duration, bool) { return ScheduleLagOf(r), true }
+func scheduleLagOf(r *loadgen.Record) (time.Duration, bool) { return r.ScheduleLag(), true }
 
-// ScheduleLagOf is r's send lateness by the table's rule, for failed
-// records too (a validity check judges every sent request's lag).
-func ScheduleLagOf(r *Record) time.Duration { return TruncMicros(r.Sent) - TruncMicros(r.Intended) }
-
-func tpotOf(r *Record) (time.Duration, bool) {
-	t, ok := ttftOf(r)
-	if !ok || r.OutputTokens < 2 {
-		return 0, false
-	}
-	e, _ := e2eOf(r)
-	return (e - t) / time.Duration(r.OutputTokens-1), true
-}
+func tpotOf(r *loadgen.Record) (time.Duration, bool) { return r.TPOT() }
 
 // has reports whether r gives this metric samples at all: a successful
 // record, streamed when the metric needs a stream.
-func (m *LatencyMetric) has(r *Record) bool { return r.OK() && !(m.Streamed && r.Unstreamed) }
+func (m *LatencyMetric) has(r *loadgen.Record) bool { return r.OK() && !(m.Streamed && r.Unstreamed) }
 
 // Of is the sample of a PerRequest metric for r; ok is false when r has
 // none (failed, no token, unstreamed for TPOT, …) or m is not per request.
-func (m *LatencyMetric) Of(r *Record) (d time.Duration, ok bool) {
+func (m *LatencyMetric) Of(r *loadgen.Record) (d time.Duration, ok bool) {
 	if m.value == nil || !m.has(r) {
 		return 0, false
 	}
@@ -241,7 +218,7 @@ func (m *LatencyMetric) Of(r *Record) (d time.Duration, ok bool) {
 //	for s := m.Samples(r); s.Next(); {
 //		h.RecordValues(s.Value().Microseconds(), int64(s.Weight()))
 //	}
-func (m *LatencyMetric) Samples(r *Record) Samples {
+func (m *LatencyMetric) Samples(r *loadgen.Record) Samples {
 	s := Samples{m: m, r: r, i: 0}
 	if !m.has(r) {
 		s.i = -1
@@ -252,7 +229,7 @@ func (m *LatencyMetric) Samples(r *Record) Samples {
 // Samples is an iterator over one record's samples of one metric.
 type Samples struct {
 	m *LatencyMetric
-	r *Record
+	r *loadgen.Record
 	i int // next chunk index (gap metrics) or 0/1 (per request); -1 done
 	v time.Duration
 	n int
@@ -282,8 +259,7 @@ func (s *Samples) Next() bool {
 			s.i = 1
 		}
 		for ; s.i < len(s.r.Chunks); s.i++ {
-			c, p := s.r.Chunks[s.i], s.r.Chunks[s.i-1]
-			gap := TruncMicros(c.At) - TruncMicros(p.At)
+			c, gap := s.r.Chunks[s.i], s.r.ChunkGap(s.i)
 			if s.m.Per == PerChunkGap {
 				s.v, s.n = gap, 1
 				s.i++

@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"sort"
@@ -6,6 +6,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
@@ -68,7 +69,7 @@ func (g *Group) Window() (start, end time.Duration) { return g.first, g.last }
 
 // GoodputJudge says whether an OK record met every goodput constraint, and
 // whether it could be judged (judged false: neither good nor bad).
-type GoodputJudge func(*Record) (good, judged bool)
+type GoodputJudge func(*loadgen.Record) (good, judged bool)
 
 // Metrics aggregates records into HDR histograms, overall and per class. It
 // is not safe for concurrent use: one goroutine owns it (hdrhistogram-go has
@@ -123,8 +124,8 @@ func (m *Metrics) lagCorrected(metric string) *hdrhistogram.Histogram {
 }
 
 // addLagCorrected records r's lag-measured values less its schedule lag.
-func (m *Metrics) addLagCorrected(r *Record) {
-	lag := ScheduleLagOf(r)
+func (m *Metrics) addLagCorrected(r *loadgen.Record) {
+	lag := loadgen.ScheduleLagOf(r)
 	for _, n := range lagMeasuredTable {
 		if v, ok := FindLatencyMetric(n).Of(r); ok {
 			m.lagCorrected(n).RecordValue(microsOf(v - max(lag, 0)))
@@ -158,7 +159,7 @@ func microsOf(d time.Duration) int64 {
 // Add counts one record. Warm-up records are counted apart and left out.
 // Latencies come from successful requests only; failures are counted by
 // kind (and an error-rate objective judges them).
-func (m *Metrics) Add(r *Record) {
+func (m *Metrics) Add(r *loadgen.Record) {
 	if r.Call != "" && r.Session != "" {
 		if m.Sessions == nil {
 			m.Sessions = newSessionStats()
@@ -214,14 +215,14 @@ func (m *Metrics) Add(r *Record) {
 	}
 }
 
-func (g *Group) add(r *Record, good, judged bool) {
-	if r.ErrorKind == ErrDropped {
+func (g *Group) add(r *loadgen.Record, good, judged bool) {
+	if r.ErrorKind == loadgen.ErrDropped {
 		g.Dropped++
-		g.ErrorsByKind[string(ErrDropped)]++
+		g.ErrorsByKind[string(loadgen.ErrDropped)]++
 		return
 	}
-	if r.ErrorKind == ErrNotDue { // never sent, and not part of the run
-		g.ErrorsByKind[string(ErrNotDue)]++
+	if r.ErrorKind == loadgen.ErrNotDue { // never sent, and not part of the run
+		g.ErrorsByKind[string(loadgen.ErrNotDue)]++
 		return
 	}
 	g.Sent++
@@ -263,7 +264,7 @@ func (g *Group) add(r *Record, good, judged bool) {
 // each group's histogram and the interval's: one pass over the chunks, not
 // one per group (pprof: the per-group passes were a third of Metrics.Add
 // on 128-token streams).
-func (m *Metrics) recordSamples(r *Record, groups *[3]*Group) {
+func (m *Metrics) recordSamples(r *loadgen.Record, groups *[3]*Group) {
 	for i := range m.table {
 		lm := &m.table[i]
 		var hs [4]*hdrhistogram.Histogram

@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
@@ -30,8 +31,8 @@ func lagRunOn(n, late int, ttft, lateBy, onTime time.Duration) *Metrics {
 			lag = lateBy
 		}
 		sent := at + lag
-		r := &Record{Intended: at, Sent: sent, End: sent + ttft + 10*time.Millisecond, OutputTokens: 2,
-			Chunks: []Chunk{{At: sent + ttft}, {At: sent + ttft + 10*time.Millisecond}}}
+		r := &loadgen.Record{Intended: at, Sent: sent, End: sent + ttft + 10*time.Millisecond, OutputTokens: 2,
+			Chunks: []loadgen.Chunk{{At: sent + ttft}, {At: sent + ttft + 10*time.Millisecond}}}
 		r.Finalize()
 		m.Add(r)
 	}
@@ -74,7 +75,7 @@ func TestSelfCheck(t *testing.T) {
 		{"CPU saturated", lagRun(100, 0, 20*time.Millisecond, 0), selfcheck.HostLoad{WindowS: 5, Cores: 2, OwnCores: 1.9, OtherCores: 0.05, CPUPressure: 0.9},
 			true, false, "load generator CPU saturated: 95% of 2 cores"},
 	} {
-		sc := c.m.CheckSelf(Info{Host: c.host}, 0)
+		sc := c.m.CheckSelf(loadgen.Info{Host: c.host}, 0)
 		if sc.Distorted != c.distorted || (len(sc.Warnings) > 0) != c.warned || c.distorted != (len(sc.Reasons) > 0) {
 			t.Errorf("%s: distorted %v warned %q, want %v %v; %+v", c.name, sc.Distorted, sc.Warnings, c.distorted, c.warned, sc)
 		}
@@ -84,20 +85,20 @@ func TestSelfCheck(t *testing.T) {
 		if sc.MaxShift != selfcheck.DefaultMaxShift {
 			t.Errorf("%s: stated share %v", c.name, sc.MaxShift)
 		}
-		s := c.m.Summary(Info{Host: c.host}, schema.SummaryMeta{})
+		s := c.m.Summary(loadgen.Info{Host: c.host}, schema.SummaryMeta{})
 		if s.SelfCheck.Distorted != c.distorted || len(s.Warnings) != len(sc.Reasons)+len(sc.Warnings) {
 			t.Errorf("%s: summary self-check %+v, warnings %q", c.name, s.SelfCheck, s.Warnings)
 		}
 	}
 	// The stated share is a parameter: 40% lets the 33% shift through.
-	if sc := lagRun(200, 30, 20*time.Millisecond, 10*time.Millisecond).CheckSelf(Info{Host: busy}, 0.4); sc.Distorted || len(sc.Warnings) != 1 {
+	if sc := lagRun(200, 30, 20*time.Millisecond, 10*time.Millisecond).CheckSelf(loadgen.Info{Host: busy}, 0.4); sc.Distorted || len(sc.Warnings) != 1 {
 		t.Errorf("share 40%%: %+v", sc)
 	}
 	// Without lag-corrected histograms (results of an older tailgate) no
 	// figure is judged.
 	m := lagRun(200, 200, 20*time.Millisecond, 20*time.Millisecond)
 	m.LagCorrected = map[string]*hdrhistogram.Histogram{}
-	if sc := m.CheckSelf(Info{Host: busy}, 0); sc.Distorted || len(sc.Shifts) != 0 {
+	if sc := m.CheckSelf(loadgen.Info{Host: busy}, 0); sc.Distorted || len(sc.Shifts) != 0 {
 		t.Errorf("no corrected histograms: %+v", sc)
 	}
 }
@@ -110,8 +111,8 @@ func spreadRun(n int, lag time.Duration) *Metrics {
 		at := time.Duration(i) * 100 * time.Millisecond
 		sent := at + lag
 		ttft := time.Duration(20+i) * time.Millisecond
-		r := &Record{Intended: at, Sent: sent, End: sent + ttft + 10*time.Millisecond, OutputTokens: 2,
-			Chunks: []Chunk{{At: sent + ttft}, {At: sent + ttft + 10*time.Millisecond}}}
+		r := &loadgen.Record{Intended: at, Sent: sent, End: sent + ttft + 10*time.Millisecond, OutputTokens: 2,
+			Chunks: []loadgen.Chunk{{At: sent + ttft}, {At: sent + ttft + 10*time.Millisecond}}}
 		r.Finalize()
 		m.Add(r)
 	}
@@ -123,22 +124,22 @@ func spreadRun(n int, lag time.Duration) *Metrics {
 func TestSummaryCountsCutAtEndApart(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	add := func(kind ErrorKind, n int) {
+	add := func(kind loadgen.ErrorKind, n int) {
 		for i := 0; i < n; i++ {
-			r := &Record{Intended: 0, Sent: time.Microsecond, End: 50 * time.Millisecond, ErrorKind: kind}
-			if kind == ErrNone {
-				r.Chunks = []Chunk{{At: 10 * time.Millisecond}}
+			r := &loadgen.Record{Intended: 0, Sent: time.Microsecond, End: 50 * time.Millisecond, ErrorKind: kind}
+			if kind == loadgen.ErrNone {
+				r.Chunks = []loadgen.Chunk{{At: 10 * time.Millisecond}}
 			}
 			r.Finalize()
 			m.Add(r)
 		}
 	}
-	add(ErrNone, 8)
-	add(ErrCutAtEnd, 2)
-	add(ErrServer, 1)
-	add(ErrCancelled, 1)
-	add(ErrDropped, 1)
-	s := m.Summary(Info{Grace: 30 * time.Second}, schema.SummaryMeta{})
+	add(loadgen.ErrNone, 8)
+	add(loadgen.ErrCutAtEnd, 2)
+	add(loadgen.ErrServer, 1)
+	add(loadgen.ErrCancelled, 1)
+	add(loadgen.ErrDropped, 1)
+	s := m.Summary(loadgen.Info{Grace: 30 * time.Second}, schema.SummaryMeta{})
 	if c := s.Requests; c.Sent != 12 || c.OK != 8 || c.Errors != 1 || c.Cancelled != 1 || c.CutAtEnd != 2 || c.Dropped != 1 ||
 		c.ErrorsByKind["cut_at_end"] != 2 {
 		t.Errorf("counts %+v", c)
@@ -160,15 +161,15 @@ func TestSummaryRates(t *testing.T) {
 	// the measured window runs to 2.9 s.
 	for i := 0; i < 20; i++ {
 		at := time.Duration(i) * 100 * time.Millisecond
-		r := &Record{Intended: at, Sent: at, End: at + time.Second, Stage: []string{"lo", "hi"}[i/10],
-			Chunks: []Chunk{{At: at + 100*time.Millisecond}}}
+		r := &loadgen.Record{Intended: at, Sent: at, End: at + time.Second, Stage: []string{"lo", "hi"}[i/10],
+			Chunks: []loadgen.Chunk{{At: at + 100*time.Millisecond}}}
 		if i == 5 || i == 15 {
-			r.ErrorKind, r.End = ErrDropped, at
+			r.ErrorKind, r.End = loadgen.ErrDropped, at
 		}
 		r.Finalize()
 		m.Add(r)
 	}
-	info := Info{Scheduled: Window{From: 0, To: 2 * time.Second},
+	info := loadgen.Info{Scheduled: loadgen.Window{From: 0, To: 2 * time.Second},
 		StageScheduled: map[string]time.Duration{"lo": time.Second, "hi": time.Second},
 		Stopped:        errors.New("disk full")}
 	s := m.Summary(info, schema.SummaryMeta{})
@@ -189,7 +190,7 @@ func TestSummaryRates(t *testing.T) {
 		}
 	}
 	// Built offline, without a schedule, the rates are left out.
-	if tp := m.Summary(Info{}, schema.SummaryMeta{}).Throughput; tp.OfferedPerS != 0 || tp.ScheduledWindowS != 0 || tp.RequestsPerS == 0 {
+	if tp := m.Summary(loadgen.Info{}, schema.SummaryMeta{}).Throughput; tp.OfferedPerS != 0 || tp.ScheduledWindowS != 0 || tp.RequestsPerS == 0 {
 		t.Errorf("no schedule: %+v", tp)
 	}
 }

@@ -1,89 +1,17 @@
-package loadgen
+package measure
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
 const ms = time.Millisecond
-
-func TestRecordDerivedMetrics(t *testing.T) {
-	t.Parallel()
-	r := &Record{Intended: 10 * ms, Sent: 12 * ms, End: 200 * ms, OutputTokens: 7,
-		Chunks: []Chunk{{At: 60 * ms, Tokens: 1}, {At: 80 * ms, Tokens: 2}, {At: 140 * ms, Tokens: 4}}}
-	r.Finalize()
-	if d, _ := r.TTFT(); d != 50*ms {
-		t.Errorf("TTFT %v, want 50ms (from intended start)", d)
-	}
-	if r.ScheduleLag() != 2*ms || r.E2E() != 190*ms {
-		t.Errorf("lag %v e2e %v", r.ScheduleLag(), r.E2E())
-	}
-	if d, _ := r.TPOT(); d != (190*ms-50*ms)/6 {
-		t.Errorf("TPOT %v", d)
-	}
-	var icl []time.Duration
-	r.EachICL(func(g time.Duration) { icl = append(icl, g) })
-	if !reflect.DeepEqual(icl, []time.Duration{20 * ms, 60 * ms}) {
-		t.Errorf("ICL %v", icl)
-	}
-	// ITL: 20ms over 2 tokens → two samples of 10ms; 60ms over 4 → four of 15ms.
-	var itl []time.Duration
-	r.EachITL(func(per time.Duration, n int) {
-		for i := 0; i < n; i++ {
-			itl = append(itl, per)
-		}
-	})
-	if !reflect.DeepEqual(itl, []time.Duration{10 * ms, 10 * ms, 15 * ms, 15 * ms, 15 * ms, 15 * ms}) {
-		t.Errorf("ITL %v", itl)
-	}
-	if r.ChunkTokenSource != chunkTokensServer || r.TokenSource != TokensFromUsage {
-		t.Errorf("sources %q %q", r.TokenSource, r.ChunkTokenSource)
-	}
-}
-
-func TestFinalizeSpreadsUsageOverChunks(t *testing.T) {
-	t.Parallel()
-	r := &Record{OutputTokens: 10, Chunks: make([]Chunk, 4)}
-	r.Finalize()
-	got := []int{}
-	for _, c := range r.Chunks {
-		got = append(got, c.Tokens)
-	}
-	if !reflect.DeepEqual(got, []int{3, 3, 2, 2}) || r.ChunkTokenSource != chunkTokensSpread {
-		t.Errorf("spread %v (%s)", got, r.ChunkTokenSource)
-	}
-	r2 := &Record{Chunks: make([]Chunk, 4)}
-	r2.Finalize()
-	if r2.OutputTokens != 4 || r2.TokenSource != TokensFromChunks || r2.ChunkTokenSource != chunkTokensOne {
-		t.Errorf("no usage: %d tokens from %s/%s", r2.OutputTokens, r2.TokenSource, r2.ChunkTokenSource)
-	}
-}
-
-func TestRecordJSONRoundTrip(t *testing.T) {
-	t.Parallel()
-	r := &Record{Seq: 3, ID: "x", Class: "chat", Stage: "peak", Intended: 1500 * time.Microsecond, Sent: 1600 * time.Microsecond,
-		FirstAnswer: 9 * ms, End: 20 * ms, Chunks: []Chunk{{At: 5 * ms, Tokens: 1}, {At: 9 * ms, Tokens: 3}},
-		InputTokens: 12, OutputTokens: 4, TokenSource: TokensFromUsage, ChunkTokenSource: chunkTokensServer,
-		Status: 200, ErrorKind: ErrStreamTruncated, Error: "eof"}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Record
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(r, &back) {
-		t.Errorf("round trip:\n%+v\n%+v\n%s", r, &back, b)
-	}
-}
 
 func TestHistogramsMergeExactly(t *testing.T) {
 	t.Parallel()
@@ -109,9 +37,9 @@ func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
 	t.Parallel()
 	at := []time.Duration{0, 10, 10, 10, 25, 25, 40, 40, 41, 41, 41, 80}
 	tokens := []int{1, 1, 2, 1, 1, 3, 1, 1, 1, 2, 1, 1}
-	r := &Record{Class: "a", Stage: "s", Sent: 0, End: 100 * time.Microsecond}
+	r := &loadgen.Record{Class: "a", Stage: "s", Sent: 0, End: 100 * time.Microsecond}
 	for i, a := range at {
-		r.Chunks = append(r.Chunks, Chunk{At: 5*time.Microsecond + a*time.Microsecond + 300*time.Nanosecond, Tokens: tokens[i]})
+		r.Chunks = append(r.Chunks, loadgen.Chunk{At: 5*time.Microsecond + a*time.Microsecond + 300*time.Nanosecond, Tokens: tokens[i]})
 	}
 	r.OutputTokens = 16
 	r.Finalize()
@@ -141,8 +69,8 @@ func TestRecordSamplesRunsEqualOneByOne(t *testing.T) {
 func TestTakeIntervalReuses(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	rec := func(ttft time.Duration) *Record {
-		r := &Record{Sent: 0, End: 2 * ttft, Chunks: []Chunk{{At: ttft, Tokens: 1}, {At: 2 * ttft, Tokens: 1}}, OutputTokens: 2}
+	rec := func(ttft time.Duration) *loadgen.Record {
+		r := &loadgen.Record{Sent: 0, End: 2 * ttft, Chunks: []loadgen.Chunk{{At: ttft, Tokens: 1}, {At: 2 * ttft, Tokens: 1}}, OutputTokens: 2}
 		r.Finalize()
 		return r
 	}
@@ -173,11 +101,11 @@ func TestTakeIntervalReuses(t *testing.T) {
 func TestMetricsSummaryFigures(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	m.Goodput = func(r *Record) (bool, bool) { d, _ := r.TTFT(); return d <= 50*ms, true }
+	m.Goodput = func(r *loadgen.Record) (bool, bool) { d, _ := r.TTFT(); return d <= 50*ms, true }
 	for i := 0; i < 10; i++ {
 		start := time.Duration(i) * 100 * ms
-		r := &Record{Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 10, InputTokens: 5,
-			Chunks: []Chunk{{At: start + time.Duration(10+10*i)*ms}}}
+		r := &loadgen.Record{Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 10, InputTokens: 5,
+			Chunks: []loadgen.Chunk{{At: start + time.Duration(10+10*i)*ms}}}
 		if i%2 == 1 {
 			r.Class = "b"
 		}
@@ -185,9 +113,9 @@ func TestMetricsSummaryFigures(t *testing.T) {
 		r.Finalize()
 		m.Add(r)
 	}
-	m.Add(&Record{Class: "a", ErrorKind: ErrRateLimited, Intended: 0, End: ms})
-	m.Add(&Record{Class: "a", ErrorKind: ErrDropped})
-	s := m.Summary(Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
+	m.Add(&loadgen.Record{Class: "a", ErrorKind: loadgen.ErrRateLimited, Intended: 0, End: ms})
+	m.Add(&loadgen.Record{Class: "a", ErrorKind: loadgen.ErrDropped})
+	s := m.Summary(loadgen.Info{Started: time.Unix(0, 0), Elapsed: time.Second}, schema.SummaryMeta{})
 	if s.Requests.Sent != 11 || s.Requests.OK != 10 || s.Requests.Errors != 1 || s.Requests.Dropped != 1 {
 		t.Errorf("counts %+v", s.Requests)
 	}
@@ -223,24 +151,24 @@ func TestSummarySelfCheckWarnings(t *testing.T) {
 		if i >= 80 {
 			lag = 3 * ms // the worst 20%: p90 is late
 		}
-		r := &Record{Intended: 0, Sent: lag, End: lag + 10*ms, Chunks: []Chunk{{At: lag + 5*ms}}}
+		r := &loadgen.Record{Intended: 0, Sent: lag, End: lag + 10*ms, Chunks: []loadgen.Chunk{{At: lag + 5*ms}}}
 		r.Finalize()
 		m.Add(r)
 	}
-	s := m.Summary(Info{CPUUtilization: 0.5}, schema.SummaryMeta{})
+	s := m.Summary(loadgen.Info{CPUUtilization: 0.5}, schema.SummaryMeta{})
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "TTFT p90") {
 		t.Errorf("warnings %q", s.Warnings)
 	}
-	m.Add(&Record{ErrorKind: ErrDropped})
-	s = m.Summary(Info{CPUUtilization: 0.95}, schema.SummaryMeta{})
+	m.Add(&loadgen.Record{ErrorKind: loadgen.ErrDropped})
+	s = m.Summary(loadgen.Info{CPUUtilization: 0.95}, schema.SummaryMeta{})
 	if len(s.Warnings) != 3 {
 		t.Errorf("want lag, CPU and dropped warnings: %q", s.Warnings)
 	}
 	quiet := NewMetrics()
-	r := &Record{Sent: 50 * time.Microsecond, End: ms, Chunks: []Chunk{{At: ms / 2}}}
+	r := &loadgen.Record{Sent: 50 * time.Microsecond, End: ms, Chunks: []loadgen.Chunk{{At: ms / 2}}}
 	r.Finalize()
 	quiet.Add(r)
-	if w := quiet.Summary(Info{CPUUtilization: 0.2}, schema.SummaryMeta{}).Warnings; len(w) != 0 {
+	if w := quiet.Summary(loadgen.Info{CPUUtilization: 0.2}, schema.SummaryMeta{}).Warnings; len(w) != 0 {
 		t.Errorf("warnings on a healthy run: %q", w)
 	}
 }
@@ -261,10 +189,10 @@ func TestGoodputUnjudgedIsAbsent(t *testing.T) {
 		{"half judged, all good", func(i int) bool { return i%2 == 0 }, false, 5},
 	} {
 		m := NewMetrics()
-		m.Goodput = func(r *Record) (bool, bool) { return true, tc.judged(int(r.Seq)) }
+		m.Goodput = func(r *loadgen.Record) (bool, bool) { return true, tc.judged(int(r.Seq)) }
 		for i := range 10 {
 			start := time.Duration(i) * 100 * ms
-			m.Add(&Record{Seq: int64(i), Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 3, Unstreamed: true})
+			m.Add(&loadgen.Record{Seq: int64(i), Class: "a", Intended: start, Sent: start, End: start + 100*ms, OutputTokens: 3, Unstreamed: true})
 		}
 		st, err := m.State()
 		if err != nil {
@@ -275,7 +203,7 @@ func TestGoodputUnjudgedIsAbsent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mm := range []*Metrics{m, back} {
-			got := mm.Summary(Info{Elapsed: time.Second}, schema.SummaryMeta{}).Throughput.GoodputPerS
+			got := mm.Summary(loadgen.Info{Elapsed: time.Second}, schema.SummaryMeta{}).Throughput.GoodputPerS
 			switch {
 			case tc.wantNil && got != nil:
 				t.Errorf("%s: goodput %v, want absent", tc.name, *got)

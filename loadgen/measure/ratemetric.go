@@ -1,6 +1,9 @@
-package loadgen
+package measure
 
-import "github.com/tailgate-llm/tailgate/results/schema"
+import (
+	"github.com/tailgate-llm/tailgate/loadgen"
+	"github.com/tailgate-llm/tailgate/results/schema"
+)
 
 // The rate table: every floor and ratio metric (the throughput rates, the
 // error rate, goodput, session success) is one row, read by the slo
@@ -53,7 +56,7 @@ type RateMetric struct {
 	// Work is what one successful record adds to a floor (nil: not counted
 	// per record, as goodput is, which counts the records that met its
 	// constraints).
-	Work func(r *Record) int64
+	Work func(r *loadgen.Record) int64
 	// Goodput: the floor counts the successful records that met the
 	// goodput constraints, which it takes.
 	Goodput bool
@@ -93,7 +96,7 @@ type RateMetric struct {
 // NewRateMetric is a floor whose work per successful record is work, for a
 // table built outside loadgen (a test's made-up metric): summary.json
 // writes it into the throughput block under its name.
-func NewRateMetric(m RateMetric, work func(r *Record) int64) RateMetric {
+func NewRateMetric(m RateMetric, work func(r *loadgen.Record) int64) RateMetric {
 	m.Kind, m.Work, m.extra = RateFloor, work, true
 	name := m.Name
 	m.Of = func(t *schema.Throughput) (float64, bool) {
@@ -109,16 +112,16 @@ var rateMetricsTable = []RateMetric{
 		Definition: "failed requests over the requests counted (cut at the end, dropped and cancelled by the run left out unless named)"},
 	{Name: MetricOutputTokensPerS, Kind: RateFloor, Unit: "tok/s", Label: "out tok/s", Reach: ReachTokens,
 		Definition: "output tokens of successful requests per second of the measured window",
-		Work:       func(r *Record) int64 { return int64(max(r.OutputTokens, 0)) },
+		Work:       func(r *loadgen.Record) int64 { return int64(max(r.OutputTokens, 0)) },
 		Of:         func(t *schema.Throughput) (float64, bool) { return t.OutputTokensPerS, true },
 		Prom:       PromFace{Name: "tailgate_output_tokens_total", Help: "Output tokens of successful requests (the server's usage count when given)."}},
 	{Name: MetricInputTokensPerS, Kind: RateFloor, Unit: "tok/s", Label: "in tok/s",
 		Definition: "input tokens of successful requests per second of the measured window",
-		Work:       func(r *Record) int64 { return int64(max(r.InputTokens, 0)) },
+		Work:       func(r *loadgen.Record) int64 { return int64(max(r.InputTokens, 0)) },
 		Of:         func(t *schema.Throughput) (float64, bool) { return t.InputTokensPerS, true }},
 	{Name: MetricRequestsPerS, Kind: RateFloor, Unit: "req/s", Label: "completed/s", Reach: ReachRequests, ShareOfOffered: true,
 		Definition: "successful requests per second of the measured window",
-		Work:       func(*Record) int64 { return 1 },
+		Work:       func(*loadgen.Record) int64 { return 1 },
 		Of:         func(t *schema.Throughput) (float64, bool) { return t.RequestsPerS, true }},
 	{Name: MetricGoodputPerS, Kind: RateFloor, Unit: "req/s", Label: "goodput/s", Reach: ReachRequests, ShareOfOffered: true, Goodput: true,
 		Definition: "successful requests that met every goodput constraint per second of the measured window",

@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailgate-llm/tailgate/internal/version"
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/selfcheck"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
@@ -31,7 +32,7 @@ var definitionsTable = func() map[string]string {
 // CheckSelf judges the run's metrics as the generator gathered them
 // (selfcheck.Judge); maxShift is the stated share (0:
 // selfcheck.DefaultMaxShift).
-func (m *Metrics) CheckSelf(info Info, maxShift float64) selfcheck.Result {
+func (m *Metrics) CheckSelf(info loadgen.Info, maxShift float64) selfcheck.Result {
 	return selfcheck.Judge(selfcheck.Input{Lag: m.All.Hist[MetricScheduleLag], Metrics: lagMeasuredTable,
 		Figures: m.All.Hist, Corrected: m.LagCorrected,
 		CPUUtilization: info.CPUUtilization, Host: info.Host, Dropped: info.Dropped}, maxShift)
@@ -41,7 +42,7 @@ func (m *Metrics) CheckSelf(info Info, maxShift float64) selfcheck.Result {
 // in seconds (0: unknown).
 func (g *Group) summarize(sched float64) (schema.Counts, schema.Throughput, map[string]schema.Hist, schema.Tokens) {
 	c := schema.Counts{Sent: g.Sent, OK: g.OK, Errors: g.Errors, Dropped: g.Dropped, Retries: g.Retries, ErrorsByKind: g.ErrorsByKind,
-		CutAtEnd: g.ErrorsByKind[string(ErrCutAtEnd)], Cancelled: g.ErrorsByKind[string(ErrCancelled)]}
+		CutAtEnd: g.ErrorsByKind[string(loadgen.ErrCutAtEnd)], Cancelled: g.ErrorsByKind[string(loadgen.ErrCancelled)]}
 	for k, e := range g.FirstErrors {
 		if c.FirstErrors == nil {
 			c.FirstErrors = map[string]string{}
@@ -73,7 +74,7 @@ func (g *Group) summarize(sched float64) (schema.Counts, schema.Throughput, map[
 }
 
 // Summary builds summary.json from the metrics and the run's info.
-func (m *Metrics) Summary(info Info, meta schema.SummaryMeta) *schema.Summary {
+func (m *Metrics) Summary(info loadgen.Info, meta schema.SummaryMeta) *schema.Summary {
 	defs := make(map[string]string, len(definitionsTable)+len(runDefinitionsTable))
 	for _, d := range []map[string]string{definitionsTable, runDefinitionsTable} {
 		for k, v := range d {

@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 // Accessors for the package's tables: each returns a copy.
 

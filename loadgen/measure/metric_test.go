@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
@@ -15,11 +16,11 @@ import (
 func TestUnstreamedGivesNoStreamMetrics(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	r := &Record{Intended: 0, Sent: ms, End: 300 * ms, OutputTokens: 50, Unstreamed: true,
-		Chunks: []Chunk{{At: 300 * ms, Tokens: 50}}}
+	r := &loadgen.Record{Intended: 0, Sent: ms, End: 300 * ms, OutputTokens: 50, Unstreamed: true,
+		Chunks: []loadgen.Chunk{{At: 300 * ms, Tokens: 50}}}
 	r.Finalize()
 	m.Add(r)
-	s := m.Summary(Info{}, schema.SummaryMeta{})
+	s := m.Summary(loadgen.Info{}, schema.SummaryMeta{})
 	for name, want := range map[string]int64{MetricTTFT: 1, MetricE2E: 1, MetricScheduleLag: 1, MetricTPOT: 0, MetricITL: 0, MetricICL: 0} {
 		if got := s.LatencyMs[name].Count; got != want {
 			t.Errorf("%s: %d samples, want %d", name, got, want)
@@ -39,17 +40,17 @@ func TestUnstreamedGivesNoStreamMetrics(t *testing.T) {
 // its requests.jsonl copy give the same samples, and the same histograms.
 func TestSamplesTruncateInstants(t *testing.T) {
 	t.Parallel()
-	live := &Record{Intended: 1999, Sent: 3001, FirstAnswer: 5*ms + 999, End: 20*ms + 1,
-		Chunks: []Chunk{{At: 2*ms + 500, Tokens: 1}, {At: 5*ms + 999, Tokens: 3}, {At: 9*ms + 1, Tokens: 2}}, OutputTokens: 6}
+	live := &loadgen.Record{Intended: 1999, Sent: 3001, FirstAnswer: 5*ms + 999, End: 20*ms + 1,
+		Chunks: []loadgen.Chunk{{At: 2*ms + 500, Tokens: 1}, {At: 5*ms + 999, Tokens: 3}, {At: 9*ms + 1, Tokens: 2}}, OutputTokens: 6}
 	b, err := json.Marshal(live)
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := &Record{}
+	saved := &loadgen.Record{}
 	if err := json.Unmarshal(b, saved); err != nil {
 		t.Fatal(err)
 	}
-	samples := func(r *Record) map[string][][2]int64 {
+	samples := func(r *loadgen.Record) map[string][][2]int64 {
 		out := map[string][][2]int64{}
 		for i := range latencyMetricsTable {
 			m := &latencyMetricsTable[i]
@@ -86,7 +87,7 @@ func TestSamplesTruncateInstants(t *testing.T) {
 // TestFailedRecordHasNoSamples: latencies are of successful requests only.
 func TestFailedRecordHasNoSamples(t *testing.T) {
 	t.Parallel()
-	r := &Record{End: 5 * ms, ErrorKind: ErrStreamTruncated, Chunks: []Chunk{{At: ms, Tokens: 1}, {At: 2 * ms, Tokens: 1}}, OutputTokens: 2}
+	r := &loadgen.Record{End: 5 * ms, ErrorKind: loadgen.ErrStreamTruncated, Chunks: []loadgen.Chunk{{At: ms, Tokens: 1}, {At: 2 * ms, Tokens: 1}}, OutputTokens: 2}
 	for i := range latencyMetricsTable {
 		if s := latencyMetricsTable[i].Samples(r); s.Next() {
 			t.Errorf("%s: a sample from a failed record", latencyMetricsTable[i].Name)

@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/results/schema"
 )
 
@@ -18,14 +19,14 @@ func TestStateMergeIsLossless(t *testing.T) {
 	all, parts := NewMetrics(), []*Metrics{NewMetrics(), NewMetrics(), NewMetrics()}
 	for i := 0; i < 600; i++ {
 		start := time.Duration(i) * 7 * time.Millisecond
-		r := &Record{Seq: int64(i), Class: []string{"a", "b"}[i%2], Stage: []string{"s1", "s2"}[i/300], Intended: start,
-			Sent: start + time.Duration(i%13)*time.Microsecond, OutputTokens: 3, TokenSource: TokensFromUsage, Warmup: i < 5}
+		r := &loadgen.Record{Seq: int64(i), Class: []string{"a", "b"}[i%2], Stage: []string{"s1", "s2"}[i/300], Intended: start,
+			Sent: start + time.Duration(i%13)*time.Microsecond, OutputTokens: 3, TokenSource: loadgen.TokensFromUsage, Warmup: i < 5}
 		for j := 0; j < 3; j++ {
-			r.Chunks = append(r.Chunks, Chunk{At: start + time.Duration(20+i%97+j*(3+i%5))*time.Millisecond, Tokens: 1})
+			r.Chunks = append(r.Chunks, loadgen.Chunk{At: start + time.Duration(20+i%97+j*(3+i%5))*time.Millisecond, Tokens: 1})
 		}
 		r.End = r.Chunks[2].At + time.Millisecond
 		if i%41 == 0 {
-			r.ErrorKind, r.Error = ErrServer, "HTTP 500: engine died at "+strconv.Itoa(i)
+			r.ErrorKind, r.Error = loadgen.ErrServer, "HTTP 500: engine died at "+strconv.Itoa(i)
 		}
 		all.Add(r)
 		parts[i%3].Add(r)
@@ -47,7 +48,7 @@ func TestStateMergeIsLossless(t *testing.T) {
 		}
 		merged.Merge(m, 0)
 	}
-	info := Info{Started: time.Unix(0, 0), Elapsed: 5 * time.Second, Scheduled: Window{0, 4 * time.Second}}
+	info := loadgen.Info{Started: time.Unix(0, 0), Elapsed: 5 * time.Second, Scheduled: loadgen.Window{From: 0, To: 4 * time.Second}}
 	got, want := merged.Summary(info, schema.SummaryMeta{}), all.Summary(info, schema.SummaryMeta{})
 	if !reflect.DeepEqual(got, want) {
 		gb, _ := json.Marshal(got)
@@ -58,7 +59,7 @@ func TestStateMergeIsLossless(t *testing.T) {
 		t.Fatalf("nothing compared: %+v", got.LatencyMs[MetricTTFT])
 	}
 	// The first error is the earliest intended, whichever shard held it.
-	if first := got.Requests.FirstErrors[string(ErrServer)]; first != "request 41: HTTP 500: engine died at 41" {
+	if first := got.Requests.FirstErrors[string(loadgen.ErrServer)]; first != "request 41: HTTP 500: engine died at 41" {
 		t.Errorf("first server_error %q, want request 41's", first)
 	}
 }

@@ -1,11 +1,16 @@
 // Package loadgen sends load to an inference server on a schedule and
-// measures every request, without coordinated omission.
+// times every request, without coordinated omission: the runner, its
+// schedules and session graphs, and the Record each request leaves, with
+// that record's own figures (TTFT, TPOT, E2E, chunk gaps, schedule lag).
+// Summing records up (the metric tables, HDR histograms, summary.json) is
+// package loadgen/measure's, which imports loadgen; the runner never
+// reads it.
 //
 // # Model
 //
 // A run flows one way:
 //
-//	Source ──► schedule ──► Runner ──► Client ──► Record ──► out channel ──► Metrics, files, …
+//	Source ──► schedule ──► Runner ──► Client ──► Record ──► out channel ──► measure.Metrics, files, …
 //	(what)     (when)       (goroutines) (one protocol) (one per request)
 //
 // In turn:
@@ -24,7 +29,7 @@
 //     request and fills the Record as the answer streams in.
 //   - Run delivers every Record, finalized, on its out channel: completed,
 //     failed, cancelled, cut and dropped alike. One goroutine consumes it
-//     (Metrics is not safe for concurrent use).
+//     (measure.Metrics is not safe for concurrent use).
 //
 // # Intended start
 //
@@ -73,11 +78,9 @@
 //
 // # Figures
 //
-// Metrics accumulates records into HDR histograms (microseconds, 1 µs to
-// 1 h, 3 significant digits) by class and by stage, and Summary builds
-// summary.json, whose definitions key says what every figure means.
-// Completions are per second of the measured window (first measured
-// intended start to last end, drain included); offered and sent rates
-// per second of the scheduled window (Info.Scheduled: end of warm-up to
-// the schedule's end, drain excluded).
+// A Record's figures (Record.TTFT, Record.EachITL, ScheduleLagOf, …) take
+// every instant truncated to the microsecond, as requests.jsonl stores it,
+// so a live record and its saved copy measure the same. Package
+// loadgen/measure accumulates records into HDR histograms and builds
+// summary.json from them.
 package loadgen

@@ -20,11 +20,11 @@ const (
 	RequestErrorsTotal = "tailgate_request_errors_total"
 	// OutputTokensTotal counts output tokens of successful requests
 	// {target,class}: the Prom face of the rate table's
-	// output_tokens_per_s row (loadgen/ratemetric.go), which a test holds
+	// output_tokens_per_s row (loadgen/measure/ratemetric.go), which a test holds
 	// equal.
 	OutputTokensTotal = "tailgate_output_tokens_total"
 	// Latency histograms {target,class}, in seconds, by the metric table's
-	// definitions (loadgen/metric.go): classic buckets that include every
+	// definitions (loadgen/measure/metric.go): classic buckets that include every
 	// SLO threshold of that metric exactly, plus a native histogram. The
 	// names, help and buckets are the rows' Prom faces; these constants
 	// spell them for callers, and a test holds them equal.

@@ -105,6 +105,32 @@ func TestNoProtocolImportsAnother(t *testing.T) {
 	}
 }
 
+// The aggregation (loadgen/measure) reads the runner's records; the
+// runner's side of loadgen (the runner, the protocols, transport, SSE)
+// reads nothing of it, so sending and timing a request never waits on
+// what is made of the record.
+func TestRunnerImportsNoAggregation(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	m, ok := pkgs["loadgen/measure"]
+	if !ok {
+		t.Fatal("package loadgen/measure not found: update this rule")
+	}
+	if !slices.Contains(imports(m), "loadgen") {
+		t.Errorf("loadgen/measure imports %v, not loadgen: the rule would check nothing", imports(m))
+	}
+	for path, p := range pkgs {
+		if !within(path, "loadgen") || within(path, "loadgen/measure") {
+			continue
+		}
+		for _, imp := range imports(p) {
+			if within(imp, "loadgen/measure") {
+				t.Errorf("%s imports %s: the runner's side reads nothing of the aggregation", path, imp)
+			}
+		}
+	}
+}
+
 // Use cases (the commands' libraries) meet only through results; the
 // output packages (report, evidence) are used by use cases and use none.
 func TestUseCasesMeetThroughResults(t *testing.T) {

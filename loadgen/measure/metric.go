@@ -7,7 +7,7 @@ import (
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
 
-// The metric table: every latency metric is one row, read by loadgen's
+// The metric table: every latency metric is one row, read by the
 // histograms (Metrics), summary.json (latency_ms keys and definitions) and
 // the slo package (objective metrics and their judging), so a new metric
 // is one row here.
@@ -53,7 +53,7 @@ type LatencyMetric struct {
 	// value is the sample of a PerRequest metric.
 	value func(r *loadgen.Record) (time.Duration, bool)
 
-	// The faces the packages above loadgen build from this row.
+	// The faces the packages above measure build from this row.
 
 	// Label is the metric's name in column headings and plot legends
 	// ("TTFT").
@@ -114,7 +114,7 @@ func ColumnsOf(rows []LatencyMetric, table string) []Column {
 }
 
 // NewLatencyMetric is a per-request row whose sample is value, for a
-// table built outside loadgen (a test's made-up metric).
+// table built outside measure (a test's made-up metric).
 func NewLatencyMetric(m LatencyMetric, value func(r *loadgen.Record) (time.Duration, bool)) LatencyMetric {
 	m.Per, m.value = PerRequest, value
 	return m

@@ -87,7 +87,7 @@ type Metrics struct {
 	interval map[string]*hdrhistogram.Histogram
 	taken    map[string]*hdrhistogram.Histogram // the last interval's, reused by the next
 	// Goodput, if set, says whether an OK record met every per-request
-	// goodput constraint of the SLO (loadgen knows nothing of SLOs), and
+	// goodput constraint of the SLO (measure knows nothing of SLOs), and
 	// whether it could be judged at all.
 	Goodput GoodputJudge
 	// LagCorrected holds, for each latency measured from the intended
@@ -98,12 +98,12 @@ type Metrics struct {
 	// table is the metric table the histograms are of.
 	table []LatencyMetric
 	// rates are the rate rows whose work Metrics counts itself (made
-	// outside loadgen: NewRateMetric), into each group's work.
+	// outside measure: NewRateMetric), into each group's work.
 	rates []RateMetric
 }
 
 // WithRates has m count the work of the floors of rows made outside
-// loadgen (NewRateMetric), so summary.json's throughput blocks hold them;
+// measure (NewRateMetric), so summary.json's throughput blocks hold them;
 // the table's own rates are counted in any case. It returns m.
 func (m *Metrics) WithRates(rows []RateMetric) *Metrics {
 	m.rates = extraRates(rows)

@@ -13,12 +13,19 @@ import (
 // of a millisecond of schedule lag to every request of an idle generator.
 const spinWindow = 1500 * time.Microsecond
 
-// napMargin is the part of a spun-for wait that is yielded through: the
+// napMargin is the most of a spun-for wait that is yielded through: the
 // rest, where the system allows it, the waiter sleeps in a system call
 // (nap), which wakes more precisely than a timer and costs no processor
 // meanwhile: a dispatcher yielding through its whole spinWindow keeps a
 // core busy at high send rates (bench-peers' lag step, TestWaiterNaps).
+// Once naps have been timed the margin is how late they wake plus napPad:
+// a nap oversleeps by the kernel's timer slack and a wake-up, a small part
+// of napMargin, and every yield is a pass through the scheduler.
 const napMargin = 250 * time.Microsecond
+
+// napPad is what the learnt margin keeps beyond the naps' recent
+// oversleep, for one that oversleeps a little more than those did.
+const napPad = 30 * time.Microsecond
 
 // lateBound is the lateness that switches the waiter's mode: a timer that
 // wakes later than this is sleeping in the netpoller (an idle process), a
@@ -36,6 +43,10 @@ const lateBound = 200 * time.Microsecond
 type waiter struct {
 	timer *time.Timer
 	spin  bool // the timer woke late: yield through the last spinWindow
+
+	// napLate is how late naps wake: the highest recent oversleep, which
+	// decays towards lower ones; zero before the first nap.
+	napLate time.Duration
 
 	// now, sleep, yield and nap are the clock, the timer, runtime.Gosched
 	// and a sleeping system call (nil where there is none); tests replace
@@ -75,10 +86,13 @@ func (w *waiter) until(ctx context.Context, due time.Time) bool {
 			w.spin = true // the next due time is spun for
 		}
 	}
+	slept := false // one nap a wait: what it leaves is yielded through
 	for t := w.now(); t.Before(due); t = w.now() {
-		if d := due.Sub(t) - napMargin; w.nap != nil && d > 0 {
+		if d := due.Sub(t) - w.margin(); w.nap != nil && !slept && d > 0 {
+			slept = true
 			w.nap(d)
 			t = t.Add(d) // what the nap overslept is its lateness
+			w.napped(w.now().Sub(t))
 		} else {
 			w.yield()
 		}
@@ -94,4 +108,25 @@ func (w *waiter) until(ctx context.Context, due time.Time) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// margin is how far short of the due time the waiter naps: napMargin until
+// naps have been timed, then their oversleep and napPad.
+func (w *waiter) margin() time.Duration {
+	if w.napLate == 0 {
+		return napMargin
+	}
+	return min(napMargin, w.napLate+napPad)
+}
+
+// napped learns a nap's oversleep: a higher one is taken at once, a lower
+// one moves the estimate a sixteenth of the way down, so that one quick
+// wake-up does not shrink the margin below what most naps need.
+func (w *waiter) napped(late time.Duration) {
+	late = min(max(late, time.Nanosecond), napMargin)
+	if late >= w.napLate {
+		w.napLate = late
+	} else {
+		w.napLate -= (w.napLate - late) / 16
+	}
 }

@@ -104,6 +104,45 @@ func TestWaiterNaps(t *testing.T) {
 	}
 }
 
+// Once naps have been timed, a spun-for wait naps until their oversleep
+// and napPad short of the due time, not napMargin: it yields only through
+// what the naps leave, is still on time, and a nap that oversleeps more
+// than the margin widens it for the next wait.
+func TestWaiterNapMargin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := &fakeWait{now: time.Unix(1000, 0), timerLate: 800 * time.Microsecond, yieldCost: 5 * time.Microsecond, napLate: 60 * time.Microsecond}
+	w := f.waiter()
+	w.nap = func(d time.Duration) { f.naps++; f.now = f.now.Add(d + f.napLate) }
+	w.until(ctx, f.now.Add(10*time.Millisecond)) // the late timer: spin
+	for i := 0; i < 3; i++ {
+		due := f.now.Add(10 * time.Millisecond)
+		f.sleeps, f.yields, f.naps = 0, 0, 0
+		w.until(ctx, due)
+		if i == 0 {
+			continue // the first timed nap
+		}
+		wantYields := int((napPad + f.yieldCost - 1) / f.yieldCost)
+		if late := f.now.Sub(due); !w.spin || f.naps != 1 || f.yields != wantYields || late < 0 || late > f.yieldCost {
+			t.Errorf("wait %d: spin %v, %d naps, %d yields (want 1, %d), %v late", i, w.spin, f.naps, f.yields, wantYields, late)
+		}
+	}
+	// A nap 40µs later than those before: this wait is that much late at
+	// most, and the next one's margin covers it.
+	f.napLate += 40 * time.Microsecond
+	due := f.now.Add(10 * time.Millisecond)
+	w.until(ctx, due)
+	if late := f.now.Sub(due); late <= 0 || late > 40*time.Microsecond-napPad+f.yieldCost {
+		t.Errorf("longer nap: %v late", late)
+	}
+	due = f.now.Add(10 * time.Millisecond)
+	f.yields = 0
+	w.until(ctx, due)
+	if late := f.now.Sub(due); late < 0 || late > f.yieldCost || f.yields == 0 {
+		t.Errorf("after the longer nap: %v late, %d yields", late, f.yields)
+	}
+}
+
 func TestWaiterCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,7 +12,8 @@ import (
 
 // outgoing is what Send builds a lean request from without allocating it
 // anew for every request: the header map (the client's own values shared
-// read-only, the request's own in slots of its own) and the body's reader.
+// read-only, the request's own in slots of its own), the body's reader and
+// its GetBody (bound to o once, reading the body o holds).
 // It is pooled, so it may be used only for requests the lean client sends
 // itself on its own connections, which keep nothing of a request once its
 // head is read: the answer keeps a copy without headers or body
@@ -24,6 +25,15 @@ type outgoing struct {
 	body   postBody
 	id     [1]string
 	accept [1]string
+
+	payload []byte                        // the body, for getBody
+	getBody func() (io.ReadCloser, error) // o.rewind, made once
+}
+
+// rewind is GetBody of o's request: a fresh reader over its body, for a
+// re-send on a fresh connection or a redirect, both inside Do.
+func (o *outgoing) rewind() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.payload)), nil
 }
 
 // postBody is a request body over a byte slice: closing it does nothing.
@@ -31,12 +41,17 @@ type postBody struct{ bytes.Reader }
 
 func (*postBody) Close() error { return nil }
 
-var outgoingPool = sync.Pool{New: func() any { return &outgoing{header: make(http.Header, 8)} }}
+var outgoingPool = sync.Pool{New: func() any {
+	o := &outgoing{header: make(http.Header, 8)}
+	o.getBody = o.rewind
+	return o
+}}
 
 // put gives o back to the pool, holding nothing of its request.
 func (o *outgoing) put() {
 	clear(o.header)
 	o.body.Reset(nil)
+	o.payload = nil
 	o.id[0], o.accept[0] = "", ""
 	outgoingPool.Put(o)
 }
@@ -114,8 +129,8 @@ func (cl *Client) newOutgoing(ctx context.Context, p Post, seq int64) (*http.Req
 		o.body.Reset(p.Body)
 		req.Body = &o.body
 		req.ContentLength = int64(len(p.Body))
-		body := p.Body
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		o.payload = p.Body
+		req.GetBody = o.getBody
 	}
 	if !cl.pooled.Transport.(*lean).handles(req) {
 		o.put()

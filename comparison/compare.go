@@ -104,6 +104,9 @@ type RateRow struct {
 // records per second of their window (first intended start to last end,
 // as summary.json's); ok false without a window.
 func rateOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
+	if m.Bad != nil {
+		return ratioOf(recs, m)
+	}
 	var work int64
 	var first, last time.Duration
 	seen := false
@@ -127,6 +130,30 @@ func rateOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
 		return 0, false
 	}
 	return loadgen.PerSecond(work, last-first), true
+}
+
+// ratioOf is m's ratio over recs: the measured records it counts bad over
+// those it counts, by its row (as summary.json's); ok false when it counts
+// none.
+func ratioOf(recs []loadgen.Record, m *loadgen.RateMetric) (float64, bool) {
+	var bad, counted int64
+	for i := range recs {
+		if recs[i].Warmup {
+			continue
+		}
+		switch c, b := m.Bad(&recs[i]); {
+		case !c:
+		case b:
+			bad++
+			fallthrough
+		default:
+			counted++
+		}
+	}
+	if counted == 0 {
+		return 0, false
+	}
+	return float64(bad) / float64(counted), true
 }
 
 // Row is one stage × metric × percentile.
@@ -175,7 +202,9 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	if opt.Rates == nil {
 		opt.Rates = loadgen.RateMetrics()
 	}
-	comparable := func(m *loadgen.RateMetric) bool { return m.Kind == loadgen.RateFloor && m.Work != nil }
+	comparable := func(m *loadgen.RateMetric) bool {
+		return m.Kind == loadgen.RateFloor && m.Work != nil || m.Kind == loadgen.RateRatio && m.Bad != nil
+	}
 	if len(opt.Metrics) == 0 {
 		opt.Metrics = slices.Concat(loadgen.Compared(opt.Latency),
 			loadgen.RatesWhere(opt.Rates, func(m *loadgen.RateMetric) bool { return m.Compare && comparable(m) }))

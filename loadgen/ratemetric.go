@@ -78,6 +78,9 @@ type RateMetric struct {
 
 	// Label is the metric's column heading ("out tok/s").
 	Label string
+	// Absent is what the terminal summary says in place of the figure
+	// when it is absent ("": "<Label> not measured").
+	Absent string
 	// Prom is its Prometheus counter of Work {target,class} (exporters/prom),
 	// or for a ratio with Bad the pair Name_bad_total and Name_events_total
 	// (bad and counted records); a zero Name: not exported. Buckets are
@@ -139,6 +142,7 @@ var rateMetricsTable = []RateMetric{
 		Of:         func(t *schema.Throughput) (float64, bool) { return t.RequestsPerS, true }},
 	{Name: MetricGoodputPerS, Kind: RateFloor, Unit: "req/s", Label: "goodput/s", Reach: ReachRequests, ShareOfOffered: true, Goodput: true,
 		Definition: "successful requests that met every goodput constraint per second of the measured window",
+		Absent:     "goodput not judged (no TPOT without a stream)",
 		Of: func(t *schema.Throughput) (float64, bool) {
 			if t.GoodputPerS == nil {
 				return 0, false

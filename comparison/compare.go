@@ -105,6 +105,9 @@ type RateRow struct {
 // records per second of their window (first intended start to last end,
 // as summary.json's); ok false without a window.
 func rateOf(recs []loadgen.Record, m *measure.RateMetric) (float64, bool) {
+	if m.Bad != nil {
+		return ratioOf(recs, m)
+	}
 	var work int64
 	var first, last time.Duration
 	seen := false
@@ -128,6 +131,30 @@ func rateOf(recs []loadgen.Record, m *measure.RateMetric) (float64, bool) {
 		return 0, false
 	}
 	return measure.PerSecond(work, last-first), true
+}
+
+// ratioOf is m's ratio over recs: the measured records it counts bad over
+// those it counts, by its row (as summary.json's); ok false when it counts
+// none.
+func ratioOf(recs []loadgen.Record, m *measure.RateMetric) (float64, bool) {
+	var bad, counted int64
+	for i := range recs {
+		if recs[i].Warmup {
+			continue
+		}
+		switch c, b := m.Bad(&recs[i]); {
+		case !c:
+		case b:
+			bad++
+			fallthrough
+		default:
+			counted++
+		}
+	}
+	if counted == 0 {
+		return 0, false
+	}
+	return float64(bad) / float64(counted), true
 }
 
 // Row is one stage × metric × percentile.
@@ -176,7 +203,9 @@ func Compare(base, cand *Side, opt Options) (*Report, error) {
 	if opt.Rates == nil {
 		opt.Rates = measure.RateMetrics()
 	}
-	comparable := func(m *measure.RateMetric) bool { return m.Kind == measure.RateFloor && m.Work != nil }
+	comparable := func(m *measure.RateMetric) bool {
+		return m.Kind == measure.RateFloor && m.Work != nil || m.Kind == measure.RateRatio && m.Bad != nil
+	}
 	if len(opt.Metrics) == 0 {
 		opt.Metrics = slices.Concat(measure.Compared(opt.Latency),
 			measure.RatesWhere(opt.Rates, func(m *measure.RateMetric) bool { return m.Compare && comparable(m) }))

@@ -53,7 +53,7 @@ func WriteTable(w io.Writer, r *Report) {
 			if row.ChangePct != nil {
 				change = fmt.Sprintf("%+.1f%%", *row.ChangePct)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.1f %s\t%.1f %s\t%s\t\n", row.Stage, row.Metric, row.Baseline, row.Unit, row.Candidate, row.Unit, change)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", row.Stage, row.Metric, rateValue(row.Baseline, row.Unit), rateValue(row.Candidate, row.Unit), change)
 		}
 		tw.Flush()
 	}
@@ -61,6 +61,15 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	fmt.Fprintf(w, "\n%d regressions, %d improvements: exit %d\n", r.Regressions, r.Improvements, r.ExitCode)
+}
+
+// rateValue is a rate row's value with its unit; a ratio has none and
+// shows as a percentage.
+func rateValue(v float64, unit string) string {
+	if unit == "" {
+		return fmt.Sprintf("%.2f%%", 100*v)
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
 }
 
 func pctLabel(q float64) string {

@@ -17,6 +17,34 @@ import (
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
+// throughputLine is the rates of rows a throughput block holds, in row
+// order, each by its label ("out tok/s 291.3"), or its Absent text when
+// absent; per-session rows and rows summary.json does not hold are left
+// out.
+func throughputLine(t *schema.Throughput, rows []measure.RateMetric) string {
+	var parts []string
+	for i := range rows {
+		m := &rows[i]
+		if m.Of == nil || m.PerSession {
+			continue
+		}
+		v, ok := m.Of(t)
+		switch {
+		case !ok && m.Absent != "":
+			parts = append(parts, m.Absent)
+		case !ok:
+			parts = append(parts, m.Label+" not measured")
+		case m.Kind == measure.RateRatio:
+			parts = append(parts, fmt.Sprintf("%s %.2f%%", m.Label, 100*v))
+		case m.Unit == "req/s":
+			parts = append(parts, fmt.Sprintf("%s %.2f", m.Label, v))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %.1f", m.Label, v))
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
 // WriteText writes the terminal report of a summary: counts, throughput,
 // the latency table, a per-class table when there is more than one class,
 // and warnings.
@@ -48,12 +76,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
 	writeFirstErrors(ew, q.FirstErrors)
 	t := s.Throughput
-	goodput := "not judged (no TPOT without a stream)"
-	if t.GoodputPerS != nil {
-		goodput = fmt.Sprintf("%.2f req/s", *t.GoodputPerS)
-	}
-	fmt.Fprintf(ew, "throughput %.2f req/s completed  %.1f output tok/s  %.1f input tok/s  goodput %s  (measured window %.2fs)\n",
-		t.RequestsPerS, t.OutputTokensPerS, t.InputTokensPerS, goodput, r.MeasuredWindowS)
+	fmt.Fprintf(ew, "throughput %s  (measured window %.2fs)\n", throughputLine(&t, measure.RateMetrics()), r.MeasuredWindowS)
 	if t.ScheduledWindowS > 0 {
 		fmt.Fprintf(ew, "load     offered %.2f req/s  sent %.2f req/s  (scheduled window %.2fs, warm-up and drain left out)\n",
 			t.OfferedPerS, t.SentPerS, t.ScheduledWindowS)

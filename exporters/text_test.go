@@ -54,6 +54,13 @@ func TestWriteTextReport(t *testing.T) {
 	if strings.Contains(out, "ttfat") {
 		t.Errorf("ttfat shown though no reasoning tokens:\n%s", out)
 	}
+	// The throughput line is the rate table's floors, by their labels.
+	th := s.Throughput
+	line := fmt.Sprintf("throughput out tok/s %.1f  in tok/s %.1f  completed/s %.2f  goodput/s %.2f  (measured window",
+		th.OutputTokensPerS, th.InputTokensPerS, th.RequestsPerS, *th.GoodputPerS)
+	if !strings.Contains(out, line) {
+		t.Errorf("report lacks the throughput line %q:\n%s", line, out)
+	}
 }
 
 // A run with agent sessions prints their figures; one without, none.

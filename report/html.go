@@ -178,7 +178,11 @@ func rateText(t *schema.Throughput, rows []*measure.RateMetric) []string {
 		if r.Of == nil {
 			continue
 		}
-		if v, ok := r.Of(t); ok {
+		switch v, ok := r.Of(t); {
+		case !ok:
+		case r.Kind == measure.RateRatio:
+			out[i] = fmt.Sprintf("%.2f%%", 100*v)
+		default:
 			out[i] = f1(v)
 		}
 	}

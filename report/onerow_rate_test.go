@@ -192,3 +192,202 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 		t.Errorf("compare table lacks the total_tokens_per_s row:\n%s", ct.String())
 	}
 }
+
+// ratesWithCapped is the rate table plus one made-up ratio, capped_rate
+// (successful requests that asked for a max_tokens and used all of it,
+// over the successful requests that asked for one), given every face a
+// row can have: a new ratio is this one row.
+func ratesWithCapped() []measure.RateMetric {
+	capped := measure.NewRatioMetric(measure.RateMetric{
+		Name: "capped_rate", Label: "capped",
+		Definition: "successful requests that used all of their max_tokens over the successful requests that asked for one",
+		Compare:    true, Sweep: true,
+		Prom:    measure.PromFace{Name: "tailgate_capped", Help: "Successful requests that used all of their max_tokens (made up by a test)."},
+		Columns: []string{measure.TableReportParts, measure.TableReportPartsMD},
+	}, func(r *loadgen.Record) (counted, bad bool) {
+		if !r.OK() || r.MaxTokens <= 0 {
+			return false, false
+		}
+		return true, r.OutputTokens >= r.MaxTokens
+	})
+	return append(measure.RateMetrics(), capped)
+}
+
+// cappedRecords are oneRowRecords with a max_tokens each, every every-th
+// one used up, and failed more failed requests after them.
+func cappedRecords(n, every, failed int) []loadgen.Record {
+	recs := oneRowRecords(n, 0)
+	for i := range recs {
+		recs[i].MaxTokens = 8
+		if i%every == 0 {
+			recs[i].MaxTokens = 3
+		}
+	}
+	for i := range failed {
+		at := time.Duration(n+i) * 10 * time.Millisecond
+		recs = append(recs, loadgen.Record{Seq: int64(n + i), Class: "chat", Intended: at, Sent: at, End: at + 5*time.Millisecond,
+			MaxTokens: 3, ErrorKind: loadgen.ErrServer, Error: "HTTP 500"})
+	}
+	return recs
+}
+
+const cappedSLO = `kind: SLO
+apiVersion: tailgate/v1
+name: capped
+owner: test@example.com
+objectives:
+  - name: capped
+    metric: capped_rate
+    threshold: 40%
+`
+
+// A made-up ratio added as one row of the rate table reaches summary.json,
+// /metrics (a bad and counted pair), the SLO parser and judge (the verdict
+// table), report.html (and its Markdown) and compare, each counting the
+// records the row's own rule classes.
+func TestOneRowRatioReachesEveryFace(t *testing.T) {
+	t.Parallel()
+	rates := ratesWithCapped()
+	// 200 successful requests, one in four capped (50), and 10 failed ones
+	// the row does not count.
+	recs := cappedRecords(200, 4, 10)
+
+	// summary.json: the throughput block and definitions, and back.
+	m := measure.NewMetrics().WithRates(rates)
+	for i := range recs {
+		m.Add(&recs[i])
+	}
+	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
+	js, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Throughput  map[string]float64 `json:"throughput"`
+		Definitions map[string]string  `json:"definitions"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := doc.Throughput["capped_rate"]; !ok || v != 0.25 {
+		t.Errorf("summary.json throughput.capped_rate = %v (%v), want 0.25 (throughput %v)", v, ok, doc.Throughput)
+	}
+	if doc.Definitions["capped_rate"] == "" {
+		t.Error("summary.json has no definition of capped_rate")
+	}
+	var back schema.Summary
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if v := back.Throughput.Extra["capped_rate"]; v != 0.25 || len(back.Throughput.Extra) != 1 {
+		t.Errorf("summary.json read back: extra rates %v, want capped_rate 0.25 alone", back.Throughput.Extra)
+	}
+	if v := back.Classes["chat"].Throughput.Extra["capped_rate"]; v != 0.25 {
+		t.Errorf("summary.json class chat: capped_rate %v, want 0.25", v)
+	}
+	// Nothing counted: absent, not zero.
+	none := measure.NewMetrics().WithRates(rates)
+	for _, r := range oneRowRecords(20, 0) { // no max_tokens asked
+		none.Add(&r)
+	}
+	if v, ok := none.Summary(loadgen.Info{Elapsed: time.Second}, schema.SummaryMeta{}).Throughput.Extra["capped_rate"]; ok {
+		t.Errorf("capped_rate of requests that asked no max_tokens = %v, want absent", v)
+	}
+
+	// /metrics: the row's bad and counted pair, names and help.
+	pm := prom.New(prom.Options{Rates: rates})
+	sink := pm.NewSink(prom.SinkOptions{Target: "t"})
+	for i := range recs {
+		if err := sink.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(pm.Registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{"# HELP tailgate_capped_bad_total Successful requests that used all of their max_tokens (made up by a test). Records counted bad.",
+		`tailgate_capped_bad_total{class="chat",target="t"} 50`, `tailgate_capped_events_total{class="chat",target="t"} 200`,
+		`tailgate_output_tokens_total{class="chat",target="t"} 600`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// The SLO parser and judge: the built-in table does not know the
+	// ratio; the table given does, and the judge counts by its row.
+	if _, err := slo.ParseSpec("capped.yaml", []byte(cappedSLO)); err == nil || !strings.Contains(err.Error(), `"capped_rate" is not a metric`) {
+		t.Errorf("the built-in tables read a made-up ratio: %v", err)
+	}
+	spec, err := slo.ParseSpecIn(slo.Tables{Latency: measure.LatencyMetrics(), Rates: rates}, "capped.yaml", []byte(cappedSLO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &spec.Objectives[0]
+	if k := o.Kind(); k != slo.KindRatio {
+		t.Errorf("capped_rate objective kind %q, want ratio", k)
+	}
+	if e := o.Events(&recs[0]); e != (slo.Events{Bad: 1}) {
+		t.Errorf("events of a capped request %+v, want one bad", e)
+	}
+	if e := o.Events(&recs[len(recs)-1]); e.Total() != 0 {
+		t.Errorf("events of a failed request %+v, want none (the row does not count it)", e)
+	}
+	j := slo.NewJudge(nil, spec)
+	for i := range recs {
+		j.Add(&recs[i])
+	}
+	verdicts := j.Assess(slo.Input{Now: time.Unix(0, 0)})
+	if vs := verdicts.Verdicts; len(vs) != 1 || vs[0].Measured != 0.25 || vs[0].Total != 200 || vs[0].Good != 150 || vs[0].LeftOut != 10 {
+		t.Fatalf("verdicts %+v: want capped_rate 25%% of 200, 10 left out", verdicts.Verdicts)
+	}
+	var vt bytes.Buffer
+	if err := exporters.WriteVerdictTable(&vt, verdicts); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for line := range strings.Lines(vt.String()) {
+		found = found || strings.HasPrefix(line, "capped ") && strings.Contains(line, " 25% ") && strings.Contains(line, "≤ 40%") && strings.Contains(line, "PASS")
+	}
+	if !found || !strings.Contains(vt.String(), "left out: 10 requests capped_rate does not count") {
+		t.Errorf("verdict table lacks the capped line or its note:\n%s", vt.String())
+	}
+
+	// report.html and the Markdown report: the row's column.
+	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
+	var html, md bytes.Buffer
+	if err := report.WriteHTML(&html, []*report.Source{src}, report.Options{Rates: rates}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<th>out tok/s</th><th>capped</th><th>TTFT p50</th>", "<td>25.00%</td>"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if err := report.WriteMarkdown(&md, []*report.Source{src}, report.Options{Rates: rates}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| goodput/s | capped | TTFT p50 |") || !strings.Contains(md.String(), "| 25.00% |") {
+		t.Errorf("Markdown report lacks the capped column:\n%s", md.String())
+	}
+
+	// compare: a default rate, baseline and candidate side by side.
+	side := func(dir string, recs []loadgen.Record) *comparison.Side {
+		return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
+			Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
+			Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
+	}
+	rep, err := comparison.Compare(side("a", recs), side("b", cappedRecords(200, 5, 10)),
+		comparison.Options{Tolerance: 0.05, Resamples: 200, Seed: 1, Rates: rates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rates) != 1 || rep.Rates[0].Metric != "capped_rate" || rep.Rates[0].Baseline != 0.25 || rep.Rates[0].Candidate != 0.2 ||
+		rep.Rates[0].ChangePct == nil || *rep.Rates[0].ChangePct >= 0 {
+		t.Errorf("compare rates %+v: want capped_rate 0.25 → 0.2, lower", rep.Rates)
+	}
+	var ct bytes.Buffer
+	comparison.WriteTable(&ct, rep)
+	if !strings.Contains(ct.String(), "capped_rate  25.00%    20.00%     -20.0%") {
+		t.Errorf("compare table lacks the capped_rate row:\n%s", ct.String())
+	}
+}

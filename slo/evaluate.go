@@ -60,7 +60,7 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			addNote(&v, fmt.Sprintf("%d answers with no output token, or more than max_tokens (%s, %s), counted as misses", oj.emptyMiss, loadgen.ErrEmptyAnswer, loadgen.ErrOverGeneration))
 		}
 	case KindRatio:
-		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled
+		v.Good, v.Total, v.LeftOut = oj.counted-oj.bad, oj.counted, oj.cut+oj.dropped+oj.cancelled+oj.out
 		if o.perSession() {
 			if oj.cut > 0 {
 				v.Note = fmt.Sprintf("left out: %d sessions cut by the load generator (a call dropped, cut at the end or not due before the run ended)", oj.cut)
@@ -85,7 +85,12 @@ func (oj *objectiveJudge) verdict(stage string, win loadgen.Window, qd *promhist
 			if oj.cancelled > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s by the run", oj.cancelled, loadgen.ErrCancelled))
 			}
-			v.Note = "left out: " + strings.Join(parts, ", ") + " (the load generator's, not failures of the server)"
+			if len(parts) > 0 {
+				v.Note = "left out: " + strings.Join(parts, ", ") + " (the load generator's, not failures of the server)"
+			}
+			if oj.out > 0 {
+				addNote(&v, fmt.Sprintf("left out: %d requests %s does not count", oj.out, o.Metric))
+			}
 		}
 		if oj.counted == 0 {
 			addNote(&v, "no requests in this stage")

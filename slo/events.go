@@ -20,7 +20,8 @@ import (
 //     event is good when its value is ≤ threshold.
 //   - error_rate: one event per counted request (dropped and cut_at_end are
 //     left out unless the objective names them), bad when it failed with a
-//     kind the objective counts.
+//     kind the objective counts; any other ratio counted per record: one
+//     event per record its row counts, bad as its row says (RateMetric.Bad).
 //   - session_duration and session_success: one event per session, from
 //     its records rolled up (judge.go's addSession): none per record.
 //   - floors (output_tokens_per_s, input_tokens_per_s, requests_per_s,
@@ -60,9 +61,21 @@ const (
 	ratioCancelled                   // cancelled by the run itself, not named: left out
 	ratioGood
 	ratioBad
+	ratioOut // not counted by the row's own rule (RateMetric.Bad)
 )
 
 func (o *Objective) ratioEvent(r *loadgen.Record) ratioClass {
+	if rate := o.rateRow(); rate != nil && rate.Bad != nil && !rate.ErrorKinds {
+		// A ratio row that classes records itself: one definition for the
+		// verdict, summary.json and the counters.
+		switch counted, bad := rate.Bad(r); {
+		case !counted:
+			return ratioOut
+		case bad:
+			return ratioBad
+		}
+		return ratioGood
+	}
 	named := len(o.ErrorKinds) > 0 && hasKind(o.ErrorKinds, r.ErrorKind)
 	switch {
 	case r.ErrorKind == loadgen.ErrCutAtEnd && !named:

@@ -224,8 +224,8 @@ type objectiveJudge struct {
 	// (no chunk instants: no ICL or ITL samples).
 	compact uint64
 	// ratio: failed of counted requests; cut, dropped and cancelled were
-	// left out.
-	bad, counted, cut, dropped, cancelled uint64
+	// left out, and out those a row's own rule does not count.
+	bad, counted, cut, dropped, cancelled, out uint64
 	// censoredMiss counts requests cut, timed out or cancelled after a
 	// latency threshold had passed (counted as misses), censoredBefore
 	// those cut before it (counted apart: their value is unknown).
@@ -317,6 +317,9 @@ func (oj *objectiveJudge) add(r *loadgen.Record) {
 			return
 		case ratioCancelled:
 			oj.cancelled++
+			return
+		case ratioOut:
+			oj.out++
 			return
 		case ratioBad:
 			oj.bad++

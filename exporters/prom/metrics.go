@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tailgate-llm/tailgate/internal/version"
+	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/measure"
 	"github.com/tailgate-llm/tailgate/slo"
 )
@@ -156,23 +157,59 @@ type Options struct {
 }
 
 // rateCounter is one counter row: a rate-table row with a Prometheus face,
-// counting the row's work (one definition of what the rate counts).
+// counting the row's work (one definition of what the rate counts), or
+// for a ratio row the records it counts (vec) and those of them bad.
 type rateCounter struct {
 	row *measure.RateMetric
 	vec *prometheus.CounterVec
+	bad *prometheus.CounterVec // nil: a floor
 }
 
 // rateCountersOf are the counter rows of a rate table, in its order: the
-// rows with a Prometheus name and a per-record work.
+// rows with a Prometheus name and a per-record work or classing (Bad).
 func rateCountersOf(rows []measure.RateMetric) []rateCounter {
 	var out []rateCounter
+	labels := []string{LabelTarget, LabelClass}
 	for i := range rows {
-		if f := rows[i].Prom; f.Name != "" && rows[i].Work != nil {
-			out = append(out, rateCounter{row: &rows[i], vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name, Help: f.Help},
-				[]string{LabelTarget, LabelClass})})
+		switch f := rows[i].Prom; {
+		case f.Name == "":
+		case rows[i].Work != nil:
+			out = append(out, rateCounter{row: &rows[i], vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name, Help: f.Help}, labels)})
+		case rows[i].Bad != nil:
+			// A pair, bad and counted: rate() of one over the other is the
+			// ratio over any window.
+			out = append(out, rateCounter{row: &rows[i],
+				vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name + "_events_total", Help: f.Help + " Records counted."}, labels),
+				bad: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name + "_bad_total", Help: f.Help + " Records counted bad."}, labels)})
 		}
 	}
 	return out
+}
+
+// collectors are c's counters.
+func (c rateCounter) collectors() []*prometheus.CounterVec {
+	if c.bad == nil {
+		return []*prometheus.CounterVec{c.vec}
+	}
+	return []*prometheus.CounterVec{c.bad, c.vec}
+}
+
+// add counts r, a record not of the warm-up, into c.
+func (c rateCounter) add(r *loadgen.Record, target, class string) {
+	if c.bad == nil {
+		if r.OK() {
+			c.vec.WithLabelValues(target, class).Add(float64(max(c.row.Work(r), 0)))
+		}
+		return
+	}
+	switch counted, bad := c.row.Bad(r); {
+	case !counted:
+	case bad:
+		c.bad.WithLabelValues(target, class).Inc()
+		fallthrough
+	default:
+		c.vec.WithLabelValues(target, class).Inc()
+	}
 }
 
 // New makes the collectors and registers them, and tailgate_build_info, on
@@ -223,7 +260,9 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(m.requests, m.errors, m.sloEvents, m.objectiveRatio,
 		m.budgetRemaining, m.burnRate, m.lastSuccess, build)
 	for _, c := range m.rates {
-		m.reg.MustRegister(c.vec)
+		for _, v := range c.collectors() {
+			m.reg.MustRegister(v)
+		}
 	}
 	if opts.Daemon {
 		m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: ConfigLastReloadSuccessful,
@@ -395,7 +434,9 @@ func (m *Metrics) Forget(target string) {
 		v.DeletePartialMatch(l)
 	}
 	for _, c := range m.rates {
-		c.vec.DeletePartialMatch(l)
+		for _, v := range c.collectors() {
+			v.DeletePartialMatch(l)
+		}
 	}
 	for _, v := range []*prometheus.GaugeVec{m.coverage, m.targetInfo} {
 		if v != nil {

@@ -123,6 +123,10 @@ var namesTable = slices.Concat([]string{
 func rateNames(rows []measure.RateMetric) []string {
 	var out []string
 	for _, c := range rateCountersOf(rows) {
+		if c.bad != nil {
+			out = append(out, c.row.Prom.Name+"_bad_total", c.row.Prom.Name+"_events_total")
+			continue
+		}
 		out = append(out, c.row.Prom.Name)
 	}
 	return out

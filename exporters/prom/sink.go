@@ -107,12 +107,12 @@ func (s *Sink) Add(r *loadgen.Record) error {
 	}
 	t, class := s.opts.Target, r.Class
 	s.initClass(class)
+	for _, c := range s.m.rates {
+		c.add(r, t, class)
+	}
 	end := r.Epoch().Add(r.End)
 	if r.OK() {
 		s.m.requests.WithLabelValues(t, class, OutcomeOK).Inc()
-		for _, c := range s.m.rates {
-			c.vec.WithLabelValues(t, class).Add(float64(max(c.row.Work(r), 0)))
-		}
 		s.m.lastSuccess.WithLabelValues(t).Set(float64(end.UnixNano()) / 1e9)
 		for _, h := range s.m.lat {
 			var obs prometheus.Observer

@@ -44,6 +44,8 @@ type Group struct {
 	// work is, per extra rate row (Metrics.WithRates), the work of the
 	// successful records.
 	work map[string]int64
+	// ratio is, per extra ratio row, its bad and counted records.
+	ratio map[string]*[2]int64
 	// window: first intended start to last end of measured requests.
 	first, last time.Duration
 	seen        bool
@@ -192,8 +194,12 @@ func (m *Metrics) Add(r *loadgen.Record) {
 	for _, grp := range groups {
 		grp.add(r, good, judged)
 	}
+	m.addRatios(r, &groups)
 	if r.OK() {
 		for i := range m.rates {
+			if m.rates[i].Work == nil {
+				continue
+			}
 			w := m.rates[i].Work(r)
 			for _, grp := range groups {
 				if grp.work == nil {
@@ -211,6 +217,35 @@ func (m *Metrics) Add(r *loadgen.Record) {
 				m.TurnTTFT[r.Turn] = h
 			}
 			h.RecordValue(microsOf(d))
+		}
+	}
+}
+
+// addRatios counts r into each group's bad and counted records of the
+// extra ratio rows, by each row's Bad.
+func (m *Metrics) addRatios(r *loadgen.Record, groups *[3]*Group) {
+	for i := range m.rates {
+		rm := &m.rates[i]
+		if rm.Bad == nil {
+			continue
+		}
+		counted, bad := rm.Bad(r)
+		if !counted {
+			continue
+		}
+		for _, grp := range groups {
+			if grp.ratio == nil {
+				grp.ratio = map[string]*[2]int64{}
+			}
+			c := grp.ratio[rm.Name]
+			if c == nil {
+				c = new([2]int64)
+				grp.ratio[rm.Name] = c
+			}
+			if bad {
+				c[0]++
+			}
+			c[1]++
 		}
 	}
 }

@@ -63,6 +63,11 @@ type RateMetric struct {
 	// ErrorKinds: the ratio counts failed requests and may be restricted
 	// to some error kinds.
 	ErrorKinds bool
+	// Bad classes one record for a ratio counted per record: counted
+	// false leaves it out, bad true counts it against the ratio (nil: a
+	// floor, or a ratio with rules of its own, as error_rate's kinds and
+	// session_success's sessions are). Warm-up records never reach it.
+	Bad func(r *loadgen.Record) (counted, bad bool)
 	// ShareOfOffered: the floor may be judged as a share of the offered
 	// requests.
 	ShareOfOffered bool
@@ -76,8 +81,13 @@ type RateMetric struct {
 
 	// Label is the metric's column heading ("out tok/s").
 	Label string
-	// Prom is its Prometheus counter of Work {target,class} (exporters/prom);
-	// a zero Name: not exported. Buckets are unused.
+	// Absent is what the terminal summary says in place of the figure
+	// when it is absent ("": "<Label> not measured").
+	Absent string
+	// Prom is its Prometheus counter of Work {target,class} (exporters/prom),
+	// or for a ratio with Bad the pair Name_bad_total and Name_events_total
+	// (bad and counted records); a zero Name: not exported. Buckets are
+	// unused.
 	Prom PromFace
 	// Columns are the tables (the Table names) that show the metric as a
 	// column of its own after the fixed ones; the built-in rates have
@@ -89,7 +99,7 @@ type RateMetric struct {
 	Sweep bool
 
 	// extra: summary.json holds it in Throughput.Extra (a row made outside
-	// loadgen), so Metrics counts its Work.
+	// loadgen), so Metrics counts its Work, or its bad and counted records.
 	extra bool
 }
 
@@ -103,6 +113,16 @@ func NewRateMetric(m RateMetric, work func(r *loadgen.Record) int64) RateMetric 
 		v, ok := t.Extra[name]
 		return v, ok
 	}
+	return m
+}
+
+// NewRatioMetric is a ratio counted per record, whose records bad classes,
+// for a table built outside loadgen (a test's made-up metric): summary.json
+// writes bad over counted into the throughput block under its name, absent
+// while nothing was counted.
+func NewRatioMetric(m RateMetric, bad func(r *loadgen.Record) (counted, bad bool)) RateMetric {
+	m = NewRateMetric(m, nil)
+	m.Kind, m.Bad = RateRatio, bad
 	return m
 }
 
@@ -125,6 +145,7 @@ var rateMetricsTable = []RateMetric{
 		Of:         func(t *schema.Throughput) (float64, bool) { return t.RequestsPerS, true }},
 	{Name: MetricGoodputPerS, Kind: RateFloor, Unit: "req/s", Label: "goodput/s", Reach: ReachRequests, ShareOfOffered: true, Goodput: true,
 		Definition: "successful requests that met every goodput constraint per second of the measured window",
+		Absent:     "goodput not judged (no TPOT without a stream)",
 		Of: func(t *schema.Throughput) (float64, bool) {
 			if t.GoodputPerS == nil {
 				return 0, false
@@ -176,7 +197,7 @@ func RateColumnsOf(rows []RateMetric, table string) []*RateMetric {
 func extraRates(rows []RateMetric) []RateMetric {
 	var out []RateMetric
 	for _, r := range rows {
-		if r.extra && r.Work != nil {
+		if r.extra && (r.Work != nil || r.Bad != nil) {
 			out = append(out, r)
 		}
 	}

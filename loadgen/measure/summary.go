@@ -63,6 +63,12 @@ func (g *Group) summarize(sched float64) (schema.Counts, schema.Throughput, map[
 			t.Extra[n] = PerSecond(v, w)
 		}
 	}
+	for n, c := range g.ratio { // counted > 0: a ratio with no event is absent
+		if t.Extra == nil {
+			t.Extra = map[string]float64{}
+		}
+		t.Extra[n] = float64(c[0]) / float64(c[1])
+	}
 	g.rates(&t, sched)
 	lat := make(map[string]schema.Hist, len(g.Hist))
 	for n, h := range g.Hist {

@@ -37,36 +37,41 @@ func (c *Client) Do(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record)
 	if id == "" {
 		id = strconv.FormatInt(rec.Seq, 10)
 	}
-	req, err := c.buildRequest(c.spec.Load(), p, id, maxTokens, c.stream)
+	spec := c.spec.Load()
+	keepText := p.FollowUp != nil
+	var (
+		wire wireRequest
+		req  *pb.ModelInferRequest
+		err  error
+	)
+	overStream := !c.stream && c.unaryOverStream.Load()
+	if c.stream || overStream {
+		wire, err = c.streamRequest(spec, p, id, maxTokens, c.stream)
+	} else {
+		req, err = c.buildRequest(spec, p, id, maxTokens, false)
+	}
 	if err != nil {
 		rec.Sent = rec.Now()
 		rec.End = rec.Sent
 		c.fail(rec, loadgen.ErrProtocol, 0, "building the request: "+err.Error())
 		return
 	}
-	keepText := p.FollowUp != nil
 	// A child context ends the stream whatever way Do returns.
 	callCtx, cancel := context.WithCancel(c.outgoing(ctx, id))
 	defer cancel()
 	switch {
 	case c.stream:
-		c.doStream(ctx, callCtx, cancel, req, rec, maxTokens, keepText)
-	case c.unaryOverStream.Load():
-		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+		c.doStream(ctx, callCtx, cancel, wire, id, rec, maxTokens, keepText)
+	case overStream:
+		// The unstreamed answer of a decoupled model, which refuses
+		// ModelInfer: one response (stream false) over ModelStreamInfer.
+		rec.Unstreamed = true
+		c.doStream(ctx, callCtx, cancel, wire, id, rec, 0, keepText)
 	default:
-		c.doUnary(ctx, callCtx, cancel, req, rec, keepText)
+		c.doUnary(ctx, callCtx, cancel, req, rec, keepText, func() (wireRequest, error) {
+			return c.streamRequest(spec, p, id, maxTokens, false)
+		})
 	}
-}
-
-// doOverStream asks for one response (stream false) over ModelStreamInfer:
-// the unstreamed answer of a decoupled model, which refuses ModelInfer.
-func (c *Client) doOverStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
-	if req.Parameters == nil {
-		req.Parameters = map[string]*pb.InferParameter{}
-	}
-	req.Parameters[paramEmptyFinal] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
-	rec.Unstreamed = true
-	c.doStream(ctx, callCtx, cancel, req, rec, 0, keepText)
 }
 
 // decoupledRefusal reports whether err is Triton refusing ModelInfer for a
@@ -154,16 +159,18 @@ func (s *response) settle() {
 	}
 }
 
-func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, maxTokens int, keepText bool) {
+// doStream sends wire, the encoded request of wantID, over
+// ModelStreamInfer and reads its responses.
+func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, wire wireRequest, wantID string, rec *loadgen.Record, maxTokens int, keepText bool) {
 	rec.ReserveChunks(maxTokens)
-	s := response{rec: rec, sent: req.GetModelName(), keepText: keepText}
+	s := response{rec: rec, sent: c.model, keepText: keepText}
 	defer s.settle()
 	// Sent is taken before the stream is opened: connection setup, when
 	// the connection is not up yet, counts in TTFT as a user would feel it.
 	rec.Sent = rec.Now()
 	st, err := c.pick().ModelStreamInfer(callCtx, grpc.ForceCodecV2(c.codec))
 	if err == nil {
-		err = st.Send(req)
+		err = st.SendMsg(wire)
 	}
 	if err == nil {
 		err = st.CloseSend()
@@ -180,9 +187,6 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 		c.fail(rec, kind, code, msg)
 		return
 	}
-	// Only the request's id is read from here on, so the request, sent,
-	// is not held for the rest of the stream.
-	wantID := req.GetId()
 	var fr frame
 	ev := &s.ev
 	for {
@@ -257,7 +261,9 @@ func recvStatus(st interface {
 	}
 }
 
-func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool) {
+// doUnary sends req by ModelInfer; overStream encodes it for
+// ModelStreamInfer, should the model refuse ModelInfer as decoupled.
+func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc, req *pb.ModelInferRequest, rec *loadgen.Record, keepText bool, overStream func() (wireRequest, error)) {
 	rec.Unstreamed = true
 	s := response{rec: rec, sent: req.GetModelName(), keepText: keepText}
 	defer s.settle()
@@ -274,7 +280,13 @@ func (c *Client) doUnary(ctx, callCtx context.Context, cancel context.CancelFunc
 		}
 		sent := rec.Sent
 		rec.Retries++
-		c.doOverStream(ctx, callCtx, cancel, req, rec, keepText)
+		rec.Unstreamed = true
+		wire, err := overStream()
+		if err != nil {
+			c.fail(rec, loadgen.ErrProtocol, 0, "building the request: "+err.Error())
+			return
+		}
+		c.doStream(ctx, callCtx, cancel, wire, req.GetId(), rec, 0, keepText)
 		rec.Sent = sent
 		return
 	}

@@ -93,6 +93,7 @@ type Client struct {
 	unaryOverStream atomic.Bool
 
 	codec   frameCodec
+	shapes  templates
 	conns   []*grpc.ClientConn
 	clients []pb.GRPCInferenceServiceClient
 	next    atomic.Uint64

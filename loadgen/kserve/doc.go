@@ -51,7 +51,9 @@
 //
 // Streamed responses are read as bytes and decoded in place by a protowire
 // walker (wire.go) for the shapes servers send; anything unusual is left to
-// proto.Unmarshal, and FuzzDecodeStream holds the two equal.
+// proto.Unmarshal, and FuzzDecodeStream holds the two equal. Streamed
+// requests are sent as bytes: a template per request shape with the id and
+// text spliced in (encode.go), equal to proto.Marshal of the request.
 //
 // # Token counts
 //

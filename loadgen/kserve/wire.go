@@ -287,8 +287,9 @@ func fastOutput(b []byte, o *outputTensor) (ok bool) {
 	return true
 }
 
-// frameCodec hands a received message to the caller as bytes (*frame) and
-// marshals requests with grpc's proto codec.
+// frameCodec hands a received message to the caller as bytes (*frame),
+// sends a wireRequest as it is, and marshals other messages with grpc's
+// proto codec.
 type frameCodec struct{ proto encoding.CodecV2 }
 
 // frame is one received message's bytes, reused across messages.
@@ -296,7 +297,14 @@ type frame struct{ b []byte }
 
 func newFrameCodec() frameCodec { return frameCodec{proto: encoding.GetCodecV2("proto")} }
 
-func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if w, ok := v.(wireRequest); ok {
+		// grpc-go may write it after SendMsg returns: each request's bytes
+		// are its own, never reused.
+		return mem.BufferSlice{mem.SliceBuffer(w)}, nil
+	}
+	return c.proto.Marshal(v)
+}
 
 func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	f, ok := v.(*frame)

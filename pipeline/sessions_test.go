@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strconv"
 	"testing"
@@ -12,11 +13,14 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// twoTurns yields sessions of two calls, the second 20 ms of tool time
-// after the first's answer.
-type twoTurns struct{ n int }
+// twoTurns yields limit sessions of two calls, the second 20 ms of tool
+// time after the first's answer, then runs out.
+type twoTurns struct{ n, limit int }
 
 func (s *twoTurns) Next() (*prompts.Prompt, error) {
+	if s.n >= s.limit {
+		return nil, io.EOF
+	}
 	id := "s" + strconv.Itoa(s.n)
 	s.n++
 	call := func(c string, turn int, after ...prompts.Edge) prompts.Call {
@@ -29,8 +33,11 @@ func (s *twoTurns) Next() (*prompts.Prompt, error) {
 
 func TestRunWritesSessions(t *testing.T) {
 	dir := results.Dir(t.TempDir())
-	sp := spec(10, 400*time.Millisecond)
-	sp.Source, sp.Out, sp.Validity = &twoTurns{}, dir, warnOnly()
+	// Four sessions, bounded by the source, not the clock: the schedule is
+	// far longer than they take, and sending ends with the last session,
+	// so a loaded machine cannot leave a call due after the end.
+	sp := spec(10, time.Minute)
+	sp.Source, sp.Out, sp.Validity = &twoTurns{limit: 4}, dir, warnOnly()
 	res, err := Run(context.Background(), sp)
 	if err != nil {
 		t.Fatal(err)

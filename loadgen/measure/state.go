@@ -43,6 +43,18 @@ func (g *Group) state() (schema.GroupState, error) {
 		}
 		s.Hist[n] = e
 	}
+	for n, v := range g.work {
+		if s.Work == nil {
+			s.Work = map[string]int64{}
+		}
+		s.Work[n] = v
+	}
+	for n, c := range g.ratio {
+		if s.Ratios == nil {
+			s.Ratios = map[string][2]int64{}
+		}
+		s.Ratios[n] = *c
+	}
 	return s, nil
 }
 
@@ -70,7 +82,29 @@ func groupOf(s schema.GroupState) (*Group, error) {
 		}
 		g.Hist[n] = h
 	}
+	g.mergeRates(s.Work, s.Ratios)
 	return g, nil
+}
+
+// mergeRates adds the counts of the rate rows made outside the built-in
+// table (work per floor, bad and counted per ratio) into g's.
+func (g *Group) mergeRates(work map[string]int64, ratios map[string][2]int64) {
+	for n, v := range work {
+		if g.work == nil {
+			g.work = map[string]int64{}
+		}
+		g.work[n] += v
+	}
+	for n, c := range ratios {
+		if g.ratio == nil {
+			g.ratio = map[string]*[2]int64{}
+		}
+		if g.ratio[n] == nil {
+			g.ratio[n] = new([2]int64)
+		}
+		g.ratio[n][0] += c[0]
+		g.ratio[n][1] += c[1]
+	}
 }
 
 // State is m whole (see schema.MetricsState).
@@ -225,6 +259,11 @@ func (g *Group) merge(o *Group, shift time.Duration) {
 	for k, v := range o.ChunkTokenSources {
 		g.ChunkTokenSources[k] += v
 	}
+	ratios := make(map[string][2]int64, len(o.ratio))
+	for n, c := range o.ratio {
+		ratios[n] = *c
+	}
+	g.mergeRates(o.work, ratios)
 	for n, h := range o.Hist {
 		if gh, ok := g.Hist[n]; ok {
 			gh.Merge(h)

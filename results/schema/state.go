@@ -60,6 +60,11 @@ type GroupState struct {
 	LastNs               int64                 `json:"last_ns"`
 	Seen                 bool                  `json:"seen"`
 	Hist                 map[string]string     `json:"hist"`
+	// Work and Ratios are the counts of rate rows made outside the
+	// built-in table: a floor's work, and a ratio's bad and counted
+	// records, by row name, so a merge rebuilds their rates.
+	Work   map[string]int64    `json:"work,omitempty"`
+	Ratios map[string][2]int64 `json:"ratios,omitempty"`
 }
 
 // InfoState is loadgen.Info in a form that outlives the process (histograms.json),

@@ -288,8 +288,8 @@ func fastOutput(b []byte, o *outputTensor) (ok bool) {
 }
 
 // frameCodec hands a received message to the caller as bytes (*frame),
-// sends a wireRequest as it is, and marshals other messages with grpc's
-// proto codec.
+// sends a wireRequest (or *wireRequest) as it is, and marshals other
+// messages with grpc's proto codec.
 type frameCodec struct{ proto encoding.CodecV2 }
 
 // frame is one received message's bytes, reused across messages.
@@ -298,10 +298,13 @@ type frame struct{ b []byte }
 func newFrameCodec() frameCodec { return frameCodec{proto: encoding.GetCodecV2("proto")} }
 
 func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if w, ok := v.(wireRequest); ok {
+	switch w := v.(type) {
+	case wireRequest:
 		// grpc-go may write it after SendMsg returns: each request's bytes
 		// are its own, never reused.
 		return mem.BufferSlice{mem.SliceBuffer(w)}, nil
+	case *wireRequest:
+		return mem.BufferSlice{mem.SliceBuffer(*w)}, nil
 	}
 	return c.proto.Marshal(v)
 }

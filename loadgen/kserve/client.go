@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -159,18 +160,57 @@ func (s *response) settle() {
 	}
 }
 
+// streamDesc is ModelStreamInfer's, for opening its streams directly.
+var streamDesc = &pb.GRPCInferenceService_ServiceDesc.Streams[0]
+
+// scratch is a stream's read buffers: a response's bytes and what is
+// decoded of it, which grow to the server's response shape once and are
+// then reused by later streams.
+type scratch struct {
+	req wireRequest
+	fr  frame
+	ev  event
+}
+
+// maxScratch bounds the buffer a scratch keeps: a large whole answer is
+// not held for later streams.
+const maxScratch = 64 << 10
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// put returns sc, with ev's grown buffers, to the pool. Nothing read
+// from either outlives the request: what the record keeps is copied.
+func (sc *scratch) put(ev *event) {
+	if cap(sc.fr.b) > maxScratch || cap(ev.text) > maxScratch {
+		return
+	}
+	ev.reset()
+	sc.ev = *ev
+	sc.fr.b = sc.fr.b[:0]
+	scratchPool.Put(sc)
+}
+
 // doStream sends wire, the encoded request of wantID, over
 // ModelStreamInfer and reads its responses.
 func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFunc, wire wireRequest, wantID string, rec *loadgen.Record, maxTokens int, keepText bool) {
 	rec.ReserveChunks(maxTokens)
-	s := response{rec: rec, sent: c.model, keepText: keepText}
-	defer s.settle()
+	sc := scratchPool.Get().(*scratch)
+	s := response{rec: rec, sent: c.model, keepText: keepText, ev: sc.ev}
+	defer func() {
+		s.settle()
+		sc.put(&s.ev)
+	}()
+	fr := &sc.fr
 	// Sent is taken before the stream is opened: connection setup, when
 	// the connection is not up yet, counts in TTFT as a user would feel it.
 	rec.Sent = rec.Now()
-	st, err := c.pick().ModelStreamInfer(callCtx, grpc.ForceCodecV2(c.codec))
+	st, err := c.conns[c.pickIndex()].NewStream(callCtx, streamDesc, pb.GRPCInferenceService_ModelStreamInfer_FullMethodName, c.streamOpts...)
 	if err == nil {
-		err = st.SendMsg(wire)
+		// By pointer, from the scratch: a slice in an interface is a
+		// heap copy of its header.
+		sc.req = wire
+		err = st.SendMsg(&sc.req)
+		sc.req = nil
 	}
 	if err == nil {
 		err = st.CloseSend()
@@ -178,19 +218,18 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 	if err != nil {
 		// A failed Send hides the status: Recv has it.
 		if st != nil && !errors.Is(err, io.EOF) {
-			err = recvStatus(st, err)
+			err = recvStatus(st, fr, err)
 		} else if st != nil {
-			_, err = st.Recv()
+			err = st.RecvMsg(fr)
 		}
 		rec.End = rec.Now()
 		kind, code, msg := classify(ctx, err, "before the response", false)
 		c.fail(rec, kind, code, msg)
 		return
 	}
-	var fr frame
 	ev := &s.ev
 	for {
-		err := st.RecvMsg(&fr)
+		err := st.RecvMsg(fr)
 		if err != nil {
 			rec.End = rec.Now()
 			if errors.Is(err, io.EOF) {
@@ -234,7 +273,7 @@ func (c *Client) doStream(ctx, callCtx context.Context, cancel context.CancelFun
 			// once its requests are answered), briefly, so the stream ends
 			// cleanly rather than by our cancellation.
 			t := time.AfterFunc(drainAfterFinal, cancel)
-			for st.RecvMsg(&fr) == nil {
+			for st.RecvMsg(fr) == nil {
 			}
 			t.Stop()
 			return
@@ -248,11 +287,9 @@ func (s *response) where() string {
 }
 
 // recvStatus reads the status a failed Send stands for.
-func recvStatus(st interface {
-	Recv() (*pb.ModelStreamInferResponse, error)
-}, sendErr error) error {
+func recvStatus(st grpc.ClientStream, fr *frame, sendErr error) error {
 	for {
-		if _, err := st.Recv(); err != nil {
+		if err := st.RecvMsg(fr); err != nil {
 			if errors.Is(err, io.EOF) {
 				return sendErr
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -85,18 +87,23 @@ type Client struct {
 	maxToks    int
 	tensors    Tensors
 	md         metadata.MD
-	secrets    []string
-	spec       atomic.Pointer[modelSpec]
-	warn       func(string)
+	// mdPairs is md as key, value pairs, less x-request-id, which each
+	// request sets: a request's metadata is one context layer over them.
+	mdPairs []string
+	secrets []string
+	spec    atomic.Pointer[modelSpec]
+	warn    func(string)
 	// unaryOverStream: the model refused ModelInfer as decoupled, so
 	// unstreamed requests go over ModelStreamInfer.
 	unaryOverStream atomic.Bool
 
-	codec   frameCodec
-	shapes  templates
-	conns   []*grpc.ClientConn
-	clients []pb.GRPCInferenceServiceClient
-	next    atomic.Uint64
+	codec frameCodec
+	// streamOpts are a stream's call options, made once.
+	streamOpts []grpc.CallOption
+	shapes     templates
+	conns      []*grpc.ClientConn
+	clients    []pb.GRPCInferenceServiceClient
+	next       atomic.Uint64
 }
 
 var (
@@ -132,6 +139,7 @@ func New(cfg Config) (*Client, error) {
 		stream: cfg.Stream == nil || *cfg.Stream, maxToks: cfg.MaxTokens, tensors: cfg.Tensors}
 	c.spec.Store(defaultSpec(cfg.Tensors))
 	c.codec = newFrameCodec()
+	c.streamOpts = []grpc.CallOption{grpc.StaticMethod(), grpc.ForceCodecV2(c.codec)}
 	if cfg.Warn != nil {
 		c.warn = func(msg string) { cfg.Warn(c.safeTarget + ": " + msg) }
 	}
@@ -144,6 +152,14 @@ func New(cfg Config) (*Client, error) {
 	c.md = metadata.MD{}
 	for name, vals := range hs.Header {
 		c.md[strings.ToLower(name)] = vals
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.md)) {
+		if k == requestIDKey {
+			continue
+		}
+		for _, v := range c.md[k] {
+			c.mdPairs = append(c.mdPairs, k, v)
+		}
 	}
 	opts := []grpc.DialOption{
 		grpc.WithUserAgent(version.UserAgent()),
@@ -248,21 +264,33 @@ func (c *Client) Close() error {
 }
 
 // pick returns the next connection's client, round robin.
-func (c *Client) pick() pb.GRPCInferenceServiceClient {
-	if len(c.clients) == 1 {
-		return c.clients[0]
+func (c *Client) pick() pb.GRPCInferenceServiceClient { return c.clients[c.pickIndex()] }
+
+// pickIndex returns the next connection's index, round robin.
+func (c *Client) pickIndex() int {
+	if len(c.conns) == 1 {
+		return 0
 	}
-	return c.clients[(c.next.Add(1)-1)%uint64(len(c.clients))]
+	return int((c.next.Add(1) - 1) % uint64(len(c.conns)))
 }
 
-// outgoing adds the client's metadata (headers, API key) to ctx.
+// requestIDKey is the metadata key of the request's id.
+const requestIDKey = "x-request-id"
+
+// outgoing adds the client's metadata (headers, API key) to ctx, and the
+// request's id as x-request-id, in place of any header of that name.
 func (c *Client) outgoing(ctx context.Context, requestID string) context.Context {
-	md := c.md
-	if requestID != "" {
-		md = md.Copy()
-		md.Set("x-request-id", requestID)
+	if requestID == "" {
+		return metadata.NewOutgoingContext(ctx, c.md)
 	}
-	return metadata.NewOutgoingContext(ctx, md)
+	if len(c.mdPairs) == 0 {
+		return metadata.AppendToOutgoingContext(ctx, requestIDKey, requestID)
+	}
+	// Appended pairs are sent as they are, without copying the client's
+	// metadata map for each request.
+	kv := make([]string, len(c.mdPairs), len(c.mdPairs)+2)
+	copy(kv, c.mdPairs)
+	return metadata.AppendToOutgoingContext(ctx, append(kv, requestIDKey, requestID)...)
 }
 
 // scrub removes every credential the client holds from s.

@@ -1,6 +1,7 @@
 package kserve
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/encoding"
@@ -18,7 +19,8 @@ import (
 // are read in place. Anything else (typed contents, other parameter
 // types, unknown fields, a field repeated where it is not, invalid UTF-8)
 // goes to proto.Unmarshal, whose verdict stands. FuzzDecodeStream holds
-// the two equal.
+// the two equal. A response whose bytes before its raw contents are the
+// previous one's reads only those contents (headCache).
 
 // event is what the client reads of one response.
 type event struct {
@@ -34,10 +36,21 @@ type event struct {
 
 	outs []outputTensor
 	raws [][]byte
+
+	head *headCache // kept across reset: the stream's responses share it
+}
+
+// headCache is what a response says before its raw_output_contents, kept
+// from the last response read in full: a stream's responses differ, as a
+// rule, only in those, so a response whose bytes up to there are the
+// same reads only its raw contents.
+type headCache struct {
+	b  []byte // the bytes before the first raw_output_contents, a copy
+	ev event  // b read: model, id, final, outs (aliasing b)
 }
 
 func (ev *event) reset() {
-	*ev = event{text: ev.text[:0], finish: ev.finish[:0], outs: ev.outs[:0], raws: ev.raws[:0], tokens: -1, inTokens: -1}
+	*ev = event{text: ev.text[:0], finish: ev.finish[:0], outs: ev.outs[:0], raws: ev.raws[:0], tokens: -1, inTokens: -1, head: ev.head}
 }
 
 // summarize reads the outputs: text_output, the token counts and
@@ -145,11 +158,43 @@ func decodeStreamFast(b []byte, ev *event) (handled bool, err error) {
 	return true, ev.summarize()
 }
 
-// fastResponse reads a ModelInferResponse's fields into ev.
+// fastResponse reads a ModelInferResponse's fields into ev, its head
+// from ev.head when the bytes are the same.
 func fastResponse(b []byte, ev *event) bool {
+	if h := ev.head; h != nil && len(h.b) > 0 && bytes.HasPrefix(b, h.b) {
+		// Fields are read in order, each by its own bytes: the same prefix
+		// reads the same, and ends where a field begins.
+		if rawsOnly(b[len(h.b):], ev) {
+			ev.model, ev.id, ev.final = h.ev.model, h.ev.id, h.ev.final
+			ev.outs = append(ev.outs, h.ev.outs...)
+			return true
+		}
+		ev.raws = ev.raws[:0]
+	}
+	headEnd, ok := readResponse(b, ev)
+	if !ok {
+		return false
+	}
+	if headEnd > 0 {
+		if ev.head == nil {
+			ev.head = &headCache{}
+		}
+		h := ev.head
+		h.b = append(h.b[:0], b[:headEnd]...)
+		h.ev = event{outs: h.ev.outs[:0], raws: h.ev.raws[:0]}
+		if _, ok := readResponse(h.b, &h.ev); !ok {
+			h.b = h.b[:0] // cannot happen: b read the same
+		}
+	}
+	return true
+}
+
+// rawsOnly appends b's raw_output_contents to ev.raws; false when b holds
+// any other field.
+func rawsOnly(b []byte, ev *event) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
+		if n < 0 || num != 6 || typ != protowire.BytesType {
 			return false
 		}
 		b = b[n:]
@@ -158,25 +203,55 @@ func fastResponse(b []byte, ev *event) bool {
 			return false
 		}
 		b = b[n:]
+		ev.raws = append(ev.raws, v)
+	}
+	return true
+}
+
+// readResponse reads a ModelInferResponse's fields into ev. headEnd is
+// where its first raw_output_contents begins when only more of them
+// follow (0 otherwise): what a later response may share.
+func readResponse(b []byte, ev *event) (headEnd int, ok bool) {
+	whole := len(b)
+	rawsFrom, mixed := -1, false
+	for len(b) > 0 {
+		at := whole - len(b)
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return 0, false
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+		if num == 6 {
+			if rawsFrom < 0 {
+				rawsFrom = at
+			}
+		} else if rawsFrom >= 0 {
+			mixed = true
+		}
 		switch num {
 		case 1: // model_name
 			if !utf8.Valid(v) {
-				return false
+				return 0, false
 			}
 			ev.model = v
 		case 2: // model_version
 			if !utf8.Valid(v) {
-				return false
+				return 0, false
 			}
 		case 3: // id
 			if !utf8.Valid(v) {
-				return false
+				return 0, false
 			}
 			ev.id = v
 		case 4: // parameters entry
 			key, val, ok := fastParamEntry(v)
 			if !ok {
-				return false
+				return 0, false
 			}
 			if string(key) == ParamFinal {
 				ev.final = val // map semantics: the last entry wins
@@ -185,15 +260,18 @@ func fastResponse(b []byte, ev *event) bool {
 			// Read in place: the tensor is not copied into the slice after.
 			ev.outs = append(ev.outs, outputTensor{})
 			if !fastOutput(v, &ev.outs[len(ev.outs)-1]) {
-				return false
+				return 0, false
 			}
 		case 6: // raw_output_contents
 			ev.raws = append(ev.raws, v)
 		default:
-			return false
+			return 0, false
 		}
 	}
-	return true
+	if rawsFrom > 0 && !mixed {
+		return rawsFrom, true
+	}
+	return 0, true
 }
 
 // fastParamEntry reads a map<string, InferParameter> entry whose value, if
@@ -288,8 +366,8 @@ func fastOutput(b []byte, o *outputTensor) (ok bool) {
 }
 
 // frameCodec hands a received message to the caller as bytes (*frame),
-// sends a wireRequest as it is, and marshals other messages with grpc's
-// proto codec.
+// sends a wireRequest (or *wireRequest) as it is, and marshals other
+// messages with grpc's proto codec.
 type frameCodec struct{ proto encoding.CodecV2 }
 
 // frame is one received message's bytes, reused across messages.
@@ -298,10 +376,13 @@ type frame struct{ b []byte }
 func newFrameCodec() frameCodec { return frameCodec{proto: encoding.GetCodecV2("proto")} }
 
 func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if w, ok := v.(wireRequest); ok {
+	switch w := v.(type) {
+	case wireRequest:
 		// grpc-go may write it after SendMsg returns: each request's bytes
 		// are its own, never reused.
 		return mem.BufferSlice{mem.SliceBuffer(w)}, nil
+	case *wireRequest:
+		return mem.BufferSlice{mem.SliceBuffer(*w)}, nil
 	}
 	return c.proto.Marshal(v)
 }

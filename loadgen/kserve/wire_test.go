@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/tailgate-llm/tailgate/loadgen/kserve/inferencepb"
@@ -76,6 +77,49 @@ func TestDecodeStreamVectors(t *testing.T) {
 	}
 }
 
+// A stream's responses that share their head with the one before are
+// read from it (headCache), and read the same as each alone, whatever
+// came before: every pair of vectors, and Triton-shaped responses that
+// differ in their text, id, final flag, or in a field after the raw
+// contents.
+func TestDecodeStreamHeadCache(t *testing.T) {
+	tok := func(id, text string, final bool) *pb.ModelStreamInferResponse {
+		return &pb.ModelStreamInferResponse{InferResponse: &pb.ModelInferResponse{ModelName: "m", Id: id,
+			Parameters: map[string]*pb.InferParameter{ParamFinal: boolParam(final)},
+			Outputs: []*pb.ModelInferResponse_InferOutputTensor{{Name: "text_output", Datatype: "BYTES", Shape: []int64{1}},
+				{Name: "num_output_tokens", Datatype: "UINT32", Shape: []int64{1}}},
+			RawOutputContents: [][]byte{AppendBytesElement(nil, []byte(text)), u32(uint32(len(text)))}}}
+	}
+	var frames [][]byte
+	for _, m := range append(streamVectors(), tok("7", " a", false), tok("7", " bcd", false), tok("8", " a", false),
+		tok("7", "", true), tok("7", " z", false)) {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, b)
+	}
+	// A field after the raw contents: the head is not shared.
+	frames = append(frames, protowire.AppendBytes(protowire.AppendTag(bytes.Clone(frames[len(frames)-1]), 9, protowire.BytesType), nil))
+	hits := 0
+	for i, a := range frames {
+		for j, b := range frames {
+			var ev, ref event
+			if err := decodeStream(bytes.Clone(a), &ev); err == nil && ev.head != nil && len(ev.head.b) > 0 && bytes.Contains(b, ev.head.b) {
+				hits++
+			}
+			err := decodeStream(bytes.Clone(b), &ev)
+			rerr := decodeStreamReference(b, &ref)
+			if describe(&ev, err) != describe(&ref, rerr) {
+				t.Errorf("vector %d after %d:\ncached %s\nref    %s", j, i, describe(&ev, err), describe(&ref, rerr))
+			}
+		}
+	}
+	if hits == 0 {
+		t.Error("no response was read from a head")
+	}
+}
+
 // FuzzDecodeStream holds the fast decoder equal to proto.Unmarshal and the
 // reference reading wherever it does not defer to them.
 func FuzzDecodeStream(f *testing.F) {
@@ -83,6 +127,7 @@ func FuzzDecodeStream(f *testing.F) {
 		b, _ := proto.Marshal(m)
 		f.Add(b)
 	}
+	first, _ := proto.Marshal(streamVectors()[0])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fast, ref event
 		fast.reset()
@@ -90,6 +135,16 @@ func FuzzDecodeStream(f *testing.F) {
 		rerr := decodeStreamReference(b, &ref)
 		if handled && describe(&fast, ferr) != describe(&ref, rerr) {
 			t.Fatalf("% x:\nfast %s\nref  %s", b, describe(&fast, ferr), describe(&ref, rerr))
+		}
+		// Again, and after a Triton-shaped response: through the head
+		// either left.
+		for _, prev := range [][]byte{b, first} {
+			var cached event
+			decodeStream(bytes.Clone(prev), &cached)
+			derr := decodeStream(bytes.Clone(b), &cached)
+			if describe(&cached, derr) != describe(&ref, rerr) {
+				t.Fatalf("% x after % x:\ncached %s\nref    %s", b, prev, describe(&cached, derr), describe(&ref, rerr))
+			}
 		}
 	})
 }

@@ -358,9 +358,28 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	sc := getScanner(body)
 	defer putScanner(sc)
 	rec.ReserveChunks(maxTokens)
-	s := &stream{rec: rec, keepText: keepText, sent: sent}
+	s := getStream(rec, keepText, sent)
+	defer putStream(s)
 	s.run(sc)
 	c.endStream(ctx, cancel, body, sc, s)
+}
+
+// streamPool's streams keep their shape's buffer (at most maxShapeBytes)
+// from one stream to the next: the first event's copy into it is then no
+// allocation. Nothing of a stream outlives it in the record: the text,
+// the model and the finish reason are copied out (rec.Text, strings).
+var streamPool = sync.Pool{New: func() any { return new(stream) }}
+
+func getStream(rec *loadgen.Record, keepText bool, sent string) *stream {
+	s := streamPool.Get().(*stream)
+	*s = stream{rec: rec, keepText: keepText, sent: sent, shape: shape{b: s.shape.b[:0]}}
+	return s
+}
+
+// putStream gives s back holding no record, text or message.
+func putStream(s *stream) {
+	*s = stream{shape: shape{b: s.shape.b[:0]}}
+	streamPool.Put(s)
 }
 
 // endStream settles a stream's record once its events are read. Not

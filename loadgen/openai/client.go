@@ -97,12 +97,39 @@ func (c *Client) KeepsDeadline() bool { return c.lean }
 //
 //go:noinline
 func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
-	body, err := c.requestBody(p, maxTokens)
+	if len(p.Params) == 0 {
+		return c.sendPlain(ctx, p, rec, maxTokens)
+	}
+	body, err := c.mapBody(p, maxTokens)
 	if err != nil {
 		c.http.FailBuilding(rec, err)
 		return nil
 	}
 	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
+}
+
+// maxPooledBody bounds the request bodies bodyPool keeps.
+const maxPooledBody = 64 << 10
+
+// bodyPool holds request bodies' buffers that the transport gave back
+// (SendOwn). A box whose body was not given back returns empty: its
+// buffer stays the request's.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// sendPlain sends p's plainBody, built in a pooled buffer. Not inlined:
+// see Do.
+//
+//go:noinline
+func (c *Client) sendPlain(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
+	bp := bodyPool.Get().(*[]byte)
+	body := c.appendPlainBody((*bp)[:0], p, maxTokens)
+	resp, own := c.http.SendOwn(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
+	*bp = nil
+	if own && cap(body) <= maxPooledBody {
+		*bp = body[:0]
+	}
+	bodyPool.Put(bp)
+	return resp
 }
 
 // What an answer's body is.
@@ -152,21 +179,9 @@ func mediaType(ct string) string {
 	return mt
 }
 
-// requestBody builds the JSON body. Prompt.Params may override anything
-// but the input and "stream", which the reader's mode depends on. Not
-// inlined: its frame would be send's, on the stack while the answer is
-// read (see Do).
-//
-//go:noinline
-func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
-	if len(p.Params) == 0 {
-		return c.plainBody(p, maxTokens), nil
-	}
-	return c.mapBody(p, maxTokens)
-}
-
 // mapBody is the general body: a map, so Params override any key, through
-// encoding/json (keys sorted).
+// encoding/json (keys sorted). Prompt.Params may override anything but the
+// input and "stream", which the reader's mode depends on.
 func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	m := make(map[string]any, 6+len(p.Params))
 	if model := c.modelOf(p); model != "" {

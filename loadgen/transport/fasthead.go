@@ -19,13 +19,14 @@ var chunkedTE = []string{"chunked"}
 // one Content-Length or by "Transfer-Encoding: chunked", and no field that
 // net/http's parser would act on further (Pragma, Trailer, a Connection
 // other than keep-alive).
-// What it returns is what http.ReadResponse returns for the same bytes,
-// but in four allocations where net/http takes a dozen: the head as one
-// string that the values are cut from, the map (two), the answer with the
-// values' slice (headAnswer; a head of more fields than it holds takes a
-// fifth for them). Anything else is nil, with nothing consumed: readHead then
-// parses it with net/http, errors and all.
-func fastHead(in *connReader, req *http.Request) *http.Response {
+// The answer it returns (headAnswer.resp) is what http.ReadResponse
+// returns for the same bytes, but in four allocations where net/http takes
+// a dozen: the head as one string that the values are cut from, the map
+// (two), the answer with the values' slice and a place for its body
+// (headAnswer; a head of more fields than it holds takes a fifth for
+// them). Anything else is nil, with nothing consumed: readHead then parses
+// it with net/http, errors and all.
+func fastHead(in *connReader, req *http.Request) *headAnswer {
 	if req.Method == http.MethodHead {
 		return nil
 	}
@@ -138,13 +139,15 @@ func fastHead(in *connReader, req *http.Request) *http.Response {
 		resp.Body = fastBody{}
 	}
 	in.consume(end + 4)
-	return resp
+	return ha
 }
 
-// headAnswer is fastHead's answer and its values in one allocation: a
-// streamed answer's head has a handful of fields.
+// headAnswer is fastHead's answer, its values and its body (lean.RoundTrip
+// fills it in) in one allocation: a streamed answer's head has a handful
+// of fields, and its body lives as long as it.
 type headAnswer struct {
 	resp http.Response
+	body leanBody
 	vals [8]string
 }
 

@@ -19,14 +19,13 @@ var chunkedTE = []string{"chunked"}
 // one Content-Length or by "Transfer-Encoding: chunked", and no field that
 // net/http's parser would act on further (Pragma, Trailer, a Connection
 // other than keep-alive).
-// The answer it returns (headAnswer.resp) is what http.ReadResponse
-// returns for the same bytes, but in four allocations where net/http takes
-// a dozen: the head as one string that the values are cut from, the map
-// (two), the answer with the values' slice and a place for its body
-// (headAnswer; a head of more fields than it holds takes a fifth for
-// them). Anything else is nil, with nothing consumed: readHead then parses
-// it with net/http, errors and all.
-func fastHead(in *connReader, req *http.Request) *headAnswer {
+// What it returns is what http.ReadResponse returns for the same bytes,
+// but in four allocations where net/http takes a dozen: the head as one
+// string that the values are cut from, the map (two), the answer with the
+// values' slice (headAnswer; a head of more fields than it holds takes a
+// fifth for them). Anything else is nil, with nothing consumed: readHead then
+// parses it with net/http, errors and all.
+func fastHead(in *connReader, req *http.Request) *http.Response {
 	if req.Method == http.MethodHead {
 		return nil
 	}
@@ -139,15 +138,13 @@ func fastHead(in *connReader, req *http.Request) *headAnswer {
 		resp.Body = fastBody{}
 	}
 	in.consume(end + 4)
-	return ha
+	return resp
 }
 
-// headAnswer is fastHead's answer, its values and its body (lean.RoundTrip
-// fills it in) in one allocation: a streamed answer's head has a handful
-// of fields, and its body lives as long as it.
+// headAnswer is fastHead's answer and its values in one allocation: a
+// streamed answer's head has a handful of fields.
 type headAnswer struct {
 	resp http.Response
-	body leanBody
 	vals [8]string
 }
 

@@ -193,7 +193,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
-	resp, body, err := readHead(&c.in, req)
+	resp, err := readHead(&c.in, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -205,10 +205,7 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// same URL (read-only, as an answer's Request is).
 	resp.Request = l.answerRequest(req)
 	held, _ := ctx.Value(heldKey{}).(*Held)
-	if body == nil {
-		body = new(leanBody)
-	}
-	*body = leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
+	body := &leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody
 		if !c.unwatch() || !reusable {
@@ -255,13 +252,13 @@ func (l *lean) write(c *leanConn, req *http.Request) error {
 }
 
 // readHead reads an answer's head: a plain one from the buffered bytes
-// (fastHead, with a place for the body: body), any other with net/http's
-// parser, through a pooled bufio.Reader: what that reader read past the
-// head is the body's start, and goes back to in. The body net/http made
-// over the reader is left unread: bodyReader reads in its place.
-func readHead(in *connReader, req *http.Request) (resp *http.Response, body *leanBody, err error) {
-	if ha := fastHead(in, req); ha != nil {
-		return &ha.resp, &ha.body, nil
+// (fastHead), any other with net/http's parser, through a pooled
+// bufio.Reader: what that reader read past the head is the body's
+// start, and goes back to in. The body net/http made over the reader is
+// left unread: bodyReader reads in its place.
+func readHead(in *connReader, req *http.Request) (resp *http.Response, err error) {
+	if resp := fastHead(in, req); resp != nil {
+		return resp, nil
 	}
 	h := headPool.Get().(*headReader)
 	br := h.br
@@ -291,9 +288,9 @@ func readHead(in *connReader, req *http.Request) (resp *http.Response, body *lea
 	h.lim = headLimit{}
 	headPool.Put(h)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return resp, nil, nil
+	return resp, nil
 }
 
 // leanError is a failed request's error, with what transport.Client.Do

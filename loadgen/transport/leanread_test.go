@@ -58,7 +58,7 @@ func leanRead(wire []byte, size int) (body []byte, held int, err error) {
 	if err := in.fill(); err != nil {
 		return nil, 0, err
 	}
-	resp, _, err := readHead(in, &http.Request{Method: http.MethodPost})
+	resp, err := readHead(in, &http.Request{Method: http.MethodPost})
 	if err != nil {
 		return nil, 0, err
 	}

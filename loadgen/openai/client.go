@@ -92,20 +92,25 @@ func (c *Client) KeepsDeadline() bool { return c.lean }
 
 // send builds and sends p's request; nil when it failed (rec says why).
 // Sent is the first send, even when the transport re-sends on a fresh
-// connection (rec.Retries): schedule lag is the generator's lateness. Not
+// connection (rec.Retries): schedule lag is the generator's lateness. A
+// prompt without Params is built in a pooled buffer that the transport
+// gives back when nothing of the request refers to it (SendOwn). Not
 // inlined: see Do.
 //
 //go:noinline
 func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
-	if len(p.Params) == 0 {
-		return c.sendPlain(ctx, p, rec, maxTokens)
+	if len(p.Params) != 0 {
+		return c.sendMap(ctx, p, rec, maxTokens)
 	}
-	body, err := c.mapBody(p, maxTokens)
-	if err != nil {
-		c.http.FailBuilding(rec, err)
-		return nil
+	bp := bodyPool.Get().(*[]byte)
+	body := c.appendPlainBody((*bp)[:0], p, maxTokens)
+	resp, own := c.http.SendOwn(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
+	*bp = nil
+	if own && cap(body) <= maxPooledBody {
+		*bp = body[:0]
 	}
-	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
+	bodyPool.Put(bp)
+	return resp
 }
 
 // maxPooledBody bounds the request bodies bodyPool keeps.
@@ -116,20 +121,17 @@ const maxPooledBody = 64 << 10
 // buffer stays the request's.
 var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// sendPlain sends p's plainBody, built in a pooled buffer. Not inlined:
-// see Do.
+// sendMap is send for a prompt with Params (mapBody). Not inlined: its
+// frame would be send's, on the stack while the request is sent.
 //
 //go:noinline
-func (c *Client) sendPlain(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
-	bp := bodyPool.Get().(*[]byte)
-	body := c.appendPlainBody((*bp)[:0], p, maxTokens)
-	resp, own := c.http.SendOwn(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
-	*bp = nil
-	if own && cap(body) <= maxPooledBody {
-		*bp = body[:0]
+func (c *Client) sendMap(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
+	body, err := c.mapBody(p, maxTokens)
+	if err != nil {
+		c.http.FailBuilding(rec, err)
+		return nil
 	}
-	bodyPool.Put(bp)
-	return resp
+	return c.http.Send(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
 }
 
 // What an answer's body is.

@@ -92,12 +92,41 @@ func (c *Client) KeepsDeadline() bool { return c.lean }
 
 // send builds and sends p's request; nil when it failed (rec says why).
 // Sent is the first send, even when the transport re-sends on a fresh
-// connection (rec.Retries): schedule lag is the generator's lateness. Not
+// connection (rec.Retries): schedule lag is the generator's lateness. A
+// prompt without Params is built in a pooled buffer that the transport
+// gives back when nothing of the request refers to it (SendOwn). Not
 // inlined: see Do.
 //
 //go:noinline
 func (c *Client) send(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
-	body, err := c.requestBody(p, maxTokens)
+	if len(p.Params) != 0 {
+		return c.sendMap(ctx, p, rec, maxTokens)
+	}
+	bp := bodyPool.Get().(*[]byte)
+	body := c.appendPlainBody((*bp)[:0], p, maxTokens)
+	resp, own := c.http.SendOwn(ctx, rec, transport.Post{URL: c.url, Body: body, ID: p.ID, Header: p.Headers, ErrorWords: transport.ErrorWords})
+	*bp = nil
+	if own && cap(body) <= maxPooledBody {
+		*bp = body[:0]
+	}
+	bodyPool.Put(bp)
+	return resp
+}
+
+// maxPooledBody bounds the request bodies bodyPool keeps.
+const maxPooledBody = 64 << 10
+
+// bodyPool holds request bodies' buffers that the transport gave back
+// (SendOwn). A box whose body was not given back returns empty: its
+// buffer stays the request's.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// sendMap is send for a prompt with Params (mapBody). Not inlined: its
+// frame would be send's, on the stack while the request is sent.
+//
+//go:noinline
+func (c *Client) sendMap(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record, maxTokens int) *http.Response {
+	body, err := c.mapBody(p, maxTokens)
 	if err != nil {
 		c.http.FailBuilding(rec, err)
 		return nil
@@ -152,21 +181,9 @@ func mediaType(ct string) string {
 	return mt
 }
 
-// requestBody builds the JSON body. Prompt.Params may override anything
-// but the input and "stream", which the reader's mode depends on. Not
-// inlined: its frame would be send's, on the stack while the answer is
-// read (see Do).
-//
-//go:noinline
-func (c *Client) requestBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
-	if len(p.Params) == 0 {
-		return c.plainBody(p, maxTokens), nil
-	}
-	return c.mapBody(p, maxTokens)
-}
-
 // mapBody is the general body: a map, so Params override any key, through
-// encoding/json (keys sorted).
+// encoding/json (keys sorted). Prompt.Params may override anything but the
+// input and "stream", which the reader's mode depends on.
 func (c *Client) mapBody(p *prompts.Prompt, maxTokens int) ([]byte, error) {
 	m := make(map[string]any, 6+len(p.Params))
 	if model := c.modelOf(p); model != "" {
@@ -358,9 +375,28 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelFunc, body
 	sc := getScanner(body)
 	defer putScanner(sc)
 	rec.ReserveChunks(maxTokens)
-	s := &stream{rec: rec, keepText: keepText, sent: sent}
+	s := getStream(rec, keepText, sent)
+	defer putStream(s)
 	s.run(sc)
 	c.endStream(ctx, cancel, body, sc, s)
+}
+
+// streamPool's streams keep their shape's buffer (at most maxShapeBytes)
+// from one stream to the next: the first event's copy into it is then no
+// allocation. Nothing of a stream outlives it in the record: the text,
+// the model and the finish reason are copied out (rec.Text, strings).
+var streamPool = sync.Pool{New: func() any { return new(stream) }}
+
+func getStream(rec *loadgen.Record, keepText bool, sent string) *stream {
+	s := streamPool.Get().(*stream)
+	*s = stream{rec: rec, keepText: keepText, sent: sent, shape: shape{b: s.shape.b[:0]}}
+	return s
+}
+
+// putStream gives s back holding no record, text or message.
+func putStream(s *stream) {
+	*s = stream{shape: shape{b: s.shape.b[:0]}}
+	streamPool.Put(s)
 }
 
 // endStream settles a stream's record once its events are read. Not

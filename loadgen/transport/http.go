@@ -97,13 +97,24 @@ type Post struct {
 // for a request that cannot be built, Classify's kind for a failed send,
 // ResponseKind's for a non-2xx status.
 func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.Response {
+	resp, _ := cl.SendOwn(ctx, rec, p)
+	return resp
+}
+
+// SendOwn is Send, and says whether p.Body is the caller's own again when
+// it returns: nothing of the request refers to it, so a pooled buffer may
+// be reused. Only for a request the lean client sent on its own
+// connection and answered without a redirect or a re-send: net/http's
+// transport may still be reading a body when its answer comes, and keeps
+// it until the answer's body is closed.
+func (cl *Client) SendOwn(ctx context.Context, rec *loadgen.Record, p Post) (*http.Response, bool) {
 	if req, o := cl.newOutgoing(ctx, p, rec.Seq); o != nil {
 		return cl.sendOutgoing(ctx, rec, p, req, o)
 	}
 	req, err := cl.NewRequest(ctx, http.MethodPost, p.URL, bytes.NewReader(p.Body))
 	if err != nil {
 		cl.FailBuilding(rec, err)
-		return nil
+		return nil, false
 	}
 	id := p.ID
 	if id == "" {
@@ -116,17 +127,23 @@ func (cl *Client) Send(ctx context.Context, rec *loadgen.Record, p Post) *http.R
 	for k, v := range p.Header {
 		req.Header.Set(k, v)
 	}
-	return cl.sendBuilt(ctx, rec, p, req)
+	return cl.sendBuilt(ctx, rec, p, req), false
 }
 
-// sendOutgoing is Send for a pooled request (Client.outgoing), given back
-// once Do is done with it. Not inlined: see failStatus.
+// sendOutgoing is SendOwn for a pooled request (Client.outgoing), given
+// back once Do is done with it. Not inlined: see failStatus.
 //
 //go:noinline
-func (cl *Client) sendOutgoing(ctx context.Context, rec *loadgen.Record, p Post, req *http.Request, o *outgoing) *http.Response {
+func (cl *Client) sendOutgoing(ctx context.Context, rec *loadgen.Record, p Post, req *http.Request, o *outgoing) (*http.Response, bool) {
 	resp := cl.sendBuilt(ctx, rec, p, req)
+	// The lean client's answer keeps the request's URL (answerRequest); a
+	// redirect's (followed by http.Client, maybe through net/http) or a
+	// re-send's (a clone) is another. An answer to the request itself was
+	// read after its body was written whole, on the lean client's own
+	// connection.
+	own := resp != nil && resp.Request != nil && resp.Request.URL == req.URL
 	o.put()
-	return resp
+	return resp, own
 }
 
 // sendBuilt sends req, built for p, as rec's request.

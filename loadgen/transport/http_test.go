@@ -107,3 +107,44 @@ func testSend(t *testing.T, kind string) {
 		t.Errorf("bad URL: %+v", rec)
 	}
 }
+
+// SendOwn gives the body back only for an answer the lean client read on
+// its own connection to the request itself: not net/http's, not a
+// redirect's (the body re-sent through GetBody, perhaps through net/http).
+func TestSendOwn(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/ok", http.StatusTemporaryRedirect)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
+	for _, c := range []struct {
+		kind, path string
+		own        bool
+	}{
+		{HTTPClientLean, "/ok", true},
+		{HTTPClientLean, "/moved", false},
+		{HTTPClientNetHTTP, "/ok", false},
+		{HTTPClientNetHTTP, "/moved", false},
+	} {
+		cl, err := Config{Proxy: noProxy, HTTPClient: c.kind}.NewClient(JSONHeaders(""), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := loadgen.NewRecord(time.Now())
+		resp, own := cl.SendOwn(context.Background(), rec, Post{URL: srv.URL + c.path, Body: []byte(`{"a":1}`)})
+		if resp == nil {
+			t.Fatalf("%s %s: %+v", c.kind, c.path, rec)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != `{"a":1}` || own != c.own {
+			t.Errorf("%s %s: body %q, own %v; want the body sent, own %v", c.kind, c.path, b, own, c.own)
+		}
+		cl.CloseIdleConnections()
+	}
+}

@@ -205,6 +205,9 @@ func (l *lean) RoundTrip(req *http.Request) (*http.Response, error) {
 	// same URL (read-only, as an answer's Request is).
 	resp.Request = l.answerRequest(req)
 	held, _ := ctx.Value(heldKey{}).(*Held)
+	// An allocation of its own, not a part of the answer's (headAnswer): a
+	// stream holds its body while it waits for tokens, and would hold the
+	// answer, its head and its header map with it.
 	body := &leanBody{l: l, c: c, reusable: reusable, reqDeadline: deadline, held: held}
 	if !body.r.init(&c.in, resp) {
 		resp.Body = http.NoBody

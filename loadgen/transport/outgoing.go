@@ -21,6 +21,7 @@ import (
 // could reach net/http's transport (which keeps it until its answer's
 // body is closed) is built by NewRequest.
 type outgoing struct {
+	req    http.Request // WithContext's copy, kept here: see newOutgoing
 	header http.Header
 	body   postBody
 	id     [1]string
@@ -49,6 +50,7 @@ var outgoingPool = sync.Pool{New: func() any {
 
 // put gives o back to the pool, holding nothing of its request.
 func (o *outgoing) put() {
+	o.req = http.Request{} // nor its context
 	clear(o.header)
 	o.body.Reset(nil)
 	o.payload = nil
@@ -113,7 +115,10 @@ func (cl *Client) newOutgoing(ctx context.Context, p Post, seq int64) (*http.Req
 	if cl.headers.Host != "" {
 		host = cl.headers.Host
 	}
-	req := (&http.Request{
+	// A request's context is set only through WithContext, which copies
+	// the request; the copy is kept in o (it goes no further than its
+	// dereference, so it needs no allocation of its own).
+	o.req = *(&http.Request{
 		Method:     http.MethodPost,
 		URL:        t.u,
 		Proto:      "HTTP/1.1",
@@ -122,6 +127,7 @@ func (cl *Client) newOutgoing(ctx context.Context, p Post, seq int64) (*http.Req
 		Header:     h,
 		Host:       host,
 	}).WithContext(ctx)
+	req := &o.req
 	if len(p.Body) == 0 {
 		req.Body = http.NoBody
 		req.GetBody = noBody

@@ -557,15 +557,17 @@ func (d *Daemon) open(ctx context.Context, t Target) (client protocol.Client, pr
 	client, _, err := protocol.Open(ctx, pt)
 	var ce *protocol.ConfigError
 	if errors.As(err, &ce) {
+		// Recorded before it is logged, so that whoever reads the log
+		// line finds the error in /status too.
 		msg := t.errText(ce.Err)
-		d.log.Printf("canary: target %s: %s; not probing it until a reload fixes it", t.Name, msg)
 		d.noteError(t.Name, time.Now(), msg)
+		d.log.Printf("canary: target %s: %s; not probing it until a reload fixes it", t.Name, msg)
 		return nil, nil
 	}
 	if err != nil && ctx.Err() == nil {
 		msg := t.errText(err)
-		d.log.Printf("canary: target %s: preflight: %s; probing anyway", t.Name, msg)
 		d.noteError(t.Name, time.Now(), "preflight: "+msg)
+		d.log.Printf("canary: target %s: preflight: %s; probing anyway", t.Name, msg)
 		prepare, _ = client.(protocol.Preparer)
 	}
 	return client, prepare

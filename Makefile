@@ -32,12 +32,12 @@ image:
 # real Ollama (e2e/ollama: skipped without `make ollama`, required in CI),
 # the waiting stream's stack budget (without the race detector, whose
 # frames are larger) and the timing tests (test-timing).
-# Packages run one at a time (-p 1): many tests time real streams, and two
-# packages' simulators fighting over two cores made them flaky; the tests
-# that time streams move to the timing files one by one, until the race
-# pass can run two packages at a time.
+# The race pass runs two packages at a time (-p 2). The tests that time
+# real streams live in the timing files, which test-timing runs one package
+# at a time without the race detector: two packages' simulators fighting
+# over two cores made them flaky.
 test: fmt-check vet lint
-	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p 2 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 10m -v -run 'Accuracy|Omission|TraceReplay' ./e2e/
 	$(GO) test -count=1 -run 'StackBudget' ./loadgen/openai/
 	$(GO) test -count=1 -timeout 15m -v ./e2e/ollama/

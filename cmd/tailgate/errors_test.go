@@ -3,7 +3,10 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tailgate-llm/tailgate/sim"
+	"github.com/tailgate-llm/tailgate/sim/simtest"
 	"github.com/tailgate-llm/tailgate/slo"
 )
 
@@ -16,12 +19,20 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		t.Errorf("bad --api: exit %d, stderr:\n%s", code, stderr)
 	}
 	// KServe over gRPC lists no models: with no --model the run cannot
-	// start, and says which flag to give. Nothing listens on the target;
-	// discovery fails before any connection.
-	code, _, stderr = tgCmd("run", "--api", "kserve-grpc", "--target", "grpc://127.0.0.1:1", "--out", t.TempDir(),
+	// start, and says which flag to give.
+	srv := simtest.StartGRPC(t, sim.Config{FixedTTFT: time.Millisecond})
+	code, _, stderr = tgCmd("run", "--api", "kserve-grpc", "--target", "grpc://"+srv.GRPCAddr, "--out", t.TempDir(),
 		"--rate", "1", "--duration", "1s")
 	if code == slo.ExitOK || !strings.Contains(stderr, "--model not given and the KServe v2 protocol lists no models") {
 		t.Errorf("no --model: exit %d, stderr:\n%s", code, stderr)
+	}
+	// Unless nothing answers there: then the refused dial, as for HTTP,
+	// not a missing flag.
+	code, _, stderr = tgCmd("run", "--api", "kserve-grpc", "--target", "grpc://127.0.0.1:1", "--out", t.TempDir(),
+		"--rate", "1", "--duration", "1s")
+	if code != slo.ExitInvalid || !strings.Contains(stderr, "target grpc://127.0.0.1:1 does not answer ServerLive") ||
+		!strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "lists no models") {
+		t.Errorf("no --model, dead target: exit %d, stderr:\n%s", code, stderr)
 	}
 	// The same refusal the canary words as its headers key, here as the
 	// flag, and without the URL's password.

@@ -3,7 +3,9 @@ package kserve_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -221,6 +223,35 @@ func TestConnectFailure(t *testing.T) {
 	}
 	if err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "grpc://127.0.0.1:1 does not answer ServerLive") {
 		t.Errorf("preflight: %v", err)
+	}
+}
+
+// With no model given, a target that does not answer says so, as the
+// HTTP protocols' discovery does: the refused dial and the target, not
+// the protocol's lack of a model list, which would send the user to
+// --model for a server that is down.
+func TestDiscoverModelDeadTarget(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, err := kserve.New(kserve.Config{Endpoint: transport.Endpoint{URL: "grpc://" + addr,
+		Transport: transport.Config{APIKey: "sk-SECRET-1", DialTimeout: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.DiscoverModel(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "grpc://"+addr+" does not answer ServerLive") ||
+		!strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "lists no models") ||
+		strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("discover: %v", err)
+	}
+	var u *transport.Undiscovered
+	if !errors.As(err, &u) {
+		t.Errorf("discover: %T, want a *transport.Undiscovered", err)
 	}
 }
 

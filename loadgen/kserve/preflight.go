@@ -124,7 +124,15 @@ func (c *Client) DescribeServer(ctx context.Context) loadgen.ServerInfo {
 }
 
 // DiscoverModel fails: the KServe RPCs the client uses list no models.
+// It asks ServerLive first, so that a target that does not answer is
+// reported as such (refused, unreachable, credentials refused) rather
+// than as a missing --model.
 func (c *Client) DiscoverModel(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	if _, err := c.clients[0].ServerLive(c.outgoing(ctx, ""), &pb.ServerLiveRequest{}); err != nil {
+		return "", &transport.Undiscovered{Target: c.safeTarget, Err: c.sideError("ServerLive", err)}
+	}
 	// A property of the protocol, not a finding about the server: no
 	// Undiscovered, which names the target.
 	return "", errors.New("the KServe v2 protocol lists no models")

@@ -168,3 +168,37 @@ func TestStoppedRunKeepsEveryRecord(t *testing.T) {
 		t.Errorf("%d records on disk, %d gathered, digest %+v", got, check.n, res.Summary.Records)
 	}
 }
+
+// BenchmarkRecordsBurst is the records sink's cost per record when
+// records wait in the channel (a burst of 256): "each" writes every
+// record as it is taken (the reference: one write a record), "burst"
+// writes what waited once the channel is empty.
+func BenchmarkRecordsBurst(b *testing.B) {
+	const burst = 256
+	recs := make([]*loadgen.Record, burst)
+	for i := range recs {
+		recs[i] = streamed(int64(i), 128)
+	}
+	for _, mode := range []string{"each", "burst"} {
+		b.Run(mode, func(b *testing.B) {
+			p, w, _ := recordsPipe(b, b.TempDir())
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				waiting := burst - 1 - i%burst
+				if mode == "each" {
+					waiting = 0
+				}
+				if err := p.take(recs[i%burst], waiting); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := p.idle(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(w.Writes())/float64(b.N), "writes/record")
+			w.Close()
+		})
+	}
+}

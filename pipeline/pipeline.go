@@ -176,7 +176,7 @@ func Run(ctx context.Context, spec Spec, sinks ...Sink) (*Result, error) {
 	}
 	p := &pipe{metrics: metrics, streaming: spec.Streaming, judge: judge}
 	for _, s := range append(own, sinks...) {
-		p.sinks = append(p.sinks, &sinkState{Sink: s})
+		p.sinks = append(p.sinks, newSinkState(s))
 	}
 	var tel *telemetryRun
 	if spec.Telemetry != nil {
@@ -302,10 +302,14 @@ loop:
 			if !ok {
 				break loop
 			}
-			if err := p.add(rec); err != nil {
+			if err := p.take(rec, len(records)); err != nil {
 				stop(err)
 			}
 		case now := <-tick.C:
+			// A backlog that never empties is still written each second.
+			if err := p.idle(); err != nil {
+				stop(err)
+			}
 			if err := p.tick(lastTick, now); err != nil {
 				stop(err)
 			}
@@ -417,11 +421,56 @@ type pipe struct {
 	theater      *theater.Detector // nil without telemetry
 	work         *workTimeline     // nil without telemetry
 	judge        *slo.Judge
+	held         int // records taken since the sinks were last idle
 }
 
 type sinkState struct {
 	Sink
 	failed int // index into pipe.errs + 1; 0 while healthy
+	// held counts the records an Idler was given since its last Idle:
+	// those its failure loses.
+	held  int64
+	idler Idler // the Sink's, if it is one
+}
+
+func newSinkState(s Sink) *sinkState {
+	i, _ := s.(Idler)
+	return &sinkState{Sink: s, idler: i}
+}
+
+// take hands rec to the sinks and, when no record waits behind it
+// (waiting is how many do), has them write out what they held: a burst
+// is one write, and nothing gathered waits in a buffer for the next.
+func (p *pipe) take(rec *loadgen.Record, waiting int) error {
+	err := p.add(rec)
+	if p.held++; waiting > 0 && p.held < maxHeld {
+		return err
+	}
+	return cmpErr(err, p.idle())
+}
+
+// maxHeld bounds the records a burst holds before they are written, so
+// a write stays small and a backlog that never empties is still written
+// as it is taken.
+const maxHeld = 64
+
+// idle tells the Idler sinks to write out what they hold.
+func (p *pipe) idle() error {
+	p.held = 0
+	var first error
+	for _, s := range p.sinks {
+		if s.idler == nil || s.failed > 0 || s.held == 0 {
+			continue
+		}
+		lost := s.held
+		s.held = 0
+		if err := s.idler.Idle(); err != nil {
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err, Lost: lost})
+			s.failed = len(p.errs)
+			first = cmpErr(first, err)
+		}
+	}
+	return first
 }
 
 func (p *pipe) add(rec *loadgen.Record) error {
@@ -452,13 +501,19 @@ func (p *pipe) add(rec *loadgen.Record) error {
 			p.errs[s.failed-1].Lost++
 			continue
 		}
-		if err := s.Add(rec); err != nil {
-			// The record that failed is lost too.
-			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err, Lost: 1})
+		s.held++
+		err := s.Add(rec)
+		if err != nil {
+			// The record that failed is lost too, with those an Idler
+			// held.
+			p.errs = append(p.errs, SinkError{Sink: s.Name(), Err: err, Lost: s.held})
 			s.failed = len(p.errs)
 			if first == nil {
 				first = err
 			}
+		}
+		if s.idler == nil || err != nil {
+			s.held = 0
 		}
 	}
 	return first

@@ -25,6 +25,18 @@ type Ticker interface {
 	Tick(from, to time.Time) error
 }
 
+// Idler is a Sink that may hold what Add gave it, to write a burst of
+// records at once. The pipeline calls Idle whenever no record waits
+// behind the last one added (and every few dozen records of a backlog,
+// and before each tick), so nothing it gathered
+// sits in a buffer while the run waits for more: a stopped or killed run
+// loses none of it.
+type Idler interface {
+	// Idle writes out what Add held. An error loses every record added
+	// since the last Idle.
+	Idle() error
+}
+
 // Func adapts a function to a Sink that never fails and has nothing to
 // close.
 type Func func(rec *loadgen.Record)

@@ -8,18 +8,20 @@ import (
 	"github.com/tailgate-llm/tailgate/results"
 )
 
-// recordsSink appends every record to requests.jsonl as it arrives; each
-// second it flushes what a compressed file buffers.
+// recordsSink appends every record to requests.jsonl as it arrives, the
+// records of a burst in one write once the burst is taken; each second it
+// flushes what a compressed file buffers.
 type recordsSink struct{ w *results.RecordWriter }
 
 func (s *recordsSink) Tick(time.Time, time.Time) error { return s.w.Flush() }
 
 func (s *recordsSink) Name() string                  { return s.w.Path() }
-func (s *recordsSink) Add(rec *loadgen.Record) error { return s.w.Write(rec) }
+func (s *recordsSink) Add(rec *loadgen.Record) error { return s.w.Append(rec) }
+func (s *recordsSink) Idle() error                   { return s.w.Drain() }
 func (s *recordsSink) Close() error                  { return s.w.Close() }
 
 // sessionsSink writes sessions.jsonl: a line per session, from the
-// figures its last record carries. The file is created with the first
+// figures its last record carries, a burst's lines in one write. The file is created with the first
 // session, so a run without sessions has none.
 type sessionsSink struct {
 	path string
@@ -38,7 +40,13 @@ func (s *sessionsSink) Add(rec *loadgen.Record) error {
 		}
 		s.w = w
 	}
-	return s.w.Write(rec.SessionDone.Line())
+	return s.w.Append(rec.SessionDone.Line())
+}
+func (s *sessionsSink) Idle() error {
+	if s.w == nil {
+		return nil
+	}
+	return s.w.Drain()
 }
 func (s *sessionsSink) Close() error {
 	if s.w == nil {

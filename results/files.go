@@ -29,17 +29,20 @@ func WriteJSON(path string, v any) error {
 	return nil
 }
 
-// JSONLWriter appends one JSON value per line, each line in one write so a
-// process that dies loses at most the line in flight. After the first
+// JSONLWriter appends one JSON value per line. Write makes each line one
+// write, so a process that dies loses at most the line in flight; Append
+// holds lines until Drain writes them at once. After the first
 // failed write it stops writing and keeps the error; the caller reports it
 // at the end rather than aborting the run.
 type JSONLWriter struct {
-	path  string
-	f     *os.File
-	buf   bytes.Buffer
-	enc   *json.Encoder
-	err   error
-	Lines int64
+	path string
+	f    *os.File
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	err  error
+	// Lines counts the lines handed to the file; pending those buffered.
+	Lines   int64
+	pending int64
 }
 
 // CreateJSONL creates (truncates) path.
@@ -54,21 +57,47 @@ func CreateJSONL(path string) (*JSONLWriter, error) {
 	return w, nil
 }
 
-// Write appends v.
+// Write appends v in one write of its own.
 func (w *JSONLWriter) Write(v any) error {
+	if err := w.Append(v); err != nil {
+		return err
+	}
+	return w.Drain()
+}
+
+// Append buffers v's line until Drain or Close write it (the caller
+// bounds how many it lets wait).
+func (w *JSONLWriter) Append(v any) error {
 	if w.err != nil {
 		return w.err
 	}
-	w.buf.Reset()
 	if err := w.enc.Encode(v); err != nil {
-		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: encode: %w", w.Lines+1, err)}
+		// The lines before it are whole: they still go to the file.
+		line := w.Lines + w.pending + 1
+		if derr := w.Drain(); derr != nil {
+			return derr
+		}
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: encode: %w", line, err)}
 		return w.err
 	}
-	if _, err := w.f.Write(w.buf.Bytes()); err != nil {
+	w.pending++
+	return nil
+}
+
+// Drain hands the buffered lines to the file in one write.
+func (w *JSONLWriter) Drain() error {
+	if w.err != nil || w.buf.Len() == 0 {
+		return w.err
+	}
+	_, err := w.f.Write(w.buf.Bytes())
+	w.buf.Reset()
+	if err != nil {
+		// The first line that may not have reached the file.
 		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.Lines+1, err)}
 		return w.err
 	}
-	w.Lines++
+	w.Lines += w.pending
+	w.pending = 0
 	return nil
 }
 
@@ -78,8 +107,9 @@ func (w *JSONLWriter) Path() string { return w.path }
 // Err is the first write error, if any.
 func (w *JSONLWriter) Err() error { return w.err }
 
-// Close syncs and closes the file.
+// Close writes what is buffered, syncs and closes the file.
 func (w *JSONLWriter) Close() error {
+	w.Drain()
 	serr := w.f.Sync()
 	cerr := w.f.Close()
 	if w.err != nil {

@@ -111,11 +111,13 @@ func (d Dir) RecordsPath() string {
 }
 
 // RecordWriter streams records to requests.jsonl in a form and a
-// compression, as requests finish. Uncompressed, each line is one write,
-// so a process that dies loses at most the line in flight; compressed,
-// Flush (called once a second by the pipeline) ends a compressed block,
-// so it loses at most the last second. After the first failure it writes
-// nothing more and keeps the error.
+// compression, as requests finish. Uncompressed, Write makes each line one
+// write, so a process that dies loses at most the line in flight; Append
+// holds lines until Drain hands them over in one write (the pipeline
+// drains whenever no record waits, so a burst costs one write, not one a
+// line). Compressed, Flush (called once a second by the pipeline) ends a
+// compressed block, so it loses at most the last second. After the first
+// failure it writes nothing more and keeps the error.
 type RecordWriter struct {
 	path  string
 	form  RecordsForm
@@ -132,6 +134,7 @@ type RecordWriter struct {
 	sum     hash.Hash
 	pending int64 // lines buffered, not yet handed to the file
 	written int64
+	writes  int64 // writes handed to the file or the compressor
 }
 
 // RecordsDigest is summary.json's "records": how many lines the run wrote
@@ -175,24 +178,46 @@ func CreateRecordWriter(path string, form RecordsForm, c Compression) (*RecordWr
 }
 
 // Write appends rec in the writer's form (loadgen.Record.AppendJSON:
-// encoding/json's bytes without its reflection).
+// encoding/json's bytes without its reflection) and, uncompressed, writes
+// it out at once.
 func (w *RecordWriter) Write(rec *loadgen.Record) error {
+	if err := w.Append(rec); err != nil || w.z != nil {
+		return err
+	}
+	return w.drain()
+}
+
+// Append buffers rec's line until Drain, Flush or Close write it (the
+// caller bounds how many it lets wait); compressed, it hands the buffer
+// to the compressor once it passes 64 KiB.
+func (w *RecordWriter) Append(rec *loadgen.Record) error {
 	if w.err != nil {
 		return w.err
-	}
-	if w.z == nil {
-		w.buf.Reset()
 	}
 	w.line = rec.AppendJSON(w.line[:0], w.form == RecordsCompact)
 	w.line = append(w.line, '\n')
 	w.buf.Write(w.line)
 	w.Lines++
 	w.pending++
-	if w.z != nil && w.buf.Len() < 64<<10 {
-		return nil // compressed in batches; Flush and Close write the rest
+	if w.z == nil || w.buf.Len() < 64<<10 {
+		return nil
 	}
 	return w.drain()
 }
+
+// Drain hands the lines Append buffered to an uncompressed file in one
+// write. A compressed file keeps batching to 64 KiB: Flush ends its
+// blocks.
+func (w *RecordWriter) Drain() error {
+	if w.err != nil || w.z != nil {
+		return w.err
+	}
+	return w.drain()
+}
+
+// Writes is how many writes the file (or, compressed, the compressor) has
+// been handed: one a line through Write, one a batch through Append.
+func (w *RecordWriter) Writes() int64 { return w.writes }
 
 // drain hands the buffered lines to the file (through the compressor).
 func (w *RecordWriter) drain() error {
@@ -205,6 +230,7 @@ func (w *RecordWriter) drain() error {
 	} else {
 		_, err = w.f.Write(w.buf.Bytes())
 	}
+	w.writes++
 	if err == nil {
 		w.sum.Write(w.buf.Bytes())
 		w.written += w.pending
@@ -212,7 +238,8 @@ func (w *RecordWriter) drain() error {
 	w.buf.Reset()
 	w.pending = 0
 	if err != nil {
-		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.Lines, err)}
+		// The first line that may not have reached the file.
+		w.err = &WriteError{Path: w.path, Err: fmt.Errorf("line %d: write: %w", w.written+1, err)}
 	}
 	return w.err
 }

@@ -17,14 +17,17 @@ import (
 	"github.com/tailgate-llm/tailgate/telemetry"
 )
 
-// throughputLine is the rates of rows a throughput block holds, in row
-// order, each by its label ("out tok/s 291.3"), or its Absent text when
-// absent; per-session rows and rows summary.json does not hold are left
-// out.
+// throughputLine is the rates a throughput block holds: those of rows, in
+// row order, each by its label ("out tok/s 291.3"), or its Absent text when
+// absent, then those no row of rows names (a row made outside the table
+// given), by their names; per-session rows and rows summary.json does not
+// hold are left out.
 func throughputLine(t *schema.Throughput, rows []measure.RateMetric) string {
 	var parts []string
+	named := make(map[string]bool, len(rows))
 	for i := range rows {
 		m := &rows[i]
+		named[m.Name] = true
 		if m.Of == nil || m.PerSession {
 			continue
 		}
@@ -42,6 +45,12 @@ func throughputLine(t *schema.Throughput, rows []measure.RateMetric) string {
 			parts = append(parts, fmt.Sprintf("%s %.1f", m.Label, v))
 		}
 	}
+	// Without its row neither kind nor unit is known: the bare figure.
+	for _, n := range slices.Sorted(maps.Keys(t.Extra)) {
+		if !named[n] {
+			parts = append(parts, n+" "+strconv.FormatFloat(t.Extra[n], 'g', 5, 64))
+		}
+	}
 	return strings.Join(parts, "  ")
 }
 
@@ -49,6 +58,16 @@ func throughputLine(t *schema.Throughput, rows []measure.RateMetric) string {
 // the latency table, a per-class table when there is more than one class,
 // and warnings.
 func WriteText(w io.Writer, s *results.Summary) error {
+	return WriteTextOf(w, s, nil)
+}
+
+// WriteTextOf is WriteText with the rate table rates (nil:
+// measure.RateMetrics()) labelling the throughput line; a rate the summary
+// carries that rates does not name is shown by its name.
+func WriteTextOf(w io.Writer, s *results.Summary, rates []measure.RateMetric) error {
+	if rates == nil {
+		rates = measure.RateMetrics()
+	}
 	ew := &errWriter{w: w}
 	r := s.Run
 	fmt.Fprintf(ew, "\ntailgate %s  target %s  api %s  model %s\n", s.Tool.Version, r.Target, r.API, r.Model)
@@ -76,7 +95,7 @@ func WriteText(w io.Writer, s *results.Summary) error {
 	fmt.Fprintln(ew, errorKinds(q.ErrorsByKind))
 	writeFirstErrors(ew, q.FirstErrors)
 	t := s.Throughput
-	fmt.Fprintf(ew, "throughput %s  (measured window %.2fs)\n", throughputLine(&t, measure.RateMetrics()), r.MeasuredWindowS)
+	fmt.Fprintf(ew, "throughput %s  (measured window %.2fs)\n", throughputLine(&t, rates), r.MeasuredWindowS)
 	if t.ScheduledWindowS > 0 {
 		fmt.Fprintf(ew, "load     offered %.2f req/s  sent %.2f req/s  (scheduled window %.2fs, warm-up and drain left out)\n",
 			t.OfferedPerS, t.SentPerS, t.ScheduledWindowS)

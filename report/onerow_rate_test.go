@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tailgate-llm/tailgate/comparison"
 	"github.com/tailgate-llm/tailgate/exporters"
@@ -68,21 +65,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 
 	// summary.json: the throughput block and definitions, and back.
 	m := measure.NewMetricsOf(rows).WithRates(rates)
-	for i := range recs {
-		m.Add(&recs[i])
-	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
-	js, err := json.Marshal(sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Throughput  map[string]float64 `json:"throughput"`
-		Definitions map[string]string  `json:"definitions"`
-	}
-	if err := json.Unmarshal(js, &doc); err != nil {
-		t.Fatal(err)
-	}
+	sum, js, doc := oneRowSummary(t, m, recs)
 	if v := doc.Throughput["total_tokens_per_s"]; math.Abs(v-wantRate) > 1e-6 {
 		t.Errorf("summary.json throughput.total_tokens_per_s = %v, want %v (throughput %v)", v, wantRate, doc.Throughput)
 	}
@@ -101,16 +84,7 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	}
 
 	// /metrics: the row's counter, name and help.
-	pm := prom.New(prom.Options{Latency: rows, Rates: rates})
-	sink := pm.NewSink(prom.SinkOptions{Target: "t"})
-	for i := range recs {
-		if err := sink.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(pm.Registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
+	body := oneRowScrape(t, prom.New(prom.Options{Latency: rows, Rates: rates}), recs)
 	for _, want := range []string{"# HELP tailgate_total_tokens_total Input and output tokens of successful requests (made up by a test).",
 		`tailgate_total_tokens_total{class="chat",target="t"} 2600`, `tailgate_output_tokens_total{class="chat",target="t"} 600`} {
 		if !strings.Contains(body, want) {
@@ -154,30 +128,23 @@ func TestOneRowRateReachesEveryFace(t *testing.T) {
 	}
 
 	// report.html and the Markdown report: the row's column.
-	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
-	var html, md bytes.Buffer
-	if err := report.WriteHTML(&html, []*report.Source{src}, report.Options{Latency: rows, Rates: rates}); err != nil {
-		t.Fatal(err)
-	}
+	html, md := oneRowReports(t, sum, report.Options{Latency: rows, Rates: rates})
 	for _, want := range []string{"<th>out tok/s</th><th>total tok/s</th><th>TTFT p50</th>", "<td>291.3</td><td>1262.1</td>"} {
-		if !strings.Contains(html.String(), want) {
+		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if err := report.WriteMarkdown(&md, []*report.Source{src}, report.Options{Latency: rows, Rates: rates}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| goodput/s | total tok/s | TTFT p50 |") || !strings.Contains(md.String(), "| 1262.1 |") {
-		t.Errorf("Markdown report lacks the total tok/s column:\n%s", md.String())
+	if !strings.Contains(md, "| goodput/s | total tok/s | TTFT p50 |") || !strings.Contains(md, "| 1262.1 |") {
+		t.Errorf("Markdown report lacks the total tok/s column:\n%s", md)
 	}
 
+	// The terminal summary: by the row's label with the table given, by
+	// its name after the built-in rows without it.
+	oneRowTextHas(t, sum, rates, "goodput/s 97.09  total tok/s 1262.1  (measured")
+	oneRowTextHas(t, sum, nil, "goodput/s 97.09  total_tokens_per_s 1262.1  (measured")
+
 	// compare: a default rate, baseline and candidate side by side.
-	side := func(dir string, recs []loadgen.Record) *comparison.Side {
-		return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
-			Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
-			Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
-	}
-	rep, err := comparison.Compare(side("a", recs), side("b", oneRowRecords(200, 20*time.Millisecond)),
+	rep, err := comparison.Compare(oneRowSide("a", recs), oneRowSide("b", oneRowRecords(200, 20*time.Millisecond)),
 		comparison.Options{Tolerance: 0.05, Resamples: 200, Seed: 1, Latency: rows, Rates: rates})
 	if err != nil {
 		t.Fatal(err)
@@ -254,21 +221,7 @@ func TestOneRowRatioReachesEveryFace(t *testing.T) {
 
 	// summary.json: the throughput block and definitions, and back.
 	m := measure.NewMetrics().WithRates(rates)
-	for i := range recs {
-		m.Add(&recs[i])
-	}
-	sum := m.Summary(loadgen.Info{Elapsed: 3 * time.Second}, schema.SummaryMeta{})
-	js, err := json.Marshal(sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Throughput  map[string]float64 `json:"throughput"`
-		Definitions map[string]string  `json:"definitions"`
-	}
-	if err := json.Unmarshal(js, &doc); err != nil {
-		t.Fatal(err)
-	}
+	sum, js, doc := oneRowSummary(t, m, recs)
 	if v, ok := doc.Throughput["capped_rate"]; !ok || v != 0.25 {
 		t.Errorf("summary.json throughput.capped_rate = %v (%v), want 0.25 (throughput %v)", v, ok, doc.Throughput)
 	}
@@ -295,16 +248,7 @@ func TestOneRowRatioReachesEveryFace(t *testing.T) {
 	}
 
 	// /metrics: the row's bad and counted pair, names and help.
-	pm := prom.New(prom.Options{Rates: rates})
-	sink := pm.NewSink(prom.SinkOptions{Target: "t"})
-	for i := range recs {
-		if err := sink.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(pm.Registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
+	body := oneRowScrape(t, prom.New(prom.Options{Rates: rates}), recs)
 	for _, want := range []string{"# HELP tailgate_capped_bad_total Successful requests that used all of their max_tokens (made up by a test). Records counted bad.",
 		`tailgate_capped_bad_total{class="chat",target="t"} 50`, `tailgate_capped_events_total{class="chat",target="t"} 200`,
 		`tailgate_output_tokens_total{class="chat",target="t"} 600`} {
@@ -353,30 +297,23 @@ func TestOneRowRatioReachesEveryFace(t *testing.T) {
 	}
 
 	// report.html and the Markdown report: the row's column.
-	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
-	var html, md bytes.Buffer
-	if err := report.WriteHTML(&html, []*report.Source{src}, report.Options{Rates: rates}); err != nil {
-		t.Fatal(err)
-	}
+	html, md := oneRowReports(t, sum, report.Options{Rates: rates})
 	for _, want := range []string{"<th>out tok/s</th><th>capped</th><th>TTFT p50</th>", "<td>25.00%</td>"} {
-		if !strings.Contains(html.String(), want) {
+		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if err := report.WriteMarkdown(&md, []*report.Source{src}, report.Options{Rates: rates}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| goodput/s | capped | TTFT p50 |") || !strings.Contains(md.String(), "| 25.00% |") {
-		t.Errorf("Markdown report lacks the capped column:\n%s", md.String())
+	if !strings.Contains(md, "| goodput/s | capped | TTFT p50 |") || !strings.Contains(md, "| 25.00% |") {
+		t.Errorf("Markdown report lacks the capped column:\n%s", md)
 	}
 
+	// The terminal summary: by the row's label with the table given, by
+	// its name after the built-in rows without it.
+	oneRowTextHas(t, sum, rates, "  capped 25.00%  (measured")
+	oneRowTextHas(t, sum, nil, "  capped_rate 0.25  (measured")
+
 	// compare: a default rate, baseline and candidate side by side.
-	side := func(dir string, recs []loadgen.Record) *comparison.Side {
-		return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
-			Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
-			Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
-	}
-	rep, err := comparison.Compare(side("a", recs), side("b", cappedRecords(200, 5, 10)),
+	rep, err := comparison.Compare(oneRowSide("a", recs), oneRowSide("b", cappedRecords(200, 5, 10)),
 		comparison.Options{Tolerance: 0.05, Resamples: 200, Seed: 1, Rates: rates})
 	if err != nil {
 		t.Fatal(err)
@@ -389,5 +326,18 @@ func TestOneRowRatioReachesEveryFace(t *testing.T) {
 	comparison.WriteTable(&ct, rep)
 	if !strings.Contains(ct.String(), "capped_rate  25.00%    20.00%     -20.0%") {
 		t.Errorf("compare table lacks the capped_rate row:\n%s", ct.String())
+	}
+}
+
+// oneRowTextHas checks that the terminal summary of sum, its throughput
+// line labelled by rates (nil: the built-in table), holds want.
+func oneRowTextHas(t *testing.T, sum *schema.Summary, rates []measure.RateMetric, want string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := exporters.WriteTextOf(&b, &results.Summary{Summary: *sum}, rates); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("terminal summary lacks %q:\n%s", want, b.String())
 	}
 }

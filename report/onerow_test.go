@@ -54,15 +54,17 @@ func oneRowRecords(n int, slow time.Duration) []loadgen.Record {
 	return out
 }
 
-// A made-up metric added as one row of the metric table reaches
-// summary.json, /metrics, report.html (and its Markdown) and compare.
-func TestOneRowMetricReachesEveryFace(t *testing.T) {
-	t.Parallel()
-	rows := tableWithTTST()
-	recs := oneRowRecords(200, 0)
+// oneRowDoc is what the one-row tests read of summary.json.
+type oneRowDoc struct {
+	LatencyMs   map[string]schema.Hist `json:"latency_ms"`
+	Throughput  map[string]float64     `json:"throughput"`
+	Definitions map[string]string      `json:"definitions"`
+}
 
-	// summary.json: latency_ms and definitions.
-	m := measure.NewMetricsOf(rows)
+// oneRowSummary counts recs into m and returns the summary, its
+// summary.json and what the tests read of it.
+func oneRowSummary(t *testing.T, m *measure.Metrics, recs []loadgen.Record) (*schema.Summary, []byte, oneRowDoc) {
+	t.Helper()
 	for i := range recs {
 		m.Add(&recs[i])
 	}
@@ -71,22 +73,17 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		LatencyMs   map[string]schema.Hist `json:"latency_ms"`
-		Definitions map[string]string      `json:"definitions"`
-	}
+	var doc oneRowDoc
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if h := doc.LatencyMs["ttst"]; h.Count != 200 || h.Min < 30 || h.Max > 37 {
-		t.Errorf("summary.json latency_ms.ttst = %+v, want 200 samples in 30–36 ms", h)
-	}
-	if doc.Definitions["ttst"] == "" {
-		t.Error("summary.json has no definition of ttst")
-	}
+	return sum, js, doc
+}
 
-	// /metrics: the row's histogram, name, help and buckets.
-	pm := prom.New(prom.Options{Latency: rows})
+// oneRowScrape feeds recs to a sink of pm (target "t") and returns what
+// /metrics serves.
+func oneRowScrape(t *testing.T, pm *prom.Metrics, recs []loadgen.Record) string {
+	t.Helper()
 	sink := pm.NewSink(prom.SinkOptions{Target: "t"})
 	for i := range recs {
 		if err := sink.Add(&recs[i]); err != nil {
@@ -95,7 +92,50 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(pm.Registry(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
+	return rec.Body.String()
+}
+
+// oneRowReports is report.html and the Markdown report of one run whose
+// summary is sum.
+func oneRowReports(t *testing.T, sum *schema.Summary, opts report.Options) (html, md string) {
+	t.Helper()
+	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
+	var h, m bytes.Buffer
+	if err := report.WriteHTML(&h, []*report.Source{src}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteMarkdown(&m, []*report.Source{src}, opts); err != nil {
+		t.Fatal(err)
+	}
+	return h.String(), m.String()
+}
+
+// oneRowSide is one side of a compare: recs as the one stage of an open
+// poisson run.
+func oneRowSide(dir string, recs []loadgen.Record) *comparison.Side {
+	return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
+		Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
+		Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
+}
+
+// A made-up metric added as one row of the metric table reaches
+// summary.json, /metrics, report.html (and its Markdown) and compare.
+func TestOneRowMetricReachesEveryFace(t *testing.T) {
+	t.Parallel()
+	rows := tableWithTTST()
+	recs := oneRowRecords(200, 0)
+
+	// summary.json: latency_ms and definitions.
+	sum, _, doc := oneRowSummary(t, measure.NewMetricsOf(rows), recs)
+	if h := doc.LatencyMs["ttst"]; h.Count != 200 || h.Min < 30 || h.Max > 37 {
+		t.Errorf("summary.json latency_ms.ttst = %+v, want 200 samples in 30–36 ms", h)
+	}
+	if doc.Definitions["ttst"] == "" {
+		t.Error("summary.json has no definition of ttst")
+	}
+
+	// /metrics: the row's histogram, name, help and buckets.
+	body := oneRowScrape(t, prom.New(prom.Options{Latency: rows}), recs)
 	for _, want := range []string{"# HELP tailgate_ttst_seconds Time to the second chunk (made up by a test).",
 		`tailgate_ttst_seconds_bucket{class="chat",target="t",le="0.1"} 200`, `tailgate_ttst_seconds_count{class="chat",target="t"} 200`} {
 		if !strings.Contains(body, want) {
@@ -104,30 +144,18 @@ func TestOneRowMetricReachesEveryFace(t *testing.T) {
 	}
 
 	// report.html and the Markdown report: the row's columns.
-	src := &report.Source{Dir: "run", Kind: "run", Parts: []*report.Part{{Name: "run", Summary: &results.Summary{Summary: *sum}}}}
-	var html, md bytes.Buffer
-	if err := report.WriteHTML(&html, []*report.Source{src}, report.Options{Latency: rows}); err != nil {
-		t.Fatal(err)
-	}
+	html, md := oneRowReports(t, sum, report.Options{Latency: rows})
 	for _, want := range []string{"<th>TTST p50</th><th>TTST p99</th>", "<th>TTST p99</th></tr>"} {
-		if !strings.Contains(html.String(), want) {
+		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if err := report.WriteMarkdown(&md, []*report.Source{src}, report.Options{Latency: rows}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| TTST p99 | GPU util |") {
-		t.Errorf("Markdown report lacks the TTST column:\n%s", md.String())
+	if !strings.Contains(md, "| TTST p99 | GPU util |") {
+		t.Errorf("Markdown report lacks the TTST column:\n%s", md)
 	}
 
 	// compare: a default row, and a slower candidate is a regression of it.
-	side := func(dir string, recs []loadgen.Record) *comparison.Side {
-		return &comparison.Side{Dir: dir, Stages: map[string][]loadgen.Record{"main": recs}, Order: []string{"main"},
-			Load:    map[string]comparison.Load{"main": {Mode: "open", Arrival: "poisson", OfferedPerS: 100}},
-			Classes: map[string]map[string]int{"main": {"chat": len(recs)}}}
-	}
-	rep, err := comparison.Compare(side("a", recs), side("b", oneRowRecords(200, 20*time.Millisecond)),
+	rep, err := comparison.Compare(oneRowSide("a", recs), oneRowSide("b", oneRowRecords(200, 20*time.Millisecond)),
 		comparison.Options{Tolerance: 0.05, Resamples: 200, Seed: 1, Latency: rows})
 	if err != nil {
 		t.Fatal(err)

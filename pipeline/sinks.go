@@ -21,8 +21,8 @@ func (s *recordsSink) Idle() error                   { return s.w.Drain() }
 func (s *recordsSink) Close() error                  { return s.w.Close() }
 
 // sessionsSink writes sessions.jsonl: a line per session, from the
-// figures its last record carries, a burst's lines in one write. The file is created with the first
-// session, so a run without sessions has none.
+// figures its last record carries, a burst's lines in one write. The file
+// is created with the first session, so a run without sessions has none.
 type sessionsSink struct {
 	path string
 	w    *results.JSONLWriter

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/loopbacktest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 )
@@ -25,21 +26,8 @@ func TestLeanRequestAllocs(t *testing.T) {
 	stream := vllmStream(1)
 	answer := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: "+
 		strconv.Itoa(len(stream))+"\r\n\r\n"), stream...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveCanned(conn, answer)
-		}
-	}()
-	c, err := New(Config{Model: "qwen3_8b", Endpoint: transport.Endpoint{URL: "http://" + ln.Addr().String(),
+	addr := loopbacktest.Serve(t, func(conn net.Conn) { serveCanned(conn, answer) })
+	c, err := New(Config{Model: "qwen3_8b", Endpoint: transport.Endpoint{URL: "http://" + addr,
 		Transport: transport.Config{HTTPClient: transport.HTTPClientLean}}})
 	if err != nil {
 		t.Fatal(err)

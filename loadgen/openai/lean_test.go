@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/loopbacktest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -117,32 +118,17 @@ var framings = []struct {
 // closes it.
 func rawServer(t testing.TB, serve func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return "http://" + loopbacktest.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					serve(c)
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			serve(c)
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 func checkAgree(t testing.TB, body []byte) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/loopbacktest"
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/transport"
 	"github.com/tailgate-llm/tailgate/prompts"
@@ -32,10 +33,6 @@ const holdServerEnv = "TAILGATE_TEST_HOLD_SERVER"
 func TestHoldServerProcess(t *testing.T) {
 	if os.Getenv(holdServerEnv) == "" {
 		t.Skip("helper process for BenchmarkIdleStreamMemory")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
 	// Each line on stdin sends every held stream one more event; the end
 	// of stdin ends them.
@@ -59,50 +56,40 @@ func TestHoldServerProcess(t *testing.T) {
 	}()
 	var mu sync.Mutex
 	answered := 0
-	fmt.Println(ln.Addr())
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				for err == nil && req.Method == http.MethodGet {
-					// Preconnect's model list: the connection stays for the
-					// stream.
-					fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"data\":[]}")
-					req, err = http.ReadRequest(br)
-				}
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				ev := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ev), ev)
-				mu.Lock()
-				answered++
-				fmt.Println(answered) // the client waits for its count
-				mu.Unlock()
-				for done := 0; ; done++ {
-					more.L.Lock()
-					for sent == done {
-						more.Wait()
-					}
-					end := sent < 0
-					more.L.Unlock()
-					if end {
-						break
-					}
-					fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
-				}
-				end := "data: [DONE]\n\n"
-				fmt.Fprintf(c, "%x\r\n%s\r\n0\r\n\r\n", len(end), end)
-			}()
+	fmt.Println(loopbacktest.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		for err == nil && req.Method == http.MethodGet {
+			// Preconnect's model list: the connection stays for the
+			// stream.
+			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"data\":[]}")
+			req, err = http.ReadRequest(br)
 		}
-	}()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		ev := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ev), ev)
+		mu.Lock()
+		answered++
+		fmt.Println(answered) // the client waits for its count
+		mu.Unlock()
+		for done := 0; ; done++ {
+			more.L.Lock()
+			for sent == done {
+				more.Wait()
+			}
+			end := sent < 0
+			more.L.Unlock()
+			if end {
+				break
+			}
+			fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
+		}
+		end := "data: [DONE]\n\n"
+		fmt.Fprintf(c, "%x\r\n%s\r\n0\r\n\r\n", len(end), end)
+	}))
 	<-release
 	time.Sleep(time.Second) // let the ends go out
 }

@@ -12,8 +12,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tailgate-llm/tailgate/internal/loopbacktest"
 )
 
 // noProxy keeps a test off http.ProxyFromEnvironment, which reads the
@@ -234,37 +237,23 @@ func TestLeanFollowsRedirects(t *testing.T) {
 // cleared before its connection goes back to the pool: the next request
 // on it reads as usual.
 func TestLeanDeadlineClearedForReuse(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conns := make(chan int, 4)
-	go func() {
-		for n := 1; ; n++ {
-			c, err := ln.Accept()
+	var conns atomic.Int32
+	addr := loopbacktest.Serve(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			conns <- n
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					// Head and body in one write: the body is read with the head.
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			// Head and body in one write: the body is read with the head.
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
+	})
 	cl := leanClient(t)
 	for i := range 2 {
-		req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+ln.Addr().String(), strings.NewReader("{}"))
+		req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+addr, strings.NewReader("{}"))
 		resp, _, err := cl.Do(req)
 		if err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
@@ -278,7 +267,7 @@ func TestLeanDeadlineClearedForReuse(t *testing.T) {
 			t.Fatalf("request %d: %q, %v", i+1, b, err)
 		}
 	}
-	if n := len(conns); n != 1 {
+	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d connections for two requests, want 1 (reused)", n)
 	}
 }

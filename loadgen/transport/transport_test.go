@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailgate-llm/tailgate/internal/loopbacktest"
 	"github.com/tailgate-llm/tailgate/internal/version"
 	"github.com/tailgate-llm/tailgate/loadgen"
 )
@@ -152,43 +153,26 @@ func TestTransportConfig(t *testing.T) {
 // client always finds the connection idle and alive when it reuses it).
 func closingServer(t *testing.T) (url string, requests func() int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	served := 0
-	var wg sync.WaitGroup
-	go func() {
-		for {
-			conn, err := ln.Accept()
+	addr := loopbacktest.Serve(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for n := 0; ; n++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer conn.Close()
-				br := bufio.NewReader(conn)
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					if n > 0 {
-						return // closed "idle" connection
-					}
-					mu.Lock()
-					served++
-					mu.Unlock()
-					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			if n > 0 {
+				return // closed "idle" connection
+			}
+			mu.Lock()
+			served++
+			mu.Unlock()
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return "http://" + ln.Addr().String() + "/v1/x", func() int { mu.Lock(); defer mu.Unlock(); return served }
+	})
+	return "http://" + addr + "/v1/x", func() int { mu.Lock(); defer mu.Unlock(); return served }
 }
 
 func TestRetryOnClosedIdleConnection(t *testing.T) {
@@ -246,22 +230,9 @@ func TestNoRetryOnFreshConnection(t *testing.T) {
 }
 
 func testNoRetryOnFreshConnection(t *testing.T, kind string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	addr := loopbacktest.Serve(t, func(net.Conn) {}) // closes every connection at once
 	cl, _ := Config{HTTPClient: kind}.NewClient(nil, nil)
-	req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+ln.Addr().String()+"/", strings.NewReader("x"))
+	req, _ := cl.NewRequest(context.Background(), http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
 	if _, n, err := cl.Do(req); err == nil || n != 0 {
 		t.Errorf("fresh connection closed: retries %d, err %v", n, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tailgate-llm/tailgate/loadgen"
 	"github.com/tailgate-llm/tailgate/loadgen/measure"
-	"github.com/tailgate-llm/tailgate/prompts"
 	"github.com/tailgate-llm/tailgate/results"
 )
 
@@ -139,16 +138,7 @@ func TestStoppedRunKeepsEveryRecord(t *testing.T) {
 	hanging := make(chan struct{}, 100)
 	sp := spec(200, 10*time.Second)
 	sp.Validity = warnOnly()
-	sp.Client = loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
-		if rec.Seq < 20 {
-			okClient(ctx, p, rec)
-			return
-		}
-		rec.Sent = rec.Now()
-		hanging <- struct{}{}
-		<-ctx.Done()
-		rec.ErrorKind, rec.End = loadgen.ErrCancelled, rec.Now()
-	})
+	sp.Client = hangAfter(20, hanging)
 	sp.Out = results.Dir(t.TempDir())
 	check := &lineCheck{t: t, path: sp.Out.Path(results.RecordsFile)}
 	go func() {

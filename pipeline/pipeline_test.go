@@ -166,16 +166,7 @@ func TestInterruptedRunIsInvalid(t *testing.T) {
 	hanging := make(chan struct{}, 100)
 	sp := spec(50, 10*time.Second)
 	sp.Validity = warnOnly()
-	sp.Client = loadgen.ClientFunc(func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
-		if rec.Seq < 4 {
-			okClient(ctx, p, rec)
-			return
-		}
-		rec.Sent = rec.Now()
-		hanging <- struct{}{}
-		<-ctx.Done()
-		rec.ErrorKind, rec.End = loadgen.ErrCancelled, rec.Now()
-	})
+	sp.Client = hangAfter(4, hanging)
 	spec, err := slo.ParseSpec("slo.yaml", []byte("kind: SLO\nname: s\nowner: team\nobjectives:\n  - {name: errors, metric: error_rate, threshold: 1%}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -246,5 +237,20 @@ func TestPipelineJudges(t *testing.T) {
 	h, err := sp.Out.ReadHistograms()
 	if err != nil || h.Bounds().MaxErrorRate.String() != "20%" || !h.Bounds().DistortionWarns {
 		t.Errorf("histograms bounds %+v %v", h.Validity, err)
+	}
+}
+
+// hangAfter answers the first n requests and holds the rest until they are
+// cancelled, telling hanging of each one it holds.
+func hangAfter(n int64, hanging chan<- struct{}) loadgen.ClientFunc {
+	return func(ctx context.Context, p *prompts.Prompt, rec *loadgen.Record) {
+		if rec.Seq < n {
+			okClient(ctx, p, rec)
+			return
+		}
+		rec.Sent = rec.Now()
+		hanging <- struct{}{}
+		<-ctx.Done()
+		rec.ErrorKind, rec.End = loadgen.ErrCancelled, rec.Now()
 	}
 }
